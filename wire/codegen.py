@@ -1,0 +1,422 @@
+"""Generate a straight-line encoder and decoder per (API, version, direction) from its schema.
+
+Interpreting the schema at run time would cost a dictionary walk and several branches per
+field per message; instead this module writes Python source specialised to one version of
+one message, compiles it once, and the hot path runs only that code.  Runs of consecutive
+fixed-width fields are read and written with one merged precompiled ``struct.Struct`` each,
+arrays of fixed-width values with one ``struct`` call, arrays of structs with a loop whose
+body is inlined (no call per element), and variable-length items through the small helpers
+of :mod:`wire.primitives`.
+
+Generated decoders take ``(buf: memoryview, pos: int)`` and return ``(message, end_pos)``.
+A decoded message holds every field the API declares: fields absent from the decoded
+version (and tagged fields not sent) get their defaults.  Decoders raise ``DecodeError``
+themselves for nulls in non-nullable fields and bad lengths; ``struct.error`` and
+``IndexError`` from reading past the end are left to :mod:`wire.codec`, which converts them,
+so the generated code carries no per-field bounds checks for fixed-width fields.
+
+Generated encoders take the message dict and read each field with ``.get(name, default)``.
+Tagged fields are written only when their value differs from the default, in tag order.
+Unknown tagged fields seen on decode are skipped, not preserved.
+"""
+
+from __future__ import annotations
+
+import itertools
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from wire import primitives
+from wire.errors import DecodeError, EncodeError
+from wire.schema import MISSING, Api, Field
+
+Direction = Literal["request", "response"]
+Message = dict[str, Any]
+Encoder = Callable[[Message], bytes]
+Decoder = Callable[[memoryview, int], tuple[Message, int]]
+
+_HELPERS = (
+    "read_uvarint",
+    "read_tag_count",
+    "skip_tagged_fields",
+    "read_array_length",
+    "read_compact_array_length",
+    "read_string",
+    "read_compact_string",
+    "read_bytes",
+    "read_compact_bytes",
+    "read_records",
+    "read_compact_records",
+    "unpack_fixed_array",
+    "encode_uvarint",
+    "encode_string",
+    "encode_compact_string",
+    "bytes_length",
+    "compact_bytes_length",
+    "array_length",
+    "compact_array_length",
+    "pack_fixed_array",
+    "check_uuid",
+    "INT8",
+)
+
+# Helper names per (type, flexible): how a variable-length value is read and its prefix written.
+_READERS = {
+    ("string", False): "read_string",
+    ("string", True): "read_compact_string",
+    ("bytes", False): "read_bytes",
+    ("bytes", True): "read_compact_bytes",
+    ("records", False): "read_records",
+    ("records", True): "read_compact_records",
+}
+_STRING_WRITERS = {False: "encode_string", True: "encode_compact_string"}
+_BYTES_PREFIXES = {False: "bytes_length", True: "compact_bytes_length"}
+_ARRAY_READERS = {False: "read_array_length", True: "read_compact_array_length"}
+_ARRAY_PREFIXES = {False: "array_length", True: "compact_array_length"}
+_NULL_STRUCT = b"\xff"
+_PRESENT_STRUCT = b"\x01"
+
+
+@dataclass(frozen=True)
+class Codec:
+    """The generated functions for one (API, version, direction), plus their source."""
+
+    label: str
+    encode: Encoder
+    decode: Decoder
+    source: str
+
+
+def generate(api: Api, version: int, direction: Direction) -> Codec:
+    """Write, compile and return the encoder and decoder of one message version."""
+    if version not in api.versions:
+        raise ValueError(f"{api.name} has no version {version}")
+    fields = api.request if direction == "request" else api.response
+    gen = _Generator(api, version, direction)
+    source = gen.module(fields)
+    namespace = gen.namespace
+    exec(compile(source, f"<wire {gen.label}>", "exec"), namespace)
+    return Codec(gen.label, namespace["encode"], namespace["decode"], source)
+
+
+def _literal(value: Any) -> str:
+    """Python source for a default value; builds a fresh object each time it runs."""
+    if value is None or isinstance(value, bool | int | str | bytes):
+        return repr(value)
+    if isinstance(value, float) and value == value and abs(value) != float("inf"):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_literal(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key!r}: {_literal(item)}" for key, item in value.items()) + "}"
+    raise ValueError(f"unsupported default value {value!r}")
+
+
+def _default(field: Field) -> Any:
+    """A field's default; a struct's default holds the defaults of all its fields."""
+    if field.is_struct and field.default is MISSING:
+        return {sub.name: _default(sub) for sub in field.fields}
+    return field.default_value()
+
+
+class _Generator:
+    """Accumulates the source and namespace of one generated module."""
+
+    def __init__(self, api: Api, version: int, direction: Direction) -> None:
+        self.version = version
+        self.flexible = version in api.flexible
+        self.label = f"{api.name} v{version} {direction}"
+        self.lines: list[str] = []
+        self.namespace: dict[str, Any] = {name: getattr(primitives, name) for name in _HELPERS}
+        self.namespace.update(DecodeError=DecodeError, EncodeError=EncodeError)
+        self._counter = itertools.count()
+        self._structs: dict[str, str] = {}
+
+    # --- bookkeeping -----------------------------------------------------------------
+
+    def module(self, fields: tuple[Field, ...]) -> str:
+        self.emit(0, "def decode(buf, pos):")
+        self.emit(1, "end = len(buf)")
+        self.decode_struct(fields, "message", 1, "")
+        self.emit(1, "return message, pos")
+        self.emit(0, "def encode(message):")
+        self.emit(1, "parts = []")
+        self.emit(1, "w = parts.append")
+        self.encode_struct(fields, "message", "w", 1, "")
+        self.emit(1, "return b''.join(parts)")
+        return "\n".join(self.lines) + "\n"
+
+    def emit(self, indent: int, line: str) -> None:
+        self.lines.append("    " * indent + line)
+
+    def name(self, prefix: str) -> str:
+        return f"{prefix}{next(self._counter)}"
+
+    def const(self, value: Any) -> str:
+        name = self.name("K")
+        self.namespace[name] = value
+        return name
+
+    def struct(self, fmt: str) -> str:
+        if fmt not in self._structs:
+            self._structs[fmt] = self.const(struct.Struct(fmt))
+        return self._structs[fmt]
+
+    def fail(self, indent: int, error: str, message: str) -> None:
+        self.emit(indent, f"raise {error}({f'{self.label}: {message}'!r})")
+
+    # --- schema queries ------------------------------------------------------------------
+
+    def split(self, fields: tuple[Field, ...]) -> tuple[list[Field], list[Field]]:
+        """Fields of this version, split into regular (in order) and tagged (by tag)."""
+        present = [f for f in fields if self.version in f.versions]
+        tagged = sorted((f for f in present if f.tag is not None), key=lambda f: f.tag)
+        if tagged and not self.flexible:
+            raise ValueError(f"{self.label}: tagged field {tagged[0].name} in a non-flexible version")
+        return [f for f in present if f.tag is None], tagged
+
+    def nullable(self, field: Field) -> bool:
+        return self.version in field.nullable
+
+    def min_size(self, type_name: str, fields: tuple[Field, ...] = (), nullable: bool = False) -> int:
+        """Fewest bytes a value can encode to; bounds array counts read from the input."""
+        if type_name in primitives.FIXED_TYPES:
+            return primitives.FIXED_TYPES[type_name][1]
+        if type_name == "{}":
+            return 1 if nullable else self.struct_min_size(fields)
+        if self.flexible:
+            return 1
+        return 2 if type_name == "string" else 4
+
+    def struct_min_size(self, fields: tuple[Field, ...]) -> int:
+        regular, _ = self.split(fields)
+        size = sum(self.min_size(f.type, f.fields, self.nullable(f)) for f in regular)
+        return size + (1 if self.flexible else 0)
+
+    # --- decoding ------------------------------------------------------------------------
+
+    def decode_struct(self, fields: tuple[Field, ...], target: str, indent: int, path: str) -> None:
+        """Emit code that reads one struct at ``pos`` into the dict variable ``target``."""
+        regular, tagged = self.split(fields)
+        values: dict[str, str] = {}
+        groups = [(fixed, list(run)) for fixed, run in itertools.groupby(regular, key=_is_fixed)]
+        tagged_done = False
+        for index, (fixed, run) in enumerate(groups):
+            names = [self.name("v") for _ in run]
+            values.update(zip((f.name for f in run), names, strict=True))
+            if not fixed:
+                for f, name in zip(run, names, strict=True):
+                    self.decode_value(f, name, indent, f"{path}{f.name}")
+                continue
+            fmt = ">" + _fixed_format(run)
+            if self.flexible and not tagged and index == len(groups) - 1:
+                # Fold the tagged-field count into the run: usually 0, so no helper call.
+                count = self.name("n")
+                with_count = self.struct(fmt + "B")
+                self.emit(indent, f"{', '.join(names)}, {count} = {with_count}.unpack_from(buf, pos)")
+                self.emit(indent, f"pos += {struct.calcsize(fmt) + 1}")
+                self.emit(indent, f"if {count}:")
+                self.emit(indent + 1, "pos = skip_tagged_fields(buf, pos - 1)")
+                tagged_done = True
+            else:
+                self.emit(indent, f"{', '.join(names)}, = {self.struct(fmt)}.unpack_from(buf, pos)")
+                self.emit(indent, f"pos += {struct.calcsize(fmt)}")
+        if self.flexible and not tagged_done:
+            self.decode_tagged(tagged, values, indent, path)
+        items = ", ".join(f"{f.name!r}: {values.get(f.name) or _literal(_default(f))}" for f in fields)
+        self.emit(indent, f"{target} = {{{items}}}")
+
+    def decode_tagged(self, tagged: list[Field], values: dict[str, str], indent: int, path: str) -> None:
+        if not tagged:
+            self.emit(indent, "pos = skip_tagged_fields(buf, pos)")
+            return
+        count, tag, field_end = self.name("n"), self.name("tag"), self.name("tend")
+        for f in tagged:
+            values[f.name] = self.name("v")
+            self.emit(indent, f"{values[f.name]} = {_literal(_default(f))}")
+        self.emit(indent, f"{count}, pos = read_tag_count(buf, pos)")
+        self.emit(indent, f"for _ in range({count}):")
+        self.emit(indent + 1, f"{tag}, pos = read_uvarint(buf, pos)")
+        self.emit(indent + 1, f"{field_end}, pos = read_uvarint(buf, pos)")
+        self.emit(indent + 1, f"{field_end} += pos")
+        self.emit(indent + 1, f"if {field_end} > end:")
+        self.fail(indent + 2, "DecodeError", f"{path}tagged field runs past the end")
+        for index, f in enumerate(tagged):
+            self.emit(indent + 1, f"{'el' if index else ''}if {tag} == {f.tag}:")
+            self.decode_value(f, values[f.name], indent + 2, f"{path}{f.name}")
+            self.emit(indent + 2, f"if pos > {field_end}:")
+            self.fail(indent + 3, "DecodeError", f"{path}{f.name} overruns its tagged field size")
+        self.emit(indent + 1, f"pos = {field_end}")
+
+    def decode_value(self, field: Field, target: str, indent: int, path: str) -> None:
+        """Emit code that reads one field's value into ``target``."""
+        kind = field.type
+        if kind in primitives.FIXED_TYPES:  # only tagged fixed-width fields get here
+            self.emit(
+                indent, f"{target}, = {self.struct('>' + _fixed_format([field]))}.unpack_from(buf, pos)"
+            )
+            self.emit(indent, f"pos += {primitives.FIXED_TYPES[kind][1]}")
+        elif kind in ("string", "bytes", "records"):
+            self.emit(indent, f"{target}, pos = {_READERS[kind, self.flexible]}(buf, pos)")
+            if not self.nullable(field):
+                self.emit(indent, f"if {target} is None:")
+                self.fail(indent + 1, "DecodeError", f"{path} is null but not nullable")
+        elif kind == "{}":
+            if self.nullable(field):
+                marker = self.name("m")
+                self.emit(indent, f"{marker}, = INT8.unpack_from(buf, pos)")
+                self.emit(indent, "pos += 1")
+                self.emit(indent, f"if {marker} < 0:")
+                self.emit(indent + 1, f"{target} = None")
+                self.emit(indent, "else:")
+                indent += 1
+            self.decode_struct(field.fields, target, indent, f"{path}.")
+        else:
+            self.decode_array(field, target, indent, path)
+
+    def decode_array(self, field: Field, target: str, indent: int, path: str) -> None:
+        element = field.element_type
+        min_size = self.min_size(element) if element else max(1, self.struct_min_size(field.fields))
+        count = self.name("n")
+        self.emit(indent, f"{count}, pos = {_ARRAY_READERS[self.flexible]}(buf, pos, {min_size})")
+        self.emit(indent, f"if {count} is None:")
+        if self.nullable(field):
+            self.emit(indent + 1, f"{target} = None")
+        else:
+            self.fail(indent + 1, "DecodeError", f"{path} is null but not nullable")
+        self.emit(indent, "else:")
+        indent += 1
+        if element in primitives.FIXED_TYPES:
+            self.emit(indent, f"{target}, pos = unpack_fixed_array(buf, pos, {count}, {element!r})")
+            return
+        self.emit(indent, f"{target} = []")
+        item = self.name("e")
+        self.emit(indent, f"for _ in range({count}):")
+        if element is None:
+            self.decode_struct(field.fields, item, indent + 1, f"{path}[].")
+        else:
+            self.emit(indent + 1, f"{item}, pos = {_READERS[element, self.flexible]}(buf, pos)")
+            self.emit(indent + 1, f"if {item} is None:")
+            self.fail(indent + 2, "DecodeError", f"{path}[] holds a null")
+        self.emit(indent + 1, f"{target}.append({item})")
+
+    # --- encoding ------------------------------------------------------------------------
+
+    def encode_struct(self, fields: tuple[Field, ...], source: str, w: str, indent: int, path: str) -> None:
+        """Emit code that writes the struct held in dict variable ``source`` through ``w``."""
+        regular, tagged = self.split(fields)
+        groups = [(fixed, list(run)) for fixed, run in itertools.groupby(regular, key=_is_fixed)]
+        tagged_done = False
+        for index, (fixed, run) in enumerate(groups):
+            if not fixed:
+                for f in run:
+                    value = self.name("x")
+                    self.emit(indent, f"{value} = {source}.get({f.name!r}, {self.default_expr(f)})")
+                    self.encode_value(f, value, w, indent, f"{path}{f.name}")
+                continue
+            fmt = ">" + _fixed_format(run)
+            if self.flexible and not tagged and index == len(groups) - 1:
+                fmt += "x"  # the empty tagged-field section, written as a pad byte
+                tagged_done = True
+            args = ", ".join(
+                self.fixed_arg(f, f"{source}.get({f.name!r}, {self.default_expr(f)})") for f in run
+            )
+            self.emit(indent, f"{w}({self.struct(fmt)}.pack({args}))")
+        if self.flexible and not tagged_done:
+            self.encode_tagged(tagged, source, w, indent, path)
+
+    def encode_tagged(self, tagged: list[Field], source: str, w: str, indent: int, path: str) -> None:
+        if not tagged:
+            self.emit(indent, f"{w}({primitives.EMPTY_TAGGED_FIELDS!r})")
+            return
+        found = self.name("tags")
+        self.emit(indent, f"{found} = []")
+        for f in tagged:
+            value, parts, sub = self.name("x"), self.name("parts"), self.name("w")
+            default = self.const(_default(f))
+            self.emit(indent, f"{value} = {source}.get({f.name!r}, {default})")
+            skip = f"{value} and " if f.is_struct and f.default is MISSING else ""
+            self.emit(indent, f"if {skip}{value} != {default}:")
+            self.emit(indent + 1, f"{parts} = []")
+            self.emit(indent + 1, f"{sub} = {parts}.append")
+            self.encode_value(f, value, sub, indent + 1, f"{path}{f.name}")
+            tag_bytes = primitives.encode_uvarint(f.tag)
+            self.emit(indent + 1, f"{found}.append(({tag_bytes!r}, b''.join({parts})))")
+        tag, data = self.name("t"), self.name("d")
+        self.emit(indent, f"{w}(encode_uvarint(len({found})))")
+        self.emit(indent, f"for {tag}, {data} in {found}:")
+        self.emit(indent + 1, f"{w}({tag})")
+        self.emit(indent + 1, f"{w}(encode_uvarint(len({data})))")
+        self.emit(indent + 1, f"{w}({data})")
+
+    def default_expr(self, field: Field) -> str:
+        """Source for a field's default in ``.get``: a literal, or a shared read-only constant."""
+        value = _default(field)
+        if value is None or isinstance(value, bool | int | str | bytes):
+            return repr(value)
+        return self.const(value)
+
+    def fixed_arg(self, field: Field, expr: str) -> str:
+        return f"check_uuid({expr})" if field.type == "uuid" else expr
+
+    def encode_value(self, field: Field, value: str, w: str, indent: int, path: str) -> None:
+        """Emit code that writes the value held in variable ``value``."""
+        kind = field.type
+        if kind in primitives.FIXED_TYPES:  # only tagged fixed-width fields get here
+            fmt = ">" + _fixed_format([field])
+            self.emit(indent, f"{w}({self.struct(fmt)}.pack({self.fixed_arg(field, value)}))")
+            return
+        self.emit(indent, f"if {value} is None:")
+        if self.nullable(field):
+            self.emit(indent + 1, f"{w}({self.null_bytes(kind)!r})")
+        else:
+            self.fail(indent + 1, "EncodeError", f"{path} is not nullable")
+        self.emit(indent, "else:")
+        indent += 1
+        if kind == "string":
+            self.emit(indent, f"{w}({_STRING_WRITERS[self.flexible]}({value}))")
+        elif kind in ("bytes", "records"):
+            self.emit(indent, f"{w}({_BYTES_PREFIXES[self.flexible]}({value}))")
+            self.emit(indent, f"{w}({value})")
+        elif kind == "{}":
+            if self.nullable(field):
+                self.emit(indent, f"{w}({_PRESENT_STRUCT!r})")
+            self.encode_struct(field.fields, value, w, indent, f"{path}.")
+        else:
+            self.encode_array(field, value, w, indent, path)
+
+    def encode_array(self, field: Field, value: str, w: str, indent: int, path: str) -> None:
+        element = field.element_type
+        self.emit(indent, f"{w}({_ARRAY_PREFIXES[self.flexible]}({value}))")
+        if element in primitives.FIXED_TYPES:
+            self.emit(indent, f"{w}(pack_fixed_array({value}, {element!r}))")
+            return
+        item = self.name("e")
+        self.emit(indent, f"for {item} in {value}:")
+        if element is None:
+            self.encode_struct(field.fields, item, w, indent + 1, f"{path}[].")
+            return
+        self.emit(indent + 1, f"if {item} is None:")
+        self.fail(indent + 2, "EncodeError", f"{path}[] holds a null")
+        if element == "string":
+            self.emit(indent + 1, f"{w}({_STRING_WRITERS[self.flexible]}({item}))")
+        else:
+            self.emit(indent + 1, f"{w}({_BYTES_PREFIXES[self.flexible]}({item}))")
+            self.emit(indent + 1, f"{w}({item})")
+
+    def null_bytes(self, kind: str) -> bytes:
+        if kind == "{}":
+            return _NULL_STRUCT
+        if self.flexible:
+            return primitives.COMPACT_NULL
+        return primitives.NULL_STRING if kind == "string" else primitives.NULL_INT32_LENGTH
+
+
+def _is_fixed(field: Field) -> bool:
+    return field.type in primitives.FIXED_TYPES
+
+
+def _fixed_format(run: list[Field]) -> str:
+    return "".join(primitives.FIXED_TYPES[f.type][0] for f in run)
