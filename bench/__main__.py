@@ -1,0 +1,110 @@
+"""``python -m bench``: produce/consume throughput of Odradek and Tansu, side by side, in one run.
+
+Why both brokers in one run: this machine is shared and noisy, so figures from different
+runs do not compare; interleaving the brokers within one run (and --repeat) does.
+"""
+
+import argparse
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import NoReturn
+
+from bench.launchers import Launcher, OdradekLauncher, TansuLauncher
+from bench.report import as_json, summarize, table
+from bench.throughput import Settings, Trial, run_trial
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--messages", type=int, help="messages per trial")
+    size.add_argument("--megabytes", type=float, default=1000.0, help="value MB per trial (default 1000)")
+    parser.add_argument("--value-size", type=int, default=1024, help="bytes per value (default 1024)")
+    parser.add_argument("--partitions", type=int, default=4, help="topic partitions (default 4)")
+    parser.add_argument("--brokers", default="odradek,tansu", help="comma-separated, from: odradek,tansu")
+    parser.add_argument("--repeat", type=int, default=1, help="trials per broker, interleaved")
+    parser.add_argument(
+        "--summary", choices=("median", "best"), default="median", help="how to combine repeats"
+    )
+    parser.add_argument(
+        "--phase-timeout", type=float, default=300.0, help="seconds allowed per produce/consume"
+    )
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="config override for odradek serve (repeatable)")  # fmt: skip
+    parser.add_argument("--json-out", type=Path, help="also write every trial and the summary as JSON")
+    return parser.parse_args(argv)
+
+
+def make_launchers(names: str, overrides: list[str]) -> list[Launcher]:
+    """The requested brokers that can run here; the missing ones are reported, not fatal."""
+    known: dict[str, Launcher] = {"odradek": OdradekLauncher(overrides), "tansu": TansuLauncher()}
+    launchers = []
+    for name in (n.strip() for n in names.split(",") if n.strip()):
+        if name not in known:
+            sys.exit(f"unknown broker {name!r}; known: {', '.join(known)}")
+        reason = known[name].unavailable_reason()
+        if reason:
+            print(f"skipping {name}: {reason}", file=sys.stderr)
+        else:
+            launchers.append(known[name])
+    return launchers
+
+
+def _exit_on_sigterm(_signum: int, _frame: object) -> NoReturn:
+    """Turn SIGTERM into SystemExit so the finally blocks stop the brokers."""
+    sys.exit(128 + signal.SIGTERM)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    messages = args.messages or int(args.megabytes * 1e6 // args.value_size)
+    settings = Settings(messages, args.value_size, args.partitions, phase_timeout_s=args.phase_timeout)
+    launchers = make_launchers(args.brokers, args.override)
+    if not launchers:
+        return 2
+    mb = messages * args.value_size / 1e6
+    names = ", ".join(la.name for la in launchers)
+    print(f"{messages} messages x {args.value_size} B = {mb:.0f} MB, {args.partitions} partitions, "
+          f"acks=1, no compression; brokers: {names}", flush=True)  # fmt: skip
+
+    trials: dict[str, list[Trial]] = {la.name: [] for la in launchers}
+    failures: list[dict[str, str]] = []
+    for rep in range(1, args.repeat + 1):
+        for launcher in launchers:
+            print(f"[{rep}/{args.repeat}] {launcher.name}: starting", flush=True)
+            started = time.monotonic()
+            try:
+                trial = run_trial(launcher, settings)
+            except Exception as exc:  # one broker failing must not hide the other's figures
+                print(f"[{rep}/{args.repeat}] {launcher.name}: FAILED: {exc}", flush=True)
+                failures.append({"broker": launcher.name, "repeat": str(rep), "error": str(exc)})
+                continue
+            trials[launcher.name].append(trial)
+            print(f"[{rep}/{args.repeat}] {launcher.name}: produce {trial.produce.mb_per_s:.0f} MB/s, "
+                  f"consume {trial.consume.mb_per_s:.0f} MB/s, peak RSS {trial.peak_rss_bytes / 1e6:.0f} MB "
+                  f"({time.monotonic() - started:.0f}s)", flush=True)  # fmt: skip
+
+    summaries = [summarize(ts, args.summary) for ts in trials.values() if ts]
+    if summaries:
+        print()
+        print(table(summaries, ratio=("odradek", "tansu")))
+        print(f"\n{args.summary} of {args.repeat} run(s); MB = 10^6 value bytes; "
+              "cores = CPU seconds / wall seconds during produce/consume; "
+              "others' cores = the rest of the machine (noise).")  # fmt: skip
+    if args.json_out:
+        all_trials = [t for ts in trials.values() for t in ts]
+        args.json_out.write_text(
+            json.dumps(as_json(settings, args.summary, all_trials, summaries, failures), indent=2)
+        )
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # the brokers were already stopped by their context managers
+        sys.exit("interrupted")

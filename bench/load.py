@@ -1,0 +1,231 @@
+"""Client load: produce or consume one topic with confluent-kafka, as a separate process.
+
+Why a separate process: the harness samples the broker and prints progress; keeping the
+client in its own interpreter means neither disturbs the other's GIL, and the client's own
+CPU time (``getrusage``, which counts librdkafka's threads too) shows whether the client,
+not the broker, was the bottleneck.
+
+Run as ``python -m bench.load {produce,consume} --bootstrap HOST:PORT --topic T ...``; the
+result is one JSON object on stdout, progress goes to stderr.
+"""
+
+import argparse
+import json
+import resource
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from bench.procstat import machine_busy_seconds, snapshot
+
+PROGRESS_EVERY_S = 2.0
+MiB = 1024 * 1024
+
+# ~1 MB batches: batch.size bounds each partition's batch; message.max.bytes (the request
+# cap) is set just above it so batch.size is the binding limit, and stays under Kafka's
+# default broker-side limit of 1048588 bytes per batch. linger.ms gives the batch time to fill.
+PRODUCER_CONFIG: dict[str, Any] = {
+    "acks": 1,
+    "compression.type": "none",
+    "enable.idempotence": False,
+    "batch.size": 1_000_000,
+    "batch.num.messages": 100_000,
+    "message.max.bytes": 1_048_576,
+    "linger.ms": 20,
+    "queue.buffering.max.messages": 500_000,
+    "queue.buffering.max.kbytes": 512 * 1024,
+    "statistics.interval.ms": 500,
+    # A Python callback per acknowledged message would cost the client more than the
+    # broker's work; failures are still reported, and flush() still waits for every ack.
+    "delivery.report.only.error": True,
+}
+
+# Large fetches so the consumer is limited by the broker, not by request round trips
+# (librdkafka keeps one Fetch in flight per broker, so each round trip should carry a lot).
+CONSUMER_CONFIG: dict[str, Any] = {
+    "group.id": "bench",
+    "enable.auto.commit": False,
+    "enable.partition.eof": True,
+    "fetch.max.bytes": 64 * MiB,
+    "max.partition.fetch.bytes": 16 * MiB,
+    "receive.message.max.bytes": 64 * MiB + 4096,
+    "fetch.wait.max.ms": 100,
+    "queued.max.messages.kbytes": 512 * 1024,
+}
+
+
+class Window:
+    """Wall clock and CPU of the client, the broker and the whole machine over the timed part.
+
+    Measured here, at the exact edges of the timed loop, so connection set-up and process
+    start-up are charged to no one.
+    """
+
+    def __init__(self, broker_pid: int) -> None:
+        self.broker_pid = broker_pid
+        self.start = time.monotonic()
+        self.client0, self.broker0, self.machine0 = self._cpu()
+
+    def _cpu(self) -> tuple[float, float, float]:
+        # RUSAGE_SELF counts all threads, and librdkafka does the network I/O in its own.
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        client = usage.ru_utime + usage.ru_stime
+        return client, snapshot(self.broker_pid).cpu_seconds, machine_busy_seconds()
+
+    def close(self) -> dict[str, float]:
+        seconds = time.monotonic() - self.start
+        client, broker, machine = self._cpu()
+        return {
+            "seconds": seconds,
+            "client_cpu_seconds": client - self.client0,
+            "broker_cpu_seconds": broker - self.broker0,
+            "machine_cpu_seconds": machine - self.machine0,
+        }
+
+
+class Progress:
+    """Prints ``phase: n/total`` to stderr at most every PROGRESS_EVERY_S, so long runs show life."""
+
+    def __init__(self, phase: str, total: int, value_size: int) -> None:
+        self.phase, self.total, self.value_size = phase, total, value_size
+        self.start = self.last = time.monotonic()
+
+    def update(self, done: int) -> None:
+        now = time.monotonic()
+        if now - self.last < PROGRESS_EVERY_S:
+            return
+        self.last = now
+        rate = done * self.value_size / 1e6 / (now - self.start)
+        print(f"    {self.phase}: {done}/{self.total} msgs ({100 * done // self.total}%), {rate:.0f} MB/s",
+              file=sys.stderr, flush=True)  # fmt: skip
+
+
+def produce(bootstrap: str, broker_pid: int, topic: str, partitions: int, messages: int,
+            value_size: int, timeout_s: float) -> dict[str, Any]:  # fmt: skip
+    """Send ``messages`` values round-robin over the partitions and wait for every ack.
+
+    The clock starts after Metadata is known, so connection set-up is not counted, and stops
+    when flush() returns, i.e. when the broker has acknowledged every message.
+    """
+    batches = {"bytes": 0, "count": 0}
+    errors: list[str] = []
+
+    def on_stats(raw: str) -> None:
+        # Each report holds a histogram of the batches sent since the previous one; summing
+        # them gives the run's mean batch size, the check that batching really is ~1 MB.
+        window = json.loads(raw).get("topics", {}).get(topic, {}).get("batchsize", {})
+        batches["bytes"] += window.get("sum", 0)
+        batches["count"] += window.get("cnt", 0)
+
+    def on_delivery(err: KafkaError | None, _msg: object) -> None:
+        if err is not None and len(errors) < 10:
+            errors.append(str(err))
+
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "stats_cb": on_stats, "on_delivery": on_delivery, **PRODUCER_CONFIG}
+    )
+    producer.list_topics(topic, timeout=10)
+    value = b"x" * value_size
+    progress = Progress("produce", messages, value_size)
+    window = Window(broker_pid)
+    deadline = window.start + timeout_s
+    sent = 0
+    while sent < messages:
+        try:
+            producer.produce(topic, value, partition=sent % partitions)
+            sent += 1
+        except BufferError:  # local queue full: let librdkafka drain it
+            producer.poll(0.01)
+            progress.update(sent)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"produce: only {sent}/{messages} queued in {timeout_s}s") from None
+        if not sent % 10_000:
+            producer.poll(0)
+            progress.update(sent)
+    remaining = producer.flush(max(0.0, deadline - time.monotonic()))
+    measured = window.close()
+    if remaining:
+        raise TimeoutError(f"produce: {remaining} messages unacknowledged after {timeout_s}s")
+    if errors:
+        raise KafkaException(f"produce: delivery failed: {errors}")
+    producer.poll(PRODUCER_CONFIG["statistics.interval.ms"] * 2 / 1000)  # the last batch-size window
+    return {
+        "messages": messages,
+        "bytes": messages * value_size,
+        **measured,
+        "avg_batch_bytes": batches["bytes"] / max(1, batches["count"]),
+    }
+
+
+def consume(bootstrap: str, broker_pid: int, topic: str, partitions: int, messages: int,
+            value_size: int, timeout_s: float) -> dict[str, Any]:  # fmt: skip
+    """Read every partition from offset 0 until ``messages`` records have arrived.
+
+    ``assign`` (no group join) keeps the measurement to Fetch alone. Reaching the end of every
+    partition with fewer records than produced is an error, not a slow run.
+    """
+    consumer = Consumer({"bootstrap.servers": bootstrap, **CONSUMER_CONFIG})
+    try:
+        consumer.list_topics(topic, timeout=10)
+        progress = Progress("consume", messages, value_size)
+        window = Window(broker_pid)
+        deadline = window.start + timeout_s
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        received = nbytes = 0
+        at_end: set[int] = set()
+        while received < messages:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"consume: only {received}/{messages} read in {timeout_s}s")
+            for msg in consumer.consume(num_messages=10_000, timeout=0.5):
+                err = msg.error()
+                if err is None:
+                    received += 1
+                    nbytes += len(msg.value())
+                    at_end.discard(msg.partition())
+                elif err.code() == KafkaError._PARTITION_EOF:
+                    at_end.add(msg.partition())
+                else:
+                    raise KafkaException(err)
+            if len(at_end) == partitions and received < messages:
+                raise RuntimeError(f"consume: end of all partitions after {received}/{messages} messages")
+            progress.update(received)
+        measured = window.close()
+    finally:
+        consumer.close()
+    return {"messages": received, "bytes": nbytes, **measured}
+
+
+PHASES: dict[str, Callable[..., dict[str, Any]]] = {"produce": produce, "consume": consume}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("phase", choices=sorted(PHASES))
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--broker-pid", type=int, required=True, help="whose CPU time to measure")
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--partitions", type=int, required=True)
+    parser.add_argument("--messages", type=int, required=True)
+    parser.add_argument("--value-size", type=int, required=True)
+    parser.add_argument("--timeout", type=float, required=True)
+    args = parser.parse_args(argv)
+    result = PHASES[args.phase](
+        args.bootstrap,
+        args.broker_pid,
+        args.topic,
+        args.partitions,
+        args.messages,
+        args.value_size,
+        args.timeout,
+    )
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except KeyboardInterrupt:  # Ctrl-C reaches the whole group; the harness reports it
+        sys.exit(130)

@@ -1,0 +1,56 @@
+"""Resource readings of a broker process from /proc.
+
+Why /proc instead of psutil: it is all we need (two files), it costs nothing to install, and
+VmHWM is the kernel's own high-water mark of the resident set, so the true peak is known
+without racing a sampling thread against short allocation spikes.
+"""
+
+import os
+from dataclasses import dataclass
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class ProcSnapshot:
+    """Memory and CPU of one process at one instant (CPU is cumulative since it started)."""
+
+    rss_bytes: int
+    peak_rss_bytes: int
+    cpu_seconds: float
+
+
+def snapshot(pid: int) -> ProcSnapshot:
+    """Read VmRSS, VmHWM and user+system CPU time of ``pid``.
+
+    CPU time is read so a benchmark can tell "the broker was busy" (about 1.0 core: it is the
+    bottleneck) from "the broker was waiting" (the client or the network is).
+    """
+    fields: dict[str, int] = {}
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            key, _, rest = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                fields[key] = int(rest.split()[0]) * 1024
+    with open(f"/proc/{pid}/stat") as stat:
+        # The command name (field 2) may contain spaces; fields after its closing ")" are fixed.
+        after_name = stat.read().rsplit(")", 1)[1].split()
+    utime, stime = int(after_name[11]), int(after_name[12])
+    return ProcSnapshot(
+        rss_bytes=fields.get("VmRSS", 0),
+        peak_rss_bytes=fields.get("VmHWM", 0),
+        cpu_seconds=(utime + stime) / _CLOCK_TICKS,
+    )
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds all cores spent on anything but idling since boot, from /proc/stat.
+
+    Why: on a shared machine the benchmark competes with other work; busy time minus the
+    broker's and the client's is what the neighbours took, which says how far to trust a run.
+    """
+    with open("/proc/stat") as stat:
+        fields = [int(v) for v in stat.readline().split()[1:]]
+    # user nice system idle iowait irq softirq steal [guest guest_nice, already in user/nice]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
+    return (user + nice + system + irq + softirq + steal) / _CLOCK_TICKS

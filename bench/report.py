@@ -1,0 +1,109 @@
+"""Summaries of repeated trials, the side-by-side table, and the JSON record.
+
+Why summarise per metric: with --repeat on a shared machine, one noisy run should not decide
+a figure; the median (or the best, to estimate what the code can do) is taken per column.
+"""
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from bench.throughput import Settings, Trial
+
+MB = 1e6
+
+
+@dataclass(frozen=True)
+class Summary:
+    broker: str
+    runs: int
+    produce_mb_s: float
+    consume_mb_s: float
+    peak_rss_mb: float
+    produce_broker_cores: float
+    consume_broker_cores: float
+    produce_client_cores: float
+    consume_client_cores: float
+    produce_other_cores: float
+    consume_other_cores: float
+    avg_batch_kb: float
+
+
+# The first three columns are the comparison; the rest say where the time went.
+COLUMNS: list[tuple[str, Callable[[Summary], str]]] = [
+    ("produce MB/s", lambda s: f"{s.produce_mb_s:.0f}"),
+    ("consume MB/s", lambda s: f"{s.consume_mb_s:.0f}"),
+    ("peak RSS MB", lambda s: f"{s.peak_rss_mb:.0f}"),
+    ("broker cores P/C", lambda s: f"{s.produce_broker_cores:.2f}/{s.consume_broker_cores:.2f}"),
+    ("client cores P/C", lambda s: f"{s.produce_client_cores:.2f}/{s.consume_client_cores:.2f}"),
+    ("others' cores P/C", lambda s: f"{s.produce_other_cores:.2f}/{s.consume_other_cores:.2f}"),
+    ("batch KB", lambda s: f"{s.avg_batch_kb:.0f}"),
+]
+
+
+def summarize(trials: Sequence[Trial], how: str) -> Summary:
+    """Reduce one broker's trials: throughput by ``how`` (median or best), peak RSS by max
+    (the honest peak is the largest seen), CPU and batch size by median."""
+    pick: Callable[[list[float]], float] = max if how == "best" else statistics.median
+    med = statistics.median
+
+    return Summary(
+        broker=trials[0].broker,
+        runs=len(trials),
+        produce_mb_s=pick([t.produce.mb_per_s for t in trials]),
+        consume_mb_s=pick([t.consume.mb_per_s for t in trials]),
+        peak_rss_mb=max(t.peak_rss_bytes for t in trials) / MB,
+        produce_broker_cores=med([t.produce.broker_cores for t in trials]),
+        consume_broker_cores=med([t.consume.broker_cores for t in trials]),
+        produce_client_cores=med([t.produce.client_cores for t in trials]),
+        consume_client_cores=med([t.consume.client_cores for t in trials]),
+        produce_other_cores=med([t.produce.other_cores for t in trials]),
+        consume_other_cores=med([t.consume.other_cores for t in trials]),
+        avg_batch_kb=med([t.produce.avg_batch_bytes for t in trials]) / 1e3,
+    )
+
+
+def ratio_row(summaries: Sequence[Summary], numerator: str, denominator: str) -> list[str] | None:
+    """``numerator/denominator`` for the three comparison columns, when both brokers ran."""
+    by_name = {s.broker: s for s in summaries}
+    if numerator not in by_name or denominator not in by_name:
+        return None
+    num, den = by_name[numerator], by_name[denominator]
+    ratios = [getattr(num, f) / getattr(den, f) for f in ("produce_mb_s", "consume_mb_s", "peak_rss_mb")]
+    return [f"{numerator}/{denominator}", "", *(f"{r:.2f}x" for r in ratios), *[""] * (len(COLUMNS) - 3)]
+
+
+def table(summaries: Sequence[Summary], ratio: tuple[str, str]) -> str:
+    """A plain-text table, right-aligned numbers, with the ratio row last."""
+    rows = [["broker", "runs", *(header for header, _ in COLUMNS)]]
+    rows += [[s.broker, str(s.runs), *(cell(s) for _, cell in COLUMNS)] for s in summaries]
+    extra = ratio_row(summaries, *ratio)
+    if extra:
+        rows.append(extra)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = []
+    for n, row in enumerate(rows):
+        lines.append(
+            "  ".join(
+                c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
+            )
+        )
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def as_json(settings: Settings, how: str, trials: Sequence[Trial], summaries: Sequence[Summary],
+            failures: Sequence[dict[str, str]]) -> dict[str, Any]:  # fmt: skip
+    """Everything needed to compare runs later: settings, every trial, the summaries."""
+    return {
+        "settings": asdict(settings),
+        "summary_of_repeats": how,
+        "summaries": [asdict(s) for s in summaries],
+        "trials": [
+            {**asdict(t), "produce_mb_s": t.produce.mb_per_s, "consume_mb_s": t.consume.mb_per_s}
+            for t in trials
+        ],
+        "failures": list(failures),
+    }

@@ -1,0 +1,124 @@
+"""One throughput trial: fresh broker, create the topic, produce everything, consume it all.
+
+Why produce and consume run as two separate client processes: a consumer that starts after
+the producer has exited reads everything from the broker, not from a warm client, and each
+phase's CPU figures cover that phase alone.
+"""
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from bench.launchers import Launcher, RunningBroker, running
+from bench.procstat import snapshot
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+# Spare time for a client process to start, connect and exit beyond its phase timeout.
+PROCESS_SLACK_S = 30.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What one trial does; identical for every broker so the figures compare."""
+
+    messages: int
+    value_size: int = 1024
+    partitions: int = 4
+    topic: str = "bench"
+    phase_timeout_s: float = 300.0
+
+
+@dataclass(frozen=True)
+class Phase:
+    """The outcome of one produce or consume pass."""
+
+    seconds: float
+    bytes: int
+    client_cpu_seconds: float
+    broker_cpu_seconds: float
+    machine_cpu_seconds: float
+    avg_batch_bytes: float = 0.0
+
+    @property
+    def mb_per_s(self) -> float:
+        """Value bytes (10^6 per MB) per second; keys, headers and framing are not counted."""
+        return self.bytes / 1e6 / self.seconds
+
+    @property
+    def broker_cores(self) -> float:
+        """Average cores the broker used: near 1.0 for a single-threaded broker means CPU-bound."""
+        return self.broker_cpu_seconds / self.seconds
+
+    @property
+    def client_cores(self) -> float:
+        return self.client_cpu_seconds / self.seconds
+
+    @property
+    def other_cores(self) -> float:
+        """Cores taken by everything else on the machine: noise, when well above zero."""
+        return (
+            max(0.0, self.machine_cpu_seconds - self.broker_cpu_seconds - self.client_cpu_seconds)
+            / self.seconds
+        )
+
+
+@dataclass(frozen=True)
+class Trial:
+    broker: str
+    produce: Phase
+    consume: Phase
+    idle_rss_bytes: int
+    peak_rss_bytes: int
+
+
+def create_topic(bootstrap: str, settings: Settings, timeout_s: float = 30.0) -> None:
+    """Create the topic explicitly (not every broker auto-creates) and wait until Metadata
+    shows a leader for every partition, so the producer never races topic creation."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(settings.topic, settings.partitions, 1)])
+    futures[settings.topic].result(timeout=timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        topic = admin.list_topics(settings.topic, timeout=5).topics.get(settings.topic)
+        partitions = topic.partitions.values() if topic and topic.error is None else []
+        if len(partitions) == settings.partitions and all(p.leader >= 0 for p in partitions):
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"topic {settings.topic!r} has no leaders after {timeout_s}s")
+
+
+def run_phase(broker: RunningBroker, phase: str, settings: Settings) -> Phase:
+    """Run ``bench.load`` for one phase in its own process and read its JSON result."""
+    argv = [sys.executable, "-m", "bench.load", phase, "--bootstrap", broker.bootstrap]
+    argv += ["--broker-pid", str(broker.pid), "--topic", settings.topic]
+    argv += ["--partitions", str(settings.partitions), "--messages", str(settings.messages)]
+    argv += ["--value-size", str(settings.value_size), "--timeout", str(settings.phase_timeout_s)]
+    done = subprocess.run(
+        argv,
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        timeout=settings.phase_timeout_s + PROCESS_SLACK_S,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{phase} client failed with exit code {done.returncode}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    result.pop("messages")
+    return Phase(**result)
+
+
+def run_trial(launcher: Launcher, settings: Settings) -> Trial:
+    """Measure one fresh broker end to end; it is stopped before this returns or raises."""
+    with running(launcher) as broker:
+        idle = snapshot(broker.pid)
+        create_topic(broker.bootstrap, settings)
+        produce = run_phase(broker, "produce", settings)
+        consume = run_phase(broker, "consume", settings)
+        peak = snapshot(broker.pid)
+    return Trial(launcher.name, produce, consume, idle.rss_bytes, peak.peak_rss_bytes)
