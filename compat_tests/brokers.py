@@ -1,0 +1,270 @@
+"""Start and stop the brokers the compatibility suite runs against.
+
+Two kinds of broker can be started on free loopback ports, each in its own work directory:
+
+- ``odradek``: the project's broker, through its ``odradek serve`` console script;
+- ``apache-kafka``: a single-node KRaft Apache Kafka from Maven Central jars, the reference that
+  proves a scenario is right (a scenario failing there is a wrong test).
+
+Both return a :class:`RunningBroker` whose ``stop()`` terminates the process (SIGTERM, then
+SIGKILL). The Spark tests import this module too, so it depends on nothing but the standard
+library and :mod:`compat_tests.maven`::
+
+    with running_broker("apache-kafka", workdir) as broker:
+        use(broker.bootstrap)
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from compat_tests.maven import classpath, resolve_jars
+
+KAFKA_VERSION = os.environ.get("ODRADEK_KAFKA_VERSION", "4.3.1")
+"""Apache Kafka broker version. 4.3.1 is the newest 4.x whose server artifacts all resolve
+(4.4.0's kafka-tools-api is not published)."""
+
+SLF4J_BINDING = "org.slf4j:slf4j-simple:1.7.36"
+"""Kafka logs through slf4j 1.7 but ships no binding in its pom; without one its log is empty."""
+
+KAFKA_HEAP = ["-Xms128m", "-Xmx512m"]
+READY_TIMEOUT_S = 120.0
+STOP_TIMEOUT_S = 20.0
+
+SUITE_OVERRIDES: Mapping[str, str] = {"group.initial.rebalance.delay.ms": "0"}
+"""Settings every broker of the suite gets: Kafka's own example server.properties sets this for
+development use, and without it every first group join waits three seconds."""
+
+KAFKA_SINGLE_NODE: Mapping[str, str] = {
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+}
+"""Internal topics default to three replicas, which a single node cannot host."""
+
+
+@dataclass
+class RunningBroker:
+    """A broker the suite can talk to; ``process`` is None for a broker someone else runs."""
+
+    bootstrap: str
+    kind: str
+    process: subprocess.Popen[bytes] | None = None
+    log_path: Path | None = None
+    overrides: Mapping[str, str] = field(default_factory=dict)
+
+    def stop(self) -> None:
+        """Terminate the broker (SIGTERM, then SIGKILL after a grace period); idempotent."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The end of the broker's log, to explain a failed start."""
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports that are free right now; all sockets stay bound until all are chosen, so they differ."""
+    with ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in socks]
+
+
+def _metadata_broker_count(host: str, port: int, timeout: float) -> int:
+    """Ask for Metadata (v1, no topics) over a raw socket and return how many brokers it lists.
+
+    A raw request keeps readiness independent of any client library (and of their reconnect
+    logging). A broker that answers with at least one broker is ready to take requests; Kafka
+    only opens its client listener once it has caught up with its metadata log.
+    """
+    client_id = b"compat-ready"
+    body = struct.pack(">hhih", 3, 1, 1, len(client_id)) + client_id + struct.pack(">i", 0)
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(struct.pack(">i", len(body)) + body)
+        header = _recv_exact(sock, 4)
+        (size,) = struct.unpack(">i", header)
+        response = _recv_exact(sock, size)
+    correlation_id, brokers = struct.unpack_from(">ii", response)
+    return brokers if correlation_id == 1 else 0
+
+
+def _recv_exact(sock: socket.socket, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError("connection closed before the response was complete")
+        data += chunk
+    return bytes(data)
+
+
+def wait_until_ready(broker: RunningBroker, timeout: float = READY_TIMEOUT_S) -> None:
+    """Block until the broker answers Metadata with itself in it, or fail with its log."""
+    host, port = broker.bootstrap.rsplit(":", 1)
+    deadline = time.monotonic() + timeout
+    last_error = "no answer"
+    while time.monotonic() < deadline:
+        if broker.process is not None and broker.process.poll() is not None:
+            raise RuntimeError(
+                f"{broker.kind} exited with {broker.process.returncode} before it was ready:\n"
+                f"{broker.log_tail()}"
+            )
+        try:
+            if _metadata_broker_count(host, int(port), timeout=2.0) > 0:
+                return
+            last_error = "Metadata listed no brokers"
+        except (OSError, struct.error) as exc:
+            last_error = str(exc)
+        time.sleep(0.2)
+    broker.stop()
+    raise RuntimeError(
+        f"{broker.kind} at {broker.bootstrap} not ready after {timeout:.0f}s ({last_error}):\n"
+        + broker.log_tail()
+    )
+
+
+def kafka_jars(version: str = KAFKA_VERSION) -> Path:
+    """The broker classpath: kafka_2.13 pulls in server, metadata, raft, storage and clients."""
+    return resolve_jars(f"kafka-{version}", [f"org.apache.kafka:kafka_2.13:{version}", SLF4J_BINDING])
+
+
+def random_cluster_id() -> str:
+    """A cluster id in Kafka's format (URL-safe base64 of a UUID, not starting with '-')."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+def _properties(values: Mapping[str, str]) -> str:
+    return "".join(f"{key}={value}\n" for key, value in values.items())
+
+
+def start_apache_kafka(
+    workdir: Path, overrides: Mapping[str, str] | None = None, version: str = KAFKA_VERSION
+) -> RunningBroker:
+    """Format and start a combined broker+controller KRaft node; return once it serves."""
+    libs = kafka_jars(version)
+    java = shutil.which("java")
+    if java is None:
+        raise RuntimeError("java is not installed: it is needed to run Apache Kafka")
+    workdir.mkdir(parents=True, exist_ok=True)
+    broker_port, controller_port = free_ports(2)
+    config = {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "listeners": f"PLAINTEXT://127.0.0.1:{broker_port},CONTROLLER://127.0.0.1:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{broker_port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "controller.quorum.bootstrap.servers": f"127.0.0.1:{controller_port}",
+        "log.dirs": str(workdir / "data"),
+        **KAFKA_SINGLE_NODE,
+        **SUITE_OVERRIDES,
+        **(overrides or {}),
+    }
+    properties = workdir / "server.properties"
+    properties.write_text(_properties(config))
+    log_path = workdir / "kafka.log"
+    jvm = [java, *KAFKA_HEAP, "-cp", classpath(libs)]
+    formatted = subprocess.run(
+        [*jvm, "kafka.tools.StorageTool", "format", "--standalone", "-t", random_cluster_id()]
+        + ["-c", str(properties)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if formatted.returncode != 0:
+        output = formatted.stdout[-2000:] + formatted.stderr[-2000:]
+        raise RuntimeError(f"kafka storage format failed:\n{output}")
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [*jvm, "kafka.Kafka", str(properties)], stdout=log, stderr=subprocess.STDOUT, cwd=workdir
+        )
+    bootstrap = f"127.0.0.1:{broker_port}"
+    broker = RunningBroker(bootstrap, "apache-kafka", process, log_path, dict(overrides or {}))
+    wait_until_ready(broker)
+    return broker
+
+
+def odradek_command() -> str:
+    """The ``odradek`` console script of this interpreter's environment, else the one on PATH."""
+    beside = Path(sys.executable).parent / "odradek"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("odradek")
+    if found is None:
+        raise RuntimeError("the odradek console script is not installed (pip install -e . in the repo)")
+    return found
+
+
+def start_odradek(workdir: Path, overrides: Mapping[str, str] | None = None) -> RunningBroker:
+    """Start ``odradek serve`` on a free port with the suite's settings; return once it serves."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    (port,) = free_ports(1)
+    command = [
+        odradek_command(),
+        "serve",
+        "--data-dir",
+        str(workdir / "data"),
+        "--listeners",
+        f"PLAINTEXT://127.0.0.1:{port}",
+    ]
+    for key, value in {**SUITE_OVERRIDES, **(overrides or {})}.items():
+        command += ["--override", f"{key}={value}"]
+    log_path = workdir / "odradek.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=workdir)
+    broker = RunningBroker(f"127.0.0.1:{port}", "odradek", process, log_path, dict(overrides or {}))
+    wait_until_ready(broker)
+    return broker
+
+
+BROKER_KINDS = {"odradek": start_odradek, "apache-kafka": start_apache_kafka}
+
+
+def start_broker(kind: str, workdir: Path, overrides: Mapping[str, str] | None = None) -> RunningBroker:
+    """Start a broker of ``kind`` (one of :data:`BROKER_KINDS`)."""
+    try:
+        start = BROKER_KINDS[kind]
+    except KeyError:
+        raise ValueError(f"unknown broker kind {kind!r}; choose one of {sorted(BROKER_KINDS)}") from None
+    return start(workdir, overrides)
+
+
+@contextmanager
+def running_broker(
+    kind: str, workdir: Path, overrides: Mapping[str, str] | None = None
+) -> Iterator[RunningBroker]:
+    """A broker that is stopped when the block ends, however it ends."""
+    broker = start_broker(kind, workdir, overrides)
+    try:
+        yield broker
+    finally:
+        broker.stop()
