@@ -1,0 +1,112 @@
+"""The ``odradek`` command line.
+
+``odradek serve`` starts a broker the way Kafka's start script does: a properties file with
+Kafka's key names, overridable by ``--override key=value`` (repeatable) and by the shortcut
+flags below.  With no arguments at all it serves ``localhost:9092`` from ``./odradek-data``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+
+import trio
+
+from broker.config import BrokerConfig, ConfigError
+from broker.server import Broker, serve
+
+log = logging.getLogger("odradek")
+
+
+def _parse_override(text: str) -> tuple[str, str]:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"--override expects key=value, got {text!r}")
+    key, value = text.split("=", 1)
+    return key.strip(), value.strip()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="odradek", description="A Kafka-compatible broker.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("serve", help="run a broker")
+    run.add_argument("--config", help="a server.properties file (Kafka key names)")
+    run.add_argument("--data-dir", help="shortcut for --override log.dirs=DIR")
+    run.add_argument("--listeners", help="shortcut for listeners, e.g. PLAINTEXT://localhost:9092")
+    run.add_argument("--advertised-listeners", help="shortcut for advertised.listeners")
+    run.add_argument("--node-id", type=int, help="shortcut for node.id")
+    run.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        type=_parse_override,
+        metavar="KEY=VALUE",
+        help="set any broker config key (repeatable; wins over the file and the environment)",
+    )
+    run.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> BrokerConfig:
+    overrides = dict(args.override)
+    for flag, key in (
+        ("data_dir", "log.dirs"),
+        ("listeners", "listeners"),
+        ("advertised_listeners", "advertised.listeners"),
+        ("node_id", "node.id"),
+    ):
+        value = getattr(args, flag)
+        if value is not None:
+            overrides[key] = str(value)
+    return BrokerConfig.load(args.config, overrides)
+
+
+async def run_broker(broker: Broker) -> None:
+    """Serve until SIGINT or SIGTERM, then stop accepting and close the logs cleanly."""
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            listeners = await nursery.start(serve, broker)
+            for listener in listeners:
+                log.info(
+                    "Odradek node %d listening on %s://%s:%d",
+                    broker.node_id,
+                    listener.name,
+                    listener.host,
+                    listener.port,
+                )
+            log.info(
+                "advertising %s:%d, data in %s", broker.endpoint.host, broker.endpoint.port, broker.data_dir
+            )
+            async for signum in signals:
+                log.info("received %s, shutting down", signal.Signals(signum).name)
+                nursery.cancel_scope.cancel()
+                break
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, args.log_level), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        config = config_from_args(args)
+    except ConfigError as exc:
+        print(f"odradek: configuration error: {exc}", file=sys.stderr)
+        return 2
+    for key in config.unknown_keys:
+        log.warning("unknown config key %s (ignored); check its spelling against Kafka's broker configs", key)
+    broker = Broker(config)
+    try:
+        trio.run(run_broker, broker)
+    except OSError as exc:
+        print(f"odradek: cannot listen: {exc}. Is another broker using the port?", file=sys.stderr)
+        return 1
+    finally:
+        broker.close()
+        log.info("stopped cleanly")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

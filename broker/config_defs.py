@@ -1,0 +1,286 @@
+"""Every configuration key Odradek understands, with Kafka's names, types and defaults.
+
+Apache Kafka is the specification: a ``server.properties`` written for Kafka should mean the
+same here.  Topic-level keys (``retention.ms``) carry the broker-level key they default from
+(``log.retention.ms``), exactly as Kafka's DescribeConfigs reports them as synonyms.
+Where a default differs from Kafka's, the reason is written next to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+LONG_MAX = 9223372036854775807
+INT_MAX = 2147483647
+
+
+class ConfigType(IntEnum):
+    """Kafka's ``ConfigType`` as DescribeConfigs v3+ reports it."""
+
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    SHORT = 4
+    LONG = 5
+    DOUBLE = 6
+    LIST = 7
+    CLASS = 8
+    PASSWORD = 9
+
+
+class ConfigSource(IntEnum):
+    """Kafka's ``ConfigSource`` in DescribeConfigs responses."""
+
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigDef:
+    """One key: its type, default (as Kafka prints it; None = no value) and meaning."""
+
+    name: str
+    type: ConfigType
+    default: str | None
+    doc: str
+    sensitive: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfigDef:
+    """A topic-level key and the broker-level key whose value it inherits."""
+
+    name: str
+    type: ConfigType
+    broker_synonym: str
+    doc: str
+    validator: tuple[str, ...] = ()  # allowed values for enumerations
+    default: str | None = None  # used when the broker synonym has no value either
+
+
+T = ConfigType
+
+BROKER_CONFIGS: dict[str, ConfigDef] = {
+    d.name: d
+    for d in (
+        ConfigDef("node.id", T.INT, "1", "This broker's id. Kafka requires it; a single node defaults to 1."),
+        ConfigDef("broker.id", T.INT, "-1", "Legacy alias of node.id."),
+        ConfigDef("process.roles", T.LIST, "broker,controller", "Accepted for compatibility."),
+        ConfigDef(
+            "cluster.id", T.STRING, None, "Cluster id; generated at first start and kept in meta.properties."
+        ),
+        ConfigDef(
+            "listeners",
+            T.STRING,
+            "PLAINTEXT://localhost:9092",
+            "Where to listen. Kafka binds all interfaces by default; Odradek binds localhost "
+            "so a fresh start does not expose an unauthenticated broker to the network.",
+        ),
+        ConfigDef(
+            "advertised.listeners", T.STRING, None, "Addresses clients are told to use (default: listeners)."
+        ),
+        ConfigDef(
+            "log.dirs",
+            T.STRING,
+            None,
+            "Data directories. Falls back to log.dir.",
+        ),
+        ConfigDef(
+            "log.dir",
+            T.STRING,
+            "./odradek-data",
+            "Data directory when log.dirs is unset. Kafka uses /tmp/kafka-logs; Odradek keeps its "
+            "data in the working directory so that a reboot does not wipe acknowledged records.",
+        ),
+        ConfigDef(
+            "num.partitions", T.INT, "1", "Partitions of auto-created topics and of CreateTopics with -1."
+        ),
+        ConfigDef("default.replication.factor", T.INT, "1", "Replication factor of auto-created topics."),
+        ConfigDef(
+            "auto.create.topics.enable", T.BOOLEAN, "true", "Create unknown topics on Metadata requests."
+        ),
+        ConfigDef("delete.topic.enable", T.BOOLEAN, "true", "Allow DeleteTopics."),
+        ConfigDef("socket.request.max.bytes", T.INT, "104857600", "Largest request frame accepted."),
+        ConfigDef("max.connections", T.INT, str(INT_MAX), "Most concurrent client connections."),
+        ConfigDef(
+            "max.connections.per.ip", T.INT, str(INT_MAX), "Most concurrent connections from one address."
+        ),
+        ConfigDef("connections.max.idle.ms", T.LONG, "600000", "Idle connections are closed after this."),
+        ConfigDef(
+            "queued.max.requests",
+            T.INT,
+            "500",
+            "Accepted for compatibility (one request at a time per connection).",
+        ),
+        ConfigDef(
+            "num.network.threads", T.INT, "3", "Accepted for compatibility; Odradek is single-threaded."
+        ),
+        ConfigDef("num.io.threads", T.INT, "8", "Accepted for compatibility; Odradek is single-threaded."),
+        ConfigDef("fetch.max.bytes", T.INT, "57671680", "Cap on the bytes one Fetch response carries."),
+        ConfigDef("log.retention.hours", T.INT, "168", "Retention time in hours (lowest precedence)."),
+        ConfigDef("log.retention.minutes", T.INT, None, "Retention time in minutes (overrides hours)."),
+        ConfigDef("log.retention.ms", T.LONG, None, "Retention time in ms (overrides minutes and hours)."),
+        ConfigDef("log.retention.bytes", T.LONG, "-1", "Per-partition size limit; -1 = none."),
+        ConfigDef("log.retention.check.interval.ms", T.LONG, "300000", "How often retention runs."),
+        ConfigDef("log.roll.hours", T.INT, "168", "Roll a segment after this many hours."),
+        ConfigDef("log.roll.ms", T.LONG, None, "Roll a segment after this many ms (overrides hours)."),
+        ConfigDef("log.roll.jitter.hours", T.INT, "0", "Random jitter subtracted from roll time."),
+        ConfigDef("log.roll.jitter.ms", T.LONG, None, "Jitter in ms (overrides hours)."),
+        ConfigDef("log.segment.bytes", T.INT, "1073741824", "Segment size."),
+        ConfigDef(
+            "log.segment.delete.delay.ms", T.LONG, "60000", "Delay before a deleted segment's files go."
+        ),
+        ConfigDef("log.index.interval.bytes", T.INT, "4096", "Bytes between offset-index entries."),
+        ConfigDef("log.index.size.max.bytes", T.INT, "10485760", "Largest index file; a full index rolls."),
+        ConfigDef("log.flush.interval.messages", T.LONG, str(LONG_MAX), "Fsync after this many messages."),
+        ConfigDef("log.flush.interval.ms", T.LONG, None, "Fsync data older than this (default: no fsync)."),
+        ConfigDef("log.flush.scheduler.interval.ms", T.LONG, str(LONG_MAX), "Flush check interval."),
+        ConfigDef("log.cleanup.policy", T.LIST, "delete", "delete, compact, or both."),
+        ConfigDef("log.cleaner.enable", T.BOOLEAN, "true", "Run the log cleaner for compacted topics."),
+        ConfigDef("log.cleaner.threads", T.INT, "1", "Accepted for compatibility."),
+        ConfigDef("log.cleaner.backoff.ms", T.LONG, "15000", "Cleaner sleep when nothing is cleanable."),
+        ConfigDef("log.cleaner.delete.retention.ms", T.LONG, "86400000", "Tombstone retention."),
+        ConfigDef("log.cleaner.min.cleanable.ratio", T.DOUBLE, "0.5", "Dirty ratio that triggers cleaning."),
+        ConfigDef("log.cleaner.min.compaction.lag.ms", T.LONG, "0", "Minimum age before compaction."),
+        ConfigDef(
+            "log.cleaner.max.compaction.lag.ms", T.LONG, str(LONG_MAX), "Maximum age before compaction."
+        ),
+        ConfigDef("log.message.timestamp.type", T.STRING, "CreateTime", "CreateTime or LogAppendTime."),
+        ConfigDef(
+            "log.message.timestamp.before.max.ms", T.LONG, str(LONG_MAX), "Oldest accepted CreateTime."
+        ),
+        ConfigDef(
+            "log.message.timestamp.after.max.ms", T.LONG, "3600000", "Furthest future CreateTime (Kafka 4)."
+        ),
+        ConfigDef("log.preallocate", T.BOOLEAN, "false", "Preallocate segment files."),
+        ConfigDef("message.max.bytes", T.INT, "1048588", "Largest record batch accepted."),
+        ConfigDef("compression.type", T.STRING, "producer", "Broker-side compression (producer = keep)."),
+        ConfigDef("min.insync.replicas", T.INT, "1", "Replicas that must ack acks=all."),
+        ConfigDef("unclean.leader.election.enable", T.BOOLEAN, "false", "Accepted for compatibility."),
+        ConfigDef("offsets.topic.num.partitions", T.INT, "50", "Partitions of __consumer_offsets."),
+        ConfigDef(
+            "offsets.topic.replication.factor",
+            T.SHORT,
+            "1",
+            "Replication of __consumer_offsets. Kafka defaults to 3, which a single node cannot meet.",
+        ),
+        ConfigDef("offsets.topic.segment.bytes", T.INT, "104857600", "Segment size of __consumer_offsets."),
+        ConfigDef(
+            "offsets.retention.minutes",
+            T.INT,
+            "10080",
+            "Committed offsets of empty groups expire after this.",
+        ),
+        ConfigDef("offsets.retention.check.interval.ms", T.LONG, "600000", "How often offsets expire."),
+        ConfigDef("offsets.load.buffer.size", T.INT, "5242880", "Accepted for compatibility."),
+        ConfigDef("group.initial.rebalance.delay.ms", T.INT, "3000", "Wait for more members of a new group."),
+        ConfigDef(
+            "group.min.session.timeout.ms", T.INT, "6000", "Smallest session timeout a member may ask for."
+        ),
+        ConfigDef(
+            "group.max.session.timeout.ms", T.INT, "1800000", "Largest session timeout a member may ask for."
+        ),
+        ConfigDef("group.max.size", T.INT, str(INT_MAX), "Most members in a classic group."),
+        ConfigDef(
+            "group.coordinator.rebalance.protocols", T.LIST, "classic,consumer", "Group protocols enabled."
+        ),
+        ConfigDef("group.consumer.session.timeout.ms", T.INT, "45000", "KIP-848 member session timeout."),
+        ConfigDef("group.consumer.heartbeat.interval.ms", T.INT, "5000", "KIP-848 heartbeat interval."),
+        ConfigDef("group.consumer.max.size", T.INT, str(INT_MAX), "Most members in a consumer group."),
+        ConfigDef("group.consumer.assignors", T.LIST, "uniform,range", "KIP-848 server-side assignors."),
+        ConfigDef("transaction.state.log.num.partitions", T.INT, "50", "Partitions of __transaction_state."),
+        ConfigDef(
+            "transaction.state.log.replication.factor", T.SHORT, "1", "Replication of __transaction_state."
+        ),
+        ConfigDef("transactional.id.expiration.ms", T.INT, "604800000", "Idle transactional id expiry."),
+        ConfigDef("producer.id.expiration.ms", T.INT, "86400000", "Idle idempotent producer state expiry."),
+        ConfigDef(
+            "max.incremental.fetch.session.cache.slots",
+            T.INT,
+            "1000",
+            "Fetch sessions (Odradek declines them).",
+        ),
+    )
+}
+
+
+TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
+    d.name: d
+    for d in (
+        TopicConfigDef(
+            "cleanup.policy", T.LIST, "log.cleanup.policy", "delete and/or compact.", ("delete", "compact")
+        ),
+        TopicConfigDef(
+            "compression.type",
+            T.STRING,
+            "compression.type",
+            "Compression on the broker.",
+            ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+        ),
+        TopicConfigDef(
+            "delete.retention.ms", T.LONG, "log.cleaner.delete.retention.ms", "Tombstone retention."
+        ),
+        TopicConfigDef(
+            "file.delete.delay.ms", T.LONG, "log.segment.delete.delay.ms", "Segment delete delay."
+        ),
+        TopicConfigDef("flush.messages", T.LONG, "log.flush.interval.messages", "Fsync every N messages."),
+        TopicConfigDef("flush.ms", T.LONG, "log.flush.interval.ms", "Fsync interval.", default=str(LONG_MAX)),
+        TopicConfigDef("index.interval.bytes", T.INT, "log.index.interval.bytes", "Offset index density."),
+        TopicConfigDef(
+            "max.compaction.lag.ms", T.LONG, "log.cleaner.max.compaction.lag.ms", "Compaction lag cap."
+        ),
+        TopicConfigDef("max.message.bytes", T.INT, "message.max.bytes", "Largest record batch."),
+        TopicConfigDef(
+            "message.timestamp.type",
+            T.STRING,
+            "log.message.timestamp.type",
+            "Timestamp type.",
+            ("CreateTime", "LogAppendTime"),
+        ),
+        TopicConfigDef(
+            "message.timestamp.before.max.ms",
+            T.LONG,
+            "log.message.timestamp.before.max.ms",
+            "Oldest accepted CreateTime.",
+        ),
+        TopicConfigDef(
+            "message.timestamp.after.max.ms",
+            T.LONG,
+            "log.message.timestamp.after.max.ms",
+            "Furthest future CreateTime.",
+        ),
+        TopicConfigDef(
+            "min.cleanable.dirty.ratio", T.DOUBLE, "log.cleaner.min.cleanable.ratio", "Dirty ratio."
+        ),
+        TopicConfigDef(
+            "min.compaction.lag.ms", T.LONG, "log.cleaner.min.compaction.lag.ms", "Compaction lag."
+        ),
+        TopicConfigDef("min.insync.replicas", T.INT, "min.insync.replicas", "Replicas for acks=all."),
+        TopicConfigDef("preallocate", T.BOOLEAN, "log.preallocate", "Preallocate segments."),
+        TopicConfigDef("retention.bytes", T.LONG, "log.retention.bytes", "Partition size limit."),
+        TopicConfigDef("retention.ms", T.LONG, "log.retention.ms", "Retention time."),
+        TopicConfigDef("segment.bytes", T.INT, "log.segment.bytes", "Segment size."),
+        TopicConfigDef("segment.index.bytes", T.INT, "log.index.size.max.bytes", "Index size."),
+        TopicConfigDef("segment.jitter.ms", T.LONG, "log.roll.jitter.ms", "Roll jitter."),
+        TopicConfigDef("segment.ms", T.LONG, "log.roll.ms", "Roll time."),
+        TopicConfigDef(
+            "unclean.leader.election.enable",
+            T.BOOLEAN,
+            "unclean.leader.election.enable",
+            "Accepted for compatibility.",
+        ),
+    )
+}
+
+# Broker keys whose value, when unset, comes from a coarser-grained key (Kafka's precedence:
+# ms over minutes over hours).
+DERIVED_MS_KEYS: dict[str, tuple[tuple[str, int], ...]] = {
+    "log.retention.ms": (("log.retention.minutes", 60_000), ("log.retention.hours", 3_600_000)),
+    "log.roll.ms": (("log.roll.hours", 3_600_000),),
+    "log.roll.jitter.ms": (("log.roll.jitter.hours", 3_600_000),),
+}

@@ -1,0 +1,94 @@
+"""From one request frame to the bytes of its response.
+
+Decoding, version checks, handler lookup and response encoding live here so that every API
+gets the same treatment: an unknown API or version closes the connection (as Kafka's
+SocketServer does), except ApiVersions, which answers any version with a v0 body carrying
+``UNSUPPORTED_VERSION`` and our ranges so the client can retry at a version we speak.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import pkgutil
+import struct
+from typing import TYPE_CHECKING
+
+from broker import handlers as handlers_package
+from broker.api_support import SUPPORTED, ApiSupport
+from broker.context import Handler, RequestContext
+from wire.codec import decode_request, encode_response
+from wire.error_codes import ErrorCode
+from wire.header import RequestHeader, decode_request_header, encode_response_header, response_header_version
+
+if TYPE_CHECKING:
+    from broker.server import Broker
+
+log = logging.getLogger(__name__)
+
+API_VERSIONS_KEY = 18
+_SIZE = struct.Struct(">i")
+
+
+class CloseConnection(Exception):
+    """The request cannot be answered; Kafka closes the connection in these cases."""
+
+
+def load_handlers() -> dict[int, Handler]:
+    """Collect ``HANDLERS`` from every module in ``broker.handlers`` (one per API family)."""
+    found: dict[int, Handler] = {}
+    for module_info in pkgutil.iter_modules(handlers_package.__path__):
+        module = importlib.import_module(f"{handlers_package.__name__}.{module_info.name}")
+        for key, handler in getattr(module, "HANDLERS", {}).items():
+            if key in found:
+                raise RuntimeError(f"two handlers for API key {key}: {module_info.name} and another module")
+            found[key] = handler
+    return found
+
+
+def advertised_apis(handlers: dict[int, Handler]) -> list[ApiSupport]:
+    """The ApiVersions table: supported APIs that have a handler installed."""
+    return [support for key, support in sorted(SUPPORTED.items()) if key in handlers]
+
+
+def api_versions_fallback(header: RequestHeader, apis: list[ApiSupport]) -> list[bytes]:
+    """A v0 ApiVersions response with UNSUPPORTED_VERSION, for a version we do not speak."""
+    body = encode_response(
+        API_VERSIONS_KEY,
+        0,
+        {
+            "error_code": ErrorCode.UNSUPPORTED_VERSION,
+            "api_keys": [
+                {"api_key": a.key, "min_version": a.min_version, "max_version": a.max_version} for a in apis
+            ],
+        },
+    )
+    return frame_response(header.correlation_id, 0, body)
+
+
+def frame_response(correlation_id: int, header_version: int, body: bytes) -> list[bytes]:
+    """The response as buffers for one ``sendmsg``: size + header, then the body."""
+    head = encode_response_header(correlation_id, header_version)
+    return [_SIZE.pack(len(head) + len(body)) + head, body]
+
+
+async def dispatch(broker: Broker, frame: memoryview, client_address: str) -> list[bytes] | None:
+    """Handle one request frame; returns the response buffers, or None for no response."""
+    header, offset = decode_request_header(frame)
+    support = SUPPORTED.get(header.api_key)
+    handler = broker.handlers.get(header.api_key)
+    if support is None or handler is None:
+        raise CloseConnection(f"unknown API key {header.api_key}")
+    if not support.min_version <= header.api_version <= support.max_version:
+        if header.api_key == API_VERSIONS_KEY:
+            return api_versions_fallback(header, broker.advertised)
+        raise CloseConnection(f"unsupported {support.name} version {header.api_version}")
+    request = decode_request(header.api_key, header.api_version, frame, offset)
+    ctx = RequestContext(header, broker, client_address)
+    response = await handler(ctx, request)
+    if response is None:
+        return None
+    body = encode_response(header.api_key, header.api_version, response)
+    return frame_response(
+        header.correlation_id, response_header_version(header.api_key, header.api_version), body
+    )

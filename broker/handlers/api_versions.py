@@ -1,0 +1,31 @@
+"""ApiVersions: tell the client exactly which API versions this broker serves."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from broker.context import RequestContext
+from wire.error_codes import ErrorCode
+
+API_VERSIONS = 18
+# KIP-511: client software name and version must look like this, or Kafka answers INVALID_REQUEST.
+_SOFTWARE_FIELD = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+async def handle_api_versions(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    if ctx.api_version >= 3 and not all(
+        _SOFTWARE_FIELD.fullmatch(request[name] or "")
+        for name in ("client_software_name", "client_software_version")
+    ):
+        return {"error_code": ErrorCode.INVALID_REQUEST}
+    return {
+        "error_code": ErrorCode.NONE,
+        "api_keys": [
+            {"api_key": a.key, "min_version": a.min_version, "max_version": a.max_version}
+            for a in ctx.broker.advertised
+        ],
+    }
+
+
+HANDLERS = {API_VERSIONS: handle_api_versions}

@@ -1,0 +1,36 @@
+"""DescribeCluster: the admin client's view of the cluster (brokers, controller, id)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from wire.error_codes import ErrorCode
+
+DESCRIBE_CLUSTER = 60
+BROKERS_ENDPOINT = 1  # KIP-919 endpoint type; 2 (controllers) is not served by a broker
+
+
+async def handle_describe_cluster(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    broker = ctx.broker
+    if request.get("endpoint_type", BROKERS_ENDPOINT) != BROKERS_ENDPOINT:
+        return {
+            "error_code": ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+            "error_message": "This broker only describes broker endpoints",
+            "cluster_id": broker.cluster_id,
+            "brokers": [],
+        }
+    endpoint = broker.endpoint
+    return {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.NONE,
+        "endpoint_type": BROKERS_ENDPOINT,
+        "cluster_id": broker.cluster_id,
+        "controller_id": broker.node_id,
+        "brokers": [
+            {"broker_id": broker.node_id, "host": endpoint.host, "port": endpoint.port, "rack": None}
+        ],
+    }
+
+
+HANDLERS = {DESCRIBE_CLUSTER: handle_describe_cluster}

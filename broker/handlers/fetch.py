@@ -1,0 +1,127 @@
+"""Fetch: hand out whole record batches from partition logs, long-polling for new data.
+
+Batches go out exactly as they sit in the segment files — never decoded.  Size limits
+follow KIP-74: the first non-empty partition of a response always gets at least one whole
+batch, even one larger than ``max_bytes``/``partition_max_bytes``; later partitions only
+get what fits.  A response with less than ``min_bytes`` waits (up to ``max_wait_ms``) for
+an append to any of its partitions.  Fetch sessions (KIP-227) are declined by answering
+``session_id`` 0, which every client handles by sending full fetches.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+from broker.context import RequestContext
+from broker.error_mapping import error_code_of
+from log.errors import LogError
+from wire.error_codes import ErrorCode
+
+FETCH = 1
+READ_COMMITTED = 1
+
+
+def partition_error(
+    index: int, code: ErrorCode, high_watermark: int = -1, log_start: int = -1
+) -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "error_code": code,
+        "high_watermark": high_watermark,
+        "last_stable_offset": high_watermark,
+        "log_start_offset": log_start,
+        "aborted_transactions": None,
+        "records": b"",
+    }
+
+
+def leader_epoch_error(requested: int, current: int) -> ErrorCode | None:
+    """KIP-320 fencing: a client that knows a newer or older leader epoch than ours."""
+    if requested == -1 or requested == current:
+        return None
+    return ErrorCode.UNKNOWN_LEADER_EPOCH if requested > current else ErrorCode.FENCED_LEADER_EPOCH
+
+
+class FetchPlan:
+    """One Fetch request's partitions and limits, re-read after each wake-up."""
+
+    def __init__(self, ctx: RequestContext, request: dict[str, Any]) -> None:
+        self.ctx = ctx
+        self.topics = request["topics"]
+        broker_cap = ctx.broker.config.get_int("fetch.max.bytes")
+        self.max_bytes = max(0, min(request.get("max_bytes", broker_cap), broker_cap))
+        self.read_committed = request.get("isolation_level", 0) == READ_COMMITTED
+
+    def keys(self) -> list[tuple[str, int]]:
+        return [(t["topic"], p["partition"]) for t in self.topics for p in t["partitions"]]
+
+    def read(self) -> tuple[list[dict[str, Any]], int, bool]:
+        """Read every partition once: (topic responses, bytes of records, any error)."""
+        responses = []
+        total = 0
+        errored = False
+        for topic in self.topics:
+            partitions = []
+            for wanted in topic["partitions"]:
+                result = self._read_partition(topic["topic"], wanted, total)
+                total += len(result["records"])
+                errored = errored or result["error_code"] != ErrorCode.NONE
+                partitions.append(result)
+            responses.append({"topic": topic["topic"], "partitions": partitions})
+        return responses, total, errored
+
+    def _read_partition(self, topic: str, wanted: dict[str, Any], bytes_so_far: int) -> dict[str, Any]:
+        index = wanted["partition"]
+        broker = self.ctx.broker
+        partition_log = broker.partitions.get(topic, index)
+        info = broker.topics.get(topic)
+        if partition_log is None or info is None:
+            return partition_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        epoch_error = leader_epoch_error(wanted.get("current_leader_epoch", -1), info.leader_epoch)
+        if epoch_error is not None:
+            return partition_error(index, epoch_error)
+        high_watermark = partition_log.log_end_offset
+        log_start = partition_log.log_start_offset
+        offset = wanted["fetch_offset"]
+        if offset < log_start or offset > high_watermark:
+            return partition_error(index, ErrorCode.OFFSET_OUT_OF_RANGE, high_watermark, log_start)
+        budget = min(wanted["partition_max_bytes"], self.max_bytes - bytes_so_far)
+        records: bytes | memoryview = b""
+        if offset < high_watermark and (budget > 0 or bytes_so_far == 0):
+            try:
+                records = partition_log.read(offset, max(budget, 1))
+            except LogError as exc:
+                return partition_error(index, error_code_of(exc), high_watermark, log_start)
+            if bytes_so_far > 0 and len(records) > budget:
+                records = b""  # KIP-74: only the first non-empty partition may exceed the limits
+        return {
+            "partition_index": index,
+            "error_code": ErrorCode.NONE,
+            "high_watermark": high_watermark,
+            "last_stable_offset": high_watermark,
+            "log_start_offset": log_start,
+            "aborted_transactions": [] if self.read_committed else None,
+            "preferred_read_replica": -1,
+            "records": records,
+        }
+
+
+async def handle_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    if request.get("session_id", 0) != 0:
+        return {"error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND, "session_id": 0, "responses": []}
+    plan = FetchPlan(ctx, request)
+    deadline = trio.current_time() + max(0, request["max_wait_ms"]) / 1000
+    min_bytes = request["min_bytes"]
+    while True:
+        responses, total, errored = plan.read()
+        remaining = deadline - trio.current_time()
+        if total >= min_bytes or errored or remaining <= 0:
+            break
+        if not await ctx.broker.appends.wait_any(plan.keys(), remaining):
+            break  # nothing was appended: the last read stands
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
+
+
+HANDLERS = {FETCH: handle_fetch}

@@ -1,0 +1,109 @@
+"""Metadata: brokers, topics, partitions and leaders — and topic auto-creation.
+
+Auto-creation happens here, as in modern Kafka (Produce to an unknown topic does not create
+it): when ``auto.create.topics.enable`` is on and the request allows it (v4+), an unknown
+topic with a legal name is created with ``num.partitions`` before the answer is built, so the
+client sees it ready at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.topic_admin import TopicError, auto_create_topic
+from broker.topics import TopicInfo, topic_name_error
+from wire.error_codes import ErrorCode
+
+METADATA = 3
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+# Without an authorizer Kafka grants every operation; these are AclOperation codes
+# READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS.
+ALL_TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+ZERO_UUID = bytes(16)
+
+
+def partition_entries(ctx: RequestContext, topic: TopicInfo) -> list[dict[str, Any]]:
+    """Every partition of ``topic`` led by this node (a single-node cluster)."""
+    node = [ctx.broker.node_id]
+    return [
+        {
+            "error_code": ErrorCode.NONE,
+            "partition_index": index,
+            "leader_id": ctx.broker.node_id,
+            "leader_epoch": topic.leader_epoch,
+            "replica_nodes": node,
+            "isr_nodes": node,
+            "offline_replicas": [],
+        }
+        for index in range(topic.partitions)
+    ]
+
+
+def topic_entry(ctx: RequestContext, topic: TopicInfo, with_operations: bool) -> dict[str, Any]:
+    return {
+        "error_code": ErrorCode.NONE,
+        "name": topic.name,
+        "topic_id": topic.topic_id,
+        "is_internal": topic.internal,
+        "partitions": partition_entries(ctx, topic),
+        "topic_authorized_operations": ALL_TOPIC_OPERATIONS
+        if with_operations
+        else AUTHORIZED_OPERATIONS_OMITTED,
+    }
+
+
+def error_entry(name: str | None, code: ErrorCode, topic_id: bytes = ZERO_UUID) -> dict[str, Any]:
+    return {"error_code": code, "name": name, "topic_id": topic_id, "partitions": []}
+
+
+def resolve_topic(ctx: RequestContext, name: str, auto_create: bool) -> TopicInfo | ErrorCode:
+    """Find ``name``, creating it if allowed; otherwise the error Kafka answers with."""
+    topic = ctx.broker.topics.get(name)
+    if topic is not None:
+        return topic
+    if topic_name_error(name):
+        return ErrorCode.INVALID_TOPIC_EXCEPTION
+    if not (auto_create and ctx.broker.config.get_bool("auto.create.topics.enable")):
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    try:
+        return auto_create_topic(ctx.broker, name)
+    except TopicError as exc:
+        return exc.code
+
+
+async def handle_metadata(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    broker = ctx.broker
+    version = ctx.api_version
+    with_operations = bool(request.get("include_topic_authorized_operations"))
+    requested = request["topics"]
+    topics: list[dict[str, Any]] = []
+    if requested is None or (version == 0 and not requested):
+        topics = [topic_entry(ctx, t, with_operations) for t in broker.topics.all()]
+    else:
+        auto_create = request.get("allow_auto_topic_creation", True)
+        for wanted in requested:
+            name = wanted["name"]
+            if name is None:
+                by_id = broker.topics.by_id(wanted["topic_id"])
+                if by_id is None:
+                    topics.append(error_entry(None, ErrorCode.UNKNOWN_TOPIC_ID, wanted["topic_id"]))
+                else:
+                    topics.append(topic_entry(ctx, by_id, with_operations))
+                continue
+            found = resolve_topic(ctx, name, auto_create)
+            if isinstance(found, TopicInfo):
+                topics.append(topic_entry(ctx, found, with_operations))
+            else:
+                topics.append(error_entry(name, found))
+    endpoint = broker.endpoint
+    return {
+        "brokers": [{"node_id": broker.node_id, "host": endpoint.host, "port": endpoint.port, "rack": None}],
+        "cluster_id": broker.cluster_id,
+        "controller_id": broker.node_id,
+        "topics": topics,
+        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+    }
+
+
+HANDLERS = {METADATA: handle_metadata}

@@ -1,0 +1,139 @@
+"""Produce: validate record batches from their headers and append them to partition logs.
+
+The hot path never decodes a record: a batch is checked from its 61-byte header and one
+CRC-32C (``wire.record_batch.scan_batches``), then written from the request's own buffer.
+Kafka 4 rules apply: exactly one v2 batch per partition (v3+), Produce v0-2 refused with
+``UNSUPPORTED_VERSION`` (still advertised for old librdkafka feature checks), no appends to
+internal topics, and ``acks=0`` answered with silence — or, on error, a closed connection,
+which is the only way Kafka can tell such a producer something went wrong.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from broker.context import RequestContext
+from broker.dispatch import CloseConnection
+from broker.error_mapping import error_code_of
+from log.errors import LogError
+from wire.error_codes import ErrorCode
+from wire.record_batch import BatchInfo, RecordBatchError, scan_batches
+
+PRODUCE = 0
+MIN_ACCEPTED_VERSION = 3
+
+
+def partition_error(index: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+    return {"index": index, "error_code": code, "base_offset": -1, "error_message": message}
+
+
+def timestamp_error(batch: BatchInfo, now_ms: int, before_max: int, after_max: int) -> str | None:
+    """Kafka's CreateTime bounds (message.timestamp.before/after.max.ms), checked on the
+    batch's first and max timestamps so no record has to be decoded."""
+    if batch.is_log_append_time:
+        return None
+    if batch.max_timestamp - now_ms > after_max:
+        return f"Timestamp {batch.max_timestamp} of a record is more than {after_max} ms in the future"
+    if now_ms - batch.base_timestamp > before_max:
+        return f"Timestamp {batch.base_timestamp} of a record is more than {before_max} ms in the past"
+    return None
+
+
+def append_partition(
+    ctx: RequestContext, topic: str, index: int, records: memoryview | None, now_ms: int
+) -> tuple[int, dict[str, Any]]:
+    """Validate and append one partition's record set: (records appended, partition response)."""
+    broker = ctx.broker
+    partition_log = broker.partitions.get(topic, index)
+    if partition_log is None:
+        return 0, partition_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if records is None or len(records) == 0:
+        return 0, partition_error(index, ErrorCode.INVALID_RECORD, "Produce request has no record batch")
+    try:
+        batches = scan_batches(records)
+    except RecordBatchError as exc:
+        return 0, partition_error(index, error_code_of(exc), str(exc))
+    if len(batches) != 1:
+        return 0, partition_error(
+            index,
+            ErrorCode.INVALID_RECORD,
+            "Produce requests with version 3 and above must contain exactly one record batch per partition",
+        )
+    config = partition_log.config
+    if batches[0].size > config.max_message_bytes:
+        return 0, partition_error(
+            index,
+            ErrorCode.MESSAGE_TOO_LARGE,
+            f"The record batch is {batches[0].size} bytes, "
+            f"larger than max.message.bytes={config.max_message_bytes}",
+        )
+    problem = timestamp_error(
+        batches[0], now_ms, config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms
+    )
+    if problem:
+        return 0, partition_error(index, ErrorCode.INVALID_TIMESTAMP, problem)
+    info = broker.topics.get(topic)
+    try:
+        appended = partition_log.append(records, batches, info.leader_epoch if info else 0, now_ms)
+    except LogError as exc:
+        return 0, partition_error(index, error_code_of(exc), str(exc))
+    broker.appends.notify((topic, index))
+    return batches[0].record_count, {
+        "index": index,
+        "error_code": ErrorCode.NONE,
+        "base_offset": appended.first_offset,
+        "log_append_time_ms": appended.log_append_time,
+        "log_start_offset": appended.log_start_offset,
+    }
+
+
+async def handle_produce(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any] | None:
+    acks = request["acks"]
+    refusal: tuple[ErrorCode, str] | None = None
+    if ctx.api_version < MIN_ACCEPTED_VERSION:
+        refusal = (ErrorCode.UNSUPPORTED_VERSION, "Produce v0-2 (message format v0/v1) is not supported")
+    elif acks not in (0, 1, -1):
+        refusal = (ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not one of 0, 1, -1 (all)")
+    elif request.get("transactional_id") is not None:
+        refusal = (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported yet")
+    now_ms = int(time.time() * 1000)
+    responses = []
+    touched = []
+    failed = False
+    for topic_data in request["topic_data"]:
+        name = topic_data["name"]
+        internal = (
+            name.startswith("__") and (info := ctx.broker.topics.get(name)) is not None and info.internal
+        )
+        partitions = []
+        for partition in topic_data["partition_data"]:
+            appended = 0
+            if refusal is not None:
+                result = partition_error(partition["index"], *refusal)
+            elif internal:
+                result = partition_error(
+                    partition["index"],
+                    ErrorCode.INVALID_TOPIC_EXCEPTION,
+                    f"Cannot append to internal topic {name}",
+                )
+            else:
+                appended, result = append_partition(
+                    ctx, name, partition["index"], partition["records"], now_ms
+                )
+            if result["error_code"] == ErrorCode.NONE:
+                touched.append(((name, partition["index"]), appended))
+            else:
+                failed = True
+            partitions.append(result)
+        responses.append({"name": name, "partition_responses": partitions})
+    if touched:
+        await ctx.broker.durability.after_append(touched)
+    if acks == 0:
+        if failed:
+            raise CloseConnection("an acks=0 produce request failed")
+        return None
+    return {"responses": responses, "throttle_time_ms": 0}
+
+
+HANDLERS = {PRODUCE: handle_produce}

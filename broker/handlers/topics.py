@@ -1,0 +1,198 @@
+"""Topic administration: CreateTopics, DeleteTopics, CreatePartitions, DeleteRecords.
+
+Validation and error codes follow Kafka's controller: INVALID_TOPIC_EXCEPTION for bad
+names, TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR when a single
+node is asked for more than one replica, INVALID_CONFIG for unknown config names, and
+duplicate names in one request rejected with INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from broker.config_defs import TOPIC_CONFIGS
+from broker.context import RequestContext
+from broker.error_mapping import error_code_of
+from broker.topic_admin import NewTopic, TopicError, create_topic, validate_new_topic
+from log.errors import LogError
+from wire.error_codes import ErrorCode
+
+CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS, CREATE_PARTITIONS = 19, 20, 21, 37
+ZERO_UUID = bytes(16)
+
+
+def created_configs(ctx: RequestContext, name: str) -> list[dict[str, Any]]:
+    """The new topic's effective configs, as CreateTopics v5+ returns them."""
+    info = ctx.broker.topics.get(name)
+    overrides = info.configs if info else {}
+    defaults = ctx.broker.config.topic_defaults()
+    return [
+        {
+            "name": key,
+            "value": overrides.get(key, defaults.get(key)),
+            "read_only": False,
+            "config_source": 1 if key in overrides else 5,
+            "is_sensitive": False,
+        }
+        for key in sorted(TOPIC_CONFIGS)
+    ]
+
+
+async def handle_create_topics(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    counts = Counter(t["name"] for t in request["topics"])
+    results = []
+    for wanted in request["topics"]:
+        name = wanted["name"]
+        result: dict[str, Any] = {"name": name, "topic_id": ZERO_UUID, "error_message": None}
+        if counts[name] > 1:
+            results.append(
+                result
+                | {"error_code": ErrorCode.INVALID_REQUEST, "error_message": f"Duplicate topic name {name}"}
+            )
+            continue
+        if wanted["assignments"]:
+            results.append(
+                result
+                | {
+                    "error_code": ErrorCode.INVALID_REQUEST,
+                    "error_message": "Manual replica assignment is not supported on a single-node broker",
+                }
+            )
+            continue
+        configs = {c["name"]: c["value"] for c in wanted["configs"] if c["value"] is not None}
+        topic = NewTopic(name, wanted["num_partitions"], wanted["replication_factor"], configs)
+        try:
+            if request.get("validate_only"):
+                topic = validate_new_topic(ctx.broker, topic)
+                topic_id = ZERO_UUID
+            else:
+                info = create_topic(ctx.broker, topic)
+                topic, topic_id = (
+                    topic._replace(partitions=info.partitions, replication_factor=1),
+                    info.topic_id,
+                )
+        except TopicError as exc:
+            results.append(result | {"error_code": exc.code, "error_message": exc.message})
+            continue
+        results.append(
+            result
+            | {
+                "error_code": ErrorCode.NONE,
+                "topic_id": topic_id,
+                "num_partitions": topic.partitions,
+                "replication_factor": topic.replication_factor,
+                "configs": created_configs(ctx, name),
+            }
+        )
+    return {"throttle_time_ms": 0, "topics": results}
+
+
+async def handle_delete_topics(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    broker = ctx.broker
+    if ctx.api_version >= 6:
+        wanted = [(t["name"], t["topic_id"]) for t in request["topics"]]
+    else:
+        wanted = [(name, ZERO_UUID) for name in request["topic_names"]]
+    responses = []
+    for name, topic_id in wanted:
+        info = broker.topics.get(name) if name is not None else broker.topics.by_id(topic_id)
+        entry: dict[str, Any] = {"name": name, "topic_id": topic_id, "error_message": None}
+        if info is None:
+            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if name is not None else ErrorCode.UNKNOWN_TOPIC_ID
+            responses.append(entry | {"error_code": code})
+            continue
+        if not broker.config.get_bool("delete.topic.enable"):
+            responses.append(entry | {"error_code": ErrorCode.TOPIC_DELETION_DISABLED})
+            continue
+        if info.internal:
+            responses.append(
+                entry
+                | {
+                    "error_code": ErrorCode.INVALID_TOPIC_EXCEPTION,
+                    "error_message": "Cannot delete internal topics",
+                }
+            )
+            continue
+        broker.topics.delete(info.name)
+        broker.partitions.delete_topic(info)
+        responses.append(entry | {"name": info.name, "topic_id": info.topic_id, "error_code": ErrorCode.NONE})
+    return {"throttle_time_ms": 0, "responses": responses}
+
+
+async def handle_create_partitions(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    broker = ctx.broker
+    counts = Counter(t["name"] for t in request["topics"])
+    results = []
+    for wanted in request["topics"]:
+        name, count = wanted["name"], wanted["count"]
+        info = broker.topics.get(name)
+        code, message = ErrorCode.NONE, None
+        if counts[name] > 1:
+            code, message = ErrorCode.INVALID_REQUEST, f"Duplicate topic name {name}"
+        elif info is None:
+            code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
+        elif info.internal:
+            code, message = ErrorCode.INVALID_REQUEST, f"Cannot add partitions to internal topic {name}"
+        elif count < info.partitions:
+            code, message = (
+                ErrorCode.INVALID_PARTITIONS,
+                f"Topic currently has {info.partitions} partitions, "
+                f"which is higher than the requested {count}.",
+            )
+        elif count == info.partitions:
+            code, message = ErrorCode.INVALID_PARTITIONS, f"Topic already has {count} partitions."
+        elif wanted.get("assignments"):
+            code, message = ErrorCode.INVALID_REQUEST, "Manual replica assignment is not supported"
+        elif not request["validate_only"]:
+            old = info.partitions
+            broker.topics.set_partitions(name, count)
+            broker.partitions.create_partitions(info, old, count)
+        results.append({"name": name, "error_code": code, "error_message": message})
+    return {"throttle_time_ms": 0, "results": results}
+
+
+def delete_partition_records(ctx: RequestContext, topic: str, wanted: dict[str, Any]) -> dict[str, Any]:
+    index = wanted["partition_index"]
+    partition_log = ctx.broker.partitions.get(topic, index)
+    if partition_log is None:
+        return {
+            "partition_index": index,
+            "low_watermark": -1,
+            "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        }
+    offset = wanted["offset"]
+    if offset == -1:
+        offset = partition_log.log_end_offset
+    if offset < 0 or offset > partition_log.log_end_offset:
+        return {"partition_index": index, "low_watermark": -1, "error_code": ErrorCode.OFFSET_OUT_OF_RANGE}
+    try:
+        partition_log.delete_records(offset)
+    except LogError as exc:
+        return {"partition_index": index, "low_watermark": -1, "error_code": error_code_of(exc)}
+    return {
+        "partition_index": index,
+        "low_watermark": partition_log.log_start_offset,
+        "error_code": ErrorCode.NONE,
+    }
+
+
+async def handle_delete_records(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "topics": [
+            {
+                "name": t["name"],
+                "partitions": [delete_partition_records(ctx, t["name"], p) for p in t["partitions"]],
+            }
+            for t in request["topics"]
+        ],
+    }
+
+
+HANDLERS = {
+    CREATE_TOPICS: handle_create_topics,
+    DELETE_TOPICS: handle_delete_topics,
+    CREATE_PARTITIONS: handle_create_partitions,
+    DELETE_RECORDS: handle_delete_records,
+}

@@ -1,0 +1,135 @@
+"""The broker: its shared state (:class:`Broker`) and the trio server that exposes it.
+
+``Broker`` owns everything requests act on — config, topic registry, partition logs,
+producer ids, append notifications, the group coordinator — so handlers receive it through
+their context instead of reaching for globals.  ``serve`` binds the listeners, accepts
+connections (enforcing ``max.connections`` and ``max.connections.per.ip``) and runs one
+task per connection inside a nursery, so shutdown cancels them all cleanly.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import trio
+
+from broker.api_support import ApiSupport
+from broker.appends import AppendNotifier
+from broker.config import BrokerConfig, Listener
+from broker.connection import serve_connection
+from broker.context import Handler
+from broker.dispatch import advertised_apis, load_handlers
+from broker.durability import Durability
+from broker.partitions import PartitionStore
+from broker.producer_ids import ProducerIdAllocator
+from broker.topics import TopicRegistry
+from log.checkpoint import write_atomically
+
+log = logging.getLogger(__name__)
+
+
+def _load_cluster_id(directory: Path, node_id: int, configured: str | None) -> str:
+    """Read or create ``meta.properties`` (Kafka's per-log-dir identity file)."""
+    path = directory / "meta.properties"
+    if path.exists():
+        values = dict(
+            line.split("=", 1)
+            for line in path.read_text().splitlines()
+            if "=" in line and not line.startswith("#")
+        )
+        existing = values.get("cluster.id")
+        if configured and existing and configured != existing:
+            raise SystemExit(
+                f"{path} belongs to cluster {existing}, but cluster.id={configured} was configured; "
+                "point log.dirs at an empty directory or drop the cluster.id setting"
+            )
+        if existing:
+            return existing
+    cluster_id = configured or base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    directory_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    write_atomically(
+        str(path),
+        f"version=1\nnode.id={node_id}\ncluster.id={cluster_id}\ndirectory.id={directory_id}\n".encode(),
+    )
+    return cluster_id
+
+
+class Broker:
+    """Shared state of one broker node."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        dirs = [Path(d) for d in config.log_dirs]
+        for directory in dirs:
+            directory.mkdir(parents=True, exist_ok=True)
+        self.data_dir = dirs[0]
+        self.cluster_id = _load_cluster_id(self.data_dir, self.node_id, config.get("cluster.id"))
+        self.topics = TopicRegistry(self.data_dir)
+        self.partitions = PartitionStore(self, [str(d) for d in dirs])
+        self.producer_ids = ProducerIdAllocator(self.data_dir)
+        self.appends = AppendNotifier()
+        self.durability = Durability(self)
+        self.handlers: dict[int, Handler] = load_handlers()
+        self.advertised: list[ApiSupport] = advertised_apis(self.handlers)
+        self.listeners: list[Listener] = []
+        self.coordinator: object | None = None
+
+    @property
+    def endpoint(self) -> Listener:
+        """The address clients are told to use for this node (first advertised listener)."""
+        advertised = self.config.advertised_listeners[0]
+        if advertised.port == 0 and self.listeners:
+            return Listener(advertised.name, advertised.host, self.listeners[0].port)
+        return advertised
+
+    def close(self) -> None:
+        """Flush and close every partition log (a clean shutdown skips recovery next start)."""
+        self.partitions.close()
+
+
+async def serve(
+    broker: Broker, *, task_status: trio.TaskStatus[list[Listener]] = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Accept connections on every configured listener until cancelled."""
+    max_connections = broker.config.get_int("max.connections")
+    max_per_ip = broker.config.get_int("max.connections.per.ip")
+    open_per_ip: Counter[str] = Counter()
+    async with trio.open_nursery() as nursery:
+        sockets = []
+        for listener in broker.config.listeners:
+            sock = trio.socket.socket(
+                trio.socket.AF_INET6 if ":" in listener.host else trio.socket.AF_INET, trio.socket.SOCK_STREAM
+            )
+            sock.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_REUSEADDR, 1)
+            await sock.bind((listener.host or "0.0.0.0", listener.port))
+            sock.listen(1024)
+            bound_port = sock.getsockname()[1]
+            broker.listeners.append(Listener(listener.name, listener.host, bound_port))
+            sockets.append(sock)
+
+        async def accept_loop(listen_sock: trio.socket.SocketType) -> None:
+            while True:
+                conn, address = await listen_sock.accept()
+                ip = address[0]
+                if sum(open_per_ip.values()) >= max_connections or open_per_ip[ip] >= max_per_ip:
+                    log.warning("refusing connection from %s: connection limit reached", ip)
+                    conn.close()
+                    continue
+                conn.setsockopt(trio.socket.IPPROTO_TCP, trio.socket.TCP_NODELAY, 1)
+                open_per_ip[ip] += 1
+                nursery.start_soon(run_connection, conn, f"{ip}:{address[1]}", ip)
+
+        async def run_connection(conn: trio.socket.SocketType, peer: str, ip: str) -> None:
+            try:
+                await serve_connection(broker, conn, peer)
+            finally:
+                open_per_ip[ip] -= 1
+
+        for sock in sockets:
+            nursery.start_soon(accept_loop, sock)
+        task_status.started(list(broker.listeners))

@@ -1,0 +1,97 @@
+"""Creating topics the way Kafka validates them, shared by CreateTopics and auto-creation."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+from broker.config import ConfigError, check_value
+from broker.config_defs import TOPIC_CONFIGS
+from broker.topics import topic_name_error
+from wire.error_codes import ErrorCode
+
+if TYPE_CHECKING:
+    from broker.server import Broker
+    from broker.topics import TopicInfo
+
+
+class TopicError(Exception):
+    """A topic operation refused with a Kafka error code and a message for the user."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class NewTopic(NamedTuple):
+    name: str
+    partitions: int
+    replication_factor: int
+    configs: dict[str, str]
+
+
+def validate_configs(configs: dict[str, str]) -> None:
+    """Reject unknown topic config names and ill-typed or out-of-set values (INVALID_CONFIG)."""
+    for key, value in configs.items():
+        definition = TOPIC_CONFIGS.get(key)
+        if definition is None:
+            raise TopicError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
+        try:
+            check_value(key, definition.type, value)
+        except ConfigError as exc:
+            raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+        if definition.validator:
+            chosen = [v.strip() for v in value.split(",")] if definition.type.name == "LIST" else [value]
+            bad = [v for v in chosen if v not in definition.validator]
+            if bad:
+                raise TopicError(
+                    ErrorCode.INVALID_CONFIG,
+                    f"Invalid value {value} for configuration {key}: "
+                    f"must be one of {list(definition.validator)}",
+                )
+
+
+def validate_new_topic(broker: Broker, topic: NewTopic) -> NewTopic:
+    """Resolve defaults (-1) and check a topic could be created; raises TopicError."""
+    error = topic_name_error(topic.name)
+    if error:
+        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, error)
+    if topic.name in broker.topics:
+        raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic.name}' already exists.")
+    clash = broker.topics.collision(topic.name)
+    if clash:
+        raise TopicError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
+            f"Topic '{topic.name}' collides with existing topic: {clash}",
+        )
+    partitions = topic.partitions if topic.partitions != -1 else broker.config.get_int("num.partitions")
+    if partitions <= 0:
+        raise TopicError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+    replication = (
+        topic.replication_factor
+        if topic.replication_factor != -1
+        else broker.config.get_int("default.replication.factor")
+    )
+    if replication <= 0:
+        raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
+    if replication > 1:
+        raise TopicError(
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            f"Unable to replicate the partition {replication} time(s): The target replication factor of "
+            f"{replication} cannot be reached because only 1 broker(s) are registered.",
+        )
+    validate_configs(topic.configs)
+    return topic._replace(partitions=partitions, replication_factor=replication)
+
+
+def create_topic(broker: Broker, topic: NewTopic) -> TopicInfo:
+    """Validate, register and create the partition logs of a new topic."""
+    topic = validate_new_topic(broker, topic)
+    info = broker.topics.create(topic.name, topic.partitions, topic.configs)
+    broker.partitions.create_partitions(info, 0, topic.partitions)
+    return info
+
+
+def auto_create_topic(broker: Broker, name: str) -> TopicInfo:
+    """Create a topic on first use with the broker's defaults (auto.create.topics.enable)."""
+    return create_topic(broker, NewTopic(name, -1, -1, {}))
