@@ -1,0 +1,32 @@
+"""The storage engine: partition logs of Kafka-format segments (synchronous, no trio).
+
+See ``log.partition_log`` for the threading model and ``docs/INTERFACES.md`` for the contract.
+"""
+
+from log.config import LogConfig
+from log.errors import (
+    InvalidConfigError,
+    InvalidProducerEpochError,
+    KafkaStorageError,
+    LogError,
+    MessageTooLargeError,
+    OffsetOutOfRangeError,
+    OutOfOrderSequenceError,
+)
+from log.manager import LogManager
+from log.partition_log import AppendInfo, FileSlice, PartitionLog
+
+__all__ = [
+    "AppendInfo",
+    "FileSlice",
+    "InvalidConfigError",
+    "InvalidProducerEpochError",
+    "KafkaStorageError",
+    "LogConfig",
+    "LogError",
+    "LogManager",
+    "MessageTooLargeError",
+    "OffsetOutOfRangeError",
+    "OutOfOrderSequenceError",
+    "PartitionLog",
+]

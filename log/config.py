@@ -1,0 +1,243 @@
+"""Per-topic log settings, named and defaulted as Apache Kafka's topic configs.
+
+One declarative table (``_SETTINGS``) drives everything: the topic-level key, the dataclass
+field, how to parse and validate the string value, and the broker-level synonyms in
+``server.properties`` with their unit multipliers.  That keeps the three views -- topic
+overrides, broker defaults, DescribeConfigs output -- from drifting apart.
+
+Broker key -> topic key (first synonym present wins, as in Kafka):
+
+==========================================================  =============================
+``log.segment.bytes``                                        ``segment.bytes``
+``log.roll.ms``, ``log.roll.hours``                          ``segment.ms``
+``log.roll.jitter.ms``, ``log.roll.jitter.hours``            ``segment.jitter.ms``
+``log.index.size.max.bytes``                                 ``segment.index.bytes``
+``log.index.interval.bytes``                                 ``index.interval.bytes``
+``message.max.bytes``                                        ``max.message.bytes``
+``log.message.timestamp.type``                               ``message.timestamp.type``
+``log.retention.ms``, ``.minutes``, ``.hours``               ``retention.ms``
+``log.retention.bytes``                                      ``retention.bytes``
+``log.cleanup.policy``                                       ``cleanup.policy``
+``log.flush.interval.messages``                              ``flush.messages``
+``log.flush.interval.ms``, ``log.flush.scheduler.interval.ms``  ``flush.ms``
+``min.insync.replicas``                                      ``min.insync.replicas``
+``log.cleaner.delete.retention.ms``                          ``delete.retention.ms``
+``log.cleaner.min.compaction.lag.ms``                        ``min.compaction.lag.ms``
+``log.cleaner.max.compaction.lag.ms``                        ``max.compaction.lag.ms``
+``log.cleaner.min.cleanable.ratio``                          ``min.cleanable.dirty.ratio``
+==========================================================  =============================
+
+The retention and compaction settings are parsed, validated and reported here, but the
+retention and cleaner tasks that act on them are not written yet (see PartitionLog).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from log.errors import InvalidConfigError
+
+LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+_HOURS = 3_600_000
+_MINUTES = 60_000
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """The settings one partition log obeys (Kafka topic-level config, Kafka's defaults)."""
+
+    segment_bytes: int = 1_073_741_824
+    segment_ms: int = 7 * 24 * _HOURS
+    segment_jitter_ms: int = 0
+    segment_index_bytes: int = 10_485_760
+    index_interval_bytes: int = 4096
+    max_message_bytes: int = 1_048_588
+    message_timestamp_type: str = "CreateTime"
+    retention_ms: int = 7 * 24 * _HOURS
+    retention_bytes: int = -1
+    cleanup_policy: tuple[str, ...] = ("delete",)
+    flush_messages: int = LONG_MAX
+    flush_ms: int = LONG_MAX
+    min_insync_replicas: int = 1
+    delete_retention_ms: int = 24 * _HOURS
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    min_cleanable_dirty_ratio: float = 0.5
+
+    @property
+    def log_append_time(self) -> bool:
+        return self.message_timestamp_type == "LogAppendTime"
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    def random_segment_jitter(self) -> int:
+        """Per-segment roll jitter in [0, min(jitter, segment.ms)), drawn as Kafka does.
+
+        Jitter exists so that many partitions created together do not all roll (and later
+        expire) in the same instant.
+        """
+        if self.segment_jitter_ms == 0:
+            return 0
+        return random.randrange(min(self.segment_jitter_ms, self.segment_ms))
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str], base: LogConfig | None = None) -> LogConfig:
+        """Apply topic-level keys (``segment.bytes``, ...) on top of ``base`` (default: Kafka's).
+
+        Keys this engine does not model are ignored: deciding whether a name is a valid Kafka
+        topic config at all is the broker's job (it answers INVALID_CONFIG); a bad *value* for a
+        modelled key raises ``InvalidConfigError`` here.
+        """
+        changes: dict[str, Any] = {}
+        for setting in _SETTINGS:
+            if setting.key in props:
+                changes[setting.field] = setting.parse(setting.key, props[setting.key])
+        return dataclasses.replace(base or cls(), **changes)
+
+    @classmethod
+    def from_broker_properties(cls, props: Mapping[str, str]) -> LogConfig:
+        """Build the broker-wide default from ``server.properties`` keys (see the module table)."""
+        changes: dict[str, Any] = {}
+        for setting in _SETTINGS:
+            for name, multiplier in setting.broker_keys:
+                if name in props:
+                    value = setting.parse(name, props[name])
+                    if multiplier != 1:  # hours/minutes synonyms; negative means "unlimited"
+                        value = value * multiplier if value >= 0 else -1
+                    changes[setting.field] = value
+                    break
+        return dataclasses.replace(cls(), **changes)
+
+    def to_properties(self) -> dict[str, str]:
+        """Topic-level key -> string value for every setting (DescribeConfigs, debugging)."""
+        return {setting.key: setting.render(getattr(self, setting.field)) for setting in _SETTINGS}
+
+
+class _Setting(NamedTuple):
+    key: str
+    field: str
+    parse: Callable[[str, str], Any]
+    render: Callable[[Any], str]
+    broker_keys: tuple[tuple[str, int], ...]
+
+
+def _long(minimum: int, maximum: int = LONG_MAX) -> Callable[[str, str], int]:
+    def parse(key: str, text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise InvalidConfigError(f"{key}: {text!r} is not an integer") from None
+        if not minimum <= value <= maximum:
+            raise InvalidConfigError(f"{key}: {value} is outside [{minimum}, {maximum}]")
+        return value
+
+    return parse
+
+
+def _ratio(key: str, text: str) -> float:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise InvalidConfigError(f"{key}: {text!r} is not a number") from None
+    if not 0.0 <= value <= 1.0:
+        raise InvalidConfigError(f"{key}: {value} is outside [0, 1]")
+    return value
+
+
+def _timestamp_type(key: str, text: str) -> str:
+    value = text.strip()
+    if value not in ("CreateTime", "LogAppendTime"):
+        raise InvalidConfigError(f"{key}: {text!r} is not CreateTime or LogAppendTime")
+    return value
+
+
+def _cleanup_policy(key: str, text: str) -> tuple[str, ...]:
+    policies = tuple(p.strip() for p in text.split(",") if p.strip())
+    if not set(policies) <= {"delete", "compact"}:
+        raise InvalidConfigError(f"{key}: {text!r} must be a list of delete and compact")
+    return policies
+
+
+def _ms(*names: str) -> tuple[tuple[str, int], ...]:
+    return tuple(
+        (name, _HOURS if name.endswith(".hours") else _MINUTES if name.endswith(".minutes") else 1)
+        for name in names
+    )
+
+
+_SETTINGS: tuple[_Setting, ...] = (
+    _Setting("segment.bytes", "segment_bytes", _long(14, INT_MAX), str, _ms("log.segment.bytes")),
+    _Setting("segment.ms", "segment_ms", _long(1), str, _ms("log.roll.ms", "log.roll.hours")),
+    _Setting(
+        "segment.jitter.ms",
+        "segment_jitter_ms",
+        _long(0),
+        str,
+        _ms("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    ),
+    _Setting(
+        "segment.index.bytes", "segment_index_bytes", _long(4, INT_MAX), str, _ms("log.index.size.max.bytes")
+    ),
+    _Setting(
+        "index.interval.bytes",
+        "index_interval_bytes",
+        _long(0, INT_MAX),
+        str,
+        _ms("log.index.interval.bytes"),
+    ),
+    _Setting("max.message.bytes", "max_message_bytes", _long(0, INT_MAX), str, _ms("message.max.bytes")),
+    _Setting(
+        "message.timestamp.type",
+        "message_timestamp_type",
+        _timestamp_type,
+        str,
+        _ms("log.message.timestamp.type"),
+    ),
+    _Setting(
+        "retention.ms",
+        "retention_ms",
+        _long(-1),
+        str,
+        _ms("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+    ),
+    _Setting("retention.bytes", "retention_bytes", _long(-LONG_MAX), str, _ms("log.retention.bytes")),
+    _Setting("cleanup.policy", "cleanup_policy", _cleanup_policy, ",".join, _ms("log.cleanup.policy")),
+    _Setting("flush.messages", "flush_messages", _long(1), str, _ms("log.flush.interval.messages")),
+    _Setting(
+        "flush.ms", "flush_ms", _long(0), str, _ms("log.flush.interval.ms", "log.flush.scheduler.interval.ms")
+    ),
+    _Setting(
+        "min.insync.replicas", "min_insync_replicas", _long(1, INT_MAX), str, _ms("min.insync.replicas")
+    ),
+    _Setting(
+        "delete.retention.ms", "delete_retention_ms", _long(0), str, _ms("log.cleaner.delete.retention.ms")
+    ),
+    _Setting(
+        "min.compaction.lag.ms",
+        "min_compaction_lag_ms",
+        _long(0),
+        str,
+        _ms("log.cleaner.min.compaction.lag.ms"),
+    ),
+    _Setting(
+        "max.compaction.lag.ms",
+        "max_compaction_lag_ms",
+        _long(1),
+        str,
+        _ms("log.cleaner.max.compaction.lag.ms"),
+    ),
+    _Setting(
+        "min.cleanable.dirty.ratio",
+        "min_cleanable_dirty_ratio",
+        _ratio,
+        str,
+        _ms("log.cleaner.min.cleanable.ratio"),
+    ),
+)

@@ -1,0 +1,97 @@
+"""All partition logs of the broker, spread over ``log.dirs``.
+
+At start-up every ``<topic>-<partition>`` directory is opened (with recovery); leftovers of
+interrupted deletions (``*-delete``) are removed, as Kafka does.  New partitions go to the log
+directory holding the fewest partitions -- Kafka's placement rule.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import Callable, Iterator, Sequence
+
+from log.config import LogConfig
+from log.partition_log import PartitionLog
+
+logger = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+# Kafka's suffixes for directories that are not live partitions.
+_DELETE_SUFFIX = "-delete"
+_SKIPPED_SUFFIXES = ("-future", "-stray")
+
+
+def parse_partition_dir(name: str) -> TopicPartition | None:
+    """``"orders-3"`` -> ``("orders", 3)``; None for anything that is not a partition directory."""
+    topic, dash, partition = name.rpartition("-")
+    if not dash or not topic or not partition.isdigit() or name.endswith(_SKIPPED_SUFFIXES):
+        return None
+    return topic, int(partition)
+
+
+class LogManager:
+    """Opens, creates, finds and deletes ``PartitionLog``s across the broker's log directories."""
+
+    def __init__(self, log_dirs: Sequence[str], config_for_topic: Callable[[str], LogConfig]) -> None:
+        if not log_dirs:
+            raise ValueError("at least one log directory is required")
+        self.log_dirs = [os.path.abspath(d) for d in log_dirs]
+        self.config_for_topic = config_for_topic
+        self._logs: dict[TopicPartition, PartitionLog] = {}
+        for log_dir in self.log_dirs:
+            os.makedirs(log_dir, exist_ok=True)
+            for entry in sorted(os.scandir(log_dir), key=lambda e: e.name):
+                if not entry.is_dir():
+                    continue
+                if entry.name.endswith(_DELETE_SUFFIX):
+                    logger.info("removing %s, left by an interrupted deletion", entry.path)
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                    continue
+                key = parse_partition_dir(entry.name)
+                if key is None:
+                    continue
+                if key in self._logs:
+                    raise RuntimeError(f"partition {key} exists in two log directories ({entry.path})")
+                self._logs[key] = PartitionLog.open(entry.path, config_for_topic(key[0]))
+
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def get_or_create(self, topic: str, partition: int) -> PartitionLog:
+        """The partition's log, created empty in the least-loaded log directory if missing."""
+        log = self._logs.get((topic, partition))
+        if log is None:
+            log_dir = min(self.log_dirs, key=self._partitions_in)
+            log = PartitionLog.open(
+                os.path.join(log_dir, f"{topic}-{partition}"), self.config_for_topic(topic)
+            )
+            self._logs[(topic, partition)] = log
+        return log
+
+    def _partitions_in(self, log_dir: str) -> int:
+        return sum(1 for log in self._logs.values() if os.path.dirname(log.directory) == log_dir)
+
+    def delete(self, topic: str, partition: int) -> bool:
+        """Delete the partition's data; False if it did not exist."""
+        log = self._logs.pop((topic, partition), None)
+        if log is None:
+            return False
+        log.delete()
+        return True
+
+    def partitions(self) -> Iterator[tuple[TopicPartition, PartitionLog]]:
+        return iter(list(self._logs.items()))
+
+    def checkpoint(self) -> None:
+        """Persist every log's start offset and recovery point (call periodically)."""
+        for log in self._logs.values():
+            log.checkpoint()
+
+    def close(self) -> None:
+        """Clean shutdown of every log (fsync + clean markers), so the next start skips recovery."""
+        for log in self._logs.values():
+            log.close()
+        self._logs.clear()

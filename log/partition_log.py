@@ -1,0 +1,535 @@
+"""One partition's log: an ordered list of segments, offsets, producer state and durability.
+
+Threading model: every method runs on the broker's trio thread except ``flush``, which the
+broker calls from a worker thread so fsync never blocks the event loop.  ``flush`` therefore
+only fsyncs file descriptors and advances the recovery point; a lock keeps segment deletion and
+close from closing a descriptor under a running fsync.  Appends do not take the lock.
+
+Offsets: the log end offset is the next offset to assign (== high watermark on a single node);
+the log start offset only moves forward (DeleteRecords, later retention) and is checkpointed.
+
+Not done yet (the "log engine in depth" work), with their hooks:
+- retention by time/size: ``_delete_segments_below_log_start`` is the deletion primitive,
+  ``segment_base_offsets``/``size_in_bytes`` and each segment's ``max_timestamp`` the inputs;
+- compaction (``LogConfig.compact``): nothing yet; ``wire.record_batch`` decodes/encodes;
+- truncation (replication) and transactions (control batches, LSO): nothing yet.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
+
+from log.checkpoint import PartitionCheckpoint, fsync_directory, write_atomically
+from log.config import LogConfig
+from log.errors import KafkaStorageError, MessageTooLargeError, OffsetOutOfRangeError
+from log.producer_state import PlacedBatch, ProducerStateManager
+from log.segment import Segment
+from wire.record_batch import (
+    BatchInfo,
+    InvalidRecordError,
+    decode_records,
+    set_base_offset,
+    set_log_append_time,
+    set_partition_leader_epoch,
+)
+
+logger = logging.getLogger(__name__)
+
+_SNAPSHOT_SUFFIX = ".snapshot"
+_SNAPSHOTS_KEPT = 2
+
+
+class AppendInfo(NamedTuple):
+    """What Produce answers: offsets given, LogAppendTime (-1 for CreateTime), log start."""
+
+    first_offset: int
+    last_offset: int
+    log_append_time: int
+    log_start_offset: int
+    duplicate: bool = False
+
+
+class FileSlice(NamedTuple):
+    """A byte range of a segment file for ``os.sendfile``; valid until the log changes segments."""
+
+    fd: int
+    position: int
+    length: int
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _segment_name_offset(name: str, suffix: str) -> int | None:
+    stem = name[: -len(suffix)]
+    if name.endswith(suffix) and len(stem) == 20 and stem.isdigit():
+        return int(stem)
+    return None
+
+
+class PartitionLog:
+    """A partition directory of segments (``<topic>-<partition>/``), opened with recovery."""
+
+    def __init__(
+        self, directory: str, config: LogConfig, segments: list[Segment], log_start_offset: int
+    ) -> None:
+        self.directory = directory
+        self.config = config
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self._log_start_offset = log_start_offset
+        self._recovery_point = 0
+        self._producers = ProducerStateManager()
+        self._lock = threading.Lock()
+        self._offline: KafkaStorageError | None = None
+        self._closed = False
+        self._checkpointed: PartitionCheckpoint | None = None
+        self.last_flush_ms = _now_ms()
+
+    # ----------------------------------------------------------------------------------------
+    # Opening and recovery
+
+    @classmethod
+    def open(cls, directory: str, config: LogConfig, now_ms: int | None = None) -> PartitionLog:
+        """Open (or create) the log in ``directory``, recovering it if it was not closed cleanly.
+
+        After an unclean shutdown every segment from the one holding the checkpointed recovery
+        point onwards is validated batch by batch (header + CRC); the first invalid batch and
+        everything after it are cut off, indexes are rebuilt, and the result is fsynced.
+        """
+        now_ms = _now_ms() if now_ms is None else now_ms
+        directory = os.fspath(directory)
+        os.makedirs(directory, exist_ok=True)
+        names = os.listdir(directory)
+        for name in names:
+            if name.endswith(".tmp"):
+                os.unlink(os.path.join(directory, name))
+        checkpoint = PartitionCheckpoint.read(directory)
+        clean = checkpoint is not None and checkpoint.clean_shutdown
+        log_start = checkpoint.log_start_offset if checkpoint else 0
+        bases = sorted(b for b in (_segment_name_offset(n, ".log") for n in names) if b is not None)
+        cls._remove_orphan_indexes(directory, names, set(bases))
+        segments = cls._open_segments(directory, config, bases, checkpoint, clean, now_ms)
+        if not segments:
+            segments = [Segment.create(directory, log_start, config, now_ms)]
+        if log_start > segments[-1].next_offset:
+            logger.warning(
+                "%s: log start %d is past the recovered end; restarting there", directory, log_start
+            )
+            for segment in segments:
+                segment.delete()
+            segments = [Segment.create(directory, log_start, config, now_ms)]
+        log = cls(directory, config, segments, max(log_start, segments[0].base_offset))
+        log._load_producer_state()
+        log.flush()  # recovered data becomes durable before the recovery point claims it
+        log._write_checkpoint(clean_shutdown=False)
+        if not clean:
+            logger.info("%s: opened after unclean shutdown, log end offset %d", directory, log.log_end_offset)
+        return log
+
+    @staticmethod
+    def _remove_orphan_indexes(directory: str, names: Sequence[str], bases: set[int]) -> None:
+        for name in names:
+            for suffix in (".index", ".timeindex"):
+                base = _segment_name_offset(name, suffix)
+                if base is not None and base not in bases:
+                    os.unlink(os.path.join(directory, name))
+
+    @staticmethod
+    def _open_segments(
+        directory: str,
+        config: LogConfig,
+        bases: list[int],
+        checkpoint: PartitionCheckpoint | None,
+        clean: bool,
+        now_ms: int,
+    ) -> list[Segment]:
+        recovery_point = checkpoint.recovery_point if checkpoint else 0
+        # Recover from the segment holding the recovery point (everything before it was fsynced).
+        recover_from = bases[max(0, bisect.bisect_right(bases, recovery_point) - 1)] if bases else 0
+        segments: list[Segment] = []
+        for i, base in enumerate(bases):
+            segment = Segment(directory, base, config, now_ms)
+            segments.append(segment)
+            if clean or base < recover_from:
+                segment.load(config.index_interval_bytes)
+                continue
+            truncated = segment.recover(config.index_interval_bytes)
+            segment.dirty = True  # validated but maybe never fsynced: flush before trusting it
+            if truncated and i + 1 < len(bases):
+                break
+        else:
+            return segments
+        # A segment was cut short: anything after it is unreachable and must go.
+        for base in bases[len(segments) :]:
+            logger.warning("%s: deleting segment %d after a truncated segment", directory, base)
+            Segment(directory, base, config, now_ms).delete()
+        return segments
+
+    def _load_producer_state(self) -> None:
+        """Newest intact snapshot at or below the log end, then replay of later batch headers."""
+        end = self.log_end_offset
+        snapshots = self._snapshot_offsets()
+        replay_from = self._segments[0].base_offset
+        for offset in reversed(snapshots):
+            path = self._snapshot_path(offset)
+            if offset > end:
+                os.unlink(path)
+                continue
+            try:
+                with open(path, "rb") as file:
+                    self._producers = ProducerStateManager.from_snapshot(file.read())
+            except (OSError, ValueError) as exc:
+                logger.warning("%s: ignoring producer state snapshot %s: %s", self.directory, path, exc)
+                continue
+            replay_from = max(offset, replay_from)
+            break
+        for batch in self._batches_from(replay_from):
+            self._producers.replay(
+                PlacedBatch(batch, batch.base_offset, batch.last_offset, batch.max_timestamp)
+            )
+
+    # ----------------------------------------------------------------------------------------
+    # Offsets and sizes
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    high_watermark = log_end_offset
+
+    @property
+    def recovery_point(self) -> int:
+        """Every offset below this is known to be fsynced."""
+        return self._recovery_point
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    @property
+    def segment_base_offsets(self) -> tuple[int, ...]:
+        return tuple(self._bases)
+
+    # ----------------------------------------------------------------------------------------
+    # Append
+
+    def append(
+        self, record_set: memoryview, batches: list[BatchInfo], leader_epoch: int, now_ms: int
+    ) -> AppendInfo:
+        """Assign offsets to validated batches, patch their headers in place and write them.
+
+        ``batches`` come from ``scan_batches(record_set)`` and must be contiguous in it.  A
+        retry of one of an idempotent producer's last five batches writes nothing and returns
+        the original offsets with ``duplicate=True``.  Raises ``MessageTooLargeError``,
+        ``OutOfOrderSequenceError``, ``InvalidProducerEpochError``, ``KafkaStorageError``.
+        """
+        self._check_online()
+        if not batches:
+            raise InvalidRecordError("an append needs at least one record batch")
+        config = self.config
+        log_append_time = now_ms if config.log_append_time else -1
+        next_offset = self.log_end_offset
+        placed: list[PlacedBatch] = []
+        max_timestamp, offset_of_max_timestamp = -1, next_offset
+        for batch in batches:
+            if batch.size > config.max_message_bytes:
+                raise MessageTooLargeError(
+                    f"batch of {batch.size} bytes exceeds max.message.bytes {config.max_message_bytes}"
+                )
+            last_offset = next_offset + batch.last_offset_delta
+            timestamp = now_ms if log_append_time >= 0 else batch.max_timestamp
+            placed.append(PlacedBatch(batch, next_offset, last_offset, timestamp))
+            if timestamp > max_timestamp:
+                max_timestamp, offset_of_max_timestamp = timestamp, last_offset
+            next_offset = last_offset + 1
+            if batch.producer_id >= 0:
+                duplicate = self._producers.find_duplicate(batch)
+                if duplicate is not None:
+                    return AppendInfo(
+                        duplicate.first_offset,
+                        duplicate.last_offset,
+                        duplicate.timestamp if log_append_time >= 0 else -1,
+                        self._log_start_offset,
+                        duplicate=True,
+                    )
+        updated_producers = self._producers.validate(placed)
+        for item in placed:
+            set_base_offset(record_set, item.batch, item.first_offset)
+            set_partition_leader_epoch(record_set, item.batch, leader_epoch)
+            if log_append_time >= 0:
+                set_log_append_time(record_set, item.batch, now_ms)
+        data = record_set[batches[0].position : batches[-1].end_position]
+        last_offset = next_offset - 1
+        segment = self._segments[-1]
+        try:
+            if segment.should_roll(config, now_ms, len(data), max_timestamp, last_offset):
+                segment = self._roll(now_ms)
+            segment.append(
+                data, last_offset, max_timestamp, offset_of_max_timestamp, config.index_interval_bytes
+            )
+        except KafkaStorageError as exc:
+            self._offline = exc
+            raise
+        except OSError as exc:
+            raise self._went_offline(exc) from exc
+        self._producers.apply(updated_producers)
+        return AppendInfo(placed[0].first_offset, last_offset, log_append_time, self._log_start_offset)
+
+    def _roll(self, now_ms: int) -> Segment:
+        """Start a new segment at the log end; snapshot producer state there, as Kafka does."""
+        self._segments[-1].seal()
+        segment = Segment.create(self.directory, self.log_end_offset, self.config, now_ms)
+        self._segments.append(segment)
+        self._bases.append(segment.base_offset)
+        self._write_snapshot(durable=False)
+        return segment
+
+    # ----------------------------------------------------------------------------------------
+    # Read
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        """Whole batches from the one holding ``offset``, up to ``max_bytes`` but at least one.
+
+        Reads stay within one segment, as Kafka's do; the client simply fetches again.
+        ``offset == log_end_offset`` gives ``b""``; outside [log start, log end] raises
+        ``OffsetOutOfRangeError``.
+        """
+        located = self._locate(offset, max_bytes)
+        if located is None:
+            return b""
+        segment, start, end = located
+        try:
+            return segment.read(start, end)
+        except OSError as exc:
+            raise self._went_offline(exc) from exc
+
+    def read_slices(self, offset: int, max_bytes: int) -> list[FileSlice]:
+        """``read`` as file ranges for ``os.sendfile``; use before yielding to other tasks."""
+        located = self._locate(offset, max_bytes)
+        if located is None:
+            return []
+        segment, start, end = located
+        return [FileSlice(segment.fd, start, end - start)]
+
+    def _locate(self, offset: int, max_bytes: int) -> tuple[Segment, int, int] | None:
+        self._check_online()
+        end_offset = self.log_end_offset
+        if offset == end_offset:
+            return None
+        if not self._log_start_offset <= offset < end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is outside [{self._log_start_offset}, {end_offset}] in {self.directory}"
+            )
+        try:
+            first = bisect.bisect_right(self._bases, offset) - 1
+            for segment in self._segments[first:]:
+                batch = segment.find_batch(offset)
+                if batch is not None:
+                    return segment, batch.position, segment.batches_end(batch.position, max_bytes)
+        except OSError as exc:
+            raise self._went_offline(exc) from exc
+        return None
+
+    def _batches_from(self, offset: int) -> Iterator[BatchInfo]:
+        """Headers of every batch whose last offset is >= ``offset``, across segments."""
+        first = max(0, bisect.bisect_right(self._bases, offset) - 1)
+        for segment in self._segments[first:]:
+            batch = segment.find_batch(offset)
+            if batch is not None:
+                yield from segment.walk(batch.position)
+
+    # ----------------------------------------------------------------------------------------
+    # Timestamps
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """``(offset, timestamp)`` of the first record at or after ``timestamp``, else None.
+
+        The first segment whose max timestamp reaches the target is searched with its time
+        index, then its batches' max timestamps, then the records of one batch -- correct with
+        out-of-order timestamps because every structure holds running maxima.
+        """
+        self._check_online()
+        start = self._log_start_offset
+        for segment in list(self._segments):
+            if segment.max_timestamp < timestamp or segment.next_offset <= start:
+                continue
+            hint = max(segment.time_index.lookup(timestamp).offset, start, segment.base_offset)
+            first = segment.find_batch(hint)
+            if first is None:
+                continue
+            for batch in segment.walk(first.position):
+                if batch.max_timestamp >= timestamp and batch.last_offset >= start:
+                    for record in self._records_of(segment, batch):
+                        if record.timestamp >= timestamp and record.offset >= start:
+                            return record.offset, record.timestamp
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """``(offset, timestamp)`` of the first record with the largest timestamp (ListOffsets -3)."""
+        self._check_online()
+        best = max(self._segments, key=lambda s: s.max_timestamp)  # first of equal maxima
+        if best.max_timestamp < 0:
+            return None
+        batch = best.find_batch(best.offset_of_max_timestamp)
+        if batch is not None:
+            for record in self._records_of(best, batch):
+                if record.timestamp == best.max_timestamp:
+                    return record.offset, record.timestamp
+        return None
+
+    @staticmethod
+    def _records_of(segment: Segment, batch: BatchInfo) -> list:
+        data = segment.read(batch.position, batch.end_position)
+        return decode_records(data, batch._replace(position=0))
+
+    # ----------------------------------------------------------------------------------------
+    # Log start
+
+    def delete_records(self, before_offset: int) -> int:
+        """Move the log start to ``before_offset`` (DeleteRecords); return the new log start.
+
+        Durable at once (checkpointed); segments wholly below the new start are deleted.
+        """
+        self._check_online()
+        if not 0 <= before_offset <= self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"cannot delete records before {before_offset}: the log ends at {self.log_end_offset}"
+            )
+        if before_offset > self._log_start_offset:
+            self._log_start_offset = before_offset
+            self._write_checkpoint(clean_shutdown=False)
+            self._delete_segments_below_log_start()
+        return self._log_start_offset
+
+    def _delete_segments_below_log_start(self) -> None:
+        """Delete leading segments that hold only offsets below the log start (never the active)."""
+        while len(self._segments) > 1 and self._segments[1].base_offset <= self._log_start_offset:
+            with self._lock:
+                segment = self._segments.pop(0)
+                self._bases.pop(0)
+                segment.delete()
+
+    # ----------------------------------------------------------------------------------------
+    # Durability
+
+    def flush_due(self, now_ms: int) -> bool:
+        """Whether flush.messages or flush.ms asks for an fsync now (offsets since last flush)."""
+        unflushed = self.log_end_offset - self._recovery_point
+        if unflushed <= 0:
+            return False
+        return unflushed >= self.config.flush_messages or now_ms - self.last_flush_ms >= self.config.flush_ms
+
+    def flush(self) -> None:
+        """fsync everything written so far and advance the recovery point (worker-thread safe).
+
+        Returns at once when nothing was written since the last flush.  Concurrent appends are
+        fine: whatever they add after the end offset sampled here is left for the next flush.
+        """
+        target = self.log_end_offset
+        if target == self._recovery_point and not any(s.dirty for s in self._segments):
+            return
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                for segment in list(self._segments):
+                    segment.flush()
+            except OSError as exc:
+                raise self._went_offline(exc) from exc
+            self._recovery_point = max(self._recovery_point, target)
+            self.last_flush_ms = _now_ms()
+
+    def checkpoint(self) -> None:
+        """Persist log start and recovery point if they changed (the broker calls this periodically;
+        Kafka's log.flush.offset.checkpoint.interval.ms); a later recovery then scans less."""
+        if not self._closed and self._offline is None:
+            self._write_checkpoint(clean_shutdown=False)
+
+    def _write_checkpoint(self, clean_shutdown: bool) -> None:
+        checkpoint = PartitionCheckpoint(self._log_start_offset, self._recovery_point, clean_shutdown)
+        if checkpoint != self._checkpointed:
+            checkpoint.write(self.directory)
+            self._checkpointed = checkpoint
+
+    def remove_expired_producers(self, now_ms: int, expiration_ms: int = 86_400_000) -> None:
+        """Forget idle idempotent producers (the broker's producer.id.expiration.ms task)."""
+        self._producers.remove_expired(now_ms, expiration_ms)
+
+    # ----------------------------------------------------------------------------------------
+    # Producer state snapshots
+
+    def _snapshot_path(self, offset: int) -> str:
+        return os.path.join(self.directory, f"{offset:020d}{_SNAPSHOT_SUFFIX}")
+
+    def _snapshot_offsets(self) -> list[int]:
+        offsets = (_segment_name_offset(n, _SNAPSHOT_SUFFIX) for n in os.listdir(self.directory))
+        return sorted(o for o in offsets if o is not None)
+
+    def _write_snapshot(self, durable: bool) -> None:
+        """Snapshot producer state at the log end and keep only the newest few snapshots."""
+        write_atomically(
+            self._snapshot_path(self.log_end_offset), self._producers.to_snapshot(), durable=durable
+        )
+        for offset in self._snapshot_offsets()[:-_SNAPSHOTS_KEPT]:
+            os.unlink(self._snapshot_path(offset))
+
+    # ----------------------------------------------------------------------------------------
+    # Lifetime
+
+    def _check_online(self) -> None:
+        if self._offline is not None:
+            raise KafkaStorageError(f"{self.directory} is offline after a disk error: {self._offline}")
+        if self._closed:
+            raise KafkaStorageError(f"{self.directory} is closed")
+
+    def _went_offline(self, exc: OSError) -> KafkaStorageError:
+        logger.error("%s: disk error, taking the partition offline: %s", self.directory, exc)
+        self._offline = KafkaStorageError(f"I/O error in {self.directory}: {exc}")
+        return self._offline
+
+    def close(self) -> None:
+        """Clean shutdown: fsync, snapshot producer state, mark the checkpoint clean, close files."""
+        if self._closed:
+            return
+        if self._offline is None:
+            self.flush()
+            self._segments[-1].seal()
+            for segment in self._segments:
+                segment.flush()
+            self._write_snapshot(durable=True)
+            self._recovery_point = self.log_end_offset
+            self._write_checkpoint(clean_shutdown=True)
+        with self._lock:
+            self._closed = True
+            for segment in self._segments:
+                segment.close()
+
+    def delete(self) -> None:
+        """Remove the partition: close files, rename the directory to ``*-delete``, remove it.
+
+        The rename (as Kafka does) makes the deletion atomic from the broker's point of view: a
+        crash mid-way leaves a ``-delete`` directory that ``LogManager`` removes at start-up.
+        """
+        with self._lock:
+            self._closed = True
+            for segment in self._segments:
+                segment.close()
+        parent, name = os.path.split(os.path.abspath(self.directory))
+        doomed = os.path.join(parent, f"{name}.{uuid.uuid4().hex}-delete")
+        os.rename(self.directory, doomed)
+        fsync_directory(parent)
+        shutil.rmtree(doomed, ignore_errors=True)

@@ -1,0 +1,318 @@
+"""One log segment: ``<base offset>.log`` (concatenated v2 batches) with its two sparse indexes.
+
+A segment only ever holds whole batches, so any byte range ending on a batch boundary can be
+handed to a client unchanged.  Everything here works from batch *headers*: finding the batch
+that holds an offset is an index binary search plus a short walk over at most about
+``index.interval.bytes`` of headers, read in small chunks -- never a scan of the whole file.
+The one exception is ``recover``, which validates every batch (header + CRC) because that is
+its job after an unclean shutdown.
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+from collections.abc import Iterator
+
+from log.config import INT_MAX, LogConfig
+from log.errors import KafkaStorageError
+from log.index import CorruptIndexError, OffsetIndex, TimeIndex
+from wire.record_batch import (
+    HEADER_SIZE,
+    BatchInfo,
+    CorruptRecordError,
+    RecordBatchError,
+    parse_batch_header,
+    read_batch_header,
+    verify_crc,
+)
+
+logger = logging.getLogger(__name__)
+
+# Header walks read this much at a time: a few small batches per syscall, little waste when
+# batches are large (then each header costs one read anyway).
+_WALK_CHUNK = 16 * 1024
+_SUFFIXES = (".log", ".index", ".timeindex")
+
+
+def segment_stem(directory: str, base_offset: int) -> str:
+    """Kafka's naming: the base offset as 20 zero-padded digits."""
+    return os.path.join(directory, f"{base_offset:020d}")
+
+
+class Segment:
+    """A segment's files and the in-memory facts derived from them (size, end offset, max time)."""
+
+    def __init__(self, directory: str, base_offset: int, config: LogConfig, now_ms: int) -> None:
+        stem = segment_stem(directory, base_offset)
+        self._indexes_existed = os.path.exists(stem + ".index") and os.path.exists(stem + ".timeindex")
+        self.base_offset = base_offset
+        self.log_path = stem + ".log"
+        self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.offset_index = OffsetIndex(stem + ".index", base_offset, config.segment_index_bytes)
+        self.time_index = TimeIndex(stem + ".timeindex", base_offset, config.segment_index_bytes)
+        self.size = os.fstat(self.fd).st_size
+        self.next_offset = base_offset
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = base_offset
+        # Kafka bases time-based rolling on the first batch's timestamp, else on creation time.
+        self.created_ms = now_ms
+        self.roll_jitter_ms = config.random_segment_jitter()
+        self._first_batch_timestamp: int | None = None
+        self._bytes_since_index_entry = 0
+        self.dirty = False
+
+    @classmethod
+    def create(cls, directory: str, base_offset: int, config: LogConfig, now_ms: int) -> Segment:
+        """A new, empty segment; stale files of the same name (left by a crash) are discarded."""
+        stem = segment_stem(directory, base_offset)
+        for suffix in _SUFFIXES:
+            if os.path.exists(stem + suffix):
+                os.unlink(stem + suffix)
+        segment = cls(directory, base_offset, config, now_ms)
+        segment._first_batch_timestamp = -1
+        return segment
+
+    # ----------------------------------------------------------------------------------------
+    # Loading and recovery
+
+    def load(self, index_interval_bytes: int) -> None:
+        """Open a segment that was shut down cleanly: trust the data, check the indexes.
+
+        Only the tail after the last index entry is walked to learn the end offset and max
+        timestamp; damaged or missing indexes fall back to a full ``recover``.
+        """
+        try:
+            if self.size and not self._indexes_existed:
+                raise CorruptIndexError("index files are missing")
+            self.offset_index.sanity_check(self.size)
+            self.time_index.sanity_check()
+            last_indexed = self.offset_index.last_entry()
+            time_entry = self.time_index.last_entry()
+            self.max_timestamp, self.offset_of_max_timestamp = time_entry.timestamp, time_entry.offset
+            self.next_offset = self.base_offset
+            last_batch_size = 0
+            for batch in self.walk(last_indexed.position):
+                self._track_max_timestamp(batch)
+                self.next_offset = batch.next_offset
+                last_batch_size = batch.size
+            # Appends index themselves once more than index.interval.bytes went unindexed, so a
+            # longer unindexed tail means the index lost entries (e.g. it was truncated).
+            unindexed = self.size - last_indexed.position
+            if unindexed - last_batch_size > index_interval_bytes:
+                raise CorruptIndexError(f"{self.offset_index.path} ends {unindexed} bytes before the segment")
+            self._bytes_since_index_entry = unindexed
+        except (CorruptIndexError, RecordBatchError) as exc:
+            logger.warning("rebuilding indexes of %s: %s", self.log_path, exc)
+            self.recover(index_interval_bytes)
+
+    def recover(self, index_interval_bytes: int) -> int:
+        """Validate every batch (header + CRC), cut a torn or corrupt tail, rebuild both indexes.
+
+        Returns the number of bytes truncated.  Indexes are rebuilt per batch exactly as
+        appends would have built them, so lookups behave the same after a crash.
+        """
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.max_timestamp, self.offset_of_max_timestamp = -1, self.base_offset
+        self.next_offset = self.base_offset
+        self._first_batch_timestamp = -1
+        valid = 0
+        last_index_at = 0
+        if self.size:
+            with mmap.mmap(self.fd, self.size, prot=mmap.PROT_READ) as mapped:
+                view = memoryview(mapped)
+                try:
+                    while valid < self.size:
+                        batch = read_batch_header(view, valid)
+                        verify_crc(view, batch)
+                        self._check_offsets(batch)
+                        if valid == 0:
+                            self._first_batch_timestamp = batch.max_timestamp
+                        self._track_max_timestamp(batch)
+                        if valid - last_index_at > index_interval_bytes:
+                            self.offset_index.append(batch.last_offset, valid)
+                            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+                            last_index_at = valid
+                        valid += batch.size
+                        self.next_offset = batch.next_offset
+                except RecordBatchError as exc:
+                    logger.warning("%s: invalid batch at byte %d: %s", self.log_path, valid, exc)
+                finally:
+                    view.release()
+        truncated = self.size - valid
+        if truncated:
+            logger.warning("%s: truncating %d bytes after the last valid batch", self.log_path, truncated)
+            os.ftruncate(self.fd, valid)
+            self.size = valid
+            self.dirty = True
+        self._bytes_since_index_entry = valid - last_index_at
+        return truncated
+
+    def _check_offsets(self, batch: BatchInfo) -> None:
+        if batch.base_offset < self.next_offset or batch.last_offset - self.base_offset > INT_MAX:
+            raise CorruptRecordError(
+                f"batch offsets [{batch.base_offset}, {batch.last_offset}] "
+                f"do not follow {self.next_offset - 1}"
+            )
+
+    def _track_max_timestamp(self, batch: BatchInfo) -> None:
+        if batch.max_timestamp > self.max_timestamp:
+            self.max_timestamp = batch.max_timestamp
+            self.offset_of_max_timestamp = batch.last_offset
+
+    # ----------------------------------------------------------------------------------------
+    # Appending
+
+    @property
+    def first_batch_timestamp(self) -> int:
+        """Max timestamp of the first batch (-1 when empty), read lazily from the file."""
+        if self._first_batch_timestamp is None:
+            self._first_batch_timestamp = -1
+            if self.size >= HEADER_SIZE:
+                header = os.pread(self.fd, HEADER_SIZE, 0)
+                self._first_batch_timestamp = parse_batch_header(header, 0).max_timestamp
+        return self._first_batch_timestamp
+
+    def should_roll(
+        self, config: LogConfig, now_ms: int, messages_size: int, max_timestamp: int, last_offset: int
+    ) -> bool:
+        """Kafka's LogSegment.shouldRoll: full by bytes, old by time (with jitter), full indexes,
+        or an offset that no longer fits a 32-bit relative offset."""
+        if self.size == 0:
+            return False  # rolling an empty segment would only recreate it
+        first = self.first_batch_timestamp
+        waited = max_timestamp - first if first >= 0 else now_ms - self.created_ms
+        return (
+            self.size > config.segment_bytes - messages_size
+            or waited > config.segment_ms - self.roll_jitter_ms
+            or self.offset_index.is_full
+            or self.time_index.is_full
+            or last_offset - self.base_offset > INT_MAX
+        )
+
+    def append(
+        self,
+        data: memoryview,
+        last_offset: int,
+        max_timestamp: int,
+        offset_of_max_timestamp: int,
+        index_interval_bytes: int,
+    ) -> int:
+        """Write ``data`` (whole batches, offsets assigned) at the end; return its position.
+
+        One ``pwrite`` in the normal case.  If the disk fails part-way, the partial write is cut
+        off again so the file keeps ending on a batch boundary, and ``KafkaStorageError`` is
+        raised.
+        """
+        position = self.size
+        try:
+            written = 0
+            while written < len(data):
+                written += os.pwrite(self.fd, data[written:], position + written)
+        except OSError as exc:
+            try:
+                os.ftruncate(self.fd, position)
+            except OSError:
+                logger.exception("%s: cannot cut off a partial write", self.log_path)
+            raise KafkaStorageError(f"write to {self.log_path} failed: {exc}") from exc
+        if position == 0:
+            self._first_batch_timestamp = max_timestamp
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+            self.offset_of_max_timestamp = offset_of_max_timestamp
+        if self._bytes_since_index_entry > index_interval_bytes:
+            self.offset_index.append(last_offset, position)
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self._bytes_since_index_entry = 0
+        self._bytes_since_index_entry += len(data)
+        self.size = position + len(data)
+        self.next_offset = last_offset + 1
+        self.dirty = True
+        return position
+
+    def seal(self) -> None:
+        """On roll: record the final max timestamp so inactive segments know it from the index."""
+        self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+
+    # ----------------------------------------------------------------------------------------
+    # Reading
+
+    def walk(self, position: int, end: int | None = None) -> Iterator[BatchInfo]:
+        """Headers of the batches from ``position`` (a batch boundary) up to ``end``.
+
+        Positions in the yielded ``BatchInfo`` are file positions.  Reads ``_WALK_CHUNK`` bytes
+        at a time and re-reads only when a header falls outside the current chunk.
+        """
+        end = self.size if end is None else end
+        chunk = b""
+        chunk_start = 0
+        while position < end:
+            relative = position - chunk_start
+            if relative + HEADER_SIZE > len(chunk):
+                chunk = os.pread(self.fd, min(_WALK_CHUNK, end - position), position)
+                chunk_start, relative = position, 0
+            batch = parse_batch_header(chunk, relative)
+            if position + batch.size > end:
+                raise CorruptRecordError(
+                    f"{self.log_path}: batch at byte {position} runs past the segment end"
+                )
+            yield batch._replace(position=position)
+            position += batch.size
+
+    def find_batch(self, offset: int) -> BatchInfo | None:
+        """The first batch whose last offset is >= ``offset``: index lookup, then a short walk."""
+        for batch in self.walk(self.offset_index.lookup(offset).position):
+            if batch.last_offset >= offset:
+                return batch
+        return None
+
+    def batches_end(self, start: int, max_bytes: int) -> int:
+        """End of the longest run of whole batches from ``start`` within ``max_bytes``.
+
+        At least the first batch is included even if it alone exceeds ``max_bytes`` (KIP-74).
+        The index narrows the walk to the last indexed append before the limit.
+        """
+        limit = start + max_bytes
+        if limit >= self.size:
+            return self.size
+        hint = max(start, self.offset_index.lookup_position(limit).position)
+        end = hint
+        for batch in self.walk(hint):
+            if batch.end_position > limit:
+                break
+            end = batch.end_position
+        if end == start:
+            end = start + next(self.walk(start)).size
+        return end
+
+    def read(self, start: int, end: int) -> bytes:
+        """The bytes of ``[start, end)``; a short read means the file shrank under us."""
+        data = os.pread(self.fd, end - start, start)
+        if len(data) != end - start:
+            raise KafkaStorageError(f"{self.log_path}: short read at byte {start}")
+        return data
+
+    # ----------------------------------------------------------------------------------------
+    # Durability and lifetime
+
+    def flush(self) -> None:
+        """fsync data then indexes (indexes can always be rebuilt from data, never the reverse)."""
+        if self.dirty:
+            self.dirty = False
+            os.fsync(self.fd)
+        self.offset_index.flush()
+        self.time_index.flush()
+
+    def close(self) -> None:
+        os.close(self.fd)
+        self.offset_index.close()
+        self.time_index.close()
+
+    def delete(self) -> None:
+        self.close()
+        stem = self.log_path[: -len(".log")]
+        for suffix in _SUFFIXES:
+            if os.path.exists(stem + suffix):
+                os.unlink(stem + suffix)
