@@ -15,6 +15,8 @@ Broker key -> topic key (first synonym present wins, as in Kafka):
 ``log.index.interval.bytes``                                 ``index.interval.bytes``
 ``message.max.bytes``                                        ``max.message.bytes``
 ``log.message.timestamp.type``                               ``message.timestamp.type``
+``log.message.timestamp.before.max.ms``                      ``message.timestamp.before.max.ms``
+``log.message.timestamp.after.max.ms``                       ``message.timestamp.after.max.ms``
 ``log.retention.ms``, ``.minutes``, ``.hours``               ``retention.ms``
 ``log.retention.bytes``                                      ``retention.bytes``
 ``log.cleanup.policy``                                       ``cleanup.policy``
@@ -58,6 +60,8 @@ class LogConfig:
     index_interval_bytes: int = 4096
     max_message_bytes: int = 1_048_588
     message_timestamp_type: str = "CreateTime"
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = _HOURS  # Kafka 4 default: at most an hour ahead
     retention_ms: int = 7 * 24 * _HOURS
     retention_bytes: int = -1
     cleanup_policy: tuple[str, ...] = ("delete",)
@@ -199,6 +203,20 @@ _SETTINGS: tuple[_Setting, ...] = (
         _timestamp_type,
         str,
         _ms("log.message.timestamp.type"),
+    ),
+    _Setting(
+        "message.timestamp.before.max.ms",
+        "message_timestamp_before_max_ms",
+        _long(0),
+        str,
+        _ms("log.message.timestamp.before.max.ms"),
+    ),
+    _Setting(
+        "message.timestamp.after.max.ms",
+        "message_timestamp_after_max_ms",
+        _long(0),
+        str,
+        _ms("log.message.timestamp.after.max.ms"),
     ),
     _Setting(
         "retention.ms",

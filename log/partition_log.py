@@ -93,7 +93,6 @@ class PartitionLog:
         self._offline: KafkaStorageError | None = None
         self._closed = False
         self._checkpointed: PartitionCheckpoint | None = None
-        self.last_flush_ms = _now_ms()
 
     # ----------------------------------------------------------------------------------------
     # Opening and recovery
@@ -426,13 +425,6 @@ class PartitionLog:
     # ----------------------------------------------------------------------------------------
     # Durability
 
-    def flush_due(self, now_ms: int) -> bool:
-        """Whether flush.messages or flush.ms asks for an fsync now (offsets since last flush)."""
-        unflushed = self.log_end_offset - self._recovery_point
-        if unflushed <= 0:
-            return False
-        return unflushed >= self.config.flush_messages or now_ms - self.last_flush_ms >= self.config.flush_ms
-
     def flush(self) -> None:
         """fsync everything written so far and advance the recovery point (worker-thread safe).
 
@@ -451,7 +443,6 @@ class PartitionLog:
             except OSError as exc:
                 raise self._went_offline(exc) from exc
             self._recovery_point = max(self._recovery_point, target)
-            self.last_flush_ms = _now_ms()
 
     def checkpoint(self) -> None:
         """Persist log start and recovery point if they changed (the broker calls this periodically;

@@ -30,6 +30,9 @@ from typing import ClassVar, NamedTuple
 import cramjam
 from crc32c import crc32c
 
+from wire.errors import DecodeError
+from wire.primitives import encode_varint, encode_varlong, read_varint, read_varlong
+
 __all__ = [
     "BatchInfo",
     "CorruptRecordError",
@@ -287,39 +290,6 @@ def set_log_append_time(buf: memoryview | bytearray, batch: BatchInfo, timestamp
 
 
 # --------------------------------------------------------------------------------------------
-# Varints (protobuf-style base-128 with zigzag sign folding), used inside records.
-
-
-def encode_varint(value: int, out: bytearray) -> None:
-    """Append ``value`` zigzag-encoded; Kafka uses the same encoding for varint and varlong."""
-    n = (value << 1) ^ (value >> 63)
-    n &= 0xFFFFFFFFFFFFFFFF
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-
-
-def decode_varint(buf: bytes | bytearray | memoryview, position: int, max_bytes: int = 10) -> tuple[int, int]:
-    """Read one zigzag varint at ``position``; return ``(value, next_position)``.
-
-    ``max_bytes`` is 5 for int32 fields and 10 for int64 ones, so a run of 0xFF bytes cannot
-    make a value (or a loop) unbounded.
-    """
-    result = 0
-    shift = 0
-    end = min(len(buf), position + max_bytes)
-    while position < end:
-        byte = buf[position]
-        position += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return (result >> 1) ^ -(result & 1), position
-        shift += 7
-    raise InvalidRecordError("malformed or truncated varint in record")
-
-
-# --------------------------------------------------------------------------------------------
 # Compression.
 
 # xerial snappy-java stream framing, which the Java producer writes (SnappyOutputStream):
@@ -417,23 +387,23 @@ class Record(NamedTuple):
 
 def _encode_bytes(value: bytes | None, out: bytearray) -> None:
     if value is None:
-        encode_varint(-1, out)
+        out += encode_varint(-1)
     else:
-        encode_varint(len(value), out)
+        out += encode_varint(len(value))
         out += value
 
 
 def _encode_record(record: Record, base_offset: int, base_timestamp: int, out: bytearray) -> None:
     body = bytearray(b"\x00")  # record attributes: unused, always 0
-    encode_varint(record.timestamp - base_timestamp, body)
-    encode_varint(record.offset - base_offset, body)
+    body += encode_varlong(record.timestamp - base_timestamp)
+    body += encode_varint(record.offset - base_offset)
     _encode_bytes(record.key, body)
     _encode_bytes(record.value, body)
-    encode_varint(len(record.headers), body)
+    body += encode_varint(len(record.headers))
     for name, value in record.headers:
         _encode_bytes(name.encode(), body)
         _encode_bytes(value, body)
-    encode_varint(len(body), out)
+    out += encode_varint(len(body))
     out += body
 
 
@@ -494,7 +464,7 @@ def encode_batch(
 
 
 def _decode_bytes(buf: bytes, position: int) -> tuple[bytes | None, int]:
-    length, position = decode_varint(buf, position, 5)
+    length, position = read_varint(buf, position)
     if length < 0:
         return None, position
     if position + length > len(buf):
@@ -503,16 +473,16 @@ def _decode_bytes(buf: bytes, position: int) -> tuple[bytes | None, int]:
 
 
 def _decode_record(buf: bytes, position: int, batch: BatchInfo) -> tuple[Record, int]:
-    length, position = decode_varint(buf, position, 5)
+    length, position = read_varint(buf, position)
     end = position + length
     if length < 1 or end > len(buf):
         raise InvalidRecordError(f"invalid record length {length}")
     position += 1  # record attributes, unused
-    timestamp_delta, position = decode_varint(buf, position)
-    offset_delta, position = decode_varint(buf, position, 5)
+    timestamp_delta, position = read_varlong(buf, position)
+    offset_delta, position = read_varint(buf, position)
     key, position = _decode_bytes(buf, position)
     value, position = _decode_bytes(buf, position)
-    header_count, position = decode_varint(buf, position, 5)
+    header_count, position = read_varint(buf, position)
     if header_count < 0:
         raise InvalidRecordError(f"invalid header count {header_count}")
     headers: list[Header] = []
@@ -537,9 +507,12 @@ def decode_records(buf: memoryview | bytes | bytearray, batch: BatchInfo) -> lis
     payload = decompress(batch.compression, view[batch.position + HEADER_SIZE : batch.end_position])
     records: list[Record] = []
     position = 0
-    for _ in range(batch.record_count):
-        record, position = _decode_record(payload, position, batch)
-        records.append(record)
+    try:
+        for _ in range(batch.record_count):
+            record, position = _decode_record(payload, position, batch)
+            records.append(record)
+    except DecodeError as exc:
+        raise InvalidRecordError(f"malformed record in batch at byte {batch.position}: {exc}") from exc
     if position != len(payload) or batch.record_count < 0:
         raise InvalidRecordError("record count does not match the batch payload")
     return records
