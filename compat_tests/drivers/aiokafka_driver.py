@@ -1,0 +1,295 @@
+"""aiokafka driver.
+
+aiokafka is asyncio-native; its consumers rely on background tasks (heartbeats, rebalances, fetch
+prefetching) that only progress while the event loop runs. The driver therefore runs one loop in
+a daemon thread for its whole life and submits every call to it, so a consumer left idle between
+two scenario steps still heartbeats like it would in a real application.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine, Mapping, Sequence
+from typing import Any, TypeVar
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
+from aiokafka import TopicPartition as AioPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
+from aiokafka.errors import for_code
+
+from compat_tests.drivers.base import (
+    NO_OFFSET,
+    OP_TIMEOUT_S,
+    ClientError,
+    Consumer,
+    ConsumerSettings,
+    Driver,
+    GroupDescription,
+    Message,
+    ProducerSettings,
+    Received,
+    TopicPartition,
+    classify,
+    client_errors,
+)
+
+T = TypeVar("T")
+TIMEOUT_MS = int(OP_TIMEOUT_S * 1000)
+
+
+def _check_error_codes(response: Any) -> None:
+    """aiokafka's admin calls return raw responses; raise the first non-zero error code in one."""
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            code = node.get("error_code")
+            if code:
+                name = for_code(code).__name__
+                raise ClientError(classify(name), f"{name}: {node}")
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(response.to_object())
+
+
+def _received(record: ConsumerRecord[bytes, bytes]) -> Received:
+    return Received(
+        topic=record.topic,
+        partition=record.partition,
+        offset=record.offset,
+        key=record.key,
+        value=record.value,
+        headers=tuple((k, bytes(v or b"")) for k, v in record.headers),
+        timestamp_ms=record.timestamp,
+    )
+
+
+class AiokafkaConsumer(Consumer):
+    """An AIOKafkaConsumer living on the driver's loop."""
+
+    def __init__(self, driver: AiokafkaDriver, settings: ConsumerSettings) -> None:
+        super().__init__(driver)
+        self._driver = driver
+
+        async def start() -> AIOKafkaConsumer:
+            consumer = AIOKafkaConsumer(
+                bootstrap_servers=driver.bootstrap,
+                group_id=settings.group,
+                auto_offset_reset=settings.reset,
+                enable_auto_commit=False,
+                request_timeout_ms=TIMEOUT_MS,
+                session_timeout_ms=10000,
+                heartbeat_interval_ms=1000,
+            )
+            await consumer.start()
+            return consumer
+
+        self._consumer = driver.run(start())
+
+    def assign(self, positions: Mapping[TopicPartition, int | None]) -> None:
+        async def assign() -> None:
+            self._consumer.assign([AioPartition(t, p) for t, p in positions])
+            for (t, p), offset in positions.items():
+                if offset is not None:
+                    self._consumer.seek(AioPartition(t, p), offset)
+
+        self._driver.run(assign())
+
+    def subscribe(self, topics: Sequence[str]) -> None:
+        async def subscribe() -> None:
+            self._consumer.subscribe(list(topics))
+
+        self._driver.run(subscribe())
+
+    def poll(self, max_records: int, timeout_s: float) -> list[Received]:
+        batches = self._driver.run(
+            self._consumer.getmany(timeout_ms=int(timeout_s * 1000), max_records=max_records)
+        )
+        return [_received(r) for records in batches.values() for r in records]
+
+    def assignment(self) -> set[TopicPartition]:
+        async def assignment() -> set[TopicPartition]:
+            return {(tp.topic, tp.partition) for tp in self._consumer.assignment()}
+
+        return self._driver.run(assignment())
+
+    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        self._driver.run(self._consumer.commit({AioPartition(t, p): o for (t, p), o in offsets.items()}))
+
+    def close(self) -> None:
+        self._driver.run(self._consumer.stop())
+
+
+class AiokafkaDriver(Driver):
+    """Drives AIOKafkaProducer, AIOKafkaConsumer and AIOKafkaAdminClient on a private loop."""
+
+    name = "aiokafka"
+
+    def __init__(self, bootstrap: str) -> None:
+        super().__init__(bootstrap)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="aiokafka-loop", daemon=True)
+        self._thread.start()
+        self._admin_client: AIOKafkaAdminClient | None = None
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the driver's loop; client exceptions come back as ClientError."""
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        with client_errors():
+            return future.result(timeout=OP_TIMEOUT_S * 2)
+
+    async def _admin(self) -> AIOKafkaAdminClient:
+        if self._admin_client is None:
+            admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=TIMEOUT_MS)
+            await admin.start()
+            self._admin_client = admin
+        return self._admin_client
+
+    def produce(self, topic: str, messages: Sequence[Message], settings: ProducerSettings) -> list[int]:
+        """aiokafka has no ``retries`` setting: it retries until its request timeout, so that is ignored."""
+        config: dict[str, Any] = {
+            "bootstrap_servers": self.bootstrap,
+            "compression_type": None if settings.compression == "none" else settings.compression,
+            "acks": settings.acks if settings.acks == "all" else int(settings.acks),
+            "request_timeout_ms": TIMEOUT_MS,
+            "linger_ms": 5,
+        }
+        if settings.idempotence is not None:
+            config["enable_idempotence"] = settings.idempotence
+        if settings.max_request_size is not None:
+            config["max_request_size"] = settings.max_request_size
+
+        async def produce() -> list[int]:
+            producer = AIOKafkaProducer(**config)
+            await producer.start()
+            try:
+                futures = [
+                    await producer.send(
+                        topic,
+                        value=m.value,
+                        key=m.key,
+                        partition=m.partition,
+                        timestamp_ms=m.timestamp_ms,
+                        headers=list(m.headers),
+                    )
+                    for m in messages
+                ]
+                results = await asyncio.gather(*futures)
+            finally:
+                await producer.stop()
+            return [r.offset if r.offset >= 0 else NO_OFFSET for r in results]
+
+        return self.run(produce())
+
+    def consumer(self, settings: ConsumerSettings) -> Consumer:
+        return AiokafkaConsumer(self, settings)
+
+    def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:
+        async def list_offsets() -> dict[int, int]:
+            consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, request_timeout_ms=TIMEOUT_MS)
+            await consumer.start()
+            try:
+                tps = [AioPartition(topic, p) for p in partitions]
+                if spec == "earliest":
+                    found = await consumer.beginning_offsets(tps)
+                elif spec == "latest":
+                    found = await consumer.end_offsets(tps)
+                else:
+                    by_time = await consumer.offsets_for_times({tp: int(spec) for tp in tps})
+                    found = {tp: -1 if r is None else r.offset for tp, r in by_time.items()}
+            finally:
+                await consumer.stop()
+            return {tp.partition: offset for tp, offset in found.items()}
+
+        return self.run(list_offsets())
+
+    def list_topics(self) -> set[str]:
+        async def list_topics() -> set[str]:
+            return set(await (await self._admin()).list_topics())
+
+        return self.run(list_topics())
+
+    def partition_count(self, topic: str) -> int:
+        async def describe() -> int:
+            (description,) = await (await self._admin()).describe_topics([topic])
+            if description["error_code"]:
+                name = for_code(description["error_code"]).__name__
+                raise ClientError(classify(name), f"{name}: {description}")
+            return len(description["partitions"])
+
+        return self.run(describe())
+
+    def _admin_call(self, call: Any) -> None:
+        """Run one admin coroutine factory and check the raw response(s) for error codes."""
+
+        async def admin_call() -> None:
+            responses = await call(await self._admin())
+            for response in responses if isinstance(responses, list) else [responses]:
+                _check_error_codes(response)
+
+        self.run(admin_call())
+
+    def create_topic(self, topic: str, partitions: int, configs: Mapping[str, str] | None = None) -> None:
+        new = NewTopic(topic, partitions, 1, topic_configs=dict(configs or {}))
+        self._admin_call(lambda admin: admin.create_topics([new], timeout_ms=TIMEOUT_MS))
+
+    def delete_topic(self, topic: str) -> None:
+        self._admin_call(lambda admin: admin.delete_topics([topic], timeout_ms=TIMEOUT_MS))
+
+    def create_partitions(self, topic: str, total: int) -> None:
+        self._admin_call(lambda admin: admin.create_partitions({topic: NewPartitions(total)}))
+
+    def describe_configs(self, topic: str) -> dict[str, str]:
+        async def describe() -> dict[str, str]:
+            responses = await (await self._admin()).describe_configs(
+                [ConfigResource(ConfigResourceType.TOPIC, topic)]
+            )
+            found: dict[str, str] = {}
+            for response in responses:
+                _check_error_codes(response)
+                for resource in response.to_object()["resources"]:
+                    found.update({c["config_names"]: c["config_value"] for c in resource["config_entries"]})
+            return found
+
+        return self.run(describe())
+
+    def alter_configs(self, topic: str, configs: Mapping[str, str]) -> None:
+        """aiokafka only has the non-incremental AlterConfigs: unlisted keys return to defaults."""
+        resource = ConfigResource(ConfigResourceType.TOPIC, topic, dict(configs))
+        self._admin_call(lambda admin: admin.alter_configs([resource]))
+
+    def describe_group(self, group: str) -> GroupDescription:
+        async def describe() -> GroupDescription:
+            (response,) = await (await self._admin()).describe_consumer_groups([group])
+            _check_error_codes(response)
+            (description,) = response.to_object()["groups"]
+            members = [
+                frozenset(
+                    (tp.topic, tp.partition)
+                    for tp in ConsumerProtocolMemberAssignment.decode(m["member_assignment"]).partitions()
+                )
+                for m in description["members"]
+            ]
+            return GroupDescription(description["state"], members)
+
+        return self.run(describe())
+
+    def group_offsets(self, group: str) -> dict[TopicPartition, int]:
+        async def offsets() -> dict[TopicPartition, int]:
+            found = await (await self._admin()).list_consumer_group_offsets(group)
+            return {(tp.topic, tp.partition): meta.offset for tp, meta in found.items()}
+
+        return self.run(offsets())
+
+    def close(self) -> None:
+        if self._admin_client is not None:
+            self.run(self._admin_client.close())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+        self._loop.close()

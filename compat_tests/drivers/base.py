@@ -1,0 +1,256 @@
+"""The one interface every client driver implements, so each scenario is written once.
+
+A scenario talks to a :class:`Driver` (produce, consume, list offsets, admin calls) with neutral
+settings; each driver translates them to its client's configuration and translates the client's
+exceptions back into an :class:`ErrorKind`, so assertions look the same for every client. What a
+client cannot do at all (kcat has no admin API) ends the test as a skip that names the gap, which
+the matrix reports as such instead of as a failure.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import TracebackType
+from typing import NoReturn, Self
+
+import pytest
+
+TopicPartition = tuple[str, int]
+
+OP_TIMEOUT_S = 20.0
+"""Upper bound for one client call (metadata wait, delivery, admin request): a broker that never
+answers makes the call fail in bounded time instead of hanging the suite."""
+
+NO_OFFSET = -1
+"""Offset a producer reports when the broker does not say (acks=0) or the tool cannot tell."""
+
+
+@dataclass(frozen=True)
+class Message:
+    """A record to produce; ``partition``/``timestamp_ms`` None let the client choose."""
+
+    value: bytes | None
+    key: bytes | None = None
+    headers: tuple[tuple[str, bytes], ...] = ()
+    partition: int | None = None
+    timestamp_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class Received:
+    """A consumed record, normalised across clients."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes], ...]
+    timestamp_ms: int
+
+
+@dataclass(frozen=True)
+class ProducerSettings:
+    """Neutral producer knobs; None means "the client's own default"."""
+
+    compression: str = "none"
+    acks: str = "all"
+    idempotence: bool | None = None
+    max_request_size: int | None = None
+    retries: int | None = None
+
+
+@dataclass(frozen=True)
+class ConsumerSettings:
+    """Neutral consumer knobs. ``reset`` is Kafka's auto.offset.reset: earliest, latest or none."""
+
+    group: str | None = None
+    reset: str = "earliest"
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    """What describe-group reports: the state name in Kafka's spelling and each member's partitions."""
+
+    state: str
+    members: list[frozenset[TopicPartition]] = field(default_factory=list)
+
+
+def kafka_state_name(name: str) -> str:
+    """Kafka's spelling of a group state ("PreparingRebalance") from a client enum name."""
+    if "_" in name or name.isupper():
+        return "".join(part.capitalize() for part in name.split("_"))
+    return name
+
+
+class ErrorKind(StrEnum):
+    """Client failures a scenario asserts on; anything else is OTHER (with the text kept)."""
+
+    MESSAGE_TOO_LARGE = "MESSAGE_TOO_LARGE"
+    OFFSET_RESET_NONE = "OFFSET_RESET_NONE"
+    """A position was needed (none committed, or out of range) and auto.offset.reset=none."""
+    UNKNOWN_TOPIC = "UNKNOWN_TOPIC"
+    TIMEOUT = "TIMEOUT"
+    OTHER = "OTHER"
+
+
+_PATTERNS: list[tuple[ErrorKind, re.Pattern[str]]] = [
+    (ErrorKind.MESSAGE_TOO_LARGE, re.compile(r"too.?large|MSG_SIZE_TOO_LARGE", re.I)),
+    (
+        ErrorKind.OFFSET_RESET_NONE,
+        re.compile(r"NoOffsetForPartition|OffsetOutOfRange|OFFSET_OUT_OF_RANGE|AUTO_OFFSET_RESET", re.I),
+    ),
+    (
+        ErrorKind.UNKNOWN_TOPIC,
+        re.compile(r"UnknownTopicOrPartition|UNKNOWN_TOPIC|Unknown topic|not present in metadata", re.I),
+    ),
+    (ErrorKind.TIMEOUT, re.compile(r"time.?out|timed.?out", re.I)),
+]
+
+
+def classify(text: str) -> ErrorKind:
+    """Map a client's error text (exception class and message) to an :class:`ErrorKind`.
+
+    All clients spell Kafka's error names recognisably (``RecordTooLargeException``,
+    ``MSG_SIZE_TOO_LARGE``, ``MessageSizeTooLargeError``), so one table serves them all.
+    """
+    for kind, pattern in _PATTERNS:
+        if pattern.search(text):
+            return kind
+    return ErrorKind.OTHER
+
+
+class ClientError(Exception):
+    """A client call failed; ``kind`` is what scenarios assert on, the message keeps the detail."""
+
+    def __init__(self, kind: ErrorKind, detail: str) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        self.detail = detail
+
+
+@contextmanager
+def client_errors() -> Iterator[None]:
+    """Turn any exception a client raises into a classified :class:`ClientError`."""
+    try:
+        yield
+    except (ClientError, pytest.skip.Exception):
+        raise
+    except Exception as exc:
+        text = f"{type(exc).__name__}: {exc}"
+        raise ClientError(classify(text), text) from exc
+
+
+class Consumer(ABC):
+    """A consumer handle; the scenario drives it step by step (assign, poll, commit, close)."""
+
+    def __init__(self, driver: Driver) -> None:
+        self.driver = driver
+
+    @abstractmethod
+    def assign(self, positions: Mapping[TopicPartition, int | None]) -> None:
+        """Manually assign partitions, each starting at an offset or (None) at the committed one."""
+
+    def subscribe(self, topics: Sequence[str]) -> None:
+        """Join the consumer group for ``topics``."""
+        self.driver.unsupported("group subscription")
+
+    @abstractmethod
+    def poll(self, max_records: int, timeout_s: float) -> list[Received]:
+        """Return up to ``max_records`` records, waiting at most ``timeout_s`` for the first."""
+
+    def assignment(self) -> set[TopicPartition]:
+        """Partitions currently assigned to this consumer."""
+        self.driver.unsupported("reading the assignment")
+
+    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Synchronously commit explicit offsets (the next offset to read) for the group."""
+        self.driver.unsupported("explicit offset commit")
+
+    @abstractmethod
+    def close(self) -> None:
+        """Leave the group (if any) and release the client."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class Driver(ABC):
+    """One client library or tool, bound to one broker's bootstrap address."""
+
+    name: str
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+
+    def unsupported(self, what: str) -> NoReturn:
+        """End the scenario as skipped: the client has no way to do ``what``."""
+        pytest.skip(f"{self.name} cannot do {what}")
+
+    @abstractmethod
+    def produce(self, topic: str, messages: Sequence[Message], settings: ProducerSettings) -> list[int]:
+        """Send ``messages`` in order, wait for every delivery, return their offsets.
+
+        The offset is :data:`NO_OFFSET` where the client cannot know it (acks=0). The first
+        failed delivery raises :class:`ClientError`.
+        """
+
+    @abstractmethod
+    def consumer(self, settings: ConsumerSettings) -> Consumer:
+        """Create a consumer handle (not yet assigned or subscribed)."""
+
+    @abstractmethod
+    def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:
+        """Offsets by ListOffsets: ``spec`` is "earliest", "latest" or a timestamp in ms.
+
+        A timestamp later than every record maps to -1, as Kafka answers it.
+        """
+
+    def list_topics(self) -> set[str]:
+        """Names of all topics the broker reports."""
+        self.unsupported("listing topics")
+
+    def partition_count(self, topic: str) -> int:
+        """How many partitions ``topic`` has; an unknown topic raises UNKNOWN_TOPIC."""
+        self.unsupported("describing topics")
+
+    def create_topic(self, topic: str, partitions: int, configs: Mapping[str, str] | None = None) -> None:
+        """Create a topic (replication factor 1) and wait until the broker confirms it."""
+        self.unsupported("creating topics")
+
+    def delete_topic(self, topic: str) -> None:
+        """Delete a topic and wait until the broker confirms it."""
+        self.unsupported("deleting topics")
+
+    def create_partitions(self, topic: str, total: int) -> None:
+        """Grow ``topic`` to ``total`` partitions."""
+        self.unsupported("creating partitions")
+
+    def describe_configs(self, topic: str) -> dict[str, str]:
+        """The topic's effective configuration (all keys, defaults included)."""
+        self.unsupported("describing configs")
+
+    def alter_configs(self, topic: str, configs: Mapping[str, str]) -> None:
+        """Set topic configs, leaving all other keys as they are."""
+        self.unsupported("altering configs")
+
+    def describe_group(self, group: str) -> GroupDescription:
+        """State and member assignments of a consumer group."""
+        self.unsupported("describing groups")
+
+    def group_offsets(self, group: str) -> dict[TopicPartition, int]:
+        """Committed offsets of a consumer group."""
+        self.unsupported("listing group offsets")
+
+    def close(self) -> None:
+        """Release whatever the driver keeps between calls (admin clients, processes)."""
