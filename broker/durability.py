@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING
 import trio
 
 if TYPE_CHECKING:
-    from log.partition_log import PartitionLog
-
     from broker.server import Broker
+    from log.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from log.config import LogConfig
 from log.manager import LogManager
 from log.partition_log import PartitionLog
-
-from log.config import LogConfig
 
 if TYPE_CHECKING:
     from broker.server import Broker

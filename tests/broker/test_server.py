@@ -1,0 +1,159 @@
+"""The trio server over real sockets: framing, version negotiation, hostile input.
+
+The broker runs in-process on an ephemeral loopback port; requests are raw frames built
+with the project's codecs so that each test controls the exact bytes on the wire.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import trio
+
+from broker.config import BrokerConfig
+from broker.server import Broker, serve
+from wire.codec import decode_response, encode_request
+from wire.error_codes import ErrorCode
+from wire.header import encode_request_header, request_header_version
+
+DEADLINE_S = 20
+
+
+@asynccontextmanager
+async def running_broker(tmp_path: Path, **overrides: str) -> AsyncIterator[tuple[Broker, int]]:
+    settings = {"log.dirs": str(tmp_path / "data"), "listeners": "PLAINTEXT://127.0.0.1:0"}
+    settings.update({k.replace("_", "."): v for k, v in overrides.items()})
+    broker = Broker(BrokerConfig.load(overrides=settings, environ={}))
+    try:
+        async with trio.open_nursery() as nursery:
+            listeners = await nursery.start(serve, broker)
+            yield broker, listeners[0].port
+            nursery.cancel_scope.cancel()
+    finally:
+        broker.close()
+
+
+async def connect(port: int) -> trio.SocketStream:
+    return await trio.open_tcp_stream("127.0.0.1", port)
+
+
+def frame(api_key: int, version: int, body: dict, correlation_id: int = 7) -> bytes:
+    header = encode_request_header(api_key, version, correlation_id, "test-client", request_header_version(api_key, version))
+    payload = header + encode_request(api_key, version, body)
+    return struct.pack(">i", len(payload)) + payload
+
+
+async def receive_exactly(stream: trio.SocketStream, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = await stream.receive_some(size - len(data))
+        if not chunk:
+            raise EOFError(f"connection closed after {len(data)} of {size} bytes")
+        data += chunk
+    return bytes(data)
+
+
+async def receive_frame(stream: trio.SocketStream) -> bytes:
+    (size,) = struct.unpack(">i", await receive_exactly(stream, 4))
+    return await receive_exactly(stream, size)
+
+
+async def closed_by_peer(stream: trio.SocketStream) -> bool:
+    with trio.move_on_after(5):
+        try:
+            return await stream.receive_some(1) == b""
+        except trio.BrokenResourceError:
+            return True
+    return False
+
+
+async def test_api_versions_v3_advertises_what_is_served(tmp_path: Path) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with running_broker(tmp_path) as (_broker, port):
+            stream = await connect(port)
+            await stream.send_all(
+                frame(18, 3, {"client_software_name": "odradek-test", "client_software_version": "1.0"})
+            )
+            response = await receive_frame(stream)
+            correlation_id = struct.unpack_from(">i", response)[0]
+            assert correlation_id == 7
+            body = decode_response(18, 3, response, 4)  # response header v0 even for v3
+            assert body["error_code"] == ErrorCode.NONE
+            ranges = {a["api_key"]: (a["min_version"], a["max_version"]) for a in body["api_keys"]}
+            assert ranges[0] == (0, 12)  # Produce: min 0 advertised for old librdkafka
+            assert ranges[1] == (4, 12)
+            assert ranges[3] == (0, 12)
+            assert 18 in ranges and 22 in ranges
+
+
+async def test_api_versions_unknown_version_gets_v0_error_with_ranges(tmp_path: Path) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with running_broker(tmp_path) as (_broker, port):
+            stream = await connect(port)
+            # A future ApiVersions v9 whose body we cannot know: header v2, then junk.
+            header = struct.pack(">hhih", 18, 9, 11, 4) + b"test" + b"\x00"
+            payload = header + b"\x01\x02\x03"
+            await stream.send_all(struct.pack(">i", len(payload)) + payload)
+            response = await receive_frame(stream)
+            assert struct.unpack_from(">i", response)[0] == 11
+            body = decode_response(18, 0, response, 4)
+            assert body["error_code"] == ErrorCode.UNSUPPORTED_VERSION
+            assert any(a["api_key"] == 18 and a["max_version"] == 4 for a in body["api_keys"])
+
+
+async def test_oversized_frame_closes_only_that_connection(tmp_path: Path) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with running_broker(tmp_path, socket_request_max_bytes="1000") as (_broker, port):
+            bystander = await connect(port)
+            hostile = await connect(port)
+            await hostile.send_all(struct.pack(">i", 1_000_000_000))
+            assert await closed_by_peer(hostile)
+            await bystander.send_all(frame(18, 0, {}))
+            body = decode_response(18, 0, await receive_frame(bystander), 4)
+            assert body["error_code"] == ErrorCode.NONE
+
+
+async def test_garbage_and_unknown_apis_close_the_connection(tmp_path: Path) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with running_broker(tmp_path) as (_broker, port):
+            for payload in (b"\xff" * 3, struct.pack(">hhih", 999, 0, 1, -1), struct.pack(">hhih", 3, 99, 1, -1)):
+                stream = await connect(port)
+                await stream.send_all(struct.pack(">i", len(payload)) + payload)
+                assert await closed_by_peer(stream)
+            # a truncated Metadata body is a decode error, not a crash
+            stream = await connect(port)
+            truncated = frame(3, 9, {"topics": [{"name": "t"}]})[:-3]
+            await stream.send_all(struct.pack(">i", len(truncated) - 4) + truncated[4:])
+            assert await closed_by_peer(stream)
+            healthy = await connect(port)
+            await healthy.send_all(frame(18, 0, {}))
+            assert decode_response(18, 0, await receive_frame(healthy), 4)["error_code"] == ErrorCode.NONE
+
+
+async def test_pipelined_requests_are_answered_in_order(tmp_path: Path) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with running_broker(tmp_path) as (_broker, port):
+            stream = await connect(port)
+            burst = b"".join(
+                frame(3, 12, {"topics": None, "allow_auto_topic_creation": False}, correlation_id=i)
+                if i % 2
+                else frame(18, 0, {}, correlation_id=i)
+                for i in range(50)
+            )
+            await stream.send_all(burst)
+            seen = [struct.unpack_from(">i", await receive_frame(stream))[0] for _ in range(50)]
+            assert seen == list(range(50))
+
+
+async def test_connection_limit_is_enforced(tmp_path: Path) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with running_broker(tmp_path, max_connections_per_ip="2") as (_broker, port):
+            first, second = await connect(port), await connect(port)
+            third = await connect(port)
+            assert await closed_by_peer(third)
+            await first.send_all(frame(18, 0, {}))
+            assert decode_response(18, 0, await receive_frame(first), 4)["error_code"] == ErrorCode.NONE
+            await second.aclose()
