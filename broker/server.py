@@ -13,6 +13,7 @@ import base64
 import logging
 import uuid
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import trio
@@ -78,6 +79,9 @@ class Broker:
         self.advertised: list[ApiSupport] = advertised_apis(self.handlers)
         self.listeners: list[Listener] = []
         self.coordinator: object | None = None
+        # Long-running duties started with the listeners and cancelled with them
+        # (flush.ms enforcement; the coordinator and retention add theirs).
+        self.background_tasks: list[Callable[[], Awaitable[None]]] = [self.durability.run_periodic_flush]
 
     @property
     def endpoint(self) -> Listener:
@@ -132,4 +136,6 @@ async def serve(
 
         for sock in sockets:
             nursery.start_soon(accept_loop, sock)
+        for task in broker.background_tasks:
+            nursery.start_soon(task)
         task_status.started(list(broker.listeners))

@@ -1,0 +1,121 @@
+"""Idempotent producers: sequence checks per (producer id, epoch, partition), across restarts.
+
+Exact requests through the raw client, because stock producers retry and renumber on their
+own; plus confluent-kafka with enable.idempotence to show a stock idempotent producer works.
+"""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from tests.integration.broker_process import OdradekProcess
+from tests.integration.raw_client import RawClient, make_batch
+from wire.error_codes import ErrorCode
+
+LATEST = -1
+
+
+def init_producer_id(client: RawClient) -> tuple[int, int]:
+    response = client.request(22, 4, {"transactional_id": None, "transaction_timeout_ms": 60_000})
+    assert response["error_code"] == ErrorCode.NONE
+    return response["producer_id"], response["producer_epoch"]
+
+
+def test_retried_batch_is_acknowledged_with_its_original_offset(odradek_broker: OdradekProcess) -> None:
+    with RawClient(odradek_broker.bootstrap) as client:
+        client.create_topic("idem")
+        pid, epoch = init_producer_id(client)
+        first = make_batch([b"a", b"b", b"c"], producer_id=pid, producer_epoch=epoch, base_sequence=0)
+        second = make_batch([b"d", b"e"], producer_id=pid, producer_epoch=epoch, base_sequence=3)
+        assert client.produce("idem", 0, first)["base_offset"] == 0
+        assert client.produce("idem", 0, second)["base_offset"] == 3
+        retry = client.produce("idem", 0, first)
+        assert (retry["error_code"], retry["base_offset"]) == (ErrorCode.NONE, 0)
+        assert client.produce("idem", 0, second)["base_offset"] == 3
+        assert client.list_offset("idem", 0, LATEST) == 5  # nothing written twice
+
+
+def test_sequence_gap_and_stale_epoch_are_rejected(odradek_broker: OdradekProcess) -> None:
+    with RawClient(odradek_broker.bootstrap) as client:
+        client.create_topic("idem-errors")
+        pid, _ = init_producer_id(client)
+        assert (
+            client.produce(
+                "idem-errors", 0, make_batch([b"x"], producer_id=pid, producer_epoch=0, base_sequence=0)
+            )["error_code"]
+            == ErrorCode.NONE
+        )
+        gap = client.produce(
+            "idem-errors", 0, make_batch([b"y"], producer_id=pid, producer_epoch=0, base_sequence=5)
+        )
+        assert gap["error_code"] == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+        bumped = client.produce(
+            "idem-errors", 0, make_batch([b"z"], producer_id=pid, producer_epoch=1, base_sequence=0)
+        )
+        assert bumped["error_code"] == ErrorCode.NONE
+        stale = client.produce(
+            "idem-errors", 0, make_batch([b"w"], producer_id=pid, producer_epoch=0, base_sequence=1)
+        )
+        assert stale["error_code"] == ErrorCode.INVALID_PRODUCER_EPOCH
+        assert client.list_offset("idem-errors", 0, LATEST) == 2
+
+
+@pytest.mark.parametrize("stop", ["clean", "kill"])
+def test_producer_state_survives_restart(odradek_broker: OdradekProcess, stop: str) -> None:
+    with RawClient(odradek_broker.bootstrap) as client:
+        client.create_topic("idem-restart")
+        pid, epoch = init_producer_id(client)
+        batches = [
+            make_batch([b"v%d" % i], producer_id=pid, producer_epoch=epoch, base_sequence=i) for i in range(8)
+        ]
+        for expected_offset, batch in enumerate(batches):
+            assert client.produce("idem-restart", 0, batch)["base_offset"] == expected_offset
+    if stop == "clean":
+        odradek_broker.stop()
+    else:
+        odradek_broker.kill()
+    odradek_broker.start()
+    with RawClient(odradek_broker.bootstrap) as client:
+        retry = client.produce("idem-restart", 0, batches[-1])
+        assert (retry["error_code"], retry["base_offset"]) == (ErrorCode.NONE, 7)
+        gap = client.produce(
+            "idem-restart", 0, make_batch([b"late"], producer_id=pid, producer_epoch=epoch, base_sequence=10)
+        )
+        assert gap["error_code"] == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+        following = client.produce(
+            "idem-restart", 0, make_batch([b"next"], producer_id=pid, producer_epoch=epoch, base_sequence=8)
+        )
+        assert (following["error_code"], following["base_offset"]) == (ErrorCode.NONE, 8)
+        new_pid, _ = init_producer_id(client)
+        assert new_pid != pid  # producer ids are never reused, even after a restart
+
+
+def test_stock_idempotent_producer_delivers_exactly_once(odradek_broker: OdradekProcess) -> None:
+    producer = Producer(
+        {"bootstrap.servers": odradek_broker.bootstrap, "enable.idempotence": True, "linger.ms": 5}
+    )
+    delivered: list[int] = []
+
+    def on_delivery(error: object, message: object) -> None:
+        assert error is None, error
+        delivered.append(message.offset())  # type: ignore[attr-defined]
+
+    for i in range(2000):
+        producer.produce(
+            "idem-stock", key=b"%d" % i, value=b"value-%d" % i, partition=0, on_delivery=on_delivery
+        )
+    assert producer.flush(30) == 0
+    assert sorted(delivered) == list(range(2000))
+    consumer = Consumer(
+        {"bootstrap.servers": odradek_broker.bootstrap, "group.id": "unused", "enable.auto.commit": False}
+    )
+    consumer.assign([TopicPartition("idem-stock", 0, 0)])
+    values = []
+    while len(values) < 2000:
+        message = consumer.poll(10)
+        assert message is not None, f"only {len(values)} messages came back"
+        assert message.error() is None, message.error()
+        values.append(message.value())
+    consumer.close()
+    assert values == [b"value-%d" % i for i in range(2000)]
