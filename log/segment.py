@@ -138,7 +138,8 @@ class Segment:
                         valid += batch.size
                         self.next_offset = batch.next_offset
                 except RecordBatchError as exc:
-                    logger.warning("%s: invalid batch at byte %d: %s", self.log_path, valid, exc)
+                    # str(): a logged exception object would pin the mapping via its traceback.
+                    logger.warning("%s: invalid batch at byte %d: %s", self.log_path, valid, str(exc))
                 finally:
                     view.release()
         truncated = self.size - valid
