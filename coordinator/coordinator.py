@@ -1,0 +1,398 @@
+"""The group coordinator: one object the broker talks to for every group and offset API.
+
+It owns the groups, the committed offsets and the timers, routes each request to the rules
+of its protocol, and answers the "can I serve this group at all?" questions the way Kafka's
+``GroupCoordinatorService`` does (not started: COORDINATOR_NOT_AVAILABLE; the group's
+``__consumer_offsets`` partition still loading: COORDINATOR_LOAD_IN_PROGRESS).
+
+Sans-IO contract for the broker: call :meth:`load` (or :meth:`load_partition` per partition)
+at start-up, then drive time with :meth:`next_deadline` / :meth:`on_time`, registering a
+wake-up callback with :meth:`set_wakeup` to hear about deadlines earlier than the one being
+waited for.  JoinGroup and SyncGroup complete through the responder they are given, possibly
+much later (from another request or from :meth:`on_time`); everything else returns at once.
+Storage is synchronous: :class:`CoordinatorStorage` appends to and reads back the log.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
+
+from coordinator.classic_group import ClassicGroup, GroupError, GroupState, Responder, join_error, sync_error
+from coordinator.classic_protocol import ClassicGroups, JoinRequest, SyncRequest
+from coordinator.config import CoordinatorConfig
+from coordinator.offsets import Offsets, TopicCatalog, topics_with_error
+from coordinator.offsets_topic import partition_for
+from coordinator.records import (
+    GroupMetadataKey,
+    OffsetCommitKey,
+    decode_group_value,
+    decode_key,
+    decode_offset_value,
+    encode_group_metadata,
+    encode_offset_commit,
+)
+from coordinator.timer import Timer
+from wire.error_codes import ErrorCode
+from wire.errors import DecodeError
+
+log = logging.getLogger(__name__)
+
+Record = tuple[bytes, bytes | None]
+CLASSIC_GROUP_TYPE = "classic"
+# AclOperation bits for a group when no authorizer restricts anything: READ, DELETE, DESCRIBE.
+GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+
+
+class CoordinatorStorage(Protocol):
+    """The ``__consumer_offsets`` partitions, as appendable and replayable record lists."""
+
+    def append(self, partition: int, records: Sequence[Record], now_ms: int) -> None:
+        """Durably append (key, value) records; raise OSError if the log cannot take them."""
+        ...
+
+    def read(self, partition: int) -> Iterable[Record]:
+        """Every (key, value) record of ``partition`` in log order (value None = tombstone)."""
+        ...
+
+
+class GroupCoordinator:
+    """Classic groups and committed offsets of every ``__consumer_offsets`` partition."""
+
+    def __init__(
+        self,
+        config: CoordinatorConfig,
+        storage: CoordinatorStorage,
+        topics: TopicCatalog,
+        clock: Callable[[], int],
+    ) -> None:
+        self.config = config
+        self._storage = storage
+        self._clock = clock
+        self._groups: dict[str, Any] = {}
+        self._timer = Timer()
+        self._loaded: set[int] = set()
+        self._started = False
+        self.classic = ClassicGroups(self._groups, self._timer, clock, config, self._write)
+        self.offsets = Offsets(topics, clock, config.offset_metadata_max_bytes, self._write)
+
+    # --- partitions, loading and storage -------------------------------------------------
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.config.offsets_topic_partitions)
+
+    def load(self) -> None:
+        """Replay every partition, then start serving (the single-broker start-up path)."""
+        for partition in range(self.config.offsets_topic_partitions):
+            self.load_partition(partition)
+
+    def load_partition(self, partition: int) -> None:
+        """Replay one partition; its groups are served from then on.
+
+        The first load also starts the coordinator: until then every request is answered
+        with COORDINATOR_NOT_AVAILABLE, and requests for groups of partitions not yet loaded
+        with COORDINATOR_LOAD_IN_PROGRESS, which clients retry.
+        """
+        if not self._started:
+            self._started = True
+            self._schedule_cleanup()
+        for key, value in self._storage.read(partition):
+            self._replay(key, value)
+        self._loaded.add(partition)
+        for group in list(self._groups.values()):
+            if isinstance(group, ClassicGroup) and self.partition_for(group.group_id) == partition:
+                self.classic.on_loaded(group)
+
+    def _replay(self, key_bytes: bytes, value_bytes: bytes | None) -> None:
+        try:
+            key = decode_key(key_bytes)
+            if isinstance(key, OffsetCommitKey):
+                value = None if value_bytes is None else decode_offset_value(value_bytes)
+                if value is not None and key.group not in self._groups:
+                    # Offsets without group metadata belong to a "simple" group (assign()
+                    # plus commit, or an admin tool).
+                    self._groups[key.group] = ClassicGroup(key.group, GroupState.EMPTY, self._clock())
+                self.offsets.replay(key, value)
+            elif value_bytes is None:
+                self._groups.pop(key.group, None)
+            else:
+                self._groups[key.group] = ClassicGroup.from_metadata(
+                    key.group, decode_group_value(value_bytes), self._clock()
+                )
+        except DecodeError as error:
+            log.warning("skipping undecodable __consumer_offsets record: %s", error)
+
+    def _write(self, group_id: str, records: list[Record]) -> ErrorCode:
+        try:
+            self._storage.append(self.partition_for(group_id), records, self._clock())
+        except OSError as error:
+            # Kafka answers a storage failure with NOT_COORDINATOR: clients look the
+            # coordinator up again and retry.
+            log.error("cannot append to __consumer_offsets for group %s: %s", group_id, error)
+            return ErrorCode.NOT_COORDINATOR
+        return ErrorCode.NONE
+
+    def availability(self, group_id: str) -> ErrorCode:
+        """Whether this coordinator can serve ``group_id`` right now."""
+        if not self._started:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if self.partition_for(group_id) not in self._loaded:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return ErrorCode.NONE
+
+    # --- time ----------------------------------------------------------------------------
+
+    def set_wakeup(self, callback: Callable[[], None] | None) -> None:
+        """``callback`` runs whenever a deadline earlier than all others is scheduled."""
+        self._timer.on_earlier_deadline = callback
+
+    def next_deadline(self) -> int | None:
+        return self._timer.next_deadline()
+
+    def on_time(self, now_ms: int) -> None:
+        """Fire every timer due at ``now_ms`` (including ones that firing makes due)."""
+        while (callback := self._timer.pop_due(now_ms)) is not None:
+            callback()
+
+    def _schedule_cleanup(self) -> None:
+        self._timer.schedule(
+            ("cleanup",), self._clock() + self.config.offsets_retention_check_interval_ms, self._cleanup
+        )
+
+    def _cleanup(self) -> None:
+        """Expire old offsets and delete Empty groups left without any (Kafka's cleanup job)."""
+        retention = self.config.offsets_retention_ms
+        for group_id, group in list(self._groups.items()):
+            if self.availability(group_id) is not ErrorCode.NONE:
+                continue
+            expired, all_expired = self.offsets.expired(group, group_id, retention)
+            records = [encode_offset_commit(key, None) for key in expired]
+            delete_group = all_expired and group.is_empty
+            if delete_group:
+                records.append(encode_group_metadata(GroupMetadataKey(group_id), None))
+            if records and self._write(group_id, records) is ErrorCode.NONE:
+                for key in expired:
+                    self.offsets.replay(key, None)
+                if delete_group:
+                    self._forget(group_id)
+                log.info(
+                    "group %s: expired %d offsets%s", group_id, len(expired), " and the group" * delete_group
+                )
+        self._schedule_cleanup()
+
+    def _forget(self, group_id: str) -> None:
+        group = self._groups.pop(group_id)
+        if isinstance(group, ClassicGroup):
+            self.classic.forget(group)
+
+    # --- classic group membership --------------------------------------------------------
+
+    def join_group(self, request: JoinRequest, respond: Responder) -> None:
+        error = self._membership_error(request.group_id)
+        if error is ErrorCode.NONE and not (
+            self.config.group_min_session_timeout_ms
+            <= request.session_timeout_ms
+            <= self.config.group_max_session_timeout_ms
+        ):
+            error = ErrorCode.INVALID_SESSION_TIMEOUT
+        if error is not ErrorCode.NONE:
+            respond(join_error(error, request.member_id))
+            return
+        existing = self._groups.get(request.group_id)
+        if existing is not None and not isinstance(existing, ClassicGroup):
+            respond(join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, request.member_id))
+            return
+        self.classic.join(request, respond)
+
+    def sync_group(self, request: SyncRequest, respond: Responder) -> None:
+        error = self._membership_error(request.group_id)
+        if error is not ErrorCode.NONE:
+            respond(sync_error(error))
+        else:
+            self.classic.sync(request, respond)
+
+    def heartbeat(
+        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
+    ) -> ErrorCode:
+        error = self._membership_error(group_id)
+        if error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            # Kafka answers heartbeats blindly while loading: the member is not to rejoin
+            # just because the coordinator restarted.
+            return ErrorCode.NONE
+        if error is not ErrorCode.NONE:
+            return error
+        return self.classic.heartbeat(group_id, generation_id, member_id, group_instance_id)
+
+    def leave_group(
+        self, group_id: str, members: list[tuple[str, str | None]]
+    ) -> tuple[ErrorCode, list[dict[str, Any]]]:
+        error = self._membership_error(group_id)
+        if error is not ErrorCode.NONE:
+            return error, []
+        return self.classic.leave(group_id, members)
+
+    def _membership_error(self, group_id: str) -> ErrorCode:
+        if not self._started:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        return self.availability(group_id)
+
+    # --- offsets -------------------------------------------------------------------------
+
+    def commit_offsets(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        retention_time_ms: int,
+        topics: list[dict[str, Any]],
+        api_version: int,
+    ) -> list[dict[str, Any]]:
+        """OffsetCommit: response topics with an error code per partition."""
+        valid, unknown = self.offsets.unknown_partitions(topics)
+        if not valid:
+            return unknown
+        group = self._groups.get(group_id)
+        try:
+            error = self.availability(group_id)
+            if error is not ErrorCode.NONE:
+                raise GroupError(error)
+            if group is None and generation_id < 0:
+                # A "simple" consumer (assign() + commit) or an admin tool creates the group.
+                group = self.classic.create_group(group_id)
+            if group is None:
+                # Since v9 a member of a group that does not exist is told so; older clients
+                # understand ILLEGAL_GENERATION.
+                raise GroupError(
+                    ErrorCode.GROUP_ID_NOT_FOUND if api_version >= 9 else ErrorCode.ILLEGAL_GENERATION
+                )
+            group.validate_offset_commit(member_id, group_instance_id, generation_id)
+        except GroupError as failure:
+            return unknown + topics_with_error(valid, failure.code)
+        if isinstance(group, ClassicGroup) and group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE):
+            # Committing keeps a classic member's session alive, as a heartbeat would.
+            self.classic.reschedule_heartbeat(group, member_id)
+        return unknown + self.offsets.commit(group_id, retention_time_ms, valid)
+
+    def fetch_offsets(self, group_id: str, topics: list[dict[str, Any]] | None) -> dict[str, Any]:
+        """OffsetFetch for one group (``topics`` None = every committed partition)."""
+        error = self.availability(group_id)
+        if error is not ErrorCode.NONE:
+            return {"group_id": group_id, "error_code": error, "topics": []}
+        return {
+            "group_id": group_id,
+            "error_code": ErrorCode.NONE,
+            "topics": self.offsets.fetch(group_id, topics, group_id in self._groups),
+        }
+
+    def delete_offsets(
+        self, group_id: str, topics: list[dict[str, Any]]
+    ) -> tuple[ErrorCode, list[dict[str, Any]]]:
+        """OffsetDelete: (group-level error, response topics)."""
+        error = self._membership_error(group_id)
+        if error is not ErrorCode.NONE:
+            return error, []
+        valid, unknown = self.offsets.unknown_partitions(topics)
+        group = self._groups.get(group_id)
+        if group is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND, []
+        try:
+            group.validate_offset_delete()
+        except GroupError as failure:
+            return failure.code, []
+        return ErrorCode.NONE, unknown + self.offsets.delete(group, group_id, valid)
+
+    # --- administration ------------------------------------------------------------------
+
+    def describe_groups(
+        self, group_ids: list[str], include_authorized_operations: bool
+    ) -> list[dict[str, Any]]:
+        return [self._describe_group(group_id, include_authorized_operations) for group_id in group_ids]
+
+    def _describe_group(self, group_id: str, include_authorized_operations: bool) -> dict[str, Any]:
+        described: dict[str, Any] = {
+            "error_code": self.availability(group_id),
+            "group_id": group_id,
+            "group_state": GroupState.DEAD.value,
+            "protocol_type": "",
+            "protocol_data": "",
+            "members": [],
+            "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        }
+        group = self._groups.get(group_id)
+        if described["error_code"] is not ErrorCode.NONE or not isinstance(group, ClassicGroup):
+            return described
+        stable = group.is_in(GroupState.STABLE)
+        described.update(
+            group_state=group.state.value,
+            protocol_type=group.protocol_type or "",
+            protocol_data=(group.protocol_name or "") if stable else "",
+            members=[
+                {
+                    "member_id": member.member_id,
+                    "group_instance_id": member.group_instance_id,
+                    "client_id": member.client_id,
+                    "client_host": member.client_host,
+                    "member_metadata": member.metadata(group.protocol_name or "") if stable else b"",
+                    "member_assignment": member.assignment,
+                }
+                for member in group.members.values()
+            ],
+        )
+        if include_authorized_operations:
+            described["authorized_operations"] = GROUP_AUTHORIZED_OPERATIONS
+        return described
+
+    def list_groups(self, states: list[str], types: list[str]) -> tuple[ErrorCode, list[dict[str, Any]]]:
+        """ListGroups with Kafka's case-insensitive state and type filters."""
+        if not self._started:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+        if len(self._loaded) < self.config.offsets_topic_partitions:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
+        wanted_states = {state.strip().lower() for state in states}
+        wanted_types = {kind.strip().lower() for kind in types}
+        listed = []
+        for group_id, group in self._groups.items():
+            state = group.state.value
+            if wanted_states and state.lower() not in wanted_states:
+                continue
+            if wanted_types and CLASSIC_GROUP_TYPE not in wanted_types:
+                continue
+            listed.append(
+                {
+                    "group_id": group_id,
+                    "protocol_type": group.protocol_type or "",
+                    "group_state": state,
+                    "group_type": CLASSIC_GROUP_TYPE,
+                }
+            )
+        return ErrorCode.NONE, listed
+
+    def delete_groups(self, group_ids: list[str]) -> list[dict[str, Any]]:
+        """DeleteGroups: only Empty groups, together with all their committed offsets."""
+        return [{"group_id": group_id, "error_code": self._delete_group(group_id)} for group_id in group_ids]
+
+    def _delete_group(self, group_id: str) -> ErrorCode:
+        error = self.availability(group_id)
+        if error is not ErrorCode.NONE:
+            return error
+        group = self._groups.get(group_id)
+        if group is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        try:
+            group.validate_delete()
+        except GroupError as failure:
+            return failure.code
+        keys = self.offsets.tombstones(group_id)
+        records = [encode_offset_commit(key, None) for key in keys]
+        records.append(encode_group_metadata(GroupMetadataKey(group_id), None))
+        error = self._write(group_id, records)
+        if error is ErrorCode.NONE:
+            for key in keys:
+                self.offsets.replay(key, None)
+            self._forget(group_id)
+        return error

@@ -1,0 +1,260 @@
+"""Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete and retention, as Kafka does them.
+
+The in-memory map is a cache of ``__consumer_offsets``: a commit is first appended to the
+group's partition and only then applied, through the same :meth:`Offsets.replay` that
+rebuilds the map at start-up, so what clients read is always what a restart will read.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from coordinator.records import NO_LEADER_EPOCH, OffsetAndMetadata, OffsetCommitKey, encode_offset_commit
+from wire.error_codes import ErrorCode
+
+log = logging.getLogger(__name__)
+
+Record = tuple[bytes, bytes | None]
+TopicPartition = tuple[str, int]
+INVALID_OFFSET = -1
+
+
+class TopicLike(Protocol):
+    name: str
+    topic_id: bytes
+    partitions: int
+
+
+class TopicCatalog(Protocol):
+    """The broker's topics, as the coordinator needs them (``broker.topics.TopicRegistry``)."""
+
+    def get(self, name: str) -> TopicLike | None: ...
+
+    def by_id(self, topic_id: bytes) -> TopicLike | None: ...
+
+
+class OffsetGroup(Protocol):
+    """What retention and OffsetDelete need from a group of either protocol."""
+
+    def validate_offset_commit(
+        self, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> None: ...
+
+    def validate_offset_delete(self) -> None: ...
+
+    def is_subscribed_to(self, topic: str) -> bool: ...
+
+    def offset_expiry_base_ms(self, offset: OffsetAndMetadata) -> int | None: ...
+
+
+class Offsets:
+    """Every group's committed offsets on this coordinator, with Kafka's rules around them."""
+
+    def __init__(
+        self,
+        topics: TopicCatalog,
+        clock: Callable[[], int],
+        metadata_max_bytes: int,
+        write: Callable[[str, list[Record]], ErrorCode],
+    ) -> None:
+        self._topics = topics
+        self._clock = clock
+        self._metadata_max_bytes = metadata_max_bytes
+        self._write = write
+        self._by_group: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+
+    # --- state ---------------------------------------------------------------------------
+
+    def replay(self, key: OffsetCommitKey, value: OffsetAndMetadata | None) -> None:
+        """Apply one ``__consumer_offsets`` record (a commit, or a tombstone when None)."""
+        if value is None:
+            offsets = self._by_group.get(key.group)
+            if offsets is not None:
+                offsets.pop((key.topic, key.partition), None)
+                if not offsets:
+                    del self._by_group[key.group]
+        else:
+            self._by_group.setdefault(key.group, {})[key.topic, key.partition] = value
+
+    def committed(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
+        return self._by_group.get(group_id, {})
+
+    # --- OffsetCommit --------------------------------------------------------------------
+
+    def unknown_partitions(
+        self, topics: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Split request topics into (existing, response entries for unknown ones).
+
+        Kafka checks this in the request handler, before the coordinator sees the request:
+        offsets for topics or partitions that do not exist are refused per partition.
+        """
+        valid: list[dict[str, Any]] = []
+        unknown: list[dict[str, Any]] = []
+        for topic in topics:
+            info = self._topics.get(topic["name"])
+            count = info.partitions if info is not None else 0
+            good, bad = [], []
+            for partition in topic["partitions"]:
+                (good if 0 <= partition["partition_index"] < count else bad).append(partition)
+            if good:
+                valid.append({**topic, "partitions": good})
+            if bad:
+                unknown.append(_topic_result(topic["name"], bad, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+        return valid, unknown
+
+    def commit(
+        self, group_id: str, retention_time_ms: int, topics: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """Store offsets of existing partitions for a validated committer; response topics."""
+        now = self._clock()
+        # OffsetCommit v2-4 let clients pick a retention; -1 means the broker's default.
+        expire = now + retention_time_ms if retention_time_ms >= 0 else None
+        records: list[Record] = []
+        applied: list[tuple[OffsetCommitKey, OffsetAndMetadata]] = []
+        response = []
+        for topic in topics:
+            results = []
+            for partition in topic["partitions"]:
+                metadata = partition.get("committed_metadata")
+                if metadata is not None and len(metadata) > self._metadata_max_bytes:
+                    results.append(_partition_result(partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
+                    continue
+                key = OffsetCommitKey(group_id, topic["name"], partition["partition_index"])
+                commit_timestamp = partition.get("commit_timestamp", -1)
+                value = OffsetAndMetadata(
+                    offset=partition["committed_offset"],
+                    leader_epoch=partition.get("committed_leader_epoch", NO_LEADER_EPOCH),
+                    metadata=metadata or "",
+                    commit_timestamp_ms=now if commit_timestamp == -1 else commit_timestamp,
+                    expire_timestamp_ms=expire,
+                )
+                records.append(encode_offset_commit(key, value))
+                applied.append((key, value))
+                results.append(_partition_result(partition, ErrorCode.NONE))
+            response.append({"name": topic["name"], "partitions": results})
+        if records:
+            error = self._write(group_id, records)
+            if error is not ErrorCode.NONE:
+                return topics_with_error(topics, error)
+            for key, value in applied:
+                self.replay(key, value)
+        return response
+
+    # --- OffsetFetch ---------------------------------------------------------------------
+
+    def fetch(
+        self, group_id: str, topics: list[dict[str, Any]] | None, group_exists: bool
+    ) -> list[dict[str, Any]]:
+        """Committed offsets of the requested partitions (all of them when ``topics`` is None).
+
+        Partitions without a commit get offset -1 and no error, which consumers read as "use
+        auto.offset.reset".  A group that does not exist simply has no commits.
+        """
+        committed = self._by_group.get(group_id, {}) if group_exists else {}
+        if topics is None:
+            by_topic: dict[str, list[dict[str, Any]]] = {}
+            for (topic, partition), value in committed.items():
+                by_topic.setdefault(topic, []).append(_fetched(partition, value))
+            return [{"name": name, "partitions": partitions} for name, partitions in by_topic.items()]
+        return [
+            {
+                "name": topic["name"],
+                "partitions": [
+                    _fetched(index, committed.get((topic["name"], index)))
+                    for index in topic["partition_indexes"]
+                ],
+            }
+            for topic in topics
+        ]
+
+    # --- OffsetDelete --------------------------------------------------------------------
+
+    def delete(self, group: OffsetGroup, group_id: str, topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Drop commits of partitions the group no longer consumes (KIP-496)."""
+        records: list[Record] = []
+        keys: list[OffsetCommitKey] = []
+        response = []
+        committed = self._by_group.get(group_id, {})
+        for topic in topics:
+            name = topic["name"]
+            if group.is_subscribed_to(name):
+                response.append(_topic_result(name, topic["partitions"], ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))
+                continue
+            for partition in topic["partitions"]:
+                if (name, partition["partition_index"]) in committed:
+                    key = OffsetCommitKey(group_id, name, partition["partition_index"])
+                    records.append(encode_offset_commit(key, None))
+                    keys.append(key)
+            response.append(_topic_result(name, topic["partitions"], ErrorCode.NONE))
+        if records:
+            error = self._write(group_id, records)
+            if error is not ErrorCode.NONE:
+                return topics_with_error(topics, error)
+            for key in keys:
+                self.replay(key, None)
+        return response
+
+    # --- retention and group deletion ----------------------------------------------------
+
+    def expired(
+        self, group: OffsetGroup, group_id: str, retention_ms: int
+    ) -> tuple[list[OffsetCommitKey], bool]:
+        """Commits of ``group_id`` past retention, and whether no commit would remain."""
+        now = self._clock()
+        expired: list[OffsetCommitKey] = []
+        all_expired = True
+        for (topic, partition), value in self._by_group.get(group_id, {}).items():
+            base = None if group.is_subscribed_to(topic) else group.offset_expiry_base_ms(value)
+            if base is None:
+                all_expired = False
+                continue
+            # Commits from OffsetCommit v1-4 that carried their own expiry keep that rule.
+            deadline = value.expire_timestamp_ms
+            if deadline is None:
+                deadline = base + retention_ms
+            if now >= deadline:
+                expired.append(OffsetCommitKey(group_id, topic, partition))
+            else:
+                all_expired = False
+        return expired, all_expired
+
+    def tombstones(self, group_id: str) -> list[OffsetCommitKey]:
+        """Keys of every commit of ``group_id`` (deleting a group deletes its offsets)."""
+        return [
+            OffsetCommitKey(group_id, topic, partition)
+            for topic, partition in self._by_group.get(group_id, {})
+        ]
+
+
+def _fetched(partition: int, value: OffsetAndMetadata | None) -> dict[str, Any]:
+    if value is None:
+        return {
+            "partition_index": partition,
+            "committed_offset": INVALID_OFFSET,
+            "committed_leader_epoch": NO_LEADER_EPOCH,
+            "metadata": "",
+            "error_code": ErrorCode.NONE,
+        }
+    return {
+        "partition_index": partition,
+        "committed_offset": value.offset,
+        "committed_leader_epoch": value.leader_epoch,
+        "metadata": value.metadata,
+        "error_code": ErrorCode.NONE,
+    }
+
+
+def _partition_result(partition: dict[str, Any], code: ErrorCode) -> dict[str, Any]:
+    return {"partition_index": partition["partition_index"], "error_code": code}
+
+
+def topics_with_error(topics: list[dict[str, Any]], code: ErrorCode) -> list[dict[str, Any]]:
+    """Response topics answering every requested partition with ``code``."""
+    return [_topic_result(topic["name"], topic["partitions"], code) for topic in topics]
+
+
+def _topic_result(name: str, partitions: list[dict[str, Any]], code: ErrorCode) -> dict[str, Any]:
+    return {"name": name, "partitions": [_partition_result(p, code) for p in partitions]}

@@ -1,0 +1,261 @@
+"""A coordinator on a fake clock and in-memory storage, with helpers that read like a client.
+
+Nothing here sleeps: :meth:`Harness.advance` moves the clock and fires the timers that are
+due, which is exactly what the broker's timer task does in real time.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from coordinator.classic_protocol import JoinRequest, SyncRequest
+from coordinator.config import CoordinatorConfig
+from coordinator.coordinator import GroupCoordinator
+
+START_MS = 1_700_000_000_000
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = START_MS
+
+    def __call__(self) -> int:
+        return self.now
+
+
+class MemoryStorage:
+    """``__consumer_offsets`` as lists of (key, value) per partition."""
+
+    def __init__(self) -> None:
+        self.partitions: dict[int, list[tuple[bytes, bytes | None]]] = {}
+        self.fail = False
+
+    def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], now_ms: int) -> None:
+        if self.fail:
+            raise OSError("disk on fire")
+        self.partitions.setdefault(partition, []).extend(records)
+
+    def read(self, partition: int) -> Iterable[tuple[bytes, bytes | None]]:
+        return list(self.partitions.get(partition, []))
+
+
+@dataclass
+class Topic:
+    name: str
+    partitions: int
+    topic_id: bytes = field(default_factory=lambda: bytes(16))
+
+
+class Topics:
+    def __init__(self, **partitions: int) -> None:
+        self.topics = {
+            name: Topic(name, count, bytes([i + 1]) * 16)
+            for i, (name, count) in enumerate(partitions.items())
+        }
+
+    def get(self, name: str) -> Topic | None:
+        return self.topics.get(name)
+
+    def by_id(self, topic_id: bytes) -> Topic | None:
+        return next((t for t in self.topics.values() if t.topic_id == topic_id), None)
+
+
+class Reply(list):
+    """Collects what a responder receives; ``.body`` is the single response (or None)."""
+
+    @property
+    def body(self) -> dict[str, Any] | None:
+        assert len(self) <= 1, f"answered more than once: {self}"
+        return self[0] if self else None
+
+    @property
+    def error(self) -> int:
+        assert self.body is not None, "not answered yet"
+        return self.body["error_code"]
+
+
+def subscription(*topics: str) -> bytes:
+    """A ConsumerProtocolSubscription v0: version, topics, null user data."""
+    parts = [struct.pack(">hi", 0, len(topics))]
+    for topic in topics:
+        parts.append(struct.pack(">h", len(topic)) + topic.encode())
+    parts.append(struct.pack(">i", -1))
+    return b"".join(parts)
+
+
+class Harness:
+    def __init__(self, config: CoordinatorConfig, *, load: bool = True) -> None:
+        self.clock = FakeClock()
+        self.config = config
+        self.storage = MemoryStorage()
+        self.topics = Topics(orders=6, payments=3)
+        self.coordinator = GroupCoordinator(config, self.storage, self.topics, self.clock)
+        if load:
+            self.coordinator.load()
+
+    def advance(self, ms: int) -> None:
+        self.clock.now += ms
+        self.coordinator.on_time(self.clock.now)
+
+    def wait_for(self, *replies: Reply) -> None:
+        """Let the initial rebalance delay run out (it restarts while members keep joining)."""
+        for _ in range(100):
+            if all(reply.body is not None for reply in replies):
+                return
+            self.advance(max(self.config.group_initial_rebalance_delay_ms, 1))
+        raise AssertionError("the join phase never completed")
+
+    def restart(self) -> Harness:
+        """A new coordinator over the same storage (same clock), loaded."""
+        fresh = Harness.__new__(Harness)
+        fresh.clock = self.clock
+        fresh.config = self.config
+        fresh.storage = self.storage
+        fresh.topics = self.topics
+        fresh.coordinator = GroupCoordinator(self.config, self.storage, self.topics, self.clock)
+        fresh.coordinator.load()
+        return fresh
+
+    def join(
+        self,
+        group: str,
+        member_id: str = "",
+        *,
+        instance: str | None = None,
+        protocols: list[tuple[str, bytes]] | None = None,
+        protocol_type: str = "consumer",
+        version: int = 5,
+        session_ms: int = 10_000,
+        rebalance_ms: int = 30_000,
+        client_id: str = "client",
+    ) -> Reply:
+        reply = Reply()
+        request = JoinRequest(
+            group_id=group,
+            member_id=member_id,
+            group_instance_id=instance,
+            protocol_type=protocol_type,
+            protocols=protocols if protocols is not None else [("range", subscription("orders"))],
+            session_timeout_ms=session_ms,
+            rebalance_timeout_ms=rebalance_ms,
+            client_id=client_id,
+            client_host="/127.0.0.1",
+            api_version=version,
+        )
+        self.coordinator.join_group(request, reply.append)
+        return reply
+
+    def join_new(self, group: str, **kwargs: Any) -> tuple[str, Reply]:
+        """The v4+ two-step join: get a member id, then join with it."""
+        first = self.join(group, **kwargs)
+        assert first.error == 79, first.body  # MEMBER_ID_REQUIRED
+        member_id = first.body["member_id"]
+        return member_id, self.join(group, member_id, **kwargs)
+
+    def sync(
+        self,
+        group: str,
+        generation: int,
+        member_id: str,
+        assignments: dict[str, bytes] | None = None,
+        *,
+        instance: str | None = None,
+        version: int = 3,
+        protocol_type: str | None = None,
+        protocol_name: str | None = None,
+    ) -> Reply:
+        reply = Reply()
+        request = SyncRequest(
+            group_id=group,
+            generation_id=generation,
+            member_id=member_id,
+            group_instance_id=instance,
+            protocol_type=protocol_type,
+            protocol_name=protocol_name,
+            assignments=assignments or {},
+            api_version=version,
+        )
+        self.coordinator.sync_group(request, reply.append)
+        return reply
+
+    def heartbeat(self, group: str, generation: int, member_id: str, instance: str | None = None) -> int:
+        return self.coordinator.heartbeat(group, generation, member_id, instance)
+
+    def commit(
+        self,
+        group: str,
+        offsets: dict[tuple[str, int], int],
+        *,
+        generation: int = -1,
+        member_id: str = "",
+        instance: str | None = None,
+        version: int = 8,
+        metadata: str | None = None,
+        retention_ms: int = -1,
+    ) -> dict[tuple[str, int], int]:
+        """Commit and return the error code per (topic, partition)."""
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for (topic, partition), offset in offsets.items():
+            by_topic.setdefault(topic, []).append(
+                {
+                    "partition_index": partition,
+                    "committed_offset": offset,
+                    "committed_leader_epoch": -1,
+                    "commit_timestamp": -1,
+                    "committed_metadata": metadata,
+                }
+            )
+        topics = [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
+        response = self.coordinator.commit_offsets(
+            group, generation, member_id, instance, retention_ms, topics, version
+        )
+        return {(t["name"], p["partition_index"]): p["error_code"] for t in response for p in t["partitions"]}
+
+    def committed(self, group: str, topics: dict[str, list[int]] | None = None) -> dict[tuple[str, int], int]:
+        request = None if topics is None else [{"name": n, "partition_indexes": p} for n, p in topics.items()]
+        result = self.coordinator.fetch_offsets(group, request)
+        assert result["error_code"] == 0, result
+        return {
+            (t["name"], p["partition_index"]): p["committed_offset"]
+            for t in result["topics"]
+            for p in t["partitions"]
+        }
+
+    def state(self, group: str) -> str:
+        return self.coordinator.describe_groups([group], False)[0]["group_state"]
+
+    def stable_group(self, group: str, *clients: str, **join_kwargs: Any) -> tuple[int, dict[str, str]]:
+        """Bring ``clients`` into one Stable generation; returns (generation, client -> member id)."""
+        members: dict[str, str] = {}
+        replies: dict[str, Reply] = {}
+        for client in clients:
+            members[client], replies[client] = self.join_new(group, client_id=client, **join_kwargs)
+        self.wait_for(*replies.values())
+        first = next(iter(replies.values())).body
+        generation, leader = first["generation_id"], first["leader"]
+        for reply in replies.values():
+            assert reply.error == 0, reply.body
+        assignments = {member: f"assignment-of-{client}".encode() for client, member in members.items()}
+        syncs = {
+            client: self.sync(group, generation, member, assignments if member == leader else None)
+            for client, member in members.items()
+        }
+        for reply in syncs.values():
+            assert reply.error == 0, reply.body
+        assert self.state(group) == "Stable"
+        return generation, members
+
+
+@pytest.fixture
+def config() -> CoordinatorConfig:
+    return CoordinatorConfig(group_initial_rebalance_delay_ms=3000)
+
+
+@pytest.fixture
+def h(config: CoordinatorConfig) -> Harness:
+    return Harness(config)
