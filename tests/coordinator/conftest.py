@@ -99,8 +99,13 @@ class Harness:
             self.coordinator.load()
 
     def advance(self, ms: int) -> None:
-        self.clock.now += ms
-        self.coordinator.on_time(self.clock.now)
+        """Move the clock, stopping at every deadline on the way as a real timer task would."""
+        target = self.clock.now + ms
+        while (deadline := self.coordinator.next_deadline()) is not None and deadline <= target:
+            self.clock.now = max(self.clock.now, deadline)
+            self.coordinator.on_time(self.clock.now)
+        self.clock.now = target
+        self.coordinator.on_time(target)
 
     def wait_for(self, *replies: Reply) -> None:
         """Let the initial rebalance delay run out (it restarts while members keep joining)."""
