@@ -1,0 +1,97 @@
+"""Random appends, reads, deletions, clean restarts and crashes against an in-memory model."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from log import LogConfig, PartitionLog
+from tests.log.conftest import BASE_TS, append, crash, produced_batch
+from wire.record_batch import decode_records, scan_batches
+
+CONFIG = LogConfig(segment_bytes=2048, index_interval_bytes=100, segment_index_bytes=8 * 6)
+
+
+class LogModel(RuleBasedStateMachine):
+    """The model is the list of batches (first offset, values) a consumer should see."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.root = tempfile.mkdtemp(prefix="odradek-model-")
+        self.directory = os.path.join(self.root, "t-0")
+        self.log = PartitionLog.open(self.directory, CONFIG)
+        self.batches: list[tuple[int, list[bytes]]] = []
+        self.start = 0
+        self.end = 0
+
+    def teardown(self) -> None:
+        self.log.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    @rule(count=st.integers(1, 5), size=st.integers(0, 700))
+    def append(self, count: int, size: int) -> None:
+        batch = produced_batch(count=count, value_size=size)
+        values = [bytes([65 + i % 26]) * size for i in range(count)]
+        info = append(self.log, batch)
+        assert info.first_offset == self.end
+        self.batches.append((self.end, values))
+        self.end += count
+
+    @rule(data=st.data(), max_bytes=st.integers(1, 5000))
+    def read(self, data: st.DataObject, max_bytes: int) -> None:
+        offset = data.draw(st.integers(self.start, self.end))
+        got = self.log.read(offset, max_bytes)
+        if offset == self.end:
+            assert got == b""
+            return
+        batches = scan_batches(got, from_client=False)
+        assert len(batches) == 1 or sum(b.size for b in batches) <= max_bytes
+        index = next(i for i, (first, values) in enumerate(self.batches) if first + len(values) > offset)
+        for batch, (first, values) in zip(batches, self.batches[index:], strict=False):
+            assert batch.base_offset == first
+            assert [r.value for r in decode_records(got, batch)] == values
+
+    @rule(data=st.data())
+    def delete_records(self, data: st.DataObject) -> None:
+        target = data.draw(st.integers(0, self.end))
+        self.log.delete_records(target)
+        self.start = max(self.start, target)
+
+    @rule()
+    def restart_clean(self) -> None:
+        self.log.close()
+        self.log = PartitionLog.open(self.directory, CONFIG)
+
+    @rule(cut=st.integers(0, 60))
+    def crash_and_recover(self, cut: int) -> None:
+        crash(self.log)
+        if cut and self.batches and self.batches[-1][0] >= self.start:
+            active = max(n for n in os.listdir(self.directory) if n.endswith(".log"))
+            path = os.path.join(self.directory, active)
+            size = os.path.getsize(path)
+            if size:
+                os.truncate(path, size - min(cut, size))  # tears the last batch
+                first, _ = self.batches.pop()
+                self.end = first
+        self.log = PartitionLog.open(self.directory, CONFIG)
+        if self.start > self.end:  # the whole log was below the (durable) log start
+            self.end = self.start
+
+    @precondition(lambda self: self.end > self.start)
+    @rule()
+    def first_offset_by_timestamp(self) -> None:
+        assert self.log.offset_for_timestamp(0) == (self.start, BASE_TS)
+
+    @invariant()
+    def offsets_match(self) -> None:
+        assert self.log.log_end_offset == self.end
+        assert self.log.log_start_offset == self.start
+
+
+TestLogModel = LogModel.TestCase
+TestLogModel.settings = settings(max_examples=40, stateful_step_count=30, deadline=None)
