@@ -229,13 +229,18 @@ class _Generator:
         self.emit(indent, f"{target} = {{{items}}}")
 
     def decode_tagged(self, tagged: list[Field], values: dict[str, str], indent: int, path: str) -> None:
+        # Most sections are empty (a single 0 byte): test for that before calling helpers.
         if not tagged:
-            self.emit(indent, "pos = skip_tagged_fields(buf, pos)")
+            self.emit(indent, "pos = skip_tagged_fields(buf, pos) if buf[pos] else pos + 1")
             return
         count, tag, field_end = self.name("n"), self.name("tag"), self.name("tend")
         for f in tagged:
             values[f.name] = self.name("v")
             self.emit(indent, f"{values[f.name]} = {_literal(_default(f))}")
+        self.emit(indent, "if not buf[pos]:")
+        self.emit(indent + 1, "pos += 1")
+        self.emit(indent, "else:")
+        indent += 1
         self.emit(indent, f"{count}, pos = read_tag_count(buf, pos)")
         self.emit(indent, f"for _ in range({count}):")
         self.emit(indent + 1, f"{tag}, pos = read_uvarint(buf, pos)")
@@ -278,6 +283,8 @@ class _Generator:
 
     def decode_array(self, field: Field, target: str, indent: int, path: str) -> None:
         element = field.element_type
+        # An element that can encode to zero bytes counts as one, so no count read from the
+        # input can exceed the bytes left: decoding work is bounded by the input's size.
         min_size = self.min_size(element) if element else max(1, self.struct_min_size(field.fields))
         count = self.name("n")
         self.emit(indent, f"{count}, pos = {_ARRAY_READERS[self.flexible]}(buf, pos, {min_size})")
@@ -337,8 +344,9 @@ class _Generator:
             value, parts, sub = self.name("x"), self.name("parts"), self.name("w")
             default = self.const(_default(f))
             self.emit(indent, f"{value} = {source}.get({f.name!r}, {default})")
+            # Identity first: an absent field is the default object itself, cheap to skip.
             skip = f"{value} and " if f.is_struct and f.default is MISSING else ""
-            self.emit(indent, f"if {skip}{value} != {default}:")
+            self.emit(indent, f"if {value} is not {default} and {skip}{value} != {default}:")
             self.emit(indent + 1, f"{parts} = []")
             self.emit(indent + 1, f"{sub} = {parts}.append")
             self.encode_value(f, value, sub, indent + 1, f"{path}{f.name}")

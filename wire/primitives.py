@@ -135,47 +135,51 @@ def _encode_zigzag(raw: int) -> bytes:
 # --- lengths -----------------------------------------------------------------------------
 
 
-def _read_int16(buf: Buffer, pos: int) -> int:
+def _compact_length(buf: Buffer, pos: int) -> tuple[int, int]:
+    """A compact length prefix (uvarint n+1) as ``(n, new_pos)``; n is -1 for null."""
     try:
-        return INT16.unpack_from(buf, pos)[0]
-    except struct.error:
-        raise DecodeError(f"truncated int16 length at offset {pos}") from None
+        raw = buf[pos]
+    except IndexError:
+        raise DecodeError(f"truncated length at offset {pos}") from None
+    if raw < 0x80:
+        return raw - 1, pos + 1
+    raw, pos = _read_unsigned(buf, pos, 5)
+    return raw - 1, pos
 
 
-def _read_int32(buf: Buffer, pos: int) -> int:
+def _int_length(buf: Buffer, pos: int, prefix: struct.Struct) -> int:
     try:
-        return INT32.unpack_from(buf, pos)[0]
+        return prefix.unpack_from(buf, pos)[0]
     except struct.error:
-        raise DecodeError(f"truncated int32 length at offset {pos}") from None
+        raise DecodeError(f"truncated length at offset {pos}") from None
 
 
-def _span(buf: Buffer, pos: int, length: int) -> int:
-    """End of a ``length``-byte item starting at ``pos``, checked against the buffer."""
-    end = pos + length
-    if end > len(buf):
-        raise DecodeError(f"length {length} at offset {pos} runs past the end ({len(buf)} bytes)")
-    return end
+def _past_end(buf: Buffer, pos: int, length: int) -> DecodeError:
+    return DecodeError(f"{length} bytes at offset {pos} run past the end of {len(buf)}")
+
+
+def _too_many(buf: Buffer, pos: int, count: int) -> DecodeError:
+    return DecodeError(f"{count} elements at offset {pos} cannot fit in the {len(buf)} bytes")
 
 
 def read_array_length(buf: Buffer, pos: int, min_element_size: int) -> tuple[int | None, int]:
     """Non-compact array count (int32, negative = null), bounded by the bytes left."""
-    count = _read_int32(buf, pos)
+    count = _int_length(buf, pos, INT32)
     pos += 4
     if count < 0:
         return None, pos
     if count * min_element_size > len(buf) - pos:
-        raise DecodeError(f"array of {count} elements at offset {pos} cannot fit in the input")
+        raise _too_many(buf, pos, count)
     return count, pos
 
 
 def read_compact_array_length(buf: Buffer, pos: int, min_element_size: int) -> tuple[int | None, int]:
     """Compact array count (uvarint n+1, 0 = null), bounded by the bytes left."""
-    raw, pos = _read_unsigned(buf, pos, 5)
-    if raw == 0:
+    count, pos = _compact_length(buf, pos)
+    if count < 0:
         return None, pos
-    count = raw - 1
     if count * min_element_size > len(buf) - pos:
-        raise DecodeError(f"array of {count} elements at offset {pos} cannot fit in the input")
+        raise _too_many(buf, pos, count)
     return count, pos
 
 
@@ -192,30 +196,27 @@ def compact_array_length(values: Sequence[Any] | None) -> bytes:
 # --- strings -----------------------------------------------------------------------------
 
 
-def _utf8(buf: Buffer, start: int, end: int) -> str:
+def _utf8(buf: Buffer, pos: int, length: int) -> tuple[str | None, int]:
+    if length < 0:
+        return None, pos
+    end = pos + length
+    if end > len(buf):
+        raise _past_end(buf, pos, length)
     try:
-        return str(buf[start:end], "utf-8")
+        return str(buf[pos:end], "utf-8"), end
     except UnicodeDecodeError:
-        raise DecodeError(f"invalid UTF-8 in string at offset {start}") from None
+        raise DecodeError(f"invalid UTF-8 in string at offset {pos}") from None
 
 
 def read_string(buf: Buffer, pos: int) -> tuple[str | None, int]:
     """Non-compact string: int16 length (negative = null) then UTF-8 bytes."""
-    length = _read_int16(buf, pos)
-    pos += 2
-    if length < 0:
-        return None, pos
-    end = _span(buf, pos, length)
-    return _utf8(buf, pos, end), end
+    return _utf8(buf, pos + 2, _int_length(buf, pos, INT16))
 
 
 def read_compact_string(buf: Buffer, pos: int) -> tuple[str | None, int]:
     """Compact string: uvarint length+1 (0 = null) then UTF-8 bytes."""
-    raw, pos = _read_unsigned(buf, pos, 5)
-    if raw == 0:
-        return None, pos
-    end = _span(buf, pos, raw - 1)
-    return _utf8(buf, pos, end), end
+    length, pos = _compact_length(buf, pos)
+    return _utf8(buf, pos, length)
 
 
 def encode_string(value: str | None) -> bytes:
@@ -241,42 +242,44 @@ def encode_compact_string(value: str | None) -> bytes:
 # --- bytes and records -------------------------------------------------------------------
 
 
-def read_bytes(buf: Buffer, pos: int) -> tuple[bytes | None, int]:
-    """Non-compact bytes (int32 length, negative = null), copied: such fields are small."""
-    length = _read_int32(buf, pos)
-    pos += 4
+def _copy(buf: Buffer, pos: int, length: int) -> tuple[bytes | None, int]:
     if length < 0:
         return None, pos
-    end = _span(buf, pos, length)
+    end = pos + length
+    if end > len(buf):
+        raise _past_end(buf, pos, length)
     return bytes(buf[pos:end]), end
+
+
+def _view(buf: memoryview, pos: int, length: int) -> tuple[memoryview | None, int]:
+    if length < 0:
+        return None, pos
+    end = pos + length
+    if end > len(buf):
+        raise _past_end(buf, pos, length)
+    return buf[pos:end], end
+
+
+def read_bytes(buf: Buffer, pos: int) -> tuple[bytes | None, int]:
+    """Non-compact bytes (int32 length, negative = null), copied: such fields are small."""
+    return _copy(buf, pos + 4, _int_length(buf, pos, INT32))
 
 
 def read_compact_bytes(buf: Buffer, pos: int) -> tuple[bytes | None, int]:
     """Compact bytes (uvarint length+1, 0 = null), copied."""
-    raw, pos = _read_unsigned(buf, pos, 5)
-    if raw == 0:
-        return None, pos
-    end = _span(buf, pos, raw - 1)
-    return bytes(buf[pos:end]), end
+    length, pos = _compact_length(buf, pos)
+    return _copy(buf, pos, length)
 
 
 def read_records(buf: memoryview, pos: int) -> tuple[memoryview | None, int]:
     """Non-compact record set as a zero-copy slice of ``buf`` (may be megabytes)."""
-    length = _read_int32(buf, pos)
-    pos += 4
-    if length < 0:
-        return None, pos
-    end = _span(buf, pos, length)
-    return buf[pos:end], end
+    return _view(buf, pos + 4, _int_length(buf, pos, INT32))
 
 
 def read_compact_records(buf: memoryview, pos: int) -> tuple[memoryview | None, int]:
     """Compact record set as a zero-copy slice of ``buf``."""
-    raw, pos = _read_unsigned(buf, pos, 5)
-    if raw == 0:
-        return None, pos
-    end = _span(buf, pos, raw - 1)
-    return buf[pos:end], end
+    length, pos = _compact_length(buf, pos)
+    return _view(buf, pos, length)
 
 
 def byte_size(value: Buffer) -> int:
@@ -329,7 +332,7 @@ def read_tag_count(buf: Buffer, pos: int) -> tuple[int, int]:
     """Number of tagged fields in a section; each takes at least 2 bytes (tag and size)."""
     count, pos = _read_unsigned(buf, pos, 5)
     if count * 2 > len(buf) - pos:
-        raise DecodeError(f"{count} tagged fields at offset {pos} cannot fit in the input")
+        raise _too_many(buf, pos, count)
     return count, pos
 
 
@@ -339,5 +342,7 @@ def skip_tagged_fields(buf: Buffer, pos: int) -> int:
     for _ in range(count):
         _tag, pos = _read_unsigned(buf, pos, 5)
         size, pos = _read_unsigned(buf, pos, 5)
-        pos = _span(buf, pos, size)
+        if pos + size > len(buf):
+            raise _past_end(buf, pos, size)
+        pos += size
     return pos
