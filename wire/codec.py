@@ -29,7 +29,7 @@ _ENCODE_FAILURES = (EncodeError, struct.error, TypeError, AttributeError, ValueE
 
 
 @functools.cache
-def codec(api_key: int, version: int, direction: Direction) -> Codec:
+def get_codec(api_key: int, version: int, direction: Direction) -> Codec:
     """The generated codec of one message version (generated once, then cached)."""
     api = ALL_APIS.get(api_key)
     if api is None:
@@ -45,29 +45,29 @@ def prepare_all() -> int:
     for api in ALL_APIS.values():
         for version in api.versions:
             for direction in ("request", "response"):
-                codec(api.key, version, direction)
+                get_codec(api.key, version, direction)
                 count += 1
     return count
 
 
 def decode_request(api_key: int, version: int, buf: Any, offset: int = 0) -> Message:
     """Decode a request body (the bytes after the request header) from ``buf[offset:]``."""
-    return _decode(codec(api_key, version, "request"), buf, offset)
+    return _decode(get_codec(api_key, version, "request"), buf, offset)
 
 
 def decode_response(api_key: int, version: int, buf: Any, offset: int = 0) -> Message:
     """Decode a response body (the bytes after the response header) from ``buf[offset:]``."""
-    return _decode(codec(api_key, version, "response"), buf, offset)
+    return _decode(get_codec(api_key, version, "response"), buf, offset)
 
 
 def encode_request(api_key: int, version: int, body: Message) -> bytes:
     """Encode a request body (without header or size prefix)."""
-    return _encode(codec(api_key, version, "request"), body)
+    return _encode(get_codec(api_key, version, "request"), body)
 
 
 def encode_response(api_key: int, version: int, body: Message) -> bytes:
     """Encode a response body (without header or size prefix)."""
-    return _encode(codec(api_key, version, "response"), body)
+    return _encode(get_codec(api_key, version, "response"), body)
 
 
 def _decode(generated: Codec, buf: Any, offset: int) -> Message:

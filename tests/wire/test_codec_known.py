@@ -96,7 +96,7 @@ def sample():
     ALL_APIS[SAMPLE.key] = SAMPLE
     yield SAMPLE.key
     del ALL_APIS[SAMPLE.key]
-    codec.codec.cache_clear()
+    codec.get_codec.cache_clear()
 
 
 def _sample_v1_message() -> dict:
@@ -174,7 +174,7 @@ def test_tagged_field_overrunning_its_size_is_an_error() -> None:
 def test_sample_bytes(sample: int, version: int, message: dict | None, expected: bytes) -> None:
     message = message or _sample_v1_message()
     assert codec.encode_request(sample, version, message) == expected
-    _, end = codec.codec(sample, version, "request").decode(memoryview(expected), 0)
+    _, end = codec.get_codec(sample, version, "request").decode(memoryview(expected), 0)
     assert end == len(expected)
     assert codec.decode_request(sample, version, expected) == {"added": -1, **message}
 

@@ -49,7 +49,7 @@ def _decode_or_error(api_key: int, version: int, direction: str, data: bytes) ->
 def test_round_trip_and_damage(schema_messages, api_version, direction, data) -> None:
     api_key, version = api_version
     message = data.draw(schema_messages.strategy(api_key, version, direction), label="message")
-    generated = codec.codec(api_key, version, direction)
+    generated = codec.get_codec(api_key, version, direction)
 
     encoded = generated.encode(message)
     decoded, end = generated.decode(memoryview(encoded), 0)
