@@ -34,6 +34,7 @@ from coordinator.records import (
     encode_offset_commit,
 )
 from coordinator.timer import Timer
+from log.errors import KafkaStorageError, LogError
 from wire.error_codes import ErrorCode
 from wire.errors import DecodeError
 
@@ -50,7 +51,7 @@ class CoordinatorStorage(Protocol):
     """The ``__consumer_offsets`` partitions, as appendable and replayable record lists."""
 
     def append(self, partition: int, records: Sequence[Record], now_ms: int) -> None:
-        """Durably append (key, value) records; raise OSError if the log cannot take them."""
+        """Append (key, value) records atomically; raise OSError or a LogError on failure."""
         ...
 
     def read(self, partition: int) -> Iterable[Record]:
@@ -127,11 +128,14 @@ class GroupCoordinator:
     def _write(self, group_id: str, records: list[Record]) -> ErrorCode:
         try:
             self._storage.append(self.partition_for(group_id), records, self._clock())
-        except OSError as error:
+        except (OSError, KafkaStorageError) as error:
             # Kafka answers a storage failure with NOT_COORDINATOR: clients look the
             # coordinator up again and retry.
             log.error("cannot append to __consumer_offsets for group %s: %s", group_id, error)
             return ErrorCode.NOT_COORDINATOR
+        except LogError as error:  # e.g. a group too large for max.message.bytes
+            log.error("cannot append to __consumer_offsets for group %s: %s", group_id, error)
+            return ErrorCode.UNKNOWN_SERVER_ERROR
         return ErrorCode.NONE
 
     def availability(self, group_id: str) -> ErrorCode:

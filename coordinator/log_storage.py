@@ -1,0 +1,56 @@
+"""``__consumer_offsets`` on the log engine: coordinator records as ordinary record batches.
+
+Each coordinator write becomes one v2 record batch (keys and values in Kafka's format, see
+:mod:`coordinator.records`) appended to the group's partition, so a write is all-or-nothing
+and Fetch can serve the topic like any other.  Replay reads the partition from its start and
+yields every record, control batches (transaction markers) excepted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+from log.partition_log import PartitionLog
+from wire.record_batch import Record, decode_records, encode_batch, scan_batches
+
+# Replay reads this much at a time; a batch larger than that is still read whole.
+READ_CHUNK_BYTES = 1 << 20
+
+PartitionLogs = Callable[[int, bool], PartitionLog | None]
+
+
+class LogStorage:
+    """:class:`coordinator.coordinator.CoordinatorStorage` over partition logs.
+
+    ``partition_log(p, create)`` returns the log of ``__consumer_offsets`` partition ``p``,
+    creating the topic on first use when ``create`` is true (Kafka, too, creates the topic
+    lazily), and ``on_append(p)`` lets the broker wake fetchers of that partition.
+    """
+
+    def __init__(self, partition_log: PartitionLogs, on_append: Callable[[int], None] | None = None) -> None:
+        self._partition_log = partition_log
+        self._on_append = on_append
+
+    def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], now_ms: int) -> None:
+        log = self._partition_log(partition, True)
+        assert log is not None
+        batch = memoryview(
+            encode_batch([Record(i, now_ms, key, value) for i, (key, value) in enumerate(records)])
+        )
+        log.append(batch, scan_batches(batch, from_client=False), 0, now_ms)
+        if self._on_append is not None:
+            self._on_append(partition)
+
+    def read(self, partition: int) -> Iterator[tuple[bytes, bytes | None]]:
+        log = self._partition_log(partition, False)
+        if log is None:
+            return
+        offset = log.log_start_offset
+        while offset < log.log_end_offset:
+            data = log.read(offset, READ_CHUNK_BYTES)
+            for batch in scan_batches(data, from_client=False):
+                if not batch.is_control:
+                    for record in decode_records(data, batch):
+                        if record.offset >= offset and record.key is not None:
+                            yield record.key, record.value
+                offset = batch.next_offset

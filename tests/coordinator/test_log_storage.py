@@ -1,0 +1,65 @@
+"""Replay from real partition logs: the coordinator's state survives closing and reopening them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from coordinator.config import CoordinatorConfig
+from coordinator.coordinator import GroupCoordinator
+from coordinator.log_storage import LogStorage
+from coordinator.offsets_topic import OFFSETS_TOPIC
+from log.config import LogConfig
+from log.manager import LogManager
+from log.partition_log import PartitionLog
+from tests.coordinator.conftest import FakeClock, Harness, Topics
+from wire.error_codes import ErrorCode as E
+
+
+def _storage(manager: LogManager) -> LogStorage:
+    def partition_log(partition: int, create: bool) -> PartitionLog | None:
+        if create:
+            return manager.get_or_create(OFFSETS_TOPIC, partition)
+        return manager.get(OFFSETS_TOPIC, partition)
+
+    return LogStorage(partition_log)
+
+
+def _harness_on(manager: LogManager, clock: FakeClock, topics: Topics) -> Harness:
+    h = Harness.__new__(Harness)
+    h.clock = clock
+    h.config = CoordinatorConfig(offsets_topic_partitions=4)
+    h.topics = topics
+    h.storage = None
+    h.coordinator = GroupCoordinator(h.config, _storage(manager), topics, clock)
+    h.coordinator.load()
+    return h
+
+
+def test_groups_and_offsets_replay_from_partition_logs(tmp_path: Path) -> None:
+    clock, topics = FakeClock(), Topics(orders=6)
+    manager = LogManager([str(tmp_path)], lambda topic: LogConfig())
+    h = _harness_on(manager, clock, topics)
+    generation, members = h.stable_group("g", "a", "b")
+    h.commit("g", {("orders", 0): 100, ("orders", 1): 200}, generation=generation, member_id=members["a"])
+    h.commit("simple", {("orders", 3): 3})
+    h.commit("gone", {("orders", 4): 4})
+    assert h.coordinator.delete_groups(["gone"])[0]["error_code"] == E.NONE
+    manager.close()
+
+    manager = LogManager([str(tmp_path)], lambda topic: LogConfig())
+    after = _harness_on(manager, clock, topics)
+    assert after.committed("g") == {("orders", 0): 100, ("orders", 1): 200}
+    assert after.committed("simple") == {("orders", 3): 3}
+    assert after.state("gone") == "Dead"
+    assert after.state("g") == "Stable"
+    assert after.heartbeat("g", generation, members["b"]) == E.NONE
+    manager.close()
+
+
+def test_nothing_is_created_until_the_first_write(tmp_path: Path) -> None:
+    manager = LogManager([str(tmp_path)], lambda topic: LogConfig())
+    h = _harness_on(manager, FakeClock(), Topics(orders=1))
+    assert list(manager.partitions()) == []
+    h.commit("g", {("orders", 0): 1})
+    assert [key for key, _ in manager.partitions()] == [(OFFSETS_TOPIC, h.coordinator.partition_for("g"))]
+    manager.close()
