@@ -13,6 +13,7 @@ import shutil
 from collections.abc import Callable, Iterator, Sequence
 
 from log.config import LogConfig
+from log.errors import LogError
 from log.partition_log import PartitionLog
 
 logger = logging.getLogger(__name__)
@@ -92,6 +93,9 @@ class LogManager:
 
     def close(self) -> None:
         """Clean shutdown of every log (fsync + clean markers), so the next start skips recovery."""
-        for log in self._logs.values():
-            log.close()
+        for (topic, partition), log in self._logs.items():
+            try:
+                log.close()
+            except LogError as exc:  # an offline log must not keep the others from closing
+                logger.error("closing %s-%d failed: %s", topic, partition, exc)
         self._logs.clear()

@@ -410,8 +410,11 @@ class PartitionLog:
             )
         if before_offset > self._log_start_offset:
             self._log_start_offset = before_offset
-            self._write_checkpoint(clean_shutdown=False)
-            self._delete_segments_below_log_start()
+            try:
+                self._write_checkpoint(clean_shutdown=False)
+                self._delete_segments_below_log_start()
+            except OSError as exc:
+                raise self._went_offline(exc) from exc
         return self._log_start_offset
 
     def _delete_segments_below_log_start(self) -> None:
@@ -493,21 +496,29 @@ class PartitionLog:
         return self._offline
 
     def close(self) -> None:
-        """Clean shutdown: fsync, snapshot producer state, mark the checkpoint clean, close files."""
+        """Clean shutdown: fsync, snapshot producer state, mark the checkpoint clean, close files.
+
+        File descriptors are closed even when the disk fails on the way; the log is then left
+        marked unclean and is recovered at the next open.
+        """
         if self._closed:
             return
-        if self._offline is None:
-            self.flush()
-            self._segments[-1].seal()
-            for segment in self._segments:
-                segment.flush()
-            self._write_snapshot(durable=True)
-            self._recovery_point = self.log_end_offset
-            self._write_checkpoint(clean_shutdown=True)
-        with self._lock:
-            self._closed = True
-            for segment in self._segments:
-                segment.close()
+        try:
+            if self._offline is None:
+                self.flush()
+                self._segments[-1].seal()
+                for segment in self._segments:
+                    segment.flush()
+                self._write_snapshot(durable=True)
+                self._recovery_point = self.log_end_offset
+                self._write_checkpoint(clean_shutdown=True)
+        except OSError as exc:
+            raise self._went_offline(exc) from exc
+        finally:
+            with self._lock:
+                self._closed = True
+                for segment in self._segments:
+                    segment.close()
 
     def delete(self) -> None:
         """Remove the partition: close files, rename the directory to ``*-delete``, remove it.
