@@ -81,7 +81,8 @@ class Segment:
         """Open a segment that was shut down cleanly: trust the data, check the indexes.
 
         Only the tail after the last index entry is walked to learn the end offset and max
-        timestamp; damaged or missing indexes fall back to a full ``recover``.
+        timestamp.  Missing index files or ones failing Kafka's sanity checks (size, last entry)
+        fall back to a full ``recover``; deleting an index is thus a way to force a rebuild.
         """
         try:
             if self.size and not self._indexes_existed:
@@ -92,17 +93,10 @@ class Segment:
             time_entry = self.time_index.last_entry()
             self.max_timestamp, self.offset_of_max_timestamp = time_entry.timestamp, time_entry.offset
             self.next_offset = self.base_offset
-            last_batch_size = 0
             for batch in self.walk(last_indexed.position):
                 self._track_max_timestamp(batch)
                 self.next_offset = batch.next_offset
-                last_batch_size = batch.size
-            # Appends index themselves once more than index.interval.bytes went unindexed, so a
-            # longer unindexed tail means the index lost entries (e.g. it was truncated).
-            unindexed = self.size - last_indexed.position
-            if unindexed - last_batch_size > index_interval_bytes:
-                raise CorruptIndexError(f"{self.offset_index.path} ends {unindexed} bytes before the segment")
-            self._bytes_since_index_entry = unindexed
+            self._bytes_since_index_entry = self.size - last_indexed.position
         except (CorruptIndexError, RecordBatchError) as exc:
             logger.warning("rebuilding indexes of %s: %s", self.log_path, exc)
             self.recover(index_interval_bytes)

@@ -155,14 +155,19 @@ def test_missing_checkpoint_means_full_recovery(log_dir: str) -> None:
     assert log.log_end_offset == end and log.log_start_offset == 0
 
 
-def test_truncated_index_file_is_rebuilt_on_clean_open(log_dir: str) -> None:
+@pytest.mark.parametrize("damage", ["missing", "torn entry", "points past the data"])
+def test_damaged_index_is_rebuilt_on_clean_open(log_dir: str, damage: str) -> None:
     log = filled_log(log_dir, batches=200)
     end = log.log_end_offset
     log.close()
     index = files(log_dir, ".index")[0]
     original = read_file(index)
-    with open(index, "r+b") as f:
-        f.truncate(len(original) // 2)
+    if damage == "missing":
+        os.unlink(index)
+    else:
+        with open(index, "r+b") as f:
+            f.seek(0, os.SEEK_END)
+            f.write(b"\x00\x00\x00\x01" if damage == "torn entry" else b"\x00\x00\x00\x01\x7f\x00\x00\x00")
     log = PartitionLog.open(log_dir, CONFIG)
     assert read_file(index) == original
     assert [r.offset for r in all_records(log)] == list(range(end))
