@@ -98,14 +98,14 @@ class Segment:
                 self.next_offset = batch.next_offset
             self._bytes_since_index_entry = self.size - last_indexed.position
         except (CorruptIndexError, RecordBatchError) as exc:
-            logger.warning("rebuilding indexes of %s: %s", self.log_path, exc)
+            logger.warning("rebuilding indexes of %s: %s", self.log_path, str(exc))
             self.recover(index_interval_bytes)
 
     def recover(self, index_interval_bytes: int) -> int:
         """Validate every batch (header + CRC), cut a torn or corrupt tail, rebuild both indexes.
 
-        Returns the number of bytes truncated.  Indexes are rebuilt per batch exactly as
-        appends would have built them, so lookups behave the same after a crash.
+        Returns the number of bytes truncated.  Indexes are rebuilt per batch, exactly as
+        one-batch appends (all client produces) built them, so lookups behave the same.
         """
         self.offset_index.reset()
         self.time_index.reset()
