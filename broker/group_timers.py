@@ -1,0 +1,106 @@
+"""The group coordinator inside the broker: creating it, loading it, and firing its timers.
+
+The coordinator is sans-IO; this module gives it what it needs from the broker — the
+``__consumer_offsets`` partition logs (the topic is created on first use, as Kafka does),
+the topic registry, the wall clock — and runs the one background task that replays the
+offsets topic at start-up and then sleeps until the coordinator's next deadline (a session
+timeout, a rebalance timeout, the initial rebalance delay, the offset retention check).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import time
+from typing import TYPE_CHECKING
+
+import trio
+
+from broker.topic_admin import NewTopic, create_topic
+from coordinator.config import CoordinatorConfig
+from coordinator.coordinator import GroupCoordinator
+from coordinator.log_storage import LogStorage
+from coordinator.offsets_topic import OFFSETS_TOPIC
+from log.partition_log import PartitionLog
+
+if TYPE_CHECKING:
+    from broker.server import Broker
+
+log = logging.getLogger(__name__)
+
+
+def wall_clock_ms() -> int:
+    """Commit timestamps and retention are wall-clock times, persisted across restarts."""
+    return time.time_ns() // 1_000_000
+
+
+def create_group_coordinator(broker: Broker) -> GroupCoordinator:
+    """A coordinator over this broker's ``__consumer_offsets`` (not yet loaded)."""
+    config = CoordinatorConfig.from_config(broker.config)
+    existing = broker.topics.get(OFFSETS_TOPIC)
+    if existing is not None and existing.partitions != config.offsets_topic_partitions:
+        # Groups map to partitions by the topic's real size; changing the setting later
+        # must not move them (Kafka, too, reads the count from the existing topic).
+        config = dataclasses.replace(config, offsets_topic_partitions=existing.partitions)
+
+    def partition_log(partition: int, create: bool) -> PartitionLog | None:
+        if OFFSETS_TOPIC not in broker.topics:
+            if not create:
+                return None
+            segment_bytes = broker.config.get("offsets.topic.segment.bytes") or "104857600"
+            create_topic(
+                broker,
+                NewTopic(
+                    OFFSETS_TOPIC,
+                    config.offsets_topic_partitions,
+                    1,
+                    {"cleanup.policy": "compact", "segment.bytes": segment_bytes},
+                ),
+            )
+        return broker.partitions.get(OFFSETS_TOPIC, partition)
+
+    storage = LogStorage(partition_log, lambda partition: broker.appends.notify((OFFSETS_TOPIC, partition)))
+    return GroupCoordinator(config, storage, broker.topics, wall_clock_ms)
+
+
+def install_group_coordinator(broker: Broker) -> GroupCoordinator:
+    """Set ``broker.coordinator`` and register the task that loads it and drives its timers."""
+    coordinator = create_group_coordinator(broker)
+    broker.coordinator = coordinator
+
+    async def run() -> None:
+        await run_group_coordinator(coordinator)
+
+    broker.background_tasks.append(run)
+    return coordinator
+
+
+async def run_group_coordinator(coordinator: GroupCoordinator) -> None:
+    """Replay ``__consumer_offsets`` partition by partition, then fire timers on time forever.
+
+    Loading yields between partitions so the broker keeps serving other requests; groups of
+    partitions not yet loaded are answered with COORDINATOR_LOAD_IN_PROGRESS meanwhile.
+    """
+    started = time.monotonic()
+    for partition in range(coordinator.config.offsets_topic_partitions):
+        coordinator.load_partition(partition)
+        await trio.sleep(0)
+    log.info("group coordinator loaded in %.2f s", time.monotonic() - started)
+    await drive_timers(coordinator)
+
+
+async def drive_timers(coordinator: GroupCoordinator) -> None:
+    """Sleep until the next deadline (or an earlier one gets scheduled), then fire what is due."""
+    while True:
+        wake = trio.Event()
+        coordinator.set_wakeup(wake.set)
+        try:
+            coordinator.on_time(wall_clock_ms())
+        except Exception:
+            # A bug in one timer callback must not take the broker down with it.
+            log.exception("group coordinator timer failed")
+        deadline = coordinator.next_deadline()
+        timeout = math.inf if deadline is None else max(0, deadline - wall_clock_ms()) / 1000
+        with trio.move_on_after(timeout):
+            await wake.wait()

@@ -1,0 +1,68 @@
+"""Committed offsets: OffsetCommit, OffsetFetch and OffsetDelete, translated to the coordinator.
+
+OffsetFetch changed shape twice: v2 added a group-level error (before it, such errors are
+repeated on every partition) and v8 batches several groups per request.  The coordinator
+answers per group; this module folds that into each version's layout.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.handlers.groups import coordinator_of
+from coordinator.offsets import topics_with_error
+from wire.error_codes import ErrorCode
+
+OFFSET_COMMIT = 8
+OFFSET_FETCH = 9
+OFFSET_DELETE = 47
+
+
+async def handle_offset_commit(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    topics = coordinator_of(ctx).commit_offsets(
+        group_id=request["group_id"],
+        generation_id=request.get("generation_id_or_member_epoch", -1),
+        member_id=request.get("member_id", ""),
+        group_instance_id=request.get("group_instance_id"),
+        retention_time_ms=request.get("retention_time_ms", -1),
+        topics=request["topics"],
+        api_version=ctx.api_version,
+    )
+    return {"topics": topics}
+
+
+async def handle_offset_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    coordinator = coordinator_of(ctx)
+    if ctx.api_version >= 8:
+        return {
+            "groups": [
+                coordinator.fetch_offsets(group["group_id"], group["topics"]) for group in request["groups"]
+            ]
+        }
+    result = coordinator.fetch_offsets(request["group_id"], request["topics"])
+    error = result["error_code"]
+    if ctx.api_version < 2 and error is not ErrorCode.NONE:
+        # No group-level error before v2: every requested partition carries it.
+        requested = [
+            {"name": t["name"], "partitions": [{"partition_index": p} for p in t["partition_indexes"]]}
+            for t in request["topics"] or []
+        ]
+        failed = topics_with_error(requested, error)
+        for topic in failed:
+            for partition in topic["partitions"]:
+                partition.update(committed_offset=-1, committed_leader_epoch=-1, metadata="")
+        return {"topics": failed}
+    return {"topics": result["topics"], "error_code": error}
+
+
+async def handle_offset_delete(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    error, topics = coordinator_of(ctx).delete_offsets(request["group_id"], request["topics"])
+    return {"error_code": error, "topics": topics}
+
+
+HANDLERS = {
+    OFFSET_COMMIT: handle_offset_commit,
+    OFFSET_FETCH: handle_offset_fetch,
+    OFFSET_DELETE: handle_offset_delete,
+}

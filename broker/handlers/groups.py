@@ -1,0 +1,200 @@
+"""Classic group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, and the
+admin trio DescribeGroups / ListGroups / DeleteGroups.
+
+These handlers only translate between wire versions and the coordinator
+(``ctx.broker.coordinator``, see :mod:`broker.group_timers`).  JoinGroup and SyncGroup may be
+parked by the coordinator until the rebalance moves on; the handler then waits on a
+``trio.Event`` that the coordinator's responder sets, which keeps the connection muted as
+Kafka does while the request is in flight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import trio
+
+from broker.context import RequestContext
+from coordinator.classic_group import Responder
+from coordinator.classic_protocol import JoinRequest, SyncRequest
+from coordinator.coordinator import GroupCoordinator
+from wire.error_codes import ErrorCode
+
+FIND_COORDINATOR = 10
+JOIN_GROUP = 11
+HEARTBEAT = 12
+LEAVE_GROUP = 13
+SYNC_GROUP = 14
+DESCRIBE_GROUPS = 15
+LIST_GROUPS = 16
+DELETE_GROUPS = 42
+
+GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
+END_TXN = 26
+
+
+def coordinator_of(ctx: RequestContext) -> GroupCoordinator:
+    coordinator = ctx.broker.coordinator
+    assert isinstance(coordinator, GroupCoordinator), (
+        "broker.group_timers.install_group_coordinator not called"
+    )
+    return coordinator
+
+
+def client_host(ctx: RequestContext) -> str:
+    """Kafka reports a member's host as Java's ``InetAddress.toString()``: ``/127.0.0.1``."""
+    return "/" + ctx.client_address.rpartition(":")[0].strip("[]")
+
+
+async def parked(start: Callable[[Responder], None]) -> dict[str, Any]:
+    """Run a coordinator call that answers through a responder, and wait for the answer."""
+    answered = trio.Event()
+    box: list[dict[str, Any]] = []
+
+    def respond(body: dict[str, Any]) -> None:
+        box.append(body)
+        answered.set()
+
+    start(respond)
+    await answered.wait()
+    return box[0]
+
+
+# --- FindCoordinator ---------------------------------------------------------------------
+
+
+async def handle_find_coordinator(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    """This single node coordinates every group (and transactions, once they exist)."""
+    key_type = request.get("key_type", GROUP_KEY_TYPE)
+    if ctx.api_version >= 4:
+        return {
+            "coordinators": [_coordinator_entry(ctx, key_type, key) for key in request["coordinator_keys"]]
+        }
+    return _coordinator_entry(ctx, key_type, request["key"])
+
+
+def _coordinator_entry(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
+    if key_type == GROUP_KEY_TYPE:
+        error = ErrorCode.NONE if ctx.broker.coordinator is not None else ErrorCode.COORDINATOR_NOT_AVAILABLE
+    elif key_type == TRANSACTION_KEY_TYPE:
+        advertised = any(api.key == END_TXN for api in ctx.broker.advertised)
+        error = ErrorCode.NONE if advertised else ErrorCode.COORDINATOR_NOT_AVAILABLE
+    else:  # share groups (KIP-932) and anything newer
+        error = ErrorCode.INVALID_REQUEST
+    if error is not ErrorCode.NONE:
+        return {
+            "key": key,
+            "error_code": error,
+            "error_message": error.name,
+            "node_id": -1,
+            "host": "",
+            "port": -1,
+        }
+    endpoint = ctx.broker.endpoint
+    return {
+        "key": key,
+        "error_code": error,
+        "error_message": None,
+        "node_id": ctx.broker.node_id,
+        "host": endpoint.host,
+        "port": endpoint.port,
+    }
+
+
+# --- membership --------------------------------------------------------------------------
+
+
+async def handle_join_group(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    version = ctx.api_version
+    join = JoinRequest(
+        group_id=request["group_id"],
+        member_id=request["member_id"],
+        group_instance_id=request.get("group_instance_id"),
+        protocol_type=request["protocol_type"],
+        protocols=[(p["name"], bytes(p["metadata"])) for p in request["protocols"]],
+        session_timeout_ms=request["session_timeout_ms"],
+        # v0 has no rebalance timeout: Kafka uses the session timeout for both.
+        rebalance_timeout_ms=request["rebalance_timeout_ms"]
+        if version >= 1
+        else request["session_timeout_ms"],
+        client_id=ctx.header.client_id or "",
+        client_host=client_host(ctx),
+        api_version=version,
+    )
+    coordinator = coordinator_of(ctx)
+    response = await parked(lambda respond: coordinator.join_group(join, respond))
+    if version < 7 and response["protocol_name"] is None:
+        # The protocol name is nullable only from v7 on; before that Kafka sends "".
+        response = {**response, "protocol_name": ""}
+    return response
+
+
+async def handle_sync_group(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    sync = SyncRequest(
+        group_id=request["group_id"],
+        generation_id=request["generation_id"],
+        member_id=request["member_id"],
+        group_instance_id=request.get("group_instance_id"),
+        protocol_type=request.get("protocol_type"),
+        protocol_name=request.get("protocol_name"),
+        assignments={a["member_id"]: bytes(a["assignment"]) for a in request["assignments"]},
+        api_version=ctx.api_version,
+    )
+    coordinator = coordinator_of(ctx)
+    return await parked(lambda respond: coordinator.sync_group(sync, respond))
+
+
+async def handle_heartbeat(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    error = coordinator_of(ctx).heartbeat(
+        request["group_id"], request["generation_id"], request["member_id"], request.get("group_instance_id")
+    )
+    return {"error_code": error}
+
+
+async def handle_leave_group(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    if ctx.api_version >= 3:
+        leaving = [(m["member_id"], m.get("group_instance_id")) for m in request["members"]]
+    else:
+        leaving = [(request["member_id"], None)]
+    error, members = coordinator_of(ctx).leave_group(request["group_id"], leaving)
+    if ctx.api_version < 3 and error is ErrorCode.NONE and members:
+        # Before the batch form the single member's error is the response's error.
+        error = members[0]["error_code"]
+    return {"error_code": error, "members": members}
+
+
+# --- administration ----------------------------------------------------------------------
+
+
+async def handle_describe_groups(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    groups = coordinator_of(ctx).describe_groups(
+        request["groups"], bool(request.get("include_authorized_operations"))
+    )
+    return {"groups": groups}
+
+
+async def handle_list_groups(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    error, groups = coordinator_of(ctx).list_groups(
+        request.get("states_filter") or [], request.get("types_filter") or []
+    )
+    return {"error_code": error, "groups": groups}
+
+
+async def handle_delete_groups(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    # Kafka answers each distinct group once.
+    group_ids = list(dict.fromkeys(request["groups_names"]))
+    return {"results": coordinator_of(ctx).delete_groups(group_ids)}
+
+
+HANDLERS = {
+    FIND_COORDINATOR: handle_find_coordinator,
+    JOIN_GROUP: handle_join_group,
+    HEARTBEAT: handle_heartbeat,
+    LEAVE_GROUP: handle_leave_group,
+    SYNC_GROUP: handle_sync_group,
+    DESCRIBE_GROUPS: handle_describe_groups,
+    LIST_GROUPS: handle_list_groups,
+    DELETE_GROUPS: handle_delete_groups,
+}
