@@ -1,0 +1,271 @@
+"""Java kafka-clients driver: talks JSON lines to ``java/CompatClient.java`` in a long-lived JVM.
+
+The Java client is the reference client (Spark, Kafka Connect and Kafka's own tools use it), and
+it is tested in two versions: the 3.9.x line that Spark's Kafka connector ships with and the
+newest 4.x. Each version gets its own compiled classes (cached, keyed by the source's hash) and
+one JVM for the whole session, because a JVM per call would cost a second each time.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import queue
+import shutil
+import subprocess
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from compat_tests.drivers.base import (
+    OP_TIMEOUT_S,
+    ClientError,
+    Consumer,
+    ConsumerSettings,
+    Driver,
+    ErrorKind,
+    GroupDescription,
+    Message,
+    ProducerSettings,
+    Received,
+    TopicPartition,
+    classify,
+    kafka_state_name,
+)
+from compat_tests.maven import cache_root, classpath, file_lock, resolve_jars
+
+SOURCE = Path(__file__).resolve().parent.parent / "java" / "CompatClient.java"
+JAVA_CLIENT_VERSIONS = ("3.9.2", "4.4.0")
+"""3.9.2 is the kafka-clients of Spark 4.2's Kafka connector; 4.4.0 is the newest release."""
+SLF4J_BINDING = "org.slf4j:slf4j-simple:1.7.36"
+CALL_TIMEOUT_S = OP_TIMEOUT_S * 3
+"""The JVM bounds each call itself (20 s client timeouts); this only catches a wedged JVM."""
+
+
+def _b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode()
+
+
+def _unb64(text: str | None) -> bytes | None:
+    return None if text is None else base64.b64decode(text)
+
+
+def build_java_client(version: str) -> str:
+    """Resolve kafka-clients ``version``, compile CompatClient against it, return the classpath."""
+    if shutil.which("javac") is None:
+        raise RuntimeError("javac is not installed: it is needed to build the Java compatibility client")
+    libs = resolve_jars(
+        f"kafka-clients-{version}", [f"org.apache.kafka:kafka-clients:{version}", SLF4J_BINDING]
+    )
+    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
+    classes = cache_root() / f"kafka-clients-{version}" / f"classes-{digest}"
+    with file_lock(cache_root() / f"kafka-clients-{version}.lock"):
+        if not (classes / "CompatClient.class").exists():
+            tmp = classes.with_name(classes.name + ".tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True)
+            result = subprocess.run(
+                ["javac", "--release", "17", "-d", str(tmp), "-cp", classpath(libs), str(SOURCE)],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            if result.returncode != 0:
+                raise RuntimeError(f"javac failed for kafka-clients {version}:\n{result.stderr[-3000:]}")
+            tmp.rename(classes)
+    return classpath(classes, libs)
+
+
+class JavaProcess:
+    """One CompatClient JVM; restarted on the next call if a call wedged it."""
+
+    def __init__(self, version: str, log_path: Path) -> None:
+        self.version = version
+        self.log_path = log_path
+        self._classpath: str | None = None
+        self._process: subprocess.Popen[str] | None = None
+        self._answers: queue.Queue[str | None] = queue.Queue()
+        self._lock = threading.Lock()
+
+    def _start(self) -> subprocess.Popen[str]:
+        if self._classpath is None:
+            self._classpath = build_java_client(self.version)
+        command = [
+            "java",
+            "-Xmx256m",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-cp",
+            self._classpath,
+            "CompatClient",
+        ]
+        with self.log_path.open("a") as log:
+            process = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, bufsize=1
+            )
+        self._answers = queue.Queue()
+        threading.Thread(target=self._read, args=(process, self._answers), daemon=True).start()
+        self._process = process
+        self._receive(process)  # the "ready" line
+        return process
+
+    @staticmethod
+    def _read(process: subprocess.Popen[str], answers: queue.Queue[str | None]) -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            answers.put(line)
+        answers.put(None)
+
+    def _receive(self, process: subprocess.Popen[str]) -> dict[str, Any]:
+        try:
+            line = self._answers.get(timeout=CALL_TIMEOUT_S)
+        except queue.Empty:
+            self.stop()
+            raise ClientError(
+                ErrorKind.TIMEOUT, f"java {self.version} gave no answer in {CALL_TIMEOUT_S}s"
+            ) from None
+        if line is None:
+            self._process = None
+            raise ClientError(ErrorKind.OTHER, f"java {self.version} exited (see {self.log_path})")
+        return json.loads(line)
+
+    def call(self, op: str, **args: Any) -> Any:
+        """Send one command and return its result, or raise its error as a ClientError."""
+        with self._lock:
+            process = self._process if self._process and self._process.poll() is None else self._start()
+            assert process.stdin is not None
+            process.stdin.write(json.dumps({"op": op, **args}) + "\n")
+            process.stdin.flush()
+            answer = self._receive(process)
+        if not answer["ok"]:
+            raise ClientError(classify(answer["error"]), answer["error"])
+        return answer["result"]
+
+    def stop(self) -> None:
+        """Close stdin (the JVM closes its clients and exits), kill it if it lingers."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        assert process.stdin is not None
+        process.stdin.close()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+class JavaConsumer(Consumer):
+    """A KafkaConsumer held by name inside the JVM."""
+
+    _counter = 0
+
+    def __init__(self, driver: JavaDriver, settings: ConsumerSettings) -> None:
+        super().__init__(driver)
+        JavaConsumer._counter += 1
+        self._handle = f"consumer-{JavaConsumer._counter}"
+        self._jvm = driver.jvm
+        self._call("consumer_open", bootstrap=driver.bootstrap, group=settings.group, reset=settings.reset)
+
+    def _call(self, op: str, **args: Any) -> Any:
+        return self._jvm.call(op, handle=self._handle, **args)
+
+    def assign(self, positions: Mapping[TopicPartition, int | None]) -> None:
+        self._call("consumer_assign", positions=[[t, p, o] for (t, p), o in positions.items()])
+
+    def subscribe(self, topics: Sequence[str]) -> None:
+        self._call("consumer_subscribe", topics=list(topics))
+
+    def poll(self, max_records: int, timeout_s: float) -> list[Received]:
+        records = self._call("consumer_poll", max=max_records, timeout_ms=int(timeout_s * 1000))
+        return [
+            Received(
+                topic=r["topic"],
+                partition=r["partition"],
+                offset=r["offset"],
+                key=_unb64(r["key"]),
+                value=_unb64(r["value"]),
+                headers=tuple((k, _unb64(v) or b"") for k, v in r["headers"]),
+                timestamp_ms=r["timestamp"],
+            )
+            for r in records
+        ]
+
+    def assignment(self) -> set[TopicPartition]:
+        return {(t, p) for t, p in self._call("consumer_assignment")}
+
+    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        self._call("consumer_commit", offsets=[[t, p, o] for (t, p), o in offsets.items()])
+
+    def close(self) -> None:
+        self._call("consumer_close")
+
+
+class JavaDriver(Driver):
+    """Drives kafka-clients of one version through its session-wide JVM."""
+
+    def __init__(self, bootstrap: str, jvm: JavaProcess) -> None:
+        super().__init__(bootstrap)
+        self.jvm = jvm
+        self.name = f"java-{jvm.version}"
+
+    def _call(self, op: str, **args: Any) -> Any:
+        return self.jvm.call(op, bootstrap=self.bootstrap, **args)
+
+    def produce(self, topic: str, messages: Sequence[Message], settings: ProducerSettings) -> list[int]:
+        wire = [
+            {
+                "key": _b64(m.key),
+                "value": _b64(m.value),
+                "headers": [[k, _b64(v)] for k, v in m.headers],
+                "partition": m.partition,
+                "timestamp": m.timestamp_ms,
+            }
+            for m in messages
+        ]
+        settings_json = {
+            "compression": settings.compression,
+            "acks": settings.acks,
+            "idempotence": settings.idempotence,
+            "max_request_size": settings.max_request_size,
+            "retries": settings.retries,
+        }
+        return self._call("produce", topic=topic, messages=wire, settings=settings_json)
+
+    def consumer(self, settings: ConsumerSettings) -> Consumer:
+        return JavaConsumer(self, settings)
+
+    def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:
+        return dict(self._call("list_offsets", topic=topic, partitions=list(partitions), spec=spec))
+
+    def list_topics(self) -> set[str]:
+        return set(self._call("list_topics"))
+
+    def partition_count(self, topic: str) -> int:
+        return self._call("partition_count", topic=topic)
+
+    def create_topic(self, topic: str, partitions: int, configs: Mapping[str, str] | None = None) -> None:
+        self._call("create_topic", topic=topic, partitions=partitions, configs=dict(configs or {}))
+
+    def delete_topic(self, topic: str) -> None:
+        self._call("delete_topic", topic=topic)
+
+    def create_partitions(self, topic: str, total: int) -> None:
+        self._call("create_partitions", topic=topic, total=total)
+
+    def describe_configs(self, topic: str) -> dict[str, str]:
+        return self._call("describe_configs", topic=topic)
+
+    def alter_configs(self, topic: str, configs: Mapping[str, str]) -> None:
+        self._call("alter_configs", topic=topic, configs=dict(configs))
+
+    def describe_group(self, group: str) -> GroupDescription:
+        found = self._call("describe_group", group=group)
+        members = [frozenset((t, p) for t, p in m) for m in found["members"]]
+        return GroupDescription(kafka_state_name(found["state"]), members)
+
+    def group_offsets(self, group: str) -> dict[TopicPartition, int]:
+        return {(t, p): o for t, p, o in self._call("group_offsets", group=group)}
