@@ -79,6 +79,20 @@ def start_activity_stream(
     return [to_kafka, to_parquet]
 
 
+def await_all(queries: list[StreamingQuery]) -> None:
+    """Wait until every query has terminated (raising the first failure), then stop them all.
+
+    Stopping in ``finally`` matters: a query left running after a failure or Ctrl-C keeps
+    consuming the broker and holds its checkpoint.
+    """
+    try:
+        for query in queries:
+            query.awaitTermination()
+    finally:
+        for query in queries:
+            query.stop()
+
+
 def parquet_dir(work_dir: Path) -> Path:
     """Where the streaming job writes its Parquet copy of the results."""
     return work_dir / "page_activity"

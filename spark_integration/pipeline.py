@@ -17,7 +17,13 @@ from datetime import datetime
 from pathlib import Path
 
 from spark_integration.events import generate_events
-from spark_integration.jobs import AVAILABLE_NOW, parquet_dir, run_daily_report, start_activity_stream
+from spark_integration.jobs import (
+    AVAILABLE_NOW,
+    await_all,
+    parquet_dir,
+    run_daily_report,
+    start_activity_stream,
+)
 from spark_integration.publish import create_topic, publish_events
 from spark_integration.session import build_session
 
@@ -54,11 +60,8 @@ def _stream(args: argparse.Namespace) -> None:
         args.max_offsets_per_trigger,
     )
     try:
-        for query in queries:
-            query.awaitTermination()
+        await_all(queries)
     finally:
-        for query in queries:
-            query.stop()
         spark.stop()
     print(f"results in topic {args.results_topic} and {parquet_dir(args.work_dir)}")
 

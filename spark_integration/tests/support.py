@@ -1,0 +1,159 @@
+"""Helpers shared by the Spark tests: produce and inspect records with a stock client.
+
+Test data is produced with confluent-kafka (librdkafka) and, where it matters, read back with it
+too, so that what Spark reads or writes is checked against an independent client.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+from pyspark.sql import DataFrame
+from pyspark.sql.streaming import StreamingQuery
+
+TIMEOUT_S = 30.0
+BASE_TIME_MS = 1_714_564_800_000
+"""2024-05-01T12:00:00Z: fixed record timestamps keep timestamp lookups deterministic."""
+
+Headers = tuple[tuple[str, bytes | None], ...]
+
+
+@dataclass(frozen=True)
+class Record:
+    """A Kafka record as a test sees it; ``offset`` is None until the broker assigned one."""
+
+    partition: int
+    key: bytes | None
+    value: bytes
+    timestamp: int
+    headers: Headers = ()
+    offset: int | None = None
+
+
+def numbered_records(count: int, partitions: int, first: int = 0) -> list[Record]:
+    """Records ``first``..``first+count-1``, round-robin over partitions, one second apart."""
+    return [
+        Record(
+            partition=index % partitions,
+            key=f"key-{index}".encode(),
+            value=f"value-{index}".encode(),
+            timestamp=BASE_TIME_MS + index * 1000,
+        )
+        for index in range(first, first + count)
+    ]
+
+
+def produce(bootstrap: str, topic: str, records: Iterable[Record]) -> list[Record]:
+    """Produce ``records`` to their partitions in order; return them with their offsets."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    acknowledged: list[Record] = []
+    failures: list[str] = []
+
+    def delivered(record: Record) -> Callable[[KafkaError | None, Message], None]:
+        def on_delivery(error: KafkaError | None, message: Message) -> None:
+            if error is not None:
+                failures.append(str(error))
+            else:
+                acknowledged.append(replace(record, offset=message.offset()))
+
+        return on_delivery
+
+    for record in records:
+        producer.produce(
+            topic,
+            key=record.key,
+            value=record.value,
+            partition=record.partition,
+            timestamp=record.timestamp,
+            headers=list(record.headers) or None,
+            on_delivery=delivered(record),
+        )
+    producer.flush(TIMEOUT_S)
+    assert not failures, failures
+    return sorted(acknowledged, key=lambda r: (r.partition, r.offset))
+
+
+def consume_all(bootstrap: str, topic: str, partitions: int) -> list[Record]:
+    """Every record of ``topic`` up to its current high watermarks, without a consumer group."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False})
+    try:
+        ends = [
+            consumer.get_watermark_offsets(TopicPartition(topic, p), TIMEOUT_S)[1] for p in range(partitions)
+        ]
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        records: list[Record] = []
+        deadline = time.monotonic() + TIMEOUT_S
+        while len(records) < sum(ends) and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None or message.error():
+                continue
+            records.append(
+                Record(
+                    partition=message.partition(),
+                    key=message.key(),
+                    value=message.value(),
+                    timestamp=message.timestamp()[1],
+                    headers=tuple(message.headers() or ()),
+                    offset=message.offset(),
+                )
+            )
+    finally:
+        consumer.close()
+    return sorted(records, key=lambda r: (r.partition, r.offset))
+
+
+def delete_records(bootstrap: str, topic: str, partition: int, before_offset: int) -> None:
+    """Move the partition's log start offset to ``before_offset`` (the DeleteRecords API)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.delete_records([TopicPartition(topic, partition, before_offset)])
+    for future in futures.values():
+        assert future.result(TIMEOUT_S).low_watermark == before_offset
+
+
+def spark_records(frame: DataFrame) -> list[Record]:
+    """The rows of a Kafka source DataFrame as :class:`Record` s, in (partition, offset) order."""
+    columns = ["partition", "offset", "key", "value", "unix_millis(timestamp) AS timestamp"]
+    has_headers = "headers" in frame.columns
+    rows = frame.selectExpr(*columns, *(["headers"] if has_headers else [])).collect()
+    records = [
+        Record(
+            partition=row["partition"],
+            key=None if row["key"] is None else bytes(row["key"]),
+            value=bytes(row["value"]),
+            timestamp=row["timestamp"],
+            headers=tuple(
+                (h["key"], None if h["value"] is None else bytes(h["value"])) for h in row["headers"] or ()
+            )
+            if has_headers
+            else (),
+            offset=row["offset"],
+        )
+        for row in rows
+    ]
+    return sorted(records, key=lambda r: (r.partition, r.offset))
+
+
+def run_available_now(stream: DataFrame, work_dir: Path) -> StreamingQuery:
+    """Run ``stream`` to a Parquet sink with trigger(availableNow) and wait until it is done.
+
+    Parquet with a checkpoint is Spark's exactly-once file sink: a restarted query neither
+    loses nor repeats a micro-batch, so the files show what the source really delivered.
+    Raises ``StreamingQueryException`` if the query failed.
+    """
+    query = (
+        stream.writeStream.format("parquet")
+        .option("path", str(work_dir / "out"))
+        .option("checkpointLocation", str(work_dir / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        query.awaitTermination()
+    finally:
+        query.stop()
+    return query

@@ -1,0 +1,119 @@
+"""Spark's Kafka source in Structured Streaming (``spark.readStream.format("kafka")``)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import DataFrame, SparkSession
+
+from spark_integration.tests.support import (
+    delete_records,
+    numbered_records,
+    produce,
+    run_available_now,
+    spark_records,
+)
+
+PICKUP_TIMEOUT_S = 60.0
+
+
+def _stream(spark: SparkSession, bootstrap: str, **options: str) -> DataFrame:
+    """A Kafka stream from the earliest offsets; ``options`` choose topics and limits."""
+    reader = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("startingOffsets", "earliest")
+    )
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
+def test_available_now_restarted_from_checkpoint_processes_every_record_once(
+    spark: SparkSession, bootstrap: str, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = new_topic(partitions=2)
+    first = produce(bootstrap, topic, numbered_records(30, partitions=2))
+    run_available_now(_stream(spark, bootstrap, subscribe=topic), tmp_path)
+    assert spark_records(spark.read.parquet(str(tmp_path / "out"))) == first
+
+    second = produce(bootstrap, topic, numbered_records(20, partitions=2, first=30))
+    query = run_available_now(_stream(spark, bootstrap, subscribe=topic), tmp_path)
+
+    everything = sorted(first + second, key=lambda r: (r.partition, r.offset))
+    assert spark_records(spark.read.parquet(str(tmp_path / "out"))) == everything
+    assert sum(progress["numInputRows"] for progress in query.recentProgress) == len(second)
+
+
+def test_max_offsets_per_trigger_caps_every_micro_batch(
+    spark: SparkSession, bootstrap: str, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = new_topic(partitions=2)
+    produced = produce(bootstrap, topic, numbered_records(20, partitions=2))
+
+    query = run_available_now(_stream(spark, bootstrap, subscribe=topic, maxOffsetsPerTrigger="5"), tmp_path)
+
+    batch_sizes = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+    assert max(batch_sizes) <= 5
+    assert len(batch_sizes) >= 4
+    assert spark_records(spark.read.parquet(str(tmp_path / "out"))) == produced
+
+
+def test_subscribe_pattern_picks_up_a_topic_created_while_running(
+    spark: SparkSession, bootstrap: str, new_topic: Callable[..., str]
+) -> None:
+    prefix = f"pattern-{uuid.uuid4().hex[:8]}"
+    existing = new_topic(partitions=1, prefix=prefix)
+    produce(bootstrap, existing, numbered_records(3, partitions=1))
+    name = f"pattern_{uuid.uuid4().hex[:8]}"
+    query = (
+        _stream(spark, bootstrap, subscribePattern=f"{prefix}-.*")
+        .selectExpr("topic", "CAST(value AS STRING) AS value")
+        .writeStream.format("memory")
+        .queryName(name)
+        .trigger(processingTime="1 second")
+        .start()
+    )
+    try:
+        _wait_for_rows(spark, name, existing, 3)
+        created = new_topic(partitions=2, prefix=prefix)
+        produce(bootstrap, created, numbered_records(4, partitions=2))
+        _wait_for_rows(spark, name, created, 4)
+    finally:
+        query.stop()
+
+
+def _wait_for_rows(spark: SparkSession, table: str, topic: str, count: int) -> None:
+    """Poll a memory-sink table until ``count`` rows of ``topic`` arrived (or fail)."""
+    deadline = time.monotonic() + PICKUP_TIMEOUT_S
+    seen = 0
+    while time.monotonic() < deadline:
+        seen = spark.table(table).where(f"topic = '{topic}'").count()
+        if seen >= count:
+            assert seen == count
+            return
+        time.sleep(0.5)
+    pytest.fail(f"{seen} of {count} records of {topic} after {PICKUP_TIMEOUT_S:.0f}s")
+
+
+def test_fail_on_data_loss_reports_deleted_records_and_false_skips_them(
+    spark: SparkSession, bootstrap: str, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """Records deleted before the query read them are lost: fail loudly, or skip when allowed."""
+    topic = new_topic(partitions=1)
+    read_before = produce(bootstrap, topic, numbered_records(5, partitions=1))
+    run_available_now(_stream(spark, bootstrap, subscribe=topic), tmp_path)
+    later = produce(bootstrap, topic, numbered_records(5, partitions=1, first=5))
+    delete_records(bootstrap, topic, partition=0, before_offset=8)
+
+    with pytest.raises(StreamingQueryException, match="(?i)data .*lost|failOnDataLoss"):
+        run_available_now(_stream(spark, bootstrap, subscribe=topic, failOnDataLoss="true"), tmp_path)
+    run_available_now(_stream(spark, bootstrap, subscribe=topic, failOnDataLoss="false"), tmp_path)
+
+    surviving = [r for r in later if r.offset is not None and r.offset >= 8]
+    assert spark_records(spark.read.parquet(str(tmp_path / "out"))) == read_before + surviving
