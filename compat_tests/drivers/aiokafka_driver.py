@@ -157,7 +157,7 @@ class AiokafkaDriver(Driver):
             "bootstrap_servers": self.bootstrap,
             "compression_type": None if settings.compression == "none" else settings.compression,
             "acks": settings.acks if settings.acks == "all" else int(settings.acks),
-            "request_timeout_ms": TIMEOUT_MS,
+            "request_timeout_ms": int(settings.timeout_s * 1000),
             "linger_ms": 5,
         }
         if settings.idempotence is not None:

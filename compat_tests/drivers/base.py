@@ -63,6 +63,8 @@ class ProducerSettings:
     idempotence: bool | None = None
     max_request_size: int | None = None
     retries: int | None = None
+    timeout_s: float = OP_TIMEOUT_S
+    """How long a send may wait for metadata and delivery before it fails."""
 
 
 @dataclass(frozen=True)
@@ -189,6 +191,8 @@ class Driver(ABC):
     """One client library or tool, bound to one broker's bootstrap address."""
 
     name: str
+    sets_timestamps = True
+    """Whether the client can give a record its own CreateTime (kcat cannot)."""
 
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap
@@ -252,5 +256,5 @@ class Driver(ABC):
         """Committed offsets of a consumer group."""
         self.unsupported("listing group offsets")
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - most drivers keep nothing, so no-op is the right default
         """Release whatever the driver keeps between calls (admin clients, processes)."""

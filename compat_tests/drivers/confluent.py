@@ -137,7 +137,7 @@ class ConfluentDriver(Driver):
             **self.common,
             "compression.type": settings.compression,
             "acks": settings.acks,
-            "message.timeout.ms": int(OP_TIMEOUT_S * 1000),
+            "message.timeout.ms": int(settings.timeout_s * 1000),
             "linger.ms": 5,
         }
         if settings.idempotence is not None:

@@ -232,6 +232,7 @@ class JavaDriver(Driver):
             "idempotence": settings.idempotence,
             "max_request_size": settings.max_request_size,
             "retries": settings.retries,
+            "timeout_ms": int(settings.timeout_s * 1000),
         }
         return self._call("produce", topic=topic, messages=wire, settings=settings_json)
 

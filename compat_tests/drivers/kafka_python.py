@@ -121,7 +121,7 @@ class KafkaPythonDriver(Driver):
             "bootstrap_servers": self.bootstrap,
             "compression_type": None if settings.compression == "none" else settings.compression,
             "acks": settings.acks if settings.acks == "all" else int(settings.acks),
-            "max_block_ms": TIMEOUT_MS,
+            "max_block_ms": int(settings.timeout_s * 1000),
             "request_timeout_ms": TIMEOUT_MS,
             "linger_ms": 5,
         }

@@ -139,7 +139,7 @@ public final class CompatClient {
         p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, s.get("compression"));
         p.put(ProducerConfig.ACKS_CONFIG, s.get("acks"));
         p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
-        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, String.valueOf(TIMEOUT_MS));
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, String.valueOf(num(s.get("timeout_ms"))));
         p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, String.valueOf(TIMEOUT_MS));
         p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, String.valueOf(TIMEOUT_MS + 5_000));
         putIfSet(p, ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, s.get("idempotence"));

@@ -1,0 +1,200 @@
+"""Fixtures, options and the matrix report of the compatibility suite.
+
+Run ``pytest compat_tests`` to start an Odradek broker, ``--broker apache-kafka`` to run the same
+scenarios against Apache Kafka, or ``--bootstrap HOST:PORT`` to test a broker that is already
+running. Every scenario is parametrized over the clients; brokers, Java client JVMs and drivers
+live for the whole session, because starting them per test would dominate the run time.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+from compat_tests.brokers import BROKER_KINDS, RunningBroker, kafka_jars, start_broker
+from compat_tests.drivers.aiokafka_driver import AiokafkaDriver
+from compat_tests.drivers.base import Driver
+from compat_tests.drivers.confluent import ConfluentDriver
+from compat_tests.drivers.java import JAVA_CLIENT_VERSIONS, JavaDriver, JavaProcess, build_java_client
+from compat_tests.drivers.kafka_python import KafkaPythonDriver
+from compat_tests.drivers.kcat import KcatDriver
+from compat_tests.matrix import Matrix, cell_key
+
+PYTHON_DRIVERS: dict[str, type[Driver]] = {
+    "kafka-python": KafkaPythonDriver,
+    "confluent-kafka": ConfluentDriver,
+    "aiokafka": AiokafkaDriver,
+    "kcat": KcatDriver,
+}
+JAVA_CLIENTS = {f"java-{version}": version for version in JAVA_CLIENT_VERSIONS}
+ALL_CLIENTS = [*PYTHON_DRIVERS, *JAVA_CLIENTS]
+TEST_TIMEOUT_S = 150
+"""Per-test deadline (pytest-timeout); client calls are bounded well below it."""
+
+MATRIX_KEY = pytest.StashKey[Matrix]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("compat", "Odradek compatibility suite")
+    group.addoption(
+        "--broker",
+        choices=sorted(BROKER_KINDS),
+        default="odradek",
+        help="which broker the suite starts (ignored with --bootstrap); default: odradek",
+    )
+    group.addoption("--bootstrap", metavar="HOST:PORT", help="test an already running broker instead")
+    group.addoption(
+        "--clients",
+        default=",".join(ALL_CLIENTS),
+        help=f"comma-separated clients to run (default: all of {','.join(ALL_CLIENTS)})",
+    )
+    group.addoption("--matrix-out", metavar="PATH", help="also write the compatibility matrix as Markdown")
+
+
+def selected_clients(config: pytest.Config) -> list[str]:
+    names = [n.strip() for n in config.getoption("--clients").split(",") if n.strip()]
+    unknown = set(names) - set(ALL_CLIENTS)
+    if unknown:
+        raise pytest.UsageError(f"unknown clients {sorted(unknown)}; choose from {ALL_CLIENTS}")
+    return names
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    target = config.getoption("--bootstrap") or config.getoption("--broker")
+    matrix = Matrix(
+        selected_clients(config), f"Compatibility matrix: {target}", config.getoption("--matrix-out")
+    )
+    config.stash[MATRIX_KEY] = matrix
+    config.pluginmanager.register(matrix, "compat-matrix")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "client" in metafunc.fixturenames:
+        metafunc.parametrize("client", selected_clients(metafunc.config))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    matrix = config.stash[MATRIX_KEY]
+    for item in items:
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(TEST_TIMEOUT_S))
+        key = cell_key(item)
+        if key is not None:
+            matrix.keys[item.nodeid] = key
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Resolve jars and compile the Java client before any test runs.
+
+    On a first run Maven may need minutes; doing it here keeps that out of the per-test deadline.
+    """
+    config = session.config
+    clients = {cell_key(item)[1] for item in session.items if cell_key(item) is not None}  # type: ignore[index]
+    try:
+        if config.getoption("--bootstrap") is None and config.getoption("--broker") == "apache-kafka":
+            kafka_jars()
+        for name in sorted(clients & set(JAVA_CLIENTS)):
+            build_java_client(JAVA_CLIENTS[name])
+    except RuntimeError as exc:
+        pytest.exit(f"cannot prepare the compatibility suite: {exc}", returncode=3)
+
+
+class BrokerPool:
+    """Brokers by configuration: the default one, plus one per distinct set of overrides.
+
+    A scenario that needs a differently configured broker (auto.create.topics.enable=false) gets
+    a dedicated one, started on first use and shared by every test asking for the same overrides.
+    """
+
+    def __init__(self, config: pytest.Config, tmp: pytest.TempPathFactory) -> None:
+        self.kind: str = config.getoption("--broker")
+        self.bootstrap: str | None = config.getoption("--bootstrap")
+        self.tmp = tmp
+        self.brokers: dict[frozenset[tuple[str, str]], RunningBroker] = {}
+
+    def get(self, overrides: Mapping[str, str] | None = None) -> RunningBroker:
+        key = frozenset((overrides or {}).items())
+        if key not in self.brokers:
+            if self.bootstrap is not None:
+                if key:
+                    pytest.skip(
+                        f"needs a broker with {dict(key)}; drop --bootstrap to let the suite start one"
+                    )
+                self.brokers[key] = RunningBroker(self.bootstrap, "external")
+            else:
+                workdir = self.tmp.mktemp(f"{self.kind}-broker")
+                self.brokers[key] = start_broker(self.kind, workdir, dict(key))
+        return self.brokers[key]
+
+    def stop_all(self) -> None:
+        for broker in self.brokers.values():
+            broker.stop()
+
+
+class DriverPool:
+    """One driver per (client, broker), and one JVM per Java client version for the session."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = log_dir
+        self.jvms: dict[str, JavaProcess] = {}
+        self.drivers: dict[tuple[str, str], Driver] = {}
+
+    def get(self, client: str, bootstrap: str) -> Driver:
+        key = (client, bootstrap)
+        if key not in self.drivers:
+            if client in JAVA_CLIENTS:
+                version = JAVA_CLIENTS[client]
+                jvm = self.jvms.setdefault(version, JavaProcess(version, self.log_dir / f"{client}.log"))
+                self.drivers[key] = JavaDriver(bootstrap, jvm)
+            else:
+                self.drivers[key] = PYTHON_DRIVERS[client](bootstrap)
+        return self.drivers[key]
+
+    def close_all(self) -> None:
+        for driver in self.drivers.values():
+            driver.close()
+        for jvm in self.jvms.values():
+            jvm.stop()
+
+
+@pytest.fixture(scope="session")
+def brokers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerPool]:
+    pool = BrokerPool(request.config, tmp_path_factory)
+    yield pool
+    pool.stop_all()
+
+
+@pytest.fixture(scope="session")
+def broker(brokers: BrokerPool) -> RunningBroker:
+    """The session's broker, with auto-creation of topics on (Kafka's default)."""
+    return brokers.get()
+
+
+@pytest.fixture(scope="session")
+def drivers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DriverPool]:
+    pool = DriverPool(tmp_path_factory.mktemp("client-logs"))
+    yield pool
+    pool.close_all()
+
+
+@pytest.fixture
+def driver(client: str, broker: RunningBroker, drivers: DriverPool) -> Driver:
+    """The client under test, talking to the session broker."""
+    return drivers.get(client, broker.bootstrap)
+
+
+@pytest.fixture
+def admin(broker: RunningBroker, drivers: DriverPool) -> Driver:
+    """The setup client (confluent-kafka), so a scenario's preparation never depends on the client under test."""
+    return drivers.get("confluent-kafka", broker.bootstrap)
+
+
+@pytest.fixture
+def topic(request: pytest.FixtureRequest) -> str:
+    """A topic name unique to this test (and readable in broker logs)."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", request.node.name).strip("-")[:150]
+    return f"compat-{stem}-{uuid.uuid4().hex[:8]}"
