@@ -1,0 +1,297 @@
+"""Consumer groups through stock clients: members share a topic's partitions, each message once.
+
+Every scenario waits until the group is stable (the members' assignments are disjoint and
+cover the topic) before producing, so the only way a message could be seen twice or not at
+all is a coordinator bug, not a rebalance racing a commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+
+from aiokafka import AIOKafkaConsumer
+from confluent_kafka import Consumer, Producer
+from kafka import KafkaConsumer
+
+from tests.integration.broker_process import OdradekProcess
+from tests.integration.raw_client import RawClient
+
+PARTITIONS = 6
+DEADLINE_S = 60
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = DEADLINE_S) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = PARTITIONS) -> None:
+    with RawClient(bootstrap) as client:
+        client.create_topic(topic, partitions)
+
+
+def produce(bootstrap: str, topic: str, values: list[bytes], partitions: int = PARTITIONS) -> None:
+    """Spread ``values`` over every partition."""
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i, value in enumerate(values):
+        producer.produce(topic, value, partition=i % partitions)
+    assert producer.flush(30) == 0
+
+
+def values(prefix: str, count: int) -> list[bytes]:
+    return [f"{prefix}-{i}".encode() for i in range(count)]
+
+
+class Member(threading.Thread):
+    """One group member polling in its own thread; records what it got and what it owns."""
+
+    def __init__(self, poll_once: Callable[[Member], None], name: str) -> None:
+        super().__init__(name=name, daemon=True)
+        self._poll_once = poll_once
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.received: list[tuple[int, int, bytes]] = []
+        self.assignment: frozenset[int] = frozenset()
+        self.failure: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self._poll_once(self)
+        except BaseException as exc:  # surfaced by the test through .failure
+            self.failure = exc
+
+    def got(self, partition: int, offset: int, value: bytes) -> None:
+        with self.lock:
+            self.received.append((partition, offset, value))
+
+    def values(self) -> list[bytes]:
+        with self.lock:
+            return [value for _, _, value in self.received]
+
+
+def kafka_python_member(bootstrap: str, topic: str, group: str, name: str, **config: object) -> Member:
+    def loop(member: Member) -> None:
+        consumer = KafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            client_id=name,
+            auto_offset_reset="earliest",
+            auto_commit_interval_ms=500,
+            **config,
+        )
+        try:
+            while not member.stop.is_set():
+                for _, messages in consumer.poll(timeout_ms=100).items():
+                    for message in messages:
+                        member.got(message.partition, message.offset, message.value)
+                member.assignment = frozenset(tp.partition for tp in consumer.assignment())
+        finally:
+            consumer.close()
+
+    return Member(loop, name)
+
+
+def confluent_member(bootstrap: str, topic: str, group: str, name: str, **config: object) -> Member:
+    def loop(member: Member) -> None:
+        consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "client.id": name,
+                "auto.offset.reset": "earliest",
+                "auto.commit.interval.ms": 500,
+                **config,
+            }
+        )
+        consumer.subscribe([topic])
+        try:
+            while not member.stop.is_set():
+                message = consumer.poll(0.1)
+                if message is not None and message.error() is None:
+                    member.got(message.partition(), message.offset(), message.value())
+                member.assignment = frozenset(tp.partition for tp in consumer.assignment())
+        finally:
+            consumer.close()
+
+    return Member(loop, name)
+
+
+def start(*members: Member) -> None:
+    for member in members:
+        member.start()
+
+
+def stop(*members: Member) -> None:
+    for member in members:
+        member.stop.set()
+    for member in members:
+        member.join(timeout=30)
+        assert member.failure is None, member.failure
+
+
+def wait_for_balance(members: list[Member], partitions: int = PARTITIONS) -> None:
+    """Until every member owns something and together they own each partition exactly once."""
+
+    def balanced() -> bool:
+        for member in members:
+            assert member.failure is None, member.failure
+        owned = [member.assignment for member in members]
+        return (
+            all(owned)
+            and sum(map(len, owned)) == partitions
+            and frozenset().union(*owned) == set(range(partitions))
+        )
+
+    wait_until(balanced, f"{len(members)} members to share {partitions} partitions")
+
+
+def wait_for_all(members: list[Member], expected: list[bytes]) -> Counter[bytes]:
+    wanted = set(expected)
+
+    def seen() -> Counter[bytes]:
+        return Counter(v for member in members for v in member.values() if v in wanted)
+
+    wait_until(lambda: set(seen()) == wanted, f"{len(wanted)} messages")
+    time.sleep(1)  # give duplicates, if any, the chance to show up
+    return seen()
+
+
+def test_kafka_python_members_share_partitions_and_a_fourth_member_rebalances(
+    odradek_broker: OdradekProcess,
+) -> None:
+    bootstrap, topic, group = odradek_broker.bootstrap, "kp-share", "kp-group"
+    create_topic(bootstrap, topic)
+    members = [kafka_python_member(bootstrap, topic, group, f"kp-{i}") for i in range(3)]
+    start(*members)
+    try:
+        wait_for_balance(members)
+        assert sorted(len(m.assignment) for m in members) == [2, 2, 2]
+        first = values("first", 600)
+        produce(bootstrap, topic, first)
+        counts = wait_for_all(members, first)
+        assert set(counts.values()) == {1}
+        for member in members:
+            assert {p for p, _, _ in member.received} <= member.assignment
+
+        fourth = kafka_python_member(bootstrap, topic, group, "kp-3")
+        start(fourth)
+        members.append(fourth)
+        wait_for_balance(members)
+        assert sorted(len(m.assignment) for m in members) == [1, 1, 2, 2]
+        second = values("second", 300)
+        produce(bootstrap, topic, second)
+        counts = wait_for_all(members, second)
+        assert set(counts.values()) == {1}
+        assert fourth.values(), "the new member got partitions and messages"
+    finally:
+        stop(*members)
+
+
+def test_confluent_members_share_partitions_exactly_once(odradek_broker: OdradekProcess) -> None:
+    bootstrap, topic, group = odradek_broker.bootstrap, "ck-share", "ck-group"
+    create_topic(bootstrap, topic)
+    members = [confluent_member(bootstrap, topic, group, f"ck-{i}") for i in range(3)]
+    start(*members)
+    try:
+        wait_for_balance(members)
+        expected = values("ck", 600)
+        produce(bootstrap, topic, expected)
+        counts = wait_for_all(members, expected)
+        assert set(counts.values()) == {1}
+    finally:
+        stop(*members)
+
+
+def test_cooperative_sticky_members_share_partitions(odradek_broker: OdradekProcess) -> None:
+    """librdkafka's incremental protocol rides on the same JoinGroup/SyncGroup rounds."""
+    bootstrap, topic, group = odradek_broker.bootstrap, "coop-share", "coop-group"
+    create_topic(bootstrap, topic)
+    config = {"partition.assignment.strategy": "cooperative-sticky"}
+    members = [confluent_member(bootstrap, topic, group, f"coop-{i}", **config) for i in range(2)]
+    start(*members)
+    try:
+        wait_for_balance(members)
+        third = confluent_member(bootstrap, topic, group, "coop-2", **config)
+        start(third)
+        members.append(third)
+        wait_for_balance(members)
+        expected = values("coop", 300)
+        produce(bootstrap, topic, expected)
+        assert set(wait_for_all(members, expected).values()) == {1}
+    finally:
+        stop(*members)
+
+
+def test_two_groups_each_get_every_message(odradek_broker: OdradekProcess) -> None:
+    bootstrap, topic = odradek_broker.bootstrap, "fan-out"
+    create_topic(bootstrap, topic)
+    expected = values("fan", 400)
+    produce(bootstrap, topic, expected)
+    blue = [kafka_python_member(bootstrap, topic, "blue", f"blue-{i}") for i in range(2)]
+    green = [confluent_member(bootstrap, topic, "green", "green-0")]
+    start(*blue, *green)
+    try:
+        assert set(wait_for_all(blue, expected).values()) == {1}
+        assert set(wait_for_all(green, expected).values()) == {1}
+    finally:
+        stop(*blue, *green)
+
+
+def test_aiokafka_members_share_partitions_exactly_once(odradek_broker: OdradekProcess) -> None:
+    bootstrap, topic, group = odradek_broker.bootstrap, "aio-share", "aio-group"
+    create_topic(bootstrap, topic)
+    expected = values("aio", 600)
+
+    async def scenario() -> Counter[bytes]:
+        consumers = [
+            AIOKafkaConsumer(
+                topic,
+                bootstrap_servers=bootstrap,
+                group_id=group,
+                client_id=f"aio-{i}",
+                auto_offset_reset="earliest",
+            )
+            for i in range(3)
+        ]
+        seen: Counter[bytes] = Counter()
+        for consumer in consumers:
+            await consumer.start()
+
+        async def drain(consumer: AIOKafkaConsumer) -> None:
+            while True:
+                for messages in (await consumer.getmany(timeout_ms=100)).values():
+                    seen.update(message.value for message in messages)
+
+        tasks = [asyncio.create_task(drain(c)) for c in consumers]
+        try:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + DEADLINE_S
+            while not (
+                all(c.assignment() for c in consumers)
+                and sum(len(c.assignment()) for c in consumers) == PARTITIONS
+            ):
+                assert loop.time() < deadline, "aiokafka members never shared the partitions"
+                await asyncio.sleep(0.1)
+            await asyncio.to_thread(produce, bootstrap, topic, expected)
+            while set(seen) != set(expected):
+                assert loop.time() < deadline, f"consumed {len(seen)} of {len(expected)}"
+                await asyncio.sleep(0.1)
+            await asyncio.sleep(1)
+            return seen
+        finally:
+            for task in tasks:
+                task.cancel()
+            for consumer in consumers:
+                await consumer.stop()
+
+    counts = asyncio.run(scenario())
+    assert set(counts) == set(expected)
+    assert set(counts.values()) == {1}
