@@ -1,0 +1,147 @@
+"""Failures around a group: a member dies, the broker restarts (cleanly or by kill -9)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+
+from confluent_kafka import Consumer, TopicPartition
+from kafka import KafkaConsumer
+
+from tests.integration.broker_process import OdradekProcess
+from tests.integration.test_groups_sharing import (
+    create_topic,
+    kafka_python_member,
+    produce,
+    start,
+    stop,
+    values,
+    wait_for_all,
+    wait_until,
+)
+
+# A member in a process of its own, so that the test can SIGKILL it: no LeaveGroup, no
+# goodbye, only the session timeout tells the coordinator it is gone.
+VICTIM = """
+import sys
+from kafka import KafkaConsumer
+bootstrap, topic, group = sys.argv[1:4]
+consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, client_id="victim",
+                         session_timeout_ms=6000, heartbeat_interval_ms=1000)
+owned = None
+while True:
+    consumer.poll(timeout_ms=100)
+    now = sorted(tp.partition for tp in consumer.assignment())
+    if now != owned:
+        owned = now
+        print("OWNS", *now, flush=True)
+"""
+
+
+class Victim:
+    def __init__(self, bootstrap: str, topic: str, group: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", VICTIM, bootstrap, topic, group], stdout=subprocess.PIPE, text=True
+        )
+        self.owned: set[int] = set()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            if line.startswith("OWNS"):
+                self.owned = {int(p) for p in line.split()[1:]}
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+def test_partitions_of_a_killed_member_move_after_its_session_timeout(odradek_broker: OdradekProcess) -> None:
+    bootstrap, topic, group = odradek_broker.bootstrap, "failover", "failover-group"
+    create_topic(bootstrap, topic)
+    victim = Victim(bootstrap, topic, group)
+    survivor = kafka_python_member(bootstrap, topic, group, "survivor", session_timeout_ms=6000)
+    start(survivor)
+    try:
+        wait_until(
+            lambda: (
+                victim.owned and survivor.assignment and victim.owned | survivor.assignment == set(range(6))
+            ),
+            "the victim and the survivor to share the topic",
+        )
+        killed_at = time.monotonic()
+        victim.kill()
+        wait_until(lambda: survivor.assignment == set(range(6)), "the survivor to take over every partition")
+        # Nothing told the coordinator but the missing heartbeats: it took a session timeout.
+        assert time.monotonic() - killed_at > 3
+        expected = values("after-kill", 120)
+        produce(bootstrap, topic, expected)
+        assert set(wait_for_all([survivor], expected).values()) == {1}
+    finally:
+        victim.kill()
+        stop(survivor)
+
+
+def _consume(bootstrap: str, topic: str, group: str, count: int) -> list[bytes]:
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
+    got: list[bytes] = []
+    deadline = time.monotonic() + 60
+    while len(got) < count and time.monotonic() < deadline:
+        for messages in consumer.poll(timeout_ms=200).values():
+            got.extend(message.value for message in messages)
+    consumer.commit()
+    consumer.close()
+    return got
+
+
+def test_a_group_resumes_from_its_committed_offsets_after_a_broker_restart(
+    odradek_broker: OdradekProcess,
+) -> None:
+    bootstrap, topic, group = odradek_broker.bootstrap, "resume", "resume-group"
+    create_topic(bootstrap, topic, 3)
+    before = values("before", 300)
+    produce(bootstrap, topic, before, 3)
+    assert sorted(_consume(bootstrap, topic, group, 300)) == sorted(before)
+
+    odradek_broker.restart()
+    after = values("after", 150)
+    produce(bootstrap, topic, after, 3)
+    assert sorted(_consume(bootstrap, topic, group, 150)) == sorted(after)
+
+    odradek_broker.kill()  # a crash must not lose acknowledged commits either
+    odradek_broker.start()
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    committed = consumer.committed([TopicPartition(topic, p) for p in range(3)], timeout=30)
+    consumer.close()
+    assert [tp.offset for tp in committed] == [150, 150, 150]
+
+
+def test_a_live_member_rides_through_a_broker_crash(odradek_broker: OdradekProcess) -> None:
+    """The group comes back Stable from the log: members heartbeat on with their generation."""
+    bootstrap, topic, group = odradek_broker.bootstrap, "ride", "ride-group"
+    create_topic(bootstrap, topic, 2)
+    member = kafka_python_member(bootstrap, topic, group, "rider")
+    start(member)
+    try:
+        wait_until(lambda: member.assignment == {0, 1}, "the member to own both partitions")
+        first = values("first", 100)
+        produce(bootstrap, topic, first, 2)
+        wait_for_all([member], first)
+        time.sleep(1.5)  # past an auto-commit
+        odradek_broker.kill()
+        odradek_broker.start()
+        second = values("second", 100)
+        produce(bootstrap, topic, second, 2)
+        counts = wait_for_all([member], first + second)
+        assert set(counts.values()) == {1}
+    finally:
+        stop(member)
