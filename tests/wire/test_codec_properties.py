@@ -21,9 +21,10 @@ from wire.errors import DecodeError
 from wire.schemas import ALL_APIS
 
 DIRECTIONS = ("request", "response")
-# Many small runs (one per version and direction) rather than few long ones: every
-# version is exercised on every test run, and the whole module stays within seconds.
-PER_VERSION = settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# One test per API and direction, each example covering every version: every version is
+# exercised on every run, without paying pytest's and hypothesis' per-test overhead
+# hundreds of times.
+EVERY_VERSION = settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 INTERESTING_BYTES = st.sampled_from((0x00, 0x01, 0x7F, 0x80, 0xFF)) | st.integers(0, 255)
 # (position modulo length + 1, action, byte); at the end only an insert changes anything.
 DAMAGE = st.lists(
@@ -44,26 +45,33 @@ def _decode_or_error(api_key: int, version: int, direction: str, data: bytes) ->
 
 
 @pytest.mark.parametrize("direction", DIRECTIONS)
-@PER_VERSION
+@EVERY_VERSION
 @given(data=st.data())
-def test_round_trip_and_damage(schema_messages, api_version, direction, data) -> None:
-    api_key, version = api_version
-    message = data.draw(schema_messages.strategy(api_key, version, direction), label="message")
-    generated = codec.get_codec(api_key, version, direction)
+def test_round_trip_and_damage(schema_messages, api_key, direction, data) -> None:
+    for version in ALL_APIS[api_key].versions:
+        message = data.draw(schema_messages.strategy(api_key, version, direction), label=f"v{version}")
+        _check_round_trip(schema_messages, api_key, version, direction, message)
+        encoded = codec.get_codec(api_key, version, direction).encode(message)
+        if encoded:
+            cut = data.draw(st.integers(0, len(encoded) - 1), label=f"v{version} cut")
+            with pytest.raises(DecodeError):
+                _decode(api_key, version, direction, encoded[:cut])
+        damage = data.draw(DAMAGE, label=f"v{version} damage")
+        _decode_or_error(api_key, version, direction, _damaged(encoded, damage))
 
+
+def _check_round_trip(schema_messages, api_key: int, version: int, direction: str, message: dict) -> None:
+    generated = codec.get_codec(api_key, version, direction)
     encoded = generated.encode(message)
     decoded, end = generated.decode(memoryview(encoded), 0)
     assert end == len(encoded)
     assert decoded == schema_messages.expected(api_key, version, direction, message)
     assert generated.encode(decoded) == encoded
 
-    if encoded:
-        cut = data.draw(st.integers(0, len(encoded) - 1), label="cut")
-        with pytest.raises(DecodeError):
-            _decode(api_key, version, direction, encoded[:cut])
 
+def _damaged(encoded: bytes, damage: list[tuple[int, str, int]]) -> bytes:
     damaged = bytearray(encoded)
-    for where, action, byte in data.draw(DAMAGE, label="damage"):
+    for where, action, byte in damage:
         position = where % (len(damaged) + 1)
         if action == "insert":
             damaged.insert(position, byte)
@@ -71,7 +79,7 @@ def test_round_trip_and_damage(schema_messages, api_version, direction, data) ->
             damaged[position] = byte
         elif position < len(damaged):
             del damaged[position]
-    _decode_or_error(api_key, version, direction, bytes(damaged))
+    return bytes(damaged)
 
 
 @settings(max_examples=40, deadline=None)
