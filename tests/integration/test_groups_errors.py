@@ -1,0 +1,142 @@
+"""Bad input to the group APIs, sent byte-exact with the raw client, and Kafka's answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.integration.broker_process import OdradekProcess
+from tests.integration.raw_client import RawClient
+from wire.error_codes import ErrorCode
+
+OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP = 8, 9, 10, 11
+HEARTBEAT, SYNC_GROUP, DELETE_GROUPS = 12, 14, 42
+
+
+def join(client: RawClient, group: str, member_id: str = "", protocol: str = "range", **extra: Any) -> dict:
+    body = {
+        "group_id": group,
+        "session_timeout_ms": 10_000,
+        "rebalance_timeout_ms": 10_000,
+        "member_id": member_id,
+        "group_instance_id": None,
+        "protocol_type": "consumer",
+        "protocols": [{"name": protocol, "metadata": b"\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff"}],
+        **extra,
+    }
+    return client.request(JOIN_GROUP, 5, body)
+
+
+def joined_member(client: RawClient, group: str) -> tuple[str, int]:
+    """The two-step join of a v4+ client; returns (member id, generation)."""
+    first = join(client, group)
+    assert first["error_code"] == ErrorCode.MEMBER_ID_REQUIRED
+    second = join(client, group, first["member_id"])
+    assert second["error_code"] == ErrorCode.NONE, second
+    return second["member_id"], second["generation_id"]
+
+
+def commit(client: RawClient, group: str, topic: str, partition: int, **member: Any) -> int:
+    body = {
+        "group_id": group,
+        "generation_id_or_member_epoch": -1,
+        "member_id": "",
+        "topics": [
+            {
+                "name": topic,
+                "partitions": [
+                    {"partition_index": partition, "committed_offset": 5, "committed_metadata": None}
+                ],
+            }
+        ],
+        **member,
+    }
+    response = client.request(OFFSET_COMMIT, 8, body)
+    return response["topics"][0]["partitions"][0]["error_code"]
+
+
+def test_commits_to_unknown_topics_and_partitions(odradek_broker: OdradekProcess) -> None:
+    with RawClient(odradek_broker.bootstrap) as client:
+        client.create_topic("known", 2)
+        assert commit(client, "g", "no-such-topic", 0) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert commit(client, "g", "known", 2) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert commit(client, "g", "known", 1) == ErrorCode.NONE
+        fetched = client.request(OFFSET_FETCH, 7, {"group_id": "g", "topics": None, "require_stable": False})
+        assert fetched["topics"] == [
+            {
+                "name": "known",
+                "partitions": [
+                    {
+                        "partition_index": 1,
+                        "committed_offset": 5,
+                        "committed_leader_epoch": -1,
+                        "metadata": "",
+                        "error_code": ErrorCode.NONE,
+                    }
+                ],
+            }
+        ]
+
+
+def test_sync_and_heartbeat_from_non_members(odradek_broker: OdradekProcess) -> None:
+    with RawClient(odradek_broker.bootstrap) as client:
+        member_id, generation = joined_member(client, "sync-g")
+        stranger = client.request(
+            SYNC_GROUP,
+            3,
+            {"group_id": "sync-g", "generation_id": generation, "member_id": "stranger", "assignments": []},
+        )
+        assert stranger["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
+        stale = client.request(
+            SYNC_GROUP,
+            3,
+            {
+                "group_id": "sync-g",
+                "generation_id": generation + 1,
+                "member_id": member_id,
+                "assignments": [],
+            },
+        )
+        assert stale["error_code"] == ErrorCode.ILLEGAL_GENERATION
+        beat = client.request(
+            HEARTBEAT, 3, {"group_id": "sync-g", "generation_id": generation, "member_id": "x"}
+        )
+        assert beat["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
+        # A simple consumer may not commit while members own the group's partitions.
+        client.create_topic("sync-t")
+        assert commit(client, "sync-g", "sync-t", 0) == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_join_without_a_common_protocol_is_inconsistent(odradek_broker: OdradekProcess) -> None:
+    with RawClient(odradek_broker.bootstrap) as first, RawClient(odradek_broker.bootstrap) as second:
+        joined_member(first, "proto-g")
+        refused = join(second, "proto-g", protocol="roundrobin")
+        assert refused["error_code"] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        assert refused["member_id"] == ""
+
+
+def test_join_validation(odradek_broker: OdradekProcess) -> None:
+    with RawClient(odradek_broker.bootstrap) as client:
+        assert join(client, "")["error_code"] == ErrorCode.INVALID_GROUP_ID
+        assert join(client, "g", session_timeout_ms=100)["error_code"] == ErrorCode.INVALID_SESSION_TIMEOUT
+        assert join(client, "no-such-group", "made-up-id")["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_delete_groups_refuses_live_and_unknown_groups(odradek_broker: OdradekProcess) -> None:
+    with RawClient(odradek_broker.bootstrap) as client:
+        joined_member(client, "live-g")
+        response = client.request(DELETE_GROUPS, 2, {"groups_names": ["live-g", "ghost-g", "live-g"]})
+        assert [(r["group_id"], r["error_code"]) for r in response["results"]] == [
+            ("live-g", ErrorCode.NON_EMPTY_GROUP),
+            ("ghost-g", ErrorCode.GROUP_ID_NOT_FOUND),
+        ]
+
+
+def test_find_coordinator_batches_keys(odradek_broker: OdradekProcess) -> None:
+    with RawClient(odradek_broker.bootstrap) as client:
+        response = client.request(FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["a", "b"]})
+        assert [(c["key"], c["error_code"], c["port"]) for c in response["coordinators"]] == [
+            ("a", ErrorCode.NONE, odradek_broker.port),
+            ("b", ErrorCode.NONE, odradek_broker.port),
+        ]
+        old = client.request(FIND_COORDINATOR, 1, {"key": "a", "key_type": 0})
+        assert (old["error_code"], old["node_id"], old["port"]) == (ErrorCode.NONE, 1, odradek_broker.port)
