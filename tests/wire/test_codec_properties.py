@@ -24,7 +24,7 @@ DIRECTIONS = ("request", "response")
 # One test per API and direction, each example covering every version: every version is
 # exercised on every run, without paying pytest's and hypothesis' per-test overhead
 # hundreds of times.
-EVERY_VERSION = settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+EVERY_VERSION = settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 INTERESTING_BYTES = st.sampled_from((0x00, 0x01, 0x7F, 0x80, 0xFF)) | st.integers(0, 255)
 # (position modulo length + 1, action, byte); at the end only an insert changes anything.
 DAMAGE = st.lists(
@@ -82,7 +82,7 @@ def _damaged(encoded: bytes, damage: list[tuple[int, str, int]]) -> bytes:
     return bytes(damaged)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(data=st.data())
 def test_decode_arbitrary_bytes(api_key, data) -> None:
     version = data.draw(st.sampled_from(list(ALL_APIS[api_key].versions)), label="version")
