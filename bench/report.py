@@ -21,6 +21,8 @@ class Summary:
     produce_mb_s: float
     consume_mb_s: float
     peak_rss_mb: float
+    produce_broker_cpu_s_per_gb: float
+    consume_broker_cpu_s_per_gb: float
     produce_broker_cores: float
     consume_broker_cores: float
     produce_client_cores: float
@@ -30,15 +32,36 @@ class Summary:
     avg_batch_kb: float
 
 
-# The first three columns are the comparison; the rest say where the time went.
-COLUMNS: list[tuple[str, Callable[[Summary], str]]] = [
-    ("produce MB/s", lambda s: f"{s.produce_mb_s:.0f}"),
-    ("consume MB/s", lambda s: f"{s.consume_mb_s:.0f}"),
-    ("peak RSS MB", lambda s: f"{s.peak_rss_mb:.0f}"),
-    ("broker cores P/C", lambda s: f"{s.produce_broker_cores:.2f}/{s.consume_broker_cores:.2f}"),
-    ("client cores P/C", lambda s: f"{s.produce_client_cores:.2f}/{s.consume_client_cores:.2f}"),
-    ("others' cores P/C", lambda s: f"{s.produce_other_cores:.2f}/{s.consume_other_cores:.2f}"),
-    ("batch KB", lambda s: f"{s.avg_batch_kb:.0f}"),
+def _ratio(field: str) -> Callable[[Summary, Summary], str]:
+    return lambda num, den: f"{getattr(num, field) / getattr(den, field):.2f}x"
+
+
+def _pair(first: str, second: str, fmt: str) -> Callable[[Summary], str]:
+    """A produce/consume pair in one cell, to keep the table narrow."""
+    return lambda s: f"{getattr(s, first):{fmt}}/{getattr(s, second):{fmt}}"
+
+
+def _pair_ratio(first: str, second: str) -> Callable[[Summary, Summary], str]:
+    return lambda num, den: f"{getattr(num, first) / getattr(den, first):.2f}x/" + _ratio(second)(num, den)
+
+
+Cell = Callable[[Summary], str]
+Ratio = Callable[[Summary, Summary], str]
+# (header, cell, ratio between two brokers or None). Throughput and RSS are the comparison;
+# broker CPU per GB compares code cost even on a busy machine; the rest say where time went.
+COLUMNS: list[tuple[str, Cell, Ratio | None]] = [
+    ("produce MB/s", lambda s: f"{s.produce_mb_s:.0f}", _ratio("produce_mb_s")),
+    ("consume MB/s", lambda s: f"{s.consume_mb_s:.0f}", _ratio("consume_mb_s")),
+    ("peak RSS MB", lambda s: f"{s.peak_rss_mb:.0f}", _ratio("peak_rss_mb")),
+    (
+        "broker CPU s/GB P/C",
+        _pair("produce_broker_cpu_s_per_gb", "consume_broker_cpu_s_per_gb", ".2f"),
+        _pair_ratio("produce_broker_cpu_s_per_gb", "consume_broker_cpu_s_per_gb"),
+    ),
+    ("broker cores P/C", _pair("produce_broker_cores", "consume_broker_cores", ".2f"), None),
+    ("client cores P/C", _pair("produce_client_cores", "consume_client_cores", ".2f"), None),
+    ("others' cores P/C", _pair("produce_other_cores", "consume_other_cores", ".2f"), None),
+    ("batch KB", lambda s: f"{s.avg_batch_kb:.0f}", None),
 ]
 
 
@@ -54,6 +77,8 @@ def summarize(trials: Sequence[Trial], how: str) -> Summary:
         produce_mb_s=pick([t.produce.mb_per_s for t in trials]),
         consume_mb_s=pick([t.consume.mb_per_s for t in trials]),
         peak_rss_mb=max(t.peak_rss_bytes for t in trials) / MB,
+        produce_broker_cpu_s_per_gb=med([t.produce.broker_cpu_s_per_gb for t in trials]),
+        consume_broker_cpu_s_per_gb=med([t.consume.broker_cpu_s_per_gb for t in trials]),
         produce_broker_cores=med([t.produce.broker_cores for t in trials]),
         consume_broker_cores=med([t.consume.broker_cores for t in trials]),
         produce_client_cores=med([t.produce.client_cores for t in trials]),
@@ -65,19 +90,18 @@ def summarize(trials: Sequence[Trial], how: str) -> Summary:
 
 
 def ratio_row(summaries: Sequence[Summary], numerator: str, denominator: str) -> list[str] | None:
-    """``numerator/denominator`` for the three comparison columns, when both brokers ran."""
+    """``numerator/denominator`` for the columns that compare, when both brokers ran."""
     by_name = {s.broker: s for s in summaries}
     if numerator not in by_name or denominator not in by_name:
         return None
     num, den = by_name[numerator], by_name[denominator]
-    ratios = [getattr(num, f) / getattr(den, f) for f in ("produce_mb_s", "consume_mb_s", "peak_rss_mb")]
-    return [f"{numerator}/{denominator}", "", *(f"{r:.2f}x" for r in ratios), *[""] * (len(COLUMNS) - 3)]
+    return [f"{numerator}/{denominator}", "", *(ratio(num, den) if ratio else "" for _, _, ratio in COLUMNS)]
 
 
 def table(summaries: Sequence[Summary], ratio: tuple[str, str]) -> str:
     """A plain-text table, right-aligned numbers, with the ratio row last."""
-    rows = [["broker", "runs", *(header for header, _ in COLUMNS)]]
-    rows += [[s.broker, str(s.runs), *(cell(s) for _, cell in COLUMNS)] for s in summaries]
+    rows = [["broker", "runs", *(header for header, _, _ in COLUMNS)]]
+    rows += [[s.broker, str(s.runs), *(cell(s) for _, cell, _ in COLUMNS)] for s in summaries]
     extra = ratio_row(summaries, *ratio)
     if extra:
         rows.append(extra)

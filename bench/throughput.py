@@ -56,6 +56,12 @@ class Phase:
         return self.broker_cpu_seconds / self.seconds
 
     @property
+    def broker_cpu_s_per_gb(self) -> float:
+        """Broker CPU seconds per 10^9 value bytes: the cost of the broker's code, and much
+        less sensitive than MB/s to neighbours taking the shared cores."""
+        return self.broker_cpu_seconds / (self.bytes / 1e9)
+
+    @property
     def client_cores(self) -> float:
         return self.client_cpu_seconds / self.seconds
 
