@@ -29,9 +29,6 @@ INT8 = struct.Struct(">b")
 INT16 = struct.Struct(">h")
 INT32 = struct.Struct(">i")
 INT64 = struct.Struct(">q")
-UINT16 = struct.Struct(">H")
-UINT32 = struct.Struct(">I")
-FLOAT64 = struct.Struct(">d")
 
 #: ``struct`` format code and width of each fixed-width schema type; ``uuid`` is 16 raw bytes.
 FIXED_TYPES: dict[str, tuple[str, int]] = {
