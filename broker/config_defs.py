@@ -140,6 +140,12 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("log.flush.interval.messages", T.LONG, str(LONG_MAX), "Fsync after this many messages."),
         ConfigDef("log.flush.interval.ms", T.LONG, None, "Fsync data older than this (default: no fsync)."),
         ConfigDef("log.flush.scheduler.interval.ms", T.LONG, str(LONG_MAX), "Flush check interval."),
+        ConfigDef(
+            "log.flush.offset.checkpoint.interval.ms",
+            T.INT,
+            "60000",
+            "How often recovery points are persisted.",
+        ),
         ConfigDef("log.cleanup.policy", T.LIST, "delete", "delete, compact, or both."),
         ConfigDef("log.cleaner.enable", T.BOOLEAN, "true", "Run the log cleaner for compacted topics."),
         ConfigDef("log.cleaner.threads", T.INT, "1", "Accepted for compatibility."),

@@ -14,6 +14,7 @@ import logging
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 
 import trio
@@ -25,9 +26,12 @@ from broker.connection import serve_connection
 from broker.context import Handler
 from broker.dispatch import advertised_apis, load_handlers
 from broker.durability import Durability
+from broker.group_timers import install_group_coordinator
+from broker.log_maintenance import run_log_maintenance
 from broker.partitions import PartitionStore
 from broker.producer_ids import ProducerIdAllocator
 from broker.topics import TopicRegistry
+from coordinator.coordinator import GroupCoordinator
 from log.checkpoint import write_atomically
 
 log = logging.getLogger(__name__)
@@ -78,10 +82,14 @@ class Broker:
         self.handlers: dict[int, Handler] = load_handlers()
         self.advertised: list[ApiSupport] = advertised_apis(self.handlers)
         self.listeners: list[Listener] = []
-        self.coordinator: object | None = None
+        self.coordinator: GroupCoordinator | None = None
         # Long-running duties started with the listeners and cancelled with them
         # (flush.ms enforcement; the coordinator and retention add theirs).
-        self.background_tasks: list[Callable[[], Awaitable[None]]] = [self.durability.run_periodic_flush]
+        self.background_tasks: list[Callable[[], Awaitable[None]]] = [
+            self.durability.run_periodic_flush,
+            partial(run_log_maintenance, self),
+        ]
+        install_group_coordinator(self)
 
     @property
     def endpoint(self) -> Listener:
