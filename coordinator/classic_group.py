@@ -420,12 +420,14 @@ class ClassicGroup:
     # --- offsets (Kafka's Group interface) -----------------------------------------------
 
     def validate_offset_commit(
-        self, member_id: str, group_instance_id: str | None, generation_id: int
+        self, member_id: str, group_instance_id: str | None, generation_id: int, api_version: int
     ) -> None:
         """Who may commit: members of the current generation, or anyone while Empty.
 
         Generation -1 with no member id is a "simple" consumer (assign() + commit) or an
-        admin tool; it may only commit while no member owns the group's partitions.
+        admin tool; it may only commit while no member owns the group's partitions.  Every
+        OffsetCommit version may commit to a classic group (``api_version`` matters only for
+        consumer groups).
         """
         if self.is_in(GroupState.DEAD):
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)

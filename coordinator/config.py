@@ -37,6 +37,8 @@ class CoordinatorConfig:
     consumer_heartbeat_interval_ms: int = 5000
     consumer_max_size: int = INT_MAX
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    # "consumer" enables KIP-848 (ConsumerGroupHeartbeat); Kafka 4 enables both.
+    rebalance_protocols: tuple[str, ...] = ("classic", "consumer")
 
     @classmethod
     def from_config(cls, config: ConfigLookup) -> CoordinatorConfig:
@@ -47,7 +49,10 @@ class CoordinatorConfig:
             value = config.get(key)
             return default if value is None or value == "" else int(value) * factor
 
-        assignors = config.get("group.consumer.assignors")
+        def names(key: str, default: tuple[str, ...]) -> tuple[str, ...]:
+            value = config.get(key)
+            return tuple(v.strip() for v in value.split(",") if v.strip()) if value else default
+
         return cls(
             offsets_topic_partitions=number(
                 "offsets.topic.num.partitions", defaults.offsets_topic_partitions
@@ -76,9 +81,6 @@ class CoordinatorConfig:
                 "group.consumer.heartbeat.interval.ms", defaults.consumer_heartbeat_interval_ms
             ),
             consumer_max_size=number("group.consumer.max.size", defaults.consumer_max_size),
-            consumer_assignors=(
-                tuple(a.strip() for a in assignors.split(",") if a.strip())
-                if assignors
-                else defaults.consumer_assignors
-            ),
+            consumer_assignors=names("group.consumer.assignors", defaults.consumer_assignors),
+            rebalance_protocols=names("group.coordinator.rebalance.protocols", defaults.rebalance_protocols),
         )

@@ -22,6 +22,8 @@ from typing import Any, Protocol
 from coordinator.classic_group import ClassicGroup, GroupError, GroupState, Responder, join_error, sync_error
 from coordinator.classic_protocol import ClassicGroups, JoinRequest, SyncRequest
 from coordinator.config import CoordinatorConfig
+from coordinator.consumer_group import ConsumerGroup
+from coordinator.consumer_heartbeat import ConsumerGroups, HeartbeatRequest
 from coordinator.offsets import Offsets, TopicCatalog, topics_with_error
 from coordinator.offsets_topic import partition_for
 from coordinator.records import (
@@ -42,6 +44,7 @@ log = logging.getLogger(__name__)
 
 Record = tuple[bytes, bytes | None]
 CLASSIC_GROUP_TYPE = "classic"
+CONSUMER_GROUP_TYPE = "consumer"
 # AclOperation bits for a group when no authorizer restricts anything: READ, DELETE, DESCRIBE.
 GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
@@ -60,7 +63,7 @@ class CoordinatorStorage(Protocol):
 
 
 class GroupCoordinator:
-    """Classic groups and committed offsets of every ``__consumer_offsets`` partition."""
+    """Classic and consumer groups, and committed offsets, of every ``__consumer_offsets`` partition."""
 
     def __init__(
         self,
@@ -78,6 +81,7 @@ class GroupCoordinator:
         self._started = False
         self.classic = ClassicGroups(self._groups, self._timer, clock, config, self._write)
         self.offsets = Offsets(topics, clock, config.offset_metadata_max_bytes, self._write)
+        self.consumer = ConsumerGroups(self._groups, self._timer, clock, config, topics)
 
     # --- partitions, loading and storage -------------------------------------------------
 
@@ -190,6 +194,16 @@ class GroupCoordinator:
         group = self._groups.pop(group_id)
         if isinstance(group, ClassicGroup):
             self.classic.forget(group)
+        else:
+            group.dead = True
+
+    def _replace_empty_group(self, group_id: str, kind: type) -> None:
+        """A group of the other protocol may take over an Empty group's id (and offsets)."""
+        existing = self._groups.get(group_id)
+        if existing is None or isinstance(existing, kind) or not existing.is_empty:
+            return
+        if self._write(group_id, [encode_group_metadata(GroupMetadataKey(group_id), None)]) is ErrorCode.NONE:
+            self._forget(group_id)
 
     # --- classic group membership --------------------------------------------------------
 
@@ -204,8 +218,9 @@ class GroupCoordinator:
         if error is not ErrorCode.NONE:
             respond(join_error(error, request.member_id))
             return
-        existing = self._groups.get(request.group_id)
-        if existing is not None and not isinstance(existing, ClassicGroup):
+        self._replace_empty_group(request.group_id, ClassicGroup)
+        if isinstance(self._groups.get(request.group_id), ConsumerGroup):
+            # Classic members in a consumer group (Kafka's mixed mode) are not supported.
             respond(join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, request.member_id))
             return
         self.classic.join(request, respond)
@@ -274,7 +289,7 @@ class GroupCoordinator:
                 raise GroupError(
                     ErrorCode.GROUP_ID_NOT_FOUND if api_version >= 9 else ErrorCode.ILLEGAL_GENERATION
                 )
-            group.validate_offset_commit(member_id, group_instance_id, generation_id)
+            group.validate_offset_commit(member_id, group_instance_id, generation_id, api_version)
         except GroupError as failure:
             return unknown + topics_with_error(valid, failure.code)
         if isinstance(group, ClassicGroup) and group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE):
@@ -282,15 +297,31 @@ class GroupCoordinator:
             self.classic.reschedule_heartbeat(group, member_id)
         return unknown + self.offsets.commit(group_id, retention_time_ms, valid)
 
-    def fetch_offsets(self, group_id: str, topics: list[dict[str, Any]] | None) -> dict[str, Any]:
-        """OffsetFetch for one group (``topics`` None = every committed partition)."""
+    def fetch_offsets(
+        self,
+        group_id: str,
+        topics: list[dict[str, Any]] | None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
+    ) -> dict[str, Any]:
+        """OffsetFetch for one group (``topics`` None = every committed partition).
+
+        A member of a consumer group (OffsetFetch v9+) is checked against its epoch, so a
+        fenced member cannot read positions it no longer owns.
+        """
         error = self.availability(group_id)
+        group = self._groups.get(group_id)
+        if error is ErrorCode.NONE and isinstance(group, ConsumerGroup):
+            try:
+                group.validate_offset_fetch(member_id, member_epoch)
+            except GroupError as failure:
+                error = failure.code
         if error is not ErrorCode.NONE:
             return {"group_id": group_id, "error_code": error, "topics": []}
         return {
             "group_id": group_id,
             "error_code": ErrorCode.NONE,
-            "topics": self.offsets.fetch(group_id, topics, group_id in self._groups),
+            "topics": self.offsets.fetch(group_id, topics, group is not None),
         }
 
     def delete_offsets(
@@ -362,16 +393,17 @@ class GroupCoordinator:
         listed = []
         for group_id, group in self._groups.items():
             state = group.state.value
+            kind = CONSUMER_GROUP_TYPE if isinstance(group, ConsumerGroup) else CLASSIC_GROUP_TYPE
             if wanted_states and state.lower() not in wanted_states:
                 continue
-            if wanted_types and CLASSIC_GROUP_TYPE not in wanted_types:
+            if wanted_types and kind not in wanted_types:
                 continue
             listed.append(
                 {
                     "group_id": group_id,
                     "protocol_type": group.protocol_type or "",
                     "group_state": state,
-                    "group_type": CLASSIC_GROUP_TYPE,
+                    "group_type": kind,
                 }
             )
         return ErrorCode.NONE, listed
@@ -400,3 +432,23 @@ class GroupCoordinator:
                 self.offsets.replay(key, None)
             self._forget(group_id)
         return error
+
+    # --- consumer groups (KIP-848) -------------------------------------------------------
+
+    def consumer_group_heartbeat(self, request: HeartbeatRequest) -> dict[str, Any]:
+        error = self.availability(request.group_id) if request.group_id else ErrorCode.NONE
+        if error is not ErrorCode.NONE:
+            return {"error_code": error, "error_message": None, "member_id": None, "member_epoch": 0}
+        if request.member_epoch == 0:
+            self._replace_empty_group(request.group_id, ConsumerGroup)
+        return self.consumer.heartbeat(request)
+
+    def consumer_group_describe(self, group_ids: list[str]) -> list[dict[str, Any]]:
+        described = []
+        for group_id in group_ids:
+            error = self.availability(group_id) if group_id else ErrorCode.INVALID_GROUP_ID
+            if error is ErrorCode.NONE:
+                described.append(self.consumer.describe(group_id))
+            else:
+                described.append({"group_id": group_id, "error_code": error, "error_message": None})
+        return described

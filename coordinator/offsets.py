@@ -34,15 +34,11 @@ class TopicCatalog(Protocol):
 
     def by_id(self, topic_id: bytes) -> TopicLike | None: ...
 
+    def all(self) -> list[TopicLike]: ...
+
 
 class OffsetGroup(Protocol):
     """What retention and OffsetDelete need from a group of either protocol."""
-
-    def validate_offset_commit(
-        self, member_id: str, group_instance_id: str | None, generation_id: int
-    ) -> None: ...
-
-    def validate_offset_delete(self) -> None: ...
 
     def is_subscribed_to(self, topic: str) -> bool: ...
 

@@ -37,7 +37,10 @@ async def handle_offset_fetch(ctx: RequestContext, request: dict[str, Any]) -> d
     if ctx.api_version >= 8:
         return {
             "groups": [
-                coordinator.fetch_offsets(group["group_id"], group["topics"]) for group in request["groups"]
+                coordinator.fetch_offsets(
+                    group["group_id"], group["topics"], group["member_id"], group["member_epoch"]
+                )
+                for group in request["groups"]
             ]
         }
     result = coordinator.fetch_offsets(request["group_id"], request["topics"])

@@ -15,6 +15,7 @@ import pytest
 
 from coordinator.classic_protocol import JoinRequest, SyncRequest
 from coordinator.config import CoordinatorConfig
+from coordinator.consumer_heartbeat import HeartbeatRequest
 from coordinator.coordinator import GroupCoordinator
 
 START_MS = 1_700_000_000_000
@@ -63,6 +64,12 @@ class Topics:
 
     def by_id(self, topic_id: bytes) -> Topic | None:
         return next((t for t in self.topics.values() if t.topic_id == topic_id), None)
+
+    def all(self) -> list[Topic]:
+        return list(self.topics.values())
+
+    def id_of(self, name: str) -> bytes:
+        return self.topics[name].topic_id
 
 
 class Reply(list):
@@ -229,6 +236,49 @@ class Harness:
             (t["name"], p["partition_index"]): p["committed_offset"]
             for t in result["topics"]
             for p in t["partitions"]
+        }
+
+    def cg_heartbeat(
+        self,
+        group: str,
+        member_id: str,
+        epoch: int,
+        *,
+        topics: list[str] | None = None,
+        regex: str | None = None,
+        owned: dict[str, list[int]] | None = None,
+        instance: str | None = None,
+        assignor: str | None = None,
+        rebalance_ms: int = -1,
+    ) -> dict[str, Any]:
+        """A ConsumerGroupHeartbeat; ``owned`` by topic name (None = unchanged)."""
+        joining = epoch == 0
+        request = HeartbeatRequest(
+            group_id=group,
+            member_id=member_id,
+            member_epoch=epoch,
+            instance_id=instance,
+            rack_id=None,
+            rebalance_timeout_ms=30_000 if joining and rebalance_ms == -1 else rebalance_ms,
+            subscribed_topic_names=topics
+            if topics is not None or regex
+            else (["orders"] if joining else None),
+            subscribed_topic_regex=regex,
+            server_assignor=assignor,
+            owned={self.topics.id_of(t): ps for t, ps in owned.items()}
+            if owned is not None
+            else ({} if joining else None),
+            client_id="cg-client",
+            client_host="/127.0.0.1",
+        )
+        return self.coordinator.consumer_group_heartbeat(request)
+
+    def assigned(self, response: dict[str, Any]) -> dict[str, list[int]]:
+        """The heartbeat response's assignment by topic name."""
+        assert response["assignment"] is not None, response
+        return {
+            self.topics.by_id(tp["topic_id"]).name: sorted(tp["partitions"])
+            for tp in response["assignment"]["topic_partitions"]
         }
 
     def state(self, group: str) -> str:

@@ -1,0 +1,66 @@
+"""KIP-848 consumer groups: ConsumerGroupHeartbeat and ConsumerGroupDescribe.
+
+Available when ``group.coordinator.rebalance.protocols`` includes ``consumer`` (Kafka 4's
+default); otherwise both APIs answer UNSUPPORTED_VERSION, as Kafka does, and clients fall
+back to the classic protocol or report the setting.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.handlers.groups import client_host, coordinator_of
+from coordinator.consumer_heartbeat import HeartbeatRequest
+from coordinator.coordinator import GROUP_AUTHORIZED_OPERATIONS
+from wire.error_codes import ErrorCode
+
+CONSUMER_GROUP_HEARTBEAT = 68
+CONSUMER_GROUP_DESCRIBE = 69
+
+
+def _enabled(ctx: RequestContext) -> bool:
+    return "consumer" in coordinator_of(ctx).config.rebalance_protocols
+
+
+async def handle_consumer_group_heartbeat(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    if not _enabled(ctx):
+        return {"error_code": ErrorCode.UNSUPPORTED_VERSION}
+    owned = request["topic_partitions"]
+    heartbeat = HeartbeatRequest(
+        group_id=request["group_id"],
+        member_id=request["member_id"],
+        member_epoch=request["member_epoch"],
+        instance_id=request["instance_id"],
+        rack_id=request["rack_id"],
+        rebalance_timeout_ms=request["rebalance_timeout_ms"],
+        subscribed_topic_names=request["subscribed_topic_names"],
+        subscribed_topic_regex=request.get("subscribed_topic_regex"),
+        server_assignor=request["server_assignor"],
+        owned=None if owned is None else {bytes(tp["topic_id"]): list(tp["partitions"]) for tp in owned},
+        client_id=ctx.header.client_id or "",
+        client_host=client_host(ctx),
+    )
+    return coordinator_of(ctx).consumer_group_heartbeat(heartbeat)
+
+
+async def handle_consumer_group_describe(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    if not _enabled(ctx):
+        return {
+            "groups": [
+                {"group_id": group_id, "error_code": ErrorCode.UNSUPPORTED_VERSION}
+                for group_id in request["group_ids"]
+            ]
+        }
+    groups = coordinator_of(ctx).consumer_group_describe(request["group_ids"])
+    if request["include_authorized_operations"]:
+        for group in groups:
+            if group["error_code"] == ErrorCode.NONE:
+                group["authorized_operations"] = GROUP_AUTHORIZED_OPERATIONS
+    return {"groups": groups}
+
+
+HANDLERS = {
+    CONSUMER_GROUP_HEARTBEAT: handle_consumer_group_heartbeat,
+    CONSUMER_GROUP_DESCRIBE: handle_consumer_group_describe,
+}
