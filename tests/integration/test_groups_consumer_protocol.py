@@ -1,0 +1,169 @@
+"""KIP-848 consumer groups (``group.protocol=consumer``) through librdkafka.
+
+The coordinator assigns partitions itself; members converge through ConsumerGroupHeartbeat.
+The broker runs with a short heartbeat interval and session timeout so that convergence and
+failure detection take seconds, not Kafka's default 5 s / 45 s.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import ConsumerGroupType
+from confluent_kafka.admin import AdminClient
+
+from tests.integration.broker_process import OdradekProcess
+from tests.integration.test_groups_sharing import (
+    Member,
+    confluent_member,
+    create_topic,
+    produce,
+    start,
+    stop,
+    values,
+    wait_for_all,
+    wait_for_balance,
+    wait_until,
+)
+
+CONSUMER_PROTOCOL = {"group.protocol": "consumer"}
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[OdradekProcess]:
+    process = OdradekProcess(
+        tmp_path / "broker",
+        {"group.consumer.heartbeat.interval.ms": "500", "group.consumer.session.timeout.ms": "6000"},
+    ).start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+def members(bootstrap: str, topic: str, group: str, count: int, first: int = 0) -> list[Member]:
+    return [
+        confluent_member(bootstrap, topic, group, f"cg-{i}", **CONSUMER_PROTOCOL) for i in range(first, count)
+    ]
+
+
+def test_consumer_protocol_members_share_partitions_and_rebalance(broker: OdradekProcess) -> None:
+    bootstrap, topic, group = broker.bootstrap, "kip848-share", "kip848-group"
+    create_topic(bootstrap, topic)
+    group_members = members(bootstrap, topic, group, 3)
+    start(*group_members)
+    try:
+        wait_for_balance(group_members)
+        assert sorted(len(m.assignment) for m in group_members) == [2, 2, 2]
+        first = values("first", 600)
+        produce(bootstrap, topic, first)
+        assert set(wait_for_all(group_members, first).values()) == {1}
+
+        fourth = members(bootstrap, topic, group, 4, first=3)
+        start(*fourth)
+        group_members += fourth
+        wait_for_balance(group_members)
+        second = values("second", 300)
+        produce(bootstrap, topic, second)
+        assert set(wait_for_all(group_members, second).values()) == {1}
+
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        listed = admin.list_consumer_groups().result(timeout=30)
+        [entry] = [g for g in listed.valid if g.group_id == group]
+        assert entry.type == ConsumerGroupType.CONSUMER
+        description = admin.describe_consumer_groups([group])[group].result(timeout=30)
+        assert description.state.name == "STABLE"
+        assert len(description.members) == 4
+        owned = sorted(tp.partition for m in description.members for tp in m.assignment.topic_partitions)
+        assert owned == list(range(6))
+    finally:
+        stop(*group_members)
+
+
+VICTIM = """
+import sys
+from confluent_kafka import Consumer
+bootstrap, topic, group = sys.argv[1:4]
+consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+                     "client.id": "victim"})
+consumer.subscribe([topic])
+owned = None
+while True:
+    consumer.poll(0.1)
+    now = sorted(tp.partition for tp in consumer.assignment())
+    if now != owned:
+        owned = now
+        print("OWNS", *now, flush=True)
+"""
+
+
+def test_partitions_of_a_killed_consumer_protocol_member_move_after_its_session(
+    broker: OdradekProcess,
+) -> None:
+    bootstrap, topic, group = broker.bootstrap, "kip848-kill", "kip848-kill-group"
+    create_topic(bootstrap, topic)
+    victim = subprocess.Popen(
+        [sys.executable, "-c", VICTIM, bootstrap, topic, group], stdout=subprocess.PIPE, text=True
+    )
+    victim_owns: set[int] = set()
+
+    def read() -> None:
+        assert victim.stdout is not None
+        for line in victim.stdout:
+            victim_owns.clear()
+            victim_owns.update(int(p) for p in line.split()[1:])
+
+    threading.Thread(target=read, daemon=True).start()
+    [survivor] = members(bootstrap, topic, group, 1)
+    start(survivor)
+    try:
+        wait_until(
+            lambda: (
+                victim_owns and survivor.assignment and victim_owns | survivor.assignment == set(range(6))
+            ),
+            "the victim and the survivor to share the topic",
+        )
+        killed_at = time.monotonic()
+        victim.kill()
+        victim.wait()
+        wait_until(lambda: survivor.assignment == set(range(6)), "the survivor to own every partition")
+        assert time.monotonic() - killed_at > 3  # the 6 s session, not a LeaveGroup
+        expected = values("after-kill", 60)
+        produce(bootstrap, topic, expected)
+        assert set(wait_for_all([survivor], expected).values()) == {1}
+    finally:
+        victim.kill()
+        stop(survivor)
+
+
+def test_consumer_protocol_group_resumes_from_committed_offsets_after_a_restart(
+    broker: OdradekProcess,
+) -> None:
+    bootstrap, topic, group = broker.bootstrap, "kip848-restart", "kip848-restart-group"
+    create_topic(bootstrap, topic, 2)
+    before = values("before", 100)
+    produce(bootstrap, topic, before, 2)
+    [member] = members(bootstrap, topic, group, 1)
+    start(member)
+    try:
+        wait_for_all([member], before)
+        time.sleep(1.5)  # past an auto-commit
+    finally:
+        stop(member)
+    broker.restart()
+    after = values("after", 50)
+    produce(bootstrap, topic, after, 2)
+    [member] = members(bootstrap, topic, group, 1)
+    start(member)
+    try:
+        seen = wait_for_all([member], after)
+        assert set(seen.values()) == {1}
+        assert not set(member.values()) & set(before)
+    finally:
+        stop(member)
