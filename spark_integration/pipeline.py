@@ -12,8 +12,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from spark_integration.events import generate_events
@@ -40,10 +41,12 @@ def _epoch_ms(text: str) -> int:
 
 
 def _generate(args: argparse.Namespace) -> None:
+    start_ms = args.start if args.start is not None else int(time.time()) // 60 * 60_000
     create_topic(args.bootstrap, args.topic, args.partitions)
-    events = generate_events(args.events, seed=args.seed, start_ms=args.start, users=args.users)
+    events = generate_events(args.events, seed=args.seed, start_ms=start_ms, users=args.users)
     published = publish_events(args.bootstrap, args.topic, events)
-    print(f"published {published} events to {args.topic}")
+    start = datetime.fromtimestamp(start_ms / 1000, UTC).isoformat()
+    print(f"published {published} events to {args.topic} (--seed {args.seed} --start {start})")
 
 
 def _stream(args: argparse.Namespace) -> None:

@@ -17,8 +17,12 @@ from pyspark.sql import DataFrame
 from pyspark.sql.streaming import StreamingQuery
 
 TIMEOUT_S = 30.0
-BASE_TIME_MS = 1_714_564_800_000
-"""2024-05-01T12:00:00Z: fixed record timestamps keep timestamp lookups deterministic."""
+BASE_TIME_MS = (int(time.time()) - 3600) * 1000
+"""Record timestamps start an hour ago, fixed for the run so timestamp lookups are deterministic.
+
+Not a constant date: a broker deletes records older than ``retention.ms`` (seven days by default)
+at its next retention check, which made a fixed 2024 date fail against Apache Kafka.
+"""
 
 Headers = tuple[tuple[str, bytes | None], ...]
 
