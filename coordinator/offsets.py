@@ -74,9 +74,6 @@ class Offsets:
         else:
             self._by_group.setdefault(key.group, {})[key.topic, key.partition] = value
 
-    def committed(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
-        return self._by_group.get(group_id, {})
-
     # --- OffsetCommit --------------------------------------------------------------------
 
     def unknown_partitions(

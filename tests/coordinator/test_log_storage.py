@@ -15,22 +15,24 @@ from tests.coordinator.conftest import FakeClock, Harness, Topics
 from wire.error_codes import ErrorCode as E
 
 
-def _storage(manager: LogManager) -> LogStorage:
+def _storage(manager: LogManager, compact_after: int = 10_000) -> LogStorage:
     def partition_log(partition: int, create: bool) -> PartitionLog | None:
         if create:
             return manager.get_or_create(OFFSETS_TOPIC, partition)
         return manager.get(OFFSETS_TOPIC, partition)
 
-    return LogStorage(partition_log)
+    return LogStorage(partition_log, compact_after=compact_after)
 
 
-def _harness_on(manager: LogManager, clock: FakeClock, topics: Topics) -> Harness:
+def _harness_on(
+    manager: LogManager, clock: FakeClock, topics: Topics, compact_after: int = 10_000
+) -> Harness:
     h = Harness.__new__(Harness)
     h.clock = clock
     h.config = CoordinatorConfig(offsets_topic_partitions=4)
     h.topics = topics
     h.storage = None
-    h.coordinator = GroupCoordinator(h.config, _storage(manager), topics, clock)
+    h.coordinator = GroupCoordinator(h.config, _storage(manager, compact_after), topics, clock)
     h.coordinator.load()
     return h
 
@@ -62,4 +64,24 @@ def test_nothing_is_created_until_the_first_write(tmp_path: Path) -> None:
     assert list(manager.partitions()) == []
     h.commit("g", {("orders", 0): 1})
     assert [key for key, _ in manager.partitions()] == [(OFFSETS_TOPIC, h.coordinator.partition_for("g"))]
+    manager.close()
+
+
+def test_the_offsets_log_is_compacted_by_rewriting_live_records(tmp_path: Path) -> None:
+    clock, topics = FakeClock(), Topics(orders=6)
+    manager = LogManager([str(tmp_path)], lambda topic: LogConfig())
+    h = _harness_on(manager, clock, topics, compact_after=50)
+    for offset in range(500):
+        h.commit("g", {("orders", offset % 3): offset})
+    h.commit("gone", {("orders", 5): 5})
+    h.coordinator.delete_groups(["gone"])
+    log = manager.get(OFFSETS_TOPIC, h.coordinator.partition_for("g"))
+    assert log.log_start_offset > 400  # everything before the last rewrite is gone
+    assert log.log_end_offset - log.log_start_offset < 60
+    manager.close()
+
+    manager = LogManager([str(tmp_path)], lambda topic: LogConfig())
+    after = _harness_on(manager, clock, topics, compact_after=50)
+    assert after.committed("g") == {("orders", 0): 498, ("orders", 1): 499, ("orders", 2): 497}
+    assert after.state("gone") == "Dead"
     manager.close()
