@@ -22,6 +22,7 @@ from compat_tests.drivers.confluent import ConfluentDriver
 from compat_tests.drivers.java import JAVA_CLIENT_VERSIONS, JavaDriver, JavaProcess, build_java_client
 from compat_tests.drivers.kafka_python import KafkaPythonDriver
 from compat_tests.drivers.kcat import KcatDriver
+from compat_tests.helpers import eventually
 from compat_tests.matrix import Matrix, cell_key
 
 PYTHON_DRIVERS: dict[str, type[Driver]] = {
@@ -175,7 +176,8 @@ def broker(brokers: BrokerPool) -> RunningBroker:
 
 
 @pytest.fixture(scope="session")
-def drivers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DriverPool]:
+def drivers(brokers: BrokerPool, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DriverPool]:
+    """Depends on ``brokers`` so that clients are closed before their brokers stop."""
     pool = DriverPool(tmp_path_factory.mktemp("client-logs"))
     yield pool
     pool.close_all()
@@ -191,6 +193,18 @@ def driver(client: str, broker: RunningBroker, drivers: DriverPool) -> Driver:
 def admin(broker: RunningBroker, drivers: DriverPool) -> Driver:
     """The setup client (confluent-kafka), so a scenario's preparation never depends on the client under test."""
     return drivers.get("confluent-kafka", broker.bootstrap)
+
+
+@pytest.fixture(scope="session")
+def group_coordinator(broker: RunningBroker, drivers: DriverPool) -> None:
+    """Wait until the broker's group coordinator answers (creating ``__consumer_offsets``).
+
+    Until then Kafka answers an OffsetFetch that did not go through FindCoordinator with
+    NOT_COORDINATOR, and kcat's assign-mode consumer treats that as fatal; any cluster that has
+    seen a consumer group is past this point.
+    """
+    admin = drivers.get("confluent-kafka", broker.bootstrap)
+    eventually(lambda: admin.group_offsets("compat-coordinator-probe"), timeout_s=90)
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ def test_empty_topic(driver: Driver, admin: Driver, topic: str) -> None:
 
 @pytest.mark.parametrize("reset", ["earliest", "latest", "none"])
 @pytest.mark.parametrize("start", ["no-commit", "out-of-range"])
+@pytest.mark.usefixtures("group_coordinator")
 def test_offset_reset(driver: Driver, admin: Driver, topic: str, start: str, reset: str) -> None:
     """auto.offset.reset decides where a consumer without a valid position starts.
 
@@ -50,7 +51,8 @@ def test_offset_reset(driver: Driver, admin: Driver, topic: str, start: str, res
             fill(admin, topic, 2, start=5)
             assert [r.value for r in poll_until(consumer, 2)] == [b"m5", b"m6"]
         else:
-            assert poll_for_error(consumer).kind == ErrorKind.OFFSET_RESET_NONE
+            error = poll_for_error(consumer)
+            assert error.kind == ErrorKind.OFFSET_RESET_NONE, error.detail
 
 
 def test_list_offsets(driver: Driver, admin: Driver, topic: str) -> None:

@@ -183,7 +183,7 @@ class AiokafkaDriver(Driver):
                 results = await asyncio.gather(*futures)
             finally:
                 await producer.stop()
-            return [r.offset if r.offset >= 0 else NO_OFFSET for r in results]
+            return [r.offset if r is not None and r.offset >= 0 else NO_OFFSET for r in results]
 
         return self.run(produce())
 

@@ -105,7 +105,10 @@ _PATTERNS: list[tuple[ErrorKind, re.Pattern[str]]] = [
     (ErrorKind.MESSAGE_TOO_LARGE, re.compile(r"too.?large|MSG_SIZE_TOO_LARGE", re.I)),
     (
         ErrorKind.OFFSET_RESET_NONE,
-        re.compile(r"NoOffsetForPartition|OffsetOutOfRange|OFFSET_OUT_OF_RANGE|AUTO_OFFSET_RESET", re.I),
+        re.compile(
+            r"NoOffsetForPartition|offset.?out.?of.?range|AUTO_OFFSET_RESET|no previously committed offset",
+            re.I,
+        ),
     ),
     (
         ErrorKind.UNKNOWN_TOPIC,

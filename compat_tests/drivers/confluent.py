@@ -173,7 +173,8 @@ class ConfluentDriver(Driver):
             err, msg = report
             if err is not None:
                 _raise_for(err)
-            offsets.append(msg.offset() if msg.offset() >= 0 else NO_OFFSET)
+            offset = msg.offset()  # None with acks=0
+            offsets.append(offset if offset is not None and offset >= 0 else NO_OFFSET)
         return offsets
 
     def consumer(self, settings: ConsumerSettings) -> Consumer:

@@ -61,7 +61,7 @@ class KcatConsumer(Consumer):
         if len(topics) != 1 or len(starts) != 1:
             self._driver.unsupported("assigning several topics or start offsets in one consumer")
         (topic,), (start,) = topics, starts
-        args = ["-C", "-t", topic, "-J", "-u", "-X", f"auto.offset.reset={RESET[self._settings.reset]}"]
+        args = ["-C", "-E", "-t", topic, "-J", "-u", "-X", f"auto.offset.reset={RESET[self._settings.reset]}"]
         args += ["-o", START.get(self._settings.reset, "stored") if start is None else str(start)]
         if self._settings.group is not None:
             args += ["-X", f"group.id={self._settings.group}"]
