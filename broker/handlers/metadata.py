@@ -2,8 +2,9 @@
 
 Auto-creation happens here, as in modern Kafka (Produce to an unknown topic does not create
 it): when ``auto.create.topics.enable`` is on and the request allows it (v4+), an unknown
-topic with a legal name is created with ``num.partitions`` before the answer is built, so the
-client sees it ready at once.
+topic with a legal name is created with ``num.partitions``.  Like Kafka 4 (KRaft), whose
+brokers forward the creation to the controller, the response that triggered the creation
+still says UNKNOWN_TOPIC_OR_PARTITION; clients retry and find the topic ready.
 """
 
 from __future__ import annotations
@@ -67,9 +68,10 @@ def resolve_topic(ctx: RequestContext, name: str, auto_create: bool) -> TopicInf
     if not (auto_create and ctx.broker.config.get_bool("auto.create.topics.enable")):
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     try:
-        return auto_create_topic(ctx.broker, name)
+        auto_create_topic(ctx.broker, name)
     except TopicError as exc:
         return exc.code
+    return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 async def handle_metadata(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
