@@ -17,6 +17,7 @@ library and :mod:`compat_tests.maven`::
 from __future__ import annotations
 
 import base64
+import ctypes
 import os
 import shutil
 import signal
@@ -84,6 +85,17 @@ class RunningBroker:
         if self.log_path is None or not self.log_path.exists():
             return ""
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """Runs in the child before exec: ask Linux to SIGTERM it when the test process dies.
+
+    Without this a pytest killed by a signal (no finalizers run) would leave a JVM broker behind.
+    """
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def free_ports(count: int) -> list[int]:
@@ -205,7 +217,11 @@ def start_apache_kafka(
         raise RuntimeError(f"kafka storage format failed:\n{output}")
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [*jvm, "kafka.Kafka", str(properties)], stdout=log, stderr=subprocess.STDOUT, cwd=workdir
+            [*jvm, "kafka.Kafka", str(properties)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=workdir,
+            preexec_fn=_die_with_parent,
         )
     bootstrap = f"127.0.0.1:{broker_port}"
     broker = RunningBroker(bootstrap, "apache-kafka", process, log_path, dict(overrides or {}))
@@ -240,7 +256,9 @@ def start_odradek(workdir: Path, overrides: Mapping[str, str] | None = None) -> 
         command += ["--override", f"{key}={value}"]
     log_path = workdir / "odradek.log"
     with log_path.open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=workdir)
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, cwd=workdir, preexec_fn=_die_with_parent
+        )
     broker = RunningBroker(f"127.0.0.1:{port}", "odradek", process, log_path, dict(overrides or {}))
     wait_until_ready(broker)
     return broker

@@ -10,29 +10,17 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterator, Mapping
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
 
-from compat_tests.brokers import BROKER_KINDS, RunningBroker, kafka_jars, start_broker
-from compat_tests.drivers.aiokafka_driver import AiokafkaDriver
+from compat_tests.brokers import BROKER_KINDS, RunningBroker, kafka_jars
 from compat_tests.drivers.base import Driver
-from compat_tests.drivers.confluent import ConfluentDriver
-from compat_tests.drivers.java import JAVA_CLIENT_VERSIONS, JavaDriver, JavaProcess, build_java_client
-from compat_tests.drivers.kafka_python import KafkaPythonDriver
-from compat_tests.drivers.kcat import KcatDriver
+from compat_tests.drivers.java import build_java_client
 from compat_tests.helpers import eventually
 from compat_tests.matrix import Matrix, cell_key
+from compat_tests.pools import ALL_CLIENTS, JAVA_CLIENTS, BrokerPool, DriverPool
 
-PYTHON_DRIVERS: dict[str, type[Driver]] = {
-    "kafka-python": KafkaPythonDriver,
-    "confluent-kafka": ConfluentDriver,
-    "aiokafka": AiokafkaDriver,
-    "kcat": KcatDriver,
-}
-JAVA_CLIENTS = {f"java-{version}": version for version in JAVA_CLIENT_VERSIONS}
-ALL_CLIENTS = [*PYTHON_DRIVERS, *JAVA_CLIENTS]
 TEST_TIMEOUT_S = 150
 """Per-test deadline (pytest-timeout); client calls are bounded well below it."""
 
@@ -102,64 +90,6 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             build_java_client(JAVA_CLIENTS[name])
     except RuntimeError as exc:
         pytest.exit(f"cannot prepare the compatibility suite: {exc}", returncode=3)
-
-
-class BrokerPool:
-    """Brokers by configuration: the default one, plus one per distinct set of overrides.
-
-    A scenario that needs a differently configured broker (auto.create.topics.enable=false) gets
-    a dedicated one, started on first use and shared by every test asking for the same overrides.
-    """
-
-    def __init__(self, config: pytest.Config, tmp: pytest.TempPathFactory) -> None:
-        self.kind: str = config.getoption("--broker")
-        self.bootstrap: str | None = config.getoption("--bootstrap")
-        self.tmp = tmp
-        self.brokers: dict[frozenset[tuple[str, str]], RunningBroker] = {}
-
-    def get(self, overrides: Mapping[str, str] | None = None) -> RunningBroker:
-        key = frozenset((overrides or {}).items())
-        if key not in self.brokers:
-            if self.bootstrap is not None:
-                if key:
-                    pytest.skip(
-                        f"needs a broker with {dict(key)}; drop --bootstrap to let the suite start one"
-                    )
-                self.brokers[key] = RunningBroker(self.bootstrap, "external")
-            else:
-                workdir = self.tmp.mktemp(f"{self.kind}-broker")
-                self.brokers[key] = start_broker(self.kind, workdir, dict(key))
-        return self.brokers[key]
-
-    def stop_all(self) -> None:
-        for broker in self.brokers.values():
-            broker.stop()
-
-
-class DriverPool:
-    """One driver per (client, broker), and one JVM per Java client version for the session."""
-
-    def __init__(self, log_dir: Path) -> None:
-        self.log_dir = log_dir
-        self.jvms: dict[str, JavaProcess] = {}
-        self.drivers: dict[tuple[str, str], Driver] = {}
-
-    def get(self, client: str, bootstrap: str) -> Driver:
-        key = (client, bootstrap)
-        if key not in self.drivers:
-            if client in JAVA_CLIENTS:
-                version = JAVA_CLIENTS[client]
-                jvm = self.jvms.setdefault(version, JavaProcess(version, self.log_dir / f"{client}.log"))
-                self.drivers[key] = JavaDriver(bootstrap, jvm)
-            else:
-                self.drivers[key] = PYTHON_DRIVERS[client](bootstrap)
-        return self.drivers[key]
-
-    def close_all(self) -> None:
-        for driver in self.drivers.values():
-            driver.close()
-        for jvm in self.jvms.values():
-            jvm.stop()
 
 
 @pytest.fixture(scope="session")

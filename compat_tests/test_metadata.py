@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from compat_tests.conftest import BrokerPool, DriverPool
 from compat_tests.drivers.base import ClientError, Driver, ErrorKind, Message, ProducerSettings
 from compat_tests.helpers import eventually
+from compat_tests.pools import BrokerPool, DriverPool
 
 NO_AUTO_CREATE = {"auto.create.topics.enable": "false"}
 
