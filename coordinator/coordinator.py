@@ -45,9 +45,9 @@ log = logging.getLogger(__name__)
 Record = tuple[bytes, bytes | None]
 CLASSIC_GROUP_TYPE = "classic"
 CONSUMER_GROUP_TYPE = "consumer"
-# AclOperation bits for a group when no authorizer restricts anything: READ, DELETE, DESCRIBE.
-GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+# Without an authorizer every operation Kafka defines on groups is allowed; these are the
+# AclOperation codes READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS.
+GROUP_AUTHORIZED_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
 
 
 class CoordinatorStorage(Protocol):
@@ -122,6 +122,10 @@ class GroupCoordinator:
                 self.offsets.replay(key, value)
             elif value_bytes is None:
                 self._groups.pop(key.group, None)
+                if self.offsets.has_offsets(key.group):
+                    # The classic group gave way to a consumer group (whose membership is not
+                    # persisted); its offsets live on in a simple group.
+                    self._groups[key.group] = ClassicGroup(key.group, GroupState.EMPTY, self._clock())
             else:
                 self._groups[key.group] = ClassicGroup.from_metadata(
                     key.group, decode_group_value(value_bytes), self._clock()
@@ -356,7 +360,6 @@ class GroupCoordinator:
             "protocol_type": "",
             "protocol_data": "",
             "members": [],
-            "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
         }
         group = self._groups.get(group_id)
         if described["error_code"] is not ErrorCode.NONE or not isinstance(group, ClassicGroup):

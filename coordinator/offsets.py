@@ -214,6 +214,9 @@ class Offsets:
                 all_expired = False
         return expired, all_expired
 
+    def has_offsets(self, group_id: str) -> bool:
+        return group_id in self._by_group
+
     def tombstones(self, group_id: str) -> list[OffsetCommitKey]:
         """Keys of every commit of ``group_id`` (deleting a group deletes its offsets)."""
         return [

@@ -75,3 +75,12 @@ def test_undecodable_records_are_skipped(h: Harness) -> None:
     partition = h.coordinator.partition_for("g")
     h.storage.partitions[partition].insert(0, (b"\x00\x63garbage", b"x"))
     assert h.restart().committed("g") == {("orders", 0): 1}
+
+
+def test_offsets_of_a_group_that_switched_protocol_survive_a_restart(h: Harness) -> None:
+    h.commit("g", {("orders", 0): 9})
+    h.cg_heartbeat("g", "m1", 0)  # a consumer group takes over the Empty classic group
+    h.commit("g", {("orders", 0): 10}, generation=1, member_id="m1", version=9)
+    after = h.restart()
+    assert after.committed("g") == {("orders", 0): 10}
+    assert after.state("g") == "Empty"
