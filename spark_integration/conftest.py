@@ -57,12 +57,8 @@ def bootstrap(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
 
 
 @pytest.fixture(scope="session")
-def spark(bootstrap: str) -> Iterator[SparkSession]:
-    """The one SparkSession of the run (local[2], Kafka connector on the classpath).
-
-    It depends on ``bootstrap`` only so that the broker outlives it: Spark caches Kafka producers
-    and consumers, and stopping the broker first leaves them retrying connections noisily.
-    """
+def spark() -> Iterator[SparkSession]:
+    """The one SparkSession of the run (local[2], Kafka connector on the classpath)."""
     session = build_session("odradek-spark-tests")
     yield session
     for query in session.streams.active:

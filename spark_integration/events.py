@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 PAGES = ("/", "/products", "/products/42", "/cart", "/checkout", "/blog")
 ACTIONS = ("view", "click", "scroll", "purchase")
 ACTION_WEIGHTS = (60, 25, 12, 3)
+SPACING_MS = 1000
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ def generate_events(
     seed: int,
     start_ms: int,
     users: int = 25,
-    spacing_ms: int = 1000,
+    spacing_ms: int = SPACING_MS,
     max_lateness_ms: int = 20_000,
 ) -> Iterator[Event]:
     """Yield ``count`` events about ``spacing_ms`` apart starting at ``start_ms``.

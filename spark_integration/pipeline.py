@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from spark_integration.events import generate_events
+from spark_integration.events import SPACING_MS, generate_events
 from spark_integration.jobs import (
     AVAILABLE_NOW,
     await_all,
@@ -41,7 +41,9 @@ def _epoch_ms(text: str) -> int:
 
 
 def _generate(args: argparse.Namespace) -> None:
-    start_ms = args.start if args.start is not None else int(time.time()) // 60 * 60_000
+    start_ms = args.start
+    if start_ms is None:
+        start_ms = int(time.time()) // 60 * 60_000 - args.events * SPACING_MS
     create_topic(args.bootstrap, args.topic, args.partitions)
     events = generate_events(args.events, seed=args.seed, start_ms=start_ms, users=args.users)
     published = publish_events(args.bootstrap, args.topic, events)
@@ -95,7 +97,10 @@ def parser() -> argparse.ArgumentParser:
     generate.add_argument("--seed", type=int, default=7)
     generate.add_argument("--users", type=int, default=25)
     generate.add_argument(
-        "--start", type=_epoch_ms, default="2024-05-01T12:00:00Z", help="ISO time of event 0"
+        "--start",
+        type=_epoch_ms,
+        help="ISO time of event 0 (default: so that the last event is about now). Keep it within the topic's "
+        "retention.ms (7 days by default): the broker deletes older records as expired.",
     )
     generate.add_argument("--partitions", type=int, default=2, help="partitions if the topic is created")
     generate.set_defaults(run=_generate)

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pyspark
+from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
 IVY_SETTINGS = Path(__file__).with_name("ivysettings.xml")
@@ -57,6 +58,13 @@ def build_session(app_name: str, master: str = "local[2]") -> SparkSession:
     )
     for key, value in LOCAL_CONF.items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    try:
+        session = builder.getOrCreate()
+    except PySparkRuntimeError as exc:
+        raise RuntimeError(
+            f"Spark did not start with {connector_coordinate()}; the JVM output above says why "
+            "(UNRESOLVED DEPENDENCIES: that connector release cannot be downloaded; see "
+            "spark_integration/README.md, 'The connector')"
+        ) from exc
     session.sparkContext.setLogLevel("WARN")
     return session
