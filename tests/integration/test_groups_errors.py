@@ -8,7 +8,7 @@ from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient
 from wire.error_codes import ErrorCode
 
-OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP = 8, 9, 10, 11
+OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP = 8, 9, 11
 HEARTBEAT, SYNC_GROUP, DELETE_GROUPS = 12, 14, 42
 
 
@@ -129,14 +129,3 @@ def test_delete_groups_refuses_live_and_unknown_groups(odradek_broker: OdradekPr
             ("live-g", ErrorCode.NON_EMPTY_GROUP),
             ("ghost-g", ErrorCode.GROUP_ID_NOT_FOUND),
         ]
-
-
-def test_find_coordinator_batches_keys(odradek_broker: OdradekProcess) -> None:
-    with RawClient(odradek_broker.bootstrap) as client:
-        response = client.request(FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["a", "b"]})
-        assert [(c["key"], c["error_code"], c["port"]) for c in response["coordinators"]] == [
-            ("a", ErrorCode.NONE, odradek_broker.port),
-            ("b", ErrorCode.NONE, odradek_broker.port),
-        ]
-        old = client.request(FIND_COORDINATOR, 1, {"key": "a", "key_type": 0})
-        assert (old["error_code"], old["node_id"], old["port"]) == (ErrorCode.NONE, 1, odradek_broker.port)
