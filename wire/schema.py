@@ -141,9 +141,9 @@ def F(
 
     ``F("topics", "[]", "0+", F("name", "string"), F("partitions", "[]int32"))``
     """
-    if type not in PRIMITIVE_TYPES and type not in ("[]", "{}"):
-        if not (type.startswith("[]") and type[2:] in PRIMITIVE_TYPES):
-            raise ValueError(f"field {name}: unknown type {type!r}")
+    primitive_array = type.startswith("[]") and type[2:] in PRIMITIVE_TYPES
+    if type not in PRIMITIVE_TYPES and type not in ("[]", "{}") and not primitive_array:
+        raise ValueError(f"field {name}: unknown type {type!r}")
     if type in ("[]", "{}") and not fields:
         raise ValueError(f"field {name}: struct types need nested fields")
     return Field(
