@@ -3,6 +3,7 @@
 ``odradek serve`` starts a broker the way Kafka's start script does: a properties file with
 Kafka's key names, overridable by ``--override key=value`` (repeatable) and by the shortcut
 flags below.  With no arguments at all it serves ``localhost:9092`` from ``./odradek-data``.
+``odradek topics ...`` and ``odradek groups ...`` inspect and manage a running broker.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import sys
 
 import trio
 
+from broker.admin_client import BrokerUnreachable
+from broker.cli_admin import AdminError, add_admin_commands, run_admin
 from broker.config import BrokerConfig, ConfigError
 from broker.server import Broker, serve
 
@@ -45,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="set any broker config key (repeatable; wins over the file and the environment)",
     )
     run.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    add_admin_commands(commands)
     return parser
 
 
@@ -86,6 +90,13 @@ async def run_broker(broker: Broker) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command != "serve":
+        try:
+            print(run_admin(args))
+        except (AdminError, BrokerUnreachable, ConnectionError) as exc:
+            print(f"odradek: {exc}", file=sys.stderr)
+            return 1
+        return 0
     logging.basicConfig(
         level=getattr(logging, args.log_level), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )

@@ -5,7 +5,12 @@ the operating system, which survives a crash of the broker process.  When a topi
 ``flush.messages`` (e.g. 1), acks wait for an fsync.  Group commit makes that affordable:
 an fsync runs in a worker thread while appends continue, and every producer whose data was
 written before that fsync started shares its result, so N concurrent producers cost about
-one fsync per round instead of N.  ``flush.ms`` is enforced by a periodic background task.
+one fsync per round instead of N (``PartitionLog.fsyncs`` counts the rounds).  ``flush.ms``
+is enforced by a periodic background task.
+
+If an fsync fails, the partition goes offline and the error propagates to the producers
+waiting for it: their requests fail (the connection is closed) rather than being acknowledged
+as durable, and their retries get KAFKA_STORAGE_ERROR.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import trio
+
+from log.errors import LogError
 
 if TYPE_CHECKING:
     from broker.server import Broker
@@ -95,5 +102,8 @@ class Durability:
                 state = self._states.get((topic, partition))
                 if state is None or state.synced >= state.appended or flush_ms >= 2**62:
                     continue
-                if (now - state.dirty_since) * 1000 >= flush_ms:
-                    await self._sync(partition_log, state)
+                if (now - state.dirty_since) * 1000 >= flush_ms and partition_log.is_online:
+                    try:
+                        await self._sync(partition_log, state)
+                    except LogError:
+                        continue  # the partition went offline and said why; the others go on

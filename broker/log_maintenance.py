@@ -1,36 +1,120 @@
-"""Periodic upkeep of partition logs that Kafka's LogManager schedules in the background.
+"""Periodic upkeep of partition logs that Kafka's LogManager and LogCleaner schedule in the background.
 
-Every ``log.flush.offset.checkpoint.interval.ms``: logs that rolled a segment since the last
-pass are fsynced (Kafka flushes a rolled segment asynchronously), every log's recovery point
-and log start offset are checkpointed (so recovery after a crash rescans only what came after
-the last checkpoint), and idempotent-producer state idle for longer than
-``producer.id.expiration.ms`` is dropped.  The fsyncs run in a worker thread so appends and
-fetches continue meanwhile.
+Three loops, each a thin trio shell around decisions made in ``log/``:
+
+- every ``log.flush.offset.checkpoint.interval.ms``: logs that rolled a segment since the last
+  pass are fsynced (Kafka flushes a rolled segment asynchronously), every log's recovery point,
+  log start offset and cleaner position are checkpointed (so recovery after a crash rescans
+  only what came after), and idempotent-producer state idle for longer than
+  ``producer.id.expiration.ms`` is dropped;
+- every ``log.retention.check.interval.ms``: retention by log start, size and time
+  (``PartitionLog.delete_old_segments``); in between, the files of removed segments are deleted
+  once their ``file.delete.delay.ms`` has passed;
+- with ``log.cleaner.enable``: compaction of ``cleanup.policy=compact`` logs, the filthiest
+  first, sleeping ``log.cleaner.backoff.ms`` when none is dirty enough (``log.cleaner``).
+
+fsyncs and the cleaner's reading and writing run in worker threads so appends and fetches
+continue meanwhile.  A log whose disk fails goes offline (KAFKA_STORAGE_ERROR for its clients)
+and is skipped; the loops, and the broker, carry on with the others.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import TYPE_CHECKING
 
 import trio
 
+from log.cleaner import LogCleaner
+from log.errors import LogError
+
 if TYPE_CHECKING:
     from broker.server import Broker
 
+log = logging.getLogger(__name__)
+
+# Removals by DeleteRecords or the cleaner happen between retention checks; purging this often
+# bounds how much longer than file.delete.delay.ms their files stay.
+_PURGE_CHECK_MS = 10_000
+
+
+def _wall_clock_ms() -> int:
+    """Retention and compaction compare record timestamps, which are wall-clock times."""
+    return time.time_ns() // 1_000_000
+
 
 async def run_log_maintenance(broker: Broker) -> None:
-    """Background task: flush rolled logs, checkpoint recovery points, expire producers."""
+    """Background task: checkpoints, retention and (if enabled) the log cleaner."""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_checkpoint_loop, broker)
+        nursery.start_soon(_retention_loop, broker)
+        if broker.config.get_bool("log.cleaner.enable"):
+            nursery.start_soon(_cleaner_loop, broker)
+
+
+async def _checkpoint_loop(broker: Broker) -> None:
     interval_s = broker.config.get_int("log.flush.offset.checkpoint.interval.ms") / 1000
     expiration_ms = broker.config.get_int("producer.id.expiration.ms")
     segments_seen: dict[tuple[str, int], int] = {}
     while True:
         await trio.sleep(interval_s)
-        now_ms = int(time.time() * 1000)
+        now_ms = _wall_clock_ms()
         for topic, partition, partition_log in broker.partitions.all_logs():
+            if not partition_log.is_online:
+                continue
             segment_count = len(partition_log.segment_base_offsets)
-            if segments_seen.get((topic, partition), 1) != segment_count:
-                await trio.to_thread.run_sync(partition_log.flush)
+            try:
+                if segments_seen.get((topic, partition), 1) != segment_count:
+                    await trio.to_thread.run_sync(partition_log.flush)
+                partition_log.checkpoint()
+            except LogError:
+                continue  # the log took itself offline and said why
             segments_seen[(topic, partition)] = segment_count
-            partition_log.checkpoint()
             partition_log.remove_expired_producers(now_ms, expiration_ms)
+
+
+async def _retention_loop(broker: Broker) -> None:
+    interval_ms = broker.config.get_int("log.retention.check.interval.ms")
+    next_check_ms = _wall_clock_ms() + interval_ms
+    while True:
+        now_ms = _wall_clock_ms()
+        logs = [partition_log for _, _, partition_log in broker.partitions.all_logs()]
+        if now_ms >= next_check_ms:
+            next_check_ms = now_ms + interval_ms
+            for partition_log in logs:
+                try:
+                    partition_log.delete_old_segments(now_ms)
+                except LogError:
+                    continue
+        for partition_log in logs:
+            partition_log.purge_deleted_segments(now_ms)
+        purges = [p for partition_log in logs if (p := partition_log.next_purge_ms) is not None]
+        wake_ms = min([next_check_ms, now_ms + _PURGE_CHECK_MS, *purges])
+        await trio.sleep(max(0, wake_ms - now_ms) / 1000)
+
+
+async def _cleaner_loop(broker: Broker) -> None:
+    """One pass at a time.  On cancellation (shutdown) the log stays claimed: closing it stops
+    the worker thread within a batch and waits for it."""
+    cleaner = LogCleaner()
+    backoff_s = broker.config.get_int("log.cleaner.backoff.ms") / 1000
+    while True:
+        logs = [partition_log for _, _, partition_log in broker.partitions.all_logs()]
+        job = cleaner.next_job(logs, _wall_clock_ms())
+        if job is None:
+            await trio.sleep(backoff_s)
+            continue
+        try:
+            await trio.to_thread.run_sync(job.build_offset_map, abandon_on_cancel=True)
+            for group in job.groups:
+                cleaned = await trio.to_thread.run_sync(job.clean_group, group, abandon_on_cancel=True)
+                job.swap(group, cleaned)
+        except LogError:
+            job.abandon()  # offline or closing: the log said why
+        except Exception as exc:  # a log the cleaner cannot parse must not stop the broker
+            log.exception("cleaning %s failed", job.log.directory)
+            cleaner.mark_uncleanable(job, exc)
+            job.abandon()
+        else:
+            job.finish()

@@ -5,7 +5,9 @@ CRC-32C (``wire.record_batch.scan_batches``), then written from the request's ow
 Kafka 4 rules apply: exactly one v2 batch per partition (v3+), Produce v0-2 refused with
 ``UNSUPPORTED_VERSION`` (still advertised for old librdkafka feature checks), no appends to
 internal topics, and ``acks=0`` answered with silence — or, on error, a closed connection,
-which is the only way Kafka can tell such a producer something went wrong.
+which is the only way Kafka can tell such a producer something went wrong.  The one place
+records are looked at is a compacted topic, which (like Kafka's LogValidator) refuses records
+without a key: compaction could never decide about them.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from broker.context import RequestContext
 from broker.dispatch import CloseConnection
 from broker.error_mapping import error_code_of
+from log.compacted_batch import payload_of, record_spans
 from log.errors import LogError
 from wire.error_codes import ErrorCode
 from wire.record_batch import BatchInfo, RecordBatchError, scan_batches
@@ -38,6 +41,27 @@ def timestamp_error(batch: BatchInfo, now_ms: int, before_max: int, after_max: i
     if now_ms - batch.base_timestamp > before_max:
         return f"Timestamp {batch.base_timestamp} of a record is more than {before_max} ms in the past"
     return None
+
+
+def keyless_records_error(
+    topic: str, index: int, records: memoryview, batch: BatchInfo
+) -> dict[str, Any] | None:
+    """INVALID_RECORD with one record error per keyless record, as Kafka answers for a
+    compacted topic; None when every record has a key."""
+    try:
+        keyless = [i for i, r in enumerate(record_spans(payload_of(records, batch), batch)) if r.key is None]
+    except RecordBatchError as exc:
+        return partition_error(index, error_code_of(exc), str(exc))
+    if not keyless:
+        return None
+    reason = f"Compacted topic cannot accept message without key in topic partition {topic}-{index}"
+    errors = [{"batch_index": i, "batch_index_error_message": reason} for i in keyless]
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{reason}')" for i in keyless[:3])
+    message = (
+        f"One or more records have been rejected due to {len(keyless)} record errors in total, "
+        f"and only showing the first three errors at most: [{shown}]"
+    )
+    return partition_error(index, ErrorCode.INVALID_RECORD, message) | {"record_errors": errors}
 
 
 def append_partition(
@@ -73,6 +97,8 @@ def append_partition(
     )
     if problem:
         return 0, partition_error(index, ErrorCode.INVALID_TIMESTAMP, problem)
+    if config.compact and (rejected := keyless_records_error(topic, index, records, batches[0])):
+        return 0, rejected
     info = broker.topics.get(topic)
     try:
         appended = partition_log.append(records, batches, info.leader_epoch if info else 0, now_ms)

@@ -1,0 +1,163 @@
+"""A small blocking Kafka client on the project's own codecs, for the CLI and exact-byte tests.
+
+The ``odradek topics``/``groups`` commands need a handful of admin requests and nothing of a
+full client (no retries, no metadata cache, no batching), and tests of idempotence and error
+codes need to send precisely one request and see precisely its answer.  Both speak to any
+Kafka-compatible broker, since they use nothing but the protocol.
+"""
+
+from __future__ import annotations
+
+import itertools
+import socket
+import struct
+from typing import Any
+
+from wire.codec import decode_response, encode_request
+from wire.header import decode_response_header, encode_request_header, response_header_version
+
+LATEST, EARLIEST = -1, -2
+
+
+class BrokerUnreachable(ConnectionError):
+    """No broker answered at the given address; the message says what to check."""
+
+
+class KafkaConnection:
+    """One connection to a broker; ``request`` sends a body and returns the decoded response."""
+
+    def __init__(self, bootstrap: str, timeout: float = 15.0, client_id: str = "odradek-cli") -> None:
+        host, _, port = bootstrap.rpartition(":")
+        try:
+            self._sock = socket.create_connection((host or "localhost", int(port)), timeout=timeout)
+        except (OSError, ValueError) as exc:
+            raise BrokerUnreachable(
+                f"cannot reach a broker at {bootstrap} ({exc}); is `odradek serve` running there? "
+                "Pass --bootstrap HOST:PORT to use another address."
+            ) from exc
+        self._client_id = client_id
+        self._correlation = itertools.count(1)
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def __enter__(self) -> KafkaConnection:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def _receive(self, size: int) -> bytes:
+        data = bytearray()
+        while len(data) < size:
+            chunk = self._sock.recv(size - len(data))
+            if not chunk:
+                raise ConnectionError("the broker closed the connection")
+            data += chunk
+        return bytes(data)
+
+    def request(self, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
+        correlation_id = next(self._correlation)
+        payload = encode_request_header(api_key, version, correlation_id, self._client_id) + encode_request(
+            api_key, version, body
+        )
+        self._sock.sendall(struct.pack(">i", len(payload)) + payload)
+        (size,) = struct.unpack(">i", self._receive(4))
+        response = self._receive(size)
+        received_id, offset = decode_response_header(response, 0, response_header_version(api_key, version))
+        if received_id != correlation_id:
+            raise ConnectionError(f"response {received_id} does not answer request {correlation_id}")
+        return decode_response(api_key, version, response, offset)
+
+    # --- the requests the CLI and tests use -------------------------------------------------
+
+    def metadata(self, topics: list[str] | None = None) -> dict[str, Any]:
+        return self.request(
+            3,
+            12,
+            {
+                "topics": None if topics is None else [{"name": t} for t in topics],
+                "allow_auto_topic_creation": False,
+            },
+        )
+
+    def create_topic(
+        self, name: str, partitions: int = -1, configs: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        """CreateTopics for one topic; returns its result entry (error_code, error_message, ...)."""
+        response = self.request(
+            19,
+            7,
+            {
+                "topics": [
+                    {
+                        "name": name,
+                        "num_partitions": partitions,
+                        "replication_factor": -1,
+                        "assignments": [],
+                        "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()],
+                    }
+                ],
+                "timeout_ms": 30_000,
+            },
+        )
+        return response["topics"][0]
+
+    def delete_topic(self, name: str) -> dict[str, Any]:
+        response = self.request(20, 6, {"topics": [{"name": name}], "timeout_ms": 30_000})
+        return response["responses"][0]
+
+    def list_offsets(self, topic: str, partitions: list[int], timestamp: int) -> dict[int, int]:
+        """Offset per partition for a ListOffsets timestamp (LATEST, EARLIEST or a time)."""
+        response = self.request(
+            2,
+            7,
+            {
+                "replica_id": -1,
+                "isolation_level": 0,
+                "topics": [
+                    {
+                        "name": topic,
+                        "partitions": [{"partition_index": p, "timestamp": timestamp} for p in partitions],
+                    }
+                ],
+            },
+        )
+        return {p["partition_index"]: p["offset"] for p in response["topics"][0]["partitions"]}
+
+    def produce(self, topic: str, partition: int, batch: bytes, acks: int = -1) -> dict[str, Any]:
+        """Produce one record batch (v9); returns the partition's response."""
+        response = self.request(
+            0,
+            9,
+            {
+                "transactional_id": None,
+                "acks": acks,
+                "timeout_ms": 30_000,
+                "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": batch}]}],
+            },
+        )
+        return response["responses"][0]["partition_responses"][0]
+
+    def describe_configs(self, topic: str) -> list[dict[str, Any]]:
+        response = self.request(
+            32, 4, {"resources": [{"resource_type": 2, "resource_name": topic, "configuration_keys": None}]}
+        )
+        return response["results"][0]["configs"]
+
+    def list_groups(self) -> list[dict[str, Any]]:
+        return self.request(16, 4, {"states_filter": []})["groups"]
+
+    def describe_group(self, group: str) -> dict[str, Any]:
+        return self.request(15, 5, {"groups": [group]})["groups"][0]
+
+    def committed_offsets(self, group: str) -> dict[tuple[str, int], int]:
+        """Every committed offset of ``group`` (OffsetFetch v8, all topics)."""
+        response = self.request(
+            9, 8, {"groups": [{"group_id": group, "topics": None}], "require_stable": False}
+        )
+        committed = {}
+        for topic in response["groups"][0]["topics"]:
+            for partition in topic["partitions"]:
+                committed[(topic["name"], partition["partition_index"])] = partition["committed_offset"]
+        return committed

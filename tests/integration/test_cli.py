@@ -1,0 +1,84 @@
+"""The ``odradek`` command line against a running broker: readable tables, helpful errors."""
+
+from __future__ import annotations
+
+import subprocess
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from compat_tests.brokers import free_ports, odradek_command
+from tests.integration.broker_process import OdradekProcess
+
+
+def odradek(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([odradek_command(), *args], capture_output=True, text=True, timeout=60)
+
+
+def test_topics_create_list_describe_delete(odradek_broker: OdradekProcess) -> None:
+    bootstrap = ["--bootstrap", odradek_broker.bootstrap]
+    created = odradek(
+        "topics", "create", "clicks", "--partitions", "3", "--config", "retention.ms=3600000", *bootstrap
+    )
+    assert created.returncode == 0, created.stderr
+    assert "created topic clicks with 3 partition(s)" in created.stdout
+    producer = Producer({"bootstrap.servers": odradek_broker.bootstrap})
+    for i in range(30):
+        producer.produce("clicks", value=b"x", partition=i % 3)
+    assert producer.flush(20) == 0
+
+    listed = odradek("topics", "list", *bootstrap)
+    assert listed.returncode == 0, listed.stderr
+    header, rule, row = listed.stdout.splitlines()[:3]
+    assert header.split() == ["TOPIC", "PARTITIONS", "RECORDS", "INTERNAL"]
+    assert set(rule) <= {"-", " "}
+    assert row.split() == ["clicks", "3", "30"]
+
+    described = odradek("topics", "describe", "clicks", *bootstrap)
+    assert described.returncode == 0, described.stderr
+    lines = described.stdout.splitlines()
+    assert lines[0].split() == ["PARTITION", "EARLIEST", "LATEST", "RECORDS"]
+    assert [line.split() for line in lines[2:5]] == [
+        ["0", "0", "10", "10"],
+        ["1", "0", "10", "10"],
+        ["2", "0", "10", "10"],
+    ]
+    assert "retention.ms=3600000" in described.stdout
+
+    again = odradek("topics", "create", "clicks", *bootstrap)
+    assert again.returncode == 1
+    assert "TOPIC_ALREADY_EXISTS" in again.stderr
+
+    deleted = odradek("topics", "delete", "clicks", *bootstrap)
+    assert deleted.returncode == 0, deleted.stderr
+    missing = odradek("topics", "describe", "clicks", *bootstrap)
+    assert missing.returncode == 1
+    assert "does not exist" in missing.stderr
+
+
+def test_groups_show_committed_offsets_and_lag(odradek_broker: OdradekProcess) -> None:
+    producer = Producer({"bootstrap.servers": odradek_broker.bootstrap})
+    for i in range(10):
+        producer.produce("orders", value=b"%d" % i, partition=0)
+    assert producer.flush(20) == 0
+    consumer = Consumer(
+        {"bootstrap.servers": odradek_broker.bootstrap, "group.id": "billing", "enable.auto.commit": False}
+    )
+    consumer.commit(offsets=[TopicPartition("orders", 0, 4)], asynchronous=False)
+    consumer.close()
+
+    listed = odradek("groups", "list", "--bootstrap", odradek_broker.bootstrap)
+    assert listed.returncode == 0, listed.stderr
+    assert any(line.split()[:1] == ["billing"] for line in listed.stdout.splitlines()[2:])
+    described = odradek("groups", "describe", "billing", "--bootstrap", odradek_broker.bootstrap)
+    assert described.returncode == 0, described.stderr
+    rows = [line.split() for line in described.stdout.splitlines()]
+    assert ["TOPIC", "PARTITION", "COMMITTED", "LATEST", "LAG"] in rows
+    assert ["orders", "0", "4", "10", "6"] in rows
+
+
+def test_unreachable_broker_says_what_to_do() -> None:
+    (port,) = free_ports(1)
+    result = odradek("topics", "list", "--bootstrap", f"127.0.0.1:{port}")
+    assert result.returncode == 1
+    assert "is `odradek serve` running there?" in result.stderr
+    assert "Traceback" not in result.stderr
