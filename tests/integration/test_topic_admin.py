@@ -35,6 +35,13 @@ from tests.integration.clients import (
 
 pytestmark = pytest.mark.timeout(120)
 
+CONFIG_RANGE_BUG = pytest.mark.xfail(
+    strict=True,
+    reason="broker bug: an out-of-range topic config passes CreateTopics/AlterConfigs validation, the log "
+    "engine then raises InvalidConfigError: connection dropped, config stored, restart fails",
+)
+"""Remove once the broker validates ranges up front (strict: an unexpected pass fails the run)."""
+
 KAFKA_TOPIC_DEFAULTS = {
     "cleanup.policy": "delete",
     "retention.ms": "604800000",
@@ -129,6 +136,27 @@ def test_create_existing_topic_is_topic_already_exists(admin: Admin) -> None:
         pytest.param("ok", 1, 1, {"no.such.config": "1"}, "INVALID_CONFIG", id="unknown-config"),
         pytest.param("ok", 1, 1, {"retention.ms": "soon"}, "INVALID_CONFIG", id="bad-number"),
         pytest.param("ok", 1, 1, {"cleanup.policy": "shred"}, "INVALID_CONFIG", id="bad-enum"),
+        pytest.param(
+            "ok", 1, 1, {"retention.ms": "-5"}, "INVALID_CONFIG", id="below-minimum", marks=CONFIG_RANGE_BUG
+        ),
+        pytest.param(
+            "ok",
+            1,
+            1,
+            {"min.insync.replicas": "0"},
+            "INVALID_CONFIG",
+            id="zero-min-isr",
+            marks=CONFIG_RANGE_BUG,
+        ),
+        pytest.param(
+            "ok",
+            1,
+            1,
+            {"segment.bytes": "2147483648"},
+            "INVALID_CONFIG",
+            id="int-overflow",
+            marks=CONFIG_RANGE_BUG,
+        ),
     ],
 )
 def test_create_topic_errors(
@@ -243,14 +271,26 @@ def test_produce_request_never_creates_topics(
 
 
 @pytest.mark.parametrize("client_name", list(CLIENTS))
+def test_producer_auto_creates_topic(shared_broker: OdradekProcess, client_name: str) -> None:
+    """With auto-creation on (Kafka's default) a producer can simply write to a new topic: its
+    Metadata request creates it, it retries until the topic is ready, and the records land."""
+    client = CLIENTS[client_name](shared_broker.bootstrap)
+    topic = unique_topic("auto-produce")
+    records = make_records(10)
+    delivered = client.produce(topic, records, timeout_s=30)
+    assert [(d.partition, d.offset) for d in delivered] == [(0, i) for i in range(10)]
+    assert [c.record for c in client.consume(topic, {0: 0}, until={0: 10}, timeout_s=30)[0]] == records
+
+
+@pytest.mark.parametrize("client_name", list(CLIENTS))
 def test_produce_to_unknown_topic_fails_cleanly(
     no_autocreate_broker: OdradekProcess, client_name: str
 ) -> None:
     """A producer sending to a topic that does not exist (and will not be created) gets an error
     within its configured time, the topic stays absent, and the broker keeps serving.
 
-    Clients surface this differently (librdkafka: unknown topic; kafka-python and aiokafka: their
-    metadata wait times out), so the test asserts a bounded failure, not one error name.
+    librdkafka and aiokafka report the broker's UNKNOWN_TOPIC_OR_PARTITION; kafka-python only
+    says its wait for the topic's metadata timed out.
     """
     client = CLIENTS[client_name](no_autocreate_broker.bootstrap)
     topic = unique_topic("unknown")
@@ -258,13 +298,9 @@ def test_produce_to_unknown_topic_fails_cleanly(
     with pytest.raises(ClientFailure) as failure:
         client.produce(topic, make_records(3), timeout_s=5)
     assert time.monotonic() - started < 30
-    assert failure.value.error in {
-        "UNKNOWN_TOPIC_OR_PARTITION",
-        "_UNKNOWN_TOPIC",
-        "_MSG_TIMED_OUT",
-        "KafkaTimeoutError",
-        "TIMEOUT",
-    }, failure.value
+    # kafka-python's producer waits for the topic to appear in Metadata until max_block_ms.
+    expected = "KafkaTimeoutError" if client_name == "kafka-python" else "UNKNOWN_TOPIC_OR_PARTITION"
+    assert failure.value.error == expected, failure.value
     with ConfluentAdmin(no_autocreate_broker.bootstrap) as admin:
         assert topic not in admin.list_topics()
         existing = unique_topic("still-serving")
@@ -416,6 +452,7 @@ def test_legacy_alter_configs(admin: Admin) -> None:
     [
         pytest.param({"retention.ms": "tomorrow"}, "INVALID_CONFIG", id="bad-value"),
         pytest.param({"no.such.config": "1"}, "INVALID_CONFIG", id="unknown-key"),
+        pytest.param({"retention.ms": "-5"}, "INVALID_CONFIG", id="below-minimum", marks=CONFIG_RANGE_BUG),
     ],
 )
 def test_alter_configs_rejects_invalid(
@@ -463,6 +500,28 @@ def _topic_state(admin: Admin, topics: list[str]) -> dict[str, tuple[int, str, d
         }
         state[topic] = (info.partitions, info.topic_id, overrides)
     return state
+
+
+@CONFIG_RANGE_BUG
+def test_rejected_config_leaves_broker_restartable(tmp_path: Path) -> None:
+    """An out-of-range config is INVALID_CONFIG at CreateTopics and AlterConfigs, nothing of it is
+    stored, and the broker restarts with its topics intact."""
+    broker = OdradekProcess(tmp_path / "broker").start()
+    try:
+        with ConfluentAdmin(broker.bootstrap) as admin:
+            kept, rejected = unique_topic("kept"), unique_topic("rejected")
+            admin.create_topic(kept, 1)
+            expect_failure("INVALID_CONFIG", admin.create_topic, rejected, 1, 1, {"retention.ms": "-5"})
+            expect_failure(
+                "INVALID_CONFIG", admin.alter_topic_configs, kept, {"retention.ms": "-5"}, incremental=True
+            )
+            assert rejected not in admin.list_topics()
+        broker.restart()
+        with ConfluentAdmin(broker.bootstrap) as admin:
+            assert admin.topic_configs(kept)["retention.ms"] == ConfigValue("604800000", "DEFAULT_CONFIG")
+            assert rejected not in admin.list_topics()
+    finally:
+        broker.stop()
 
 
 @pytest.mark.parametrize("stop", ["restart", "kill"])
