@@ -33,9 +33,9 @@ LOCAL_CONF: Mapping[str, str] = {
 }
 
 
-def connector_coordinate(spark_version: str = pyspark.__version__) -> str:
-    """The Maven coordinate of Spark's Kafka connector built for ``spark_version``."""
-    return f"org.apache.spark:spark-sql-kafka-0-10_2.13:{spark_version}"
+def connector_coordinate() -> str:
+    """The Maven coordinate of Spark's Kafka connector built for the installed pyspark."""
+    return f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pyspark.__version__}"
 
 
 def ivy_dir() -> Path:
@@ -44,13 +44,13 @@ def ivy_dir() -> Path:
     return root / "ivy"
 
 
-def build_session(app_name: str, master: str = "local[2]") -> SparkSession:
+def build_session(app_name: str) -> SparkSession:
     """Start (or reuse) a local SparkSession with the Kafka connector on its classpath.
 
     Only one SparkContext can live in a JVM, so a second call returns the running session.
     """
     builder = (
-        SparkSession.builder.master(master)
+        SparkSession.builder.master("local[2]")
         .appName(app_name)
         .config("spark.jars.packages", connector_coordinate())
         .config("spark.jars.ivy", str(ivy_dir()))

@@ -67,7 +67,9 @@ def produce(bootstrap: str, topic: str, records: Iterable[Record]) -> list[Recor
 
         return on_delivery
 
+    sent = 0
     for record in records:
+        sent += 1
         producer.produce(
             topic,
             key=record.key,
@@ -79,6 +81,7 @@ def produce(bootstrap: str, topic: str, records: Iterable[Record]) -> list[Recor
         )
     producer.flush(TIMEOUT_S)
     assert not failures, failures
+    assert len(acknowledged) == sent, f"{sent - len(acknowledged)} records unacknowledged"
     return sorted(acknowledged, key=lambda r: (r.partition, r.offset))
 
 

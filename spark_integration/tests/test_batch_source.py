@@ -12,12 +12,9 @@ from spark_integration.tests.support import BASE_TIME_MS, Record, numbered_recor
 
 
 def _batch(spark: SparkSession, bootstrap: str, topic: str, **options: str) -> DataFrame:
-    reader = (
-        spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
-    )
-    for key, value in options.items():
-        reader = reader.option(key, value)
-    return reader.load()
+    """A batch read of ``topic``: the connector's defaults (earliest to latest) unless ``options``."""
+    settings = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic, **options}
+    return spark.read.format("kafka").options(**settings).load()
 
 
 def test_earliest_to_latest_returns_exactly_the_produced_records(

@@ -24,14 +24,8 @@ PICKUP_TIMEOUT_S = 60.0
 
 def _stream(spark: SparkSession, bootstrap: str, **options: str) -> DataFrame:
     """A Kafka stream from the earliest offsets; ``options`` choose topics and limits."""
-    reader = (
-        spark.readStream.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("startingOffsets", "earliest")
-    )
-    for key, value in options.items():
-        reader = reader.option(key, value)
-    return reader.load()
+    settings = {"kafka.bootstrap.servers": bootstrap, "startingOffsets": "earliest", **options}
+    return spark.readStream.format("kafka").options(**settings).load()
 
 
 def test_available_now_restarted_from_checkpoint_processes_every_record_once(
