@@ -9,11 +9,13 @@ errors are contained here and never reach the listener or other connections.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+import os
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from broker.dispatch import CloseConnection, dispatch
+from broker.file_region import FileRegion
 from broker.frames import FrameError, FrameReader
 from wire.errors import WireError
 
@@ -23,16 +25,52 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-async def send_all(sock: trio.socket.SocketType, buffers: list[bytes]) -> None:
-    """Write every buffer with scatter-gather sends (no concatenation of large bodies)."""
-    views = [memoryview(b) for b in buffers if len(b)]
-    while views:
-        sent = await sock.sendmsg(views)
-        while views and sent >= len(views[0]):
-            sent -= len(views[0])
-            views.pop(0)
-        if sent:
-            views[0] = views[0][sent:]
+async def send_all(sock: trio.socket.SocketType, parts: list[Any]) -> None:
+    """Write a response: in-memory parts coalesced into few sends, file regions by sendfile.
+
+    Encoders produce many small parts; joining runs of them keeps the system call count low
+    (and within the kernel's iovec limit), while record batches on disk never pass through
+    Python.
+    """
+    pending: list[Any] = []
+    for part in parts:
+        if isinstance(part, FileRegion):
+            if pending:
+                await _send_buffer(sock, b"".join(pending))
+                pending = []
+            await _send_file(sock, part)
+        else:
+            pending.append(part)
+    if pending:
+        await _send_buffer(sock, b"".join(pending))
+
+
+async def _send_buffer(sock: trio.socket.SocketType, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[await sock.send(view) :]
+
+
+async def _send_file(sock: trio.socket.SocketType, region: FileRegion) -> None:
+    offset, remaining = region.offset, region.length
+    while remaining:
+        try:
+            sent = os.sendfile(sock.fileno(), region.fd, offset, remaining)
+        except BlockingIOError:
+            await trio.lowlevel.wait_writable(sock)
+            continue
+        if sent == 0:
+            raise OSError(f"segment file ended {remaining} bytes before the fetched range")
+        offset += sent
+        remaining -= sent
+        await trio.lowlevel.checkpoint_if_cancelled()
+
+
+def close_regions(parts: list[Any]) -> None:
+    """Release the file descriptors a response held (sent or not)."""
+    for part in parts:
+        if isinstance(part, FileRegion):
+            part.close()
 
 
 async def serve_connection(broker: Broker, sock: trio.socket.SocketType, peer: str) -> None:
@@ -50,7 +88,10 @@ async def serve_connection(broker: Broker, sock: trio.socket.SocketType, peer: s
                 return
             response = await dispatch(broker, frame, peer)
             if response is not None:
-                await send_all(sock, response)
+                try:
+                    await send_all(sock, response)
+                finally:
+                    close_regions(response)
     except (FrameError, CloseConnection, WireError) as exc:
         log.warning("closing connection from %s: %s", peer, exc)
     except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:

@@ -12,12 +12,12 @@ import importlib
 import logging
 import pkgutil
 import struct
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from broker import handlers as handlers_package
 from broker.api_support import SUPPORTED, ApiSupport
 from broker.context import Handler, RequestContext
-from wire.codec import decode_request, encode_response
+from wire.codec import decode_request, encode_response_parts
 from wire.error_codes import ErrorCode
 from wire.header import RequestHeader, decode_request_header, encode_response_header, response_header_version
 
@@ -51,9 +51,9 @@ def advertised_apis(handlers: dict[int, Handler]) -> list[ApiSupport]:
     return [support for key, support in sorted(SUPPORTED.items()) if key in handlers]
 
 
-def api_versions_fallback(header: RequestHeader, apis: list[ApiSupport]) -> list[bytes]:
+def api_versions_fallback(header: RequestHeader, apis: list[ApiSupport]) -> list[Any]:
     """A v0 ApiVersions response with UNSUPPORTED_VERSION, for a version we do not speak."""
-    body = encode_response(
+    body = encode_response_parts(
         API_VERSIONS_KEY,
         0,
         {
@@ -66,13 +66,13 @@ def api_versions_fallback(header: RequestHeader, apis: list[ApiSupport]) -> list
     return frame_response(header.correlation_id, 0, body)
 
 
-def frame_response(correlation_id: int, header_version: int, body: bytes) -> list[bytes]:
-    """The response as buffers for one ``sendmsg``: size + header, then the body."""
+def frame_response(correlation_id: int, header_version: int, body: list[Any]) -> list[Any]:
+    """The response as parts to send in order: size + header, then the body's parts."""
     head = encode_response_header(correlation_id, header_version)
-    return [_SIZE.pack(len(head) + len(body)) + head, body]
+    return [_SIZE.pack(len(head) + sum(len(part) for part in body)) + head, *body]
 
 
-async def dispatch(broker: Broker, frame: memoryview, client_address: str) -> list[bytes] | None:
+async def dispatch(broker: Broker, frame: memoryview, client_address: str) -> list[Any] | None:
     """Handle one request frame; returns the response buffers, or None for no response."""
     header, offset = decode_request_header(frame)
     support = SUPPORTED.get(header.api_key)
@@ -88,7 +88,7 @@ async def dispatch(broker: Broker, frame: memoryview, client_address: str) -> li
     response = await handler(ctx, request)
     if response is None:
         return None
-    body = encode_response(header.api_key, header.api_version, response)
+    body = encode_response_parts(header.api_key, header.api_version, response)
     return frame_response(
         header.correlation_id, response_header_version(header.api_key, header.api_version), body
     )

@@ -62,12 +62,22 @@ def decode_response(api_key: int, version: int, buf: Any, offset: int = 0) -> Me
 
 def encode_request(api_key: int, version: int, body: Message) -> bytes:
     """Encode a request body (without header or size prefix)."""
-    return _encode(get_codec(api_key, version, "request"), body)
+    return b"".join(_encode_parts(get_codec(api_key, version, "request"), body))
 
 
 def encode_response(api_key: int, version: int, body: Message) -> bytes:
     """Encode a response body (without header or size prefix)."""
-    return _encode(get_codec(api_key, version, "response"), body)
+    return b"".join(encode_response_parts(api_key, version, body))
+
+
+def encode_response_parts(api_key: int, version: int, body: Message) -> list[Any]:
+    """Encode a response body as the list of its parts, without joining them.
+
+    ``records`` values appear in the list exactly as given, so the I/O layer can send them
+    without a copy: a memoryview with ``sendmsg``, or any object with ``__len__`` that stands
+    for a file range (the broker's ``FileRegion``) with ``sendfile``.
+    """
+    return _encode_parts(get_codec(api_key, version, "response"), body)
 
 
 def _decode(generated: Codec, buf: Any, offset: int) -> Message:
@@ -83,8 +93,8 @@ def _decode(generated: Codec, buf: Any, offset: int) -> Message:
     return message
 
 
-def _encode(generated: Codec, body: Message) -> bytes:
+def _encode_parts(generated: Codec, body: Message) -> list[Any]:
     try:
-        return generated.encode(body)
+        return generated.encode_parts(body)
     except _ENCODE_FAILURES as exc:
         raise EncodeError(f"{generated.label}: {exc}") from exc

@@ -87,6 +87,7 @@ class Codec:
     encode: Encoder
     decode: Decoder
     source: str
+    encode_parts: Callable[[dict[str, Any]], list[Any]]
 
 
 def generate(api: Api, version: int, direction: Direction) -> Codec:
@@ -98,7 +99,7 @@ def generate(api: Api, version: int, direction: Direction) -> Codec:
     source = gen.module(fields)
     namespace = gen.namespace
     exec(compile(source, f"<wire {gen.label}>", "exec"), namespace)
-    return Codec(gen.label, namespace["encode"], namespace["decode"], source)
+    return Codec(gen.label, namespace["encode"], namespace["decode"], source, namespace["encode_parts"])
 
 
 def _literal(value: Any) -> str:
@@ -142,10 +143,12 @@ class _Generator:
         self.decode_struct(fields, "message", 1, "")
         self.emit(1, "return message, pos")
         self.emit(0, "def encode(message):")
+        self.emit(1, "return b''.join(encode_parts(message))")
+        self.emit(0, "def encode_parts(message):")
         self.emit(1, "parts = []")
         self.emit(1, "w = parts.append")
         self.encode_struct(fields, "message", "w", 1, "")
-        self.emit(1, "return b''.join(parts)")
+        self.emit(1, "return parts")
         return "\n".join(self.lines) + "\n"
 
     def emit(self, indent: int, line: str) -> None:

@@ -1,6 +1,8 @@
 """Fetch: hand out whole record batches from partition logs, long-polling for new data.
 
-Batches go out exactly as they sit in the segment files — never decoded.  Size limits
+Batches go out exactly as they sit in the segment files — never decoded, never copied into
+Python: the response carries file regions that the connection sends with ``os.sendfile``.
+Size limits
 follow KIP-74: the first non-empty partition of a response always gets at least one whole
 batch, even one larger than ``max_bytes``/``partition_max_bytes``; later partitions only
 get what fits.  A response with less than ``min_bytes`` waits (up to ``max_wait_ms``) for
@@ -16,7 +18,9 @@ import trio
 
 from broker.context import RequestContext
 from broker.error_mapping import error_code_of
+from broker.file_region import FileRegion
 from log.errors import LogError
+from log.partition_log import FileSlice
 from wire.error_codes import ErrorCode
 
 FETCH = 1
@@ -58,7 +62,11 @@ class FetchPlan:
         return [(t["topic"], p["partition"]) for t in self.topics for p in t["partitions"]]
 
     def read(self) -> tuple[list[dict[str, Any]], int, bool]:
-        """Read every partition once: (topic responses, bytes of records, any error)."""
+        """Locate every partition's data once: (topic responses, bytes of records, any error).
+
+        ``records`` holds the located ``FileSlice`` (or b"") until :func:`attach_regions`
+        turns it into a sendable region; nothing is read from disk here.
+        """
         responses = []
         total = 0
         errored = False
@@ -66,7 +74,8 @@ class FetchPlan:
             partitions = []
             for wanted in topic["partitions"]:
                 result = self._read_partition(topic["topic"], wanted, total)
-                total += len(result["records"])
+                located = result["records"]
+                total += located.length if isinstance(located, FileSlice) else 0
                 errored = errored or result["error_code"] != ErrorCode.NONE
                 partitions.append(result)
             responses.append({"topic": topic["topic"], "partitions": partitions})
@@ -88,14 +97,15 @@ class FetchPlan:
         if offset < log_start or offset > high_watermark:
             return partition_error(index, ErrorCode.OFFSET_OUT_OF_RANGE, high_watermark, log_start)
         budget = min(wanted["partition_max_bytes"], self.max_bytes - bytes_so_far)
-        records: bytes | memoryview = b""
+        records: bytes | FileSlice = b""
         if offset < high_watermark and (budget > 0 or bytes_so_far == 0):
             try:
-                records = partition_log.read(offset, max(budget, 1))
+                slices = partition_log.read_slices(offset, max(budget, 1))
             except LogError as exc:
                 return partition_error(index, error_code_of(exc), high_watermark, log_start)
-            if bytes_so_far > 0 and len(records) > budget:
-                records = b""  # KIP-74: only the first non-empty partition may exceed the limits
+            # One read stays within one segment (one slice); the client fetches the rest next.
+            if slices and not (bytes_so_far > 0 and slices[0].length > budget):
+                records = slices[0]  # KIP-74: only the first non-empty partition may exceed limits
         return {
             "partition_index": index,
             "error_code": ErrorCode.NONE,
@@ -106,6 +116,19 @@ class FetchPlan:
             "preferred_read_replica": -1,
             "records": records,
         }
+
+
+def attach_regions(responses: list[dict[str, Any]]) -> None:
+    """Replace located slices by file regions that own their descriptors.
+
+    Must run right after the last read, with no await in between: a slice's descriptor is
+    only valid until the log next changes segments, a region's stays valid until sent.
+    """
+    for topic in responses:
+        for partition in topic["partitions"]:
+            located = partition["records"]
+            if isinstance(located, FileSlice):
+                partition["records"] = FileRegion(located.fd, located.position, located.length)
 
 
 async def handle_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
@@ -121,6 +144,7 @@ async def handle_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str
             break
         if not await ctx.broker.appends.wait_any(plan.keys(), remaining):
             break  # nothing was appended: the last read stands
+    attach_regions(responses)
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
 
 
