@@ -500,6 +500,13 @@ class KafkaPythonClient(Client):
                 ]
                 producer.flush(timeout=timeout_s)
                 delivered = []
+                failures = [f.exception for f in futures if f.failed()]
+                if failures:
+                    # A batch rejected for one record fails the other records with a generic
+                    # KafkaError; report the error that carries the broker's code.
+                    raise next(
+                        (e for e in failures if isinstance(getattr(e, "errno", None), int)), failures[0]
+                    )
                 for future in futures:
                     metadata = future.get(timeout=0)
                     delivered.append(Delivered(metadata.partition, metadata.offset))

@@ -283,6 +283,82 @@ def test_max_message_bytes_limits_the_compressed_batch(client: Client, setup: Co
     assert [c.record for c in consumed[0]] == [compressible, incompressible]
 
 
+# ---------------------------------------------------------------------------------------------
+# Record validation
+
+
+def test_create_time_bounds(client: Client, setup: ConfluentAdmin) -> None:
+    """CreateTime timestamps outside [now - message.timestamp.before.max.ms, now +
+    message.timestamp.after.max.ms] (Kafka 4 default for the latter: one hour) are
+    INVALID_TIMESTAMP; timestamps inside are stored as given."""
+    topic = unique_topic("ts-bounds")
+    setup.create_topic(topic, 1, configs={"message.timestamp.before.max.ms": "3600000"})
+    now = int(time.time() * 1000)
+    for label, offset_ms in (("2h old", -7_200_000), ("2h ahead", 7_200_000)):
+        with pytest.raises(ClientFailure) as failure:
+            client.produce(topic, [Record(b"k", b"v", (), now + offset_ms)], partition=0, timeout_s=20)
+        assert failure.value.error == "INVALID_TIMESTAMP", (label, failure.value)
+    inside = [Record(b"k", b"old", (), now - 600_000), Record(b"k", b"ahead", (), now + 600_000)]
+    client.produce(topic, inside, partition=0, timeout_s=20)
+    assert [c.record for c in client.consume(topic, {0: 0}, until={0: 2}, timeout_s=20)[0]] == inside
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="broker bug: the timestamp bounds are checked on the batch header (first and max "
+    "timestamp) only, so an older record inside the batch passes",
+)
+def test_create_time_bounds_apply_to_every_record(client: Client, setup: ConfluentAdmin) -> None:
+    """Kafka checks every record's timestamp: one too-old record in the middle of a batch makes
+    the whole batch INVALID_TIMESTAMP, and nothing is stored."""
+    topic = unique_topic("ts-mid-batch")
+    setup.create_topic(topic, 1, configs={"message.timestamp.before.max.ms": "3600000"})
+    now = int(time.time() * 1000)
+    batch = [
+        Record(b"k", b"a", (), now),
+        Record(b"k", b"b", (), now - 7_200_000),
+        Record(b"k", b"c", (), now),
+    ]
+    with pytest.raises(ClientFailure) as failure:
+        client.produce(topic, batch, partition=0, timeout_s=20)
+    assert failure.value.error == "INVALID_TIMESTAMP", failure.value
+    assert client.list_offsets(topic, [0], "latest") == {0: 0}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="broker bug: a LogAppendTime topic still applies the CreateTime bounds to the "
+    "producer's timestamps (Kafka validates them only when the topic uses CreateTime)",
+)
+def test_log_append_time_topic_ignores_producer_clock(client: Client, setup: ConfluentAdmin) -> None:
+    """A LogAppendTime topic exists so producers' clocks do not matter: a timestamp two hours
+    ahead is accepted and replaced by the broker's time."""
+    topic = unique_topic("append-time-skew")
+    setup.create_topic(topic, 1, configs={"message.timestamp.type": "LogAppendTime"})
+    before = int(time.time() * 1000)
+    client.produce(topic, [Record(b"k", b"v", (), before + 7_200_000)], partition=0, timeout_s=20)
+    (consumed,) = client.consume(topic, {0: 0}, until={0: 1}, timeout_s=20)[0]
+    assert before - 1000 <= consumed.record.timestamp_ms <= int(time.time() * 1000) + 1000
+
+
+def test_compacted_topic_rejects_records_without_key(client: Client, setup: ConfluentAdmin) -> None:
+    """cleanup.policy=compact needs a key on every record: a batch with a null key anywhere is
+    INVALID_RECORD and nothing of it is stored; keyed records are accepted."""
+    topic = unique_topic("compact-keys")
+    setup.create_topic(topic, 1, configs={"cleanup.policy": "compact"})
+    now = int(time.time() * 1000)
+    batch = [Record(b"k1", b"a", (), now), Record(None, b"b", (), now), Record(b"k2", b"c", (), now)]
+    with pytest.raises(ClientFailure) as failure:
+        client.produce(topic, batch, partition=0, timeout_s=20)
+    # aiokafka has no class for error 87 and reports any code it does not know as UnknownError.
+    expected = "UnknownError" if client.name == "aiokafka" else "INVALID_RECORD"
+    assert failure.value.error == expected, failure.value
+    assert client.list_offsets(topic, [0], "latest") == {0: 0}
+    keyed = [batch[0], batch[2]]
+    client.produce(topic, keyed, partition=0, timeout_s=20)
+    assert [c.record for c in client.consume(topic, {0: 0}, until={0: 2}, timeout_s=20)[0]] == keyed
+
+
 @pytest.mark.parametrize("acks", ["0", "1", "all"])
 def test_every_acks_level_delivers(client: Client, setup: ConfluentAdmin, acks: str) -> None:
     """acks=0 (no response at all), acks=1 and acks=all each store every record exactly once."""
