@@ -453,3 +453,51 @@ def test_log_start_offset_survives_restart(tmp_path: Path) -> None:
         assert reader.list_offsets(topic, [0], "latest") == {0: 20}
     finally:
         broker.stop()
+
+
+def test_offsets_across_segments(odradek_broker: OdradekProcess) -> None:
+    """With 1 MiB segments (Kafka 4's minimum segment.bytes) 5 MB of records span five segments:
+    by-time lookups, reads from the middle and DeleteRecords work across segment boundaries;
+    DeleteRecords drops the segments wholly below the new start; all of it survives a clean
+    restart and a kill -9."""
+    bootstrap = odradek_broker.bootstrap
+    topic = unique_topic("segments")
+    base = int(time.time() * 1000) - 3_600_000
+    records = [Record(b"k%d" % i, bytes([65 + i % 26]) * 1000, (), base + i * 100) for i in range(5000)]
+    writer = ConfluentClient(bootstrap)
+    with ConfluentAdmin(bootstrap) as admin:
+        admin.create_topic(topic, 1, configs={"segment.bytes": "1048576"})
+        for start in range(0, 5000, 500):
+            writer.produce(topic, records[start : start + 500], partition=0)
+        partition_dir = odradek_broker.data_dir / f"{topic}-0"
+        assert len(list(partition_dir.glob("*.log"))) >= 4, "records should span several segments"
+
+        for name, client_class in CLIENTS.items():
+            reader = client_class(bootstrap)
+            found = [
+                reader.list_offsets(topic, [0], base + ms)[0] for ms in (0, 50, 150_000, 150_001, 499_900)
+            ]
+            assert found == [0, 1, 1500, 1501, 4999], name
+            assert reader.list_offsets(topic, [0], base + 499_901) == {0: -1}, name
+        assert admin.list_offsets(topic, [0], "max_timestamp") == {0: (4999, base + 499_900)}
+        middle = writer.consume(topic, {0: 2345}, until={0: 5000}, timeout_s=30)[0]
+        assert [c.record for c in middle] == records[2345:]
+
+        assert admin.delete_records(topic, {0: 2345}) == {0: 2345}
+        wait_until_gone = time.monotonic() + 10
+        while (partition_dir / f"{0:020d}.log").exists():
+            assert time.monotonic() < wait_until_gone, "the first segment is still live after DeleteRecords"
+            time.sleep(0.1)
+        assert writer.list_offsets(topic, [0], base) == {0: 2345}
+
+    for stop in ("restart", "kill"):
+        if stop == "restart":
+            odradek_broker.restart()
+        else:
+            odradek_broker.kill()
+            odradek_broker.start()
+        assert writer.list_offsets(topic, [0], "earliest") == {0: 2345}, stop
+        assert writer.list_offsets(topic, [0], "latest") == {0: 5000}, stop
+        assert writer.list_offsets(topic, [0], base + 300_000) == {0: 3000}, stop
+        after = writer.consume(topic, {0: 2345}, until={0: 5000}, timeout_s=30)[0]
+        assert [c.record for c in after] == records[2345:], stop
