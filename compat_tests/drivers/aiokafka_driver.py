@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Coroutine, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import TopicPartition as AioPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
@@ -35,9 +35,22 @@ from compat_tests.drivers.base import (
     classify,
     client_errors,
 )
+from compat_tests.drivers.kafka_python_api import (
+    TIMEOUT_MS,
+    assign,
+    consumer_config,
+    producer_config,
+    received,
+    send_arguments,
+)
 
 T = TypeVar("T")
-TIMEOUT_MS = int(OP_TIMEOUT_S * 1000)
+
+
+def _raise_error_code(code: int, node: Any) -> NoReturn:
+    """Raise a Kafka error code found in a raw response ``node`` as a classified ClientError."""
+    name = for_code(code).__name__
+    raise ClientError(classify(name), f"{name}: {node}")
 
 
 def _check_error_codes(response: Any) -> None:
@@ -47,8 +60,7 @@ def _check_error_codes(response: Any) -> None:
         if isinstance(node, dict):
             code = node.get("error_code")
             if code:
-                name = for_code(code).__name__
-                raise ClientError(classify(name), f"{name}: {node}")
+                _raise_error_code(code, node)
             for value in node.values():
                 walk(value)
         elif isinstance(node, list):
@@ -56,18 +68,6 @@ def _check_error_codes(response: Any) -> None:
                 walk(value)
 
     walk(response.to_object())
-
-
-def _received(record: ConsumerRecord[bytes, bytes]) -> Received:
-    return Received(
-        topic=record.topic,
-        partition=record.partition,
-        offset=record.offset,
-        key=record.key,
-        value=record.value,
-        headers=tuple((k, bytes(v or b"")) for k, v in record.headers),
-        timestamp_ms=record.timestamp,
-    )
 
 
 class AiokafkaConsumer(Consumer):
@@ -78,28 +78,17 @@ class AiokafkaConsumer(Consumer):
         self._driver = driver
 
         async def start() -> AIOKafkaConsumer:
-            consumer = AIOKafkaConsumer(
-                bootstrap_servers=driver.bootstrap,
-                group_id=settings.group,
-                auto_offset_reset=settings.reset,
-                enable_auto_commit=False,
-                request_timeout_ms=TIMEOUT_MS,
-                session_timeout_ms=10000,
-                heartbeat_interval_ms=1000,
-            )
+            consumer = AIOKafkaConsumer(**consumer_config(driver.bootstrap, settings))
             await consumer.start()
             return consumer
 
         self._consumer = driver.run(start())
 
     def assign(self, positions: Mapping[TopicPartition, int | None]) -> None:
-        async def assign() -> None:
-            self._consumer.assign([AioPartition(t, p) for t, p in positions])
-            for (t, p), offset in positions.items():
-                if offset is not None:
-                    self._consumer.seek(AioPartition(t, p), offset)
+        async def assign_on_loop() -> None:
+            assign(self._consumer, AioPartition, positions)
 
-        self._driver.run(assign())
+        self._driver.run(assign_on_loop())
 
     def subscribe(self, topics: Sequence[str]) -> None:
         async def subscribe() -> None:
@@ -111,7 +100,7 @@ class AiokafkaConsumer(Consumer):
         batches = self._driver.run(
             self._consumer.getmany(timeout_ms=int(timeout_s * 1000), max_records=max_records)
         )
-        return [_received(r) for records in batches.values() for r in records]
+        return received(batches)
 
     def assignment(self) -> set[TopicPartition]:
         async def assignment() -> set[TopicPartition]:
@@ -153,33 +142,14 @@ class AiokafkaDriver(Driver):
 
     def produce(self, topic: str, messages: Sequence[Message], settings: ProducerSettings) -> list[int]:
         """aiokafka has no ``retries`` setting: it retries until its request timeout, so that is ignored."""
-        config: dict[str, Any] = {
-            "bootstrap_servers": self.bootstrap,
-            "compression_type": None if settings.compression == "none" else settings.compression,
-            "acks": settings.acks if settings.acks == "all" else int(settings.acks),
-            "request_timeout_ms": int(settings.timeout_s * 1000),
-            "linger_ms": 5,
-        }
-        if settings.idempotence is not None:
-            config["enable_idempotence"] = settings.idempotence
-        if settings.max_request_size is not None:
-            config["max_request_size"] = settings.max_request_size
+        config = producer_config(self.bootstrap, settings)
+        config["request_timeout_ms"] = int(settings.timeout_s * 1000)
 
         async def produce() -> list[int]:
             producer = AIOKafkaProducer(**config)
             await producer.start()
             try:
-                futures = [
-                    await producer.send(
-                        topic,
-                        value=m.value,
-                        key=m.key,
-                        partition=m.partition,
-                        timestamp_ms=m.timestamp_ms,
-                        headers=list(m.headers),
-                    )
-                    for m in messages
-                ]
+                futures = [await producer.send(topic, **send_arguments(m)) for m in messages]
                 results = await asyncio.gather(*futures)
             finally:
                 await producer.stop()
@@ -219,8 +189,7 @@ class AiokafkaDriver(Driver):
         async def describe() -> int:
             (description,) = await (await self._admin()).describe_topics([topic])
             if description["error_code"]:
-                name = for_code(description["error_code"]).__name__
-                raise ClientError(classify(name), f"{name}: {description}")
+                _raise_error_code(description["error_code"], description)
             return len(description["partitions"])
 
         return self.run(describe())

@@ -8,12 +8,10 @@ ApiVersions answers that other clients tolerate.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, codec
 from kafka import TopicPartition as KpPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, OffsetSpec
-from kafka.consumer.fetcher import ConsumerRecord
 
 from compat_tests.drivers.base import (
     NO_OFFSET,
@@ -31,20 +29,14 @@ from compat_tests.drivers.base import (
     client_errors,
     kafka_state_name,
 )
-
-TIMEOUT_MS = int(OP_TIMEOUT_S * 1000)
-
-
-def _received(record: ConsumerRecord) -> Received:
-    return Received(
-        topic=record.topic,
-        partition=record.partition,
-        offset=record.offset,
-        key=record.key,
-        value=record.value,
-        headers=tuple((k, v or b"") for k, v in record.headers),
-        timestamp_ms=record.timestamp,
-    )
+from compat_tests.drivers.kafka_python_api import (
+    TIMEOUT_MS,
+    assign,
+    consumer_config,
+    producer_config,
+    received,
+    send_arguments,
+)
 
 
 class KafkaPythonConsumer(Consumer):
@@ -53,22 +45,11 @@ class KafkaPythonConsumer(Consumer):
     def __init__(self, driver: KafkaPythonDriver, settings: ConsumerSettings) -> None:
         super().__init__(driver)
         with client_errors():
-            self._consumer = KafkaConsumer(
-                bootstrap_servers=driver.bootstrap,
-                group_id=settings.group,
-                auto_offset_reset=settings.reset,
-                enable_auto_commit=False,
-                request_timeout_ms=TIMEOUT_MS,
-                session_timeout_ms=10000,
-                heartbeat_interval_ms=1000,
-            )
+            self._consumer = KafkaConsumer(**consumer_config(driver.bootstrap, settings))
 
     def assign(self, positions: Mapping[TopicPartition, int | None]) -> None:
         with client_errors():
-            self._consumer.assign([KpPartition(t, p) for t, p in positions])
-            for (t, p), offset in positions.items():
-                if offset is not None:
-                    self._consumer.seek(KpPartition(t, p), offset)
+            assign(self._consumer, KpPartition, positions)
 
     def subscribe(self, topics: Sequence[str]) -> None:
         with client_errors():
@@ -77,7 +58,7 @@ class KafkaPythonConsumer(Consumer):
     def poll(self, max_records: int, timeout_s: float) -> list[Received]:
         with client_errors():
             batches = self._consumer.poll(timeout_ms=int(timeout_s * 1000), max_records=max_records)
-        return [_received(r) for records in batches.values() for r in records]
+        return received(batches)
 
     def assignment(self) -> set[TopicPartition]:
         with client_errors():
@@ -117,34 +98,15 @@ class KafkaPythonDriver(Driver):
             self.unsupported(
                 f"{settings.compression} compression (its optional codec library is not installed)"
             )
-        config: dict[str, Any] = {
-            "bootstrap_servers": self.bootstrap,
-            "compression_type": None if settings.compression == "none" else settings.compression,
-            "acks": settings.acks if settings.acks == "all" else int(settings.acks),
-            "max_block_ms": int(settings.timeout_s * 1000),
-            "request_timeout_ms": TIMEOUT_MS,
-            "linger_ms": 5,
-        }
-        if settings.idempotence is not None:
-            config["enable_idempotence"] = settings.idempotence
-        if settings.max_request_size is not None:
-            config["max_request_size"] = settings.max_request_size
+        config = producer_config(self.bootstrap, settings)
+        config["max_block_ms"] = int(settings.timeout_s * 1000)
+        config["request_timeout_ms"] = TIMEOUT_MS
         if settings.retries is not None:
             config["retries"] = settings.retries
         with client_errors():
             producer = KafkaProducer(**config)
             try:
-                futures = [
-                    producer.send(
-                        topic,
-                        value=m.value,
-                        key=m.key,
-                        partition=m.partition,
-                        timestamp_ms=m.timestamp_ms,
-                        headers=list(m.headers),
-                    )
-                    for m in messages
-                ]
+                futures = [producer.send(topic, **send_arguments(m)) for m in messages]
                 producer.flush(timeout=OP_TIMEOUT_S)
                 offsets = [f.get(timeout=OP_TIMEOUT_S).offset for f in futures]
             finally:
