@@ -32,14 +32,11 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compat_tests.maven import classpath, resolve_jars
+from compat_tests.maven import SLF4J_BINDING, classpath, resolve_jars
 
 KAFKA_VERSION = os.environ.get("ODRADEK_KAFKA_VERSION", "4.3.1")
 """Apache Kafka broker version. 4.3.1 is the newest 4.x whose server artifacts all resolve
 (4.4.0's kafka-tools-api is not published)."""
-
-SLF4J_BINDING = "org.slf4j:slf4j-simple:1.7.36"
-"""Kafka logs through slf4j 1.7 but ships no binding in its pom; without one its log is empty."""
 
 KAFKA_HEAP = ["-Xms128m", "-Xmx512m"]
 READY_TIMEOUT_S = 120.0

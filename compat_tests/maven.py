@@ -23,6 +23,10 @@ from xml.sax.saxutils import escape
 MAVEN_TIMEOUT_S = 900
 COMPLETE_MARKER = ".complete"
 
+SLF4J_BINDING = "org.slf4j:slf4j-simple:1.7.36"
+"""Kafka's broker and kafka-clients log through slf4j 1.7 but ship no binding in their poms;
+without one in the classpath their logs are empty."""
+
 
 def cache_root() -> Path:
     """The directory that keeps resolved jars and compiled classes between runs."""

@@ -34,12 +34,11 @@ from compat_tests.drivers.base import (
     classify,
     kafka_state_name,
 )
-from compat_tests.maven import cache_root, classpath, file_lock, resolve_jars
+from compat_tests.maven import SLF4J_BINDING, cache_root, classpath, file_lock, resolve_jars
 
 SOURCE = Path(__file__).resolve().parent.parent / "java" / "CompatClient.java"
 JAVA_CLIENT_VERSIONS = ("3.9.2", "4.4.0")
 """3.9.2 is the kafka-clients of Spark 4.2's Kafka connector; 4.4.0 is the newest release."""
-SLF4J_BINDING = "org.slf4j:slf4j-simple:1.7.36"
 CALL_TIMEOUT_S = OP_TIMEOUT_S * 3
 """The JVM bounds each call itself (20 s client timeouts); this only catches a wedged JVM."""
 
@@ -109,7 +108,7 @@ class JavaProcess:
         self._answers = queue.Queue()
         threading.Thread(target=self._read, args=(process, self._answers), daemon=True).start()
         self._process = process
-        self._receive(process)  # the "ready" line
+        self._receive()  # the "ready" line
         return process
 
     @staticmethod
@@ -119,7 +118,7 @@ class JavaProcess:
             answers.put(line)
         answers.put(None)
 
-    def _receive(self, process: subprocess.Popen[str]) -> dict[str, Any]:
+    def _receive(self) -> dict[str, Any]:
         try:
             line = self._answers.get(timeout=CALL_TIMEOUT_S)
         except queue.Empty:
@@ -139,7 +138,7 @@ class JavaProcess:
             assert process.stdin is not None
             process.stdin.write(json.dumps({"op": op, **args}) + "\n")
             process.stdin.flush()
-            answer = self._receive(process)
+            answer = self._receive()
         if not answer["ok"]:
             raise ClientError(classify(answer["error"]), answer["error"])
         return answer["result"]
