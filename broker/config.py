@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from broker.config_defs import BROKER_CONFIGS, DERIVED_MS_KEYS, TOPIC_CONFIGS, ConfigSource, ConfigType
+from log.config import LogConfig
+from log.errors import InvalidConfigError
 
 ENV_PREFIX = "ODRADEK_"
 
@@ -124,6 +126,10 @@ class BrokerConfig:
             definition = BROKER_CONFIGS.get(key)
             if definition is not None:
                 check_value(key, definition.type, value)
+        try:
+            LogConfig.from_properties(self.topic_defaults())
+        except InvalidConfigError as exc:
+            raise ConfigError(f"{exc} (a topic default derived from the broker's log settings)") from None
         parse_listeners(self.get("listeners") or "")
         if self.get("advertised.listeners"):
             parse_listeners(self.get("advertised.listeners") or "")

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from broker.config import ConfigError, check_value
 from broker.config_defs import TOPIC_CONFIGS
 from broker.topics import topic_name_error
+from log.config import LogConfig
+from log.errors import InvalidConfigError
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
@@ -31,7 +33,9 @@ class NewTopic(NamedTuple):
 
 
 def validate_configs(configs: dict[str, str]) -> None:
-    """Reject unknown topic config names and ill-typed or out-of-set values (INVALID_CONFIG)."""
+    """Reject unknown topic config names and ill-typed, out-of-set or out-of-range values
+    (INVALID_CONFIG), before anything is stored: a value the log engine cannot use must never
+    reach the registry, or the topic could not be opened again at the next start."""
     for key, value in configs.items():
         definition = TOPIC_CONFIGS.get(key)
         if definition is None:
@@ -49,6 +53,10 @@ def validate_configs(configs: dict[str, str]) -> None:
                     f"Invalid value {value} for configuration {key}: "
                     f"must be one of {list(definition.validator)}",
                 )
+    try:
+        LogConfig.from_properties(configs)
+    except InvalidConfigError as exc:
+        raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
 
 
 def validate_new_topic(broker: Broker, topic: NewTopic) -> NewTopic:

@@ -19,6 +19,7 @@ from broker.context import RequestContext
 from broker.dispatch import CloseConnection
 from broker.error_mapping import error_code_of
 from log.compacted_batch import payload_of, record_spans
+from log.config import LONG_MAX, LogConfig
 from log.errors import LogError
 from wire.error_codes import ErrorCode
 from wire.record_batch import BatchInfo, RecordBatchError, scan_batches
@@ -31,15 +32,25 @@ def partition_error(index: int, code: ErrorCode, message: str | None = None) -> 
     return {"index": index, "error_code": code, "base_offset": -1, "error_message": message}
 
 
-def timestamp_error(batch: BatchInfo, now_ms: int, before_max: int, after_max: int) -> str | None:
-    """Kafka's CreateTime bounds (message.timestamp.before/after.max.ms), checked on the
-    batch's first and max timestamps so no record has to be decoded."""
-    if batch.is_log_append_time:
+def timestamp_error(records: memoryview, batch: BatchInfo, now_ms: int, config: LogConfig) -> str | None:
+    """Kafka's CreateTime bounds (message.timestamp.before/after.max.ms) for every record.
+
+    A LogAppendTime topic ignores the producer's clock entirely.  The future bound holds for
+    every record when it holds for the batch's max timestamp, so by default (no past bound)
+    nothing is decoded; only a topic that sets ``message.timestamp.before.max.ms`` pays for
+    reading each record's timestamp, because the header does not carry the minimum.
+    """
+    if config.log_append_time:
         return None
+    after_max, before_max = config.message_timestamp_after_max_ms, config.message_timestamp_before_max_ms
     if batch.max_timestamp - now_ms > after_max:
         return f"Timestamp {batch.max_timestamp} of a record is more than {after_max} ms in the future"
-    if now_ms - batch.base_timestamp > before_max:
-        return f"Timestamp {batch.base_timestamp} of a record is more than {before_max} ms in the past"
+    if before_max >= LONG_MAX or now_ms - batch.base_timestamp > before_max:
+        oldest = batch.base_timestamp
+    else:
+        oldest = min(span.timestamp for span in record_spans(payload_of(records, batch), batch))
+    if now_ms - oldest > before_max:
+        return f"Timestamp {oldest} of a record is more than {before_max} ms in the past"
     return None
 
 
@@ -92,9 +103,10 @@ def append_partition(
             f"The record batch is {batches[0].size} bytes, "
             f"larger than max.message.bytes={config.max_message_bytes}",
         )
-    problem = timestamp_error(
-        batches[0], now_ms, config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms
-    )
+    try:
+        problem = timestamp_error(records, batches[0], now_ms, config)
+    except RecordBatchError as exc:
+        return 0, partition_error(index, error_code_of(exc), str(exc))
     if problem:
         return 0, partition_error(index, ErrorCode.INVALID_TIMESTAMP, problem)
     if config.compact and (rejected := keyless_records_error(topic, index, records, batches[0])):

@@ -303,11 +303,6 @@ def test_create_time_bounds(client: Client, setup: ConfluentAdmin) -> None:
     assert [c.record for c in client.consume(topic, {0: 0}, until={0: 2}, timeout_s=20)[0]] == inside
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="broker bug: the timestamp bounds are checked on the batch header (first and max "
-    "timestamp) only, so an older record inside the batch passes",
-)
 def test_create_time_bounds_apply_to_every_record(client: Client, setup: ConfluentAdmin) -> None:
     """Kafka checks every record's timestamp: one too-old record in the middle of a batch makes
     the whole batch INVALID_TIMESTAMP, and nothing is stored."""
@@ -325,11 +320,6 @@ def test_create_time_bounds_apply_to_every_record(client: Client, setup: Conflue
     assert client.list_offsets(topic, [0], "latest") == {0: 0}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="broker bug: a LogAppendTime topic still applies the CreateTime bounds to the "
-    "producer's timestamps (Kafka validates them only when the topic uses CreateTime)",
-)
 def test_log_append_time_topic_ignores_producer_clock(client: Client, setup: ConfluentAdmin) -> None:
     """A LogAppendTime topic exists so producers' clocks do not matter: a timestamp two hours
     ahead is accepted and replaced by the broker's time."""

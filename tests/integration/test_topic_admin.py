@@ -35,13 +35,6 @@ from tests.integration.clients import (
 
 pytestmark = pytest.mark.timeout(120)
 
-CONFIG_RANGE_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="broker bug: an out-of-range topic config passes CreateTopics/AlterConfigs validation, the log "
-    "engine then raises InvalidConfigError: connection dropped, config stored, restart fails",
-)
-"""Remove once the broker validates ranges up front (strict: an unexpected pass fails the run)."""
-
 KAFKA_TOPIC_DEFAULTS = {
     "cleanup.policy": "delete",
     "retention.ms": "604800000",
@@ -136,27 +129,9 @@ def test_create_existing_topic_is_topic_already_exists(admin: Admin) -> None:
         pytest.param("ok", 1, 1, {"no.such.config": "1"}, "INVALID_CONFIG", id="unknown-config"),
         pytest.param("ok", 1, 1, {"retention.ms": "soon"}, "INVALID_CONFIG", id="bad-number"),
         pytest.param("ok", 1, 1, {"cleanup.policy": "shred"}, "INVALID_CONFIG", id="bad-enum"),
-        pytest.param(
-            "ok", 1, 1, {"retention.ms": "-5"}, "INVALID_CONFIG", id="below-minimum", marks=CONFIG_RANGE_BUG
-        ),
-        pytest.param(
-            "ok",
-            1,
-            1,
-            {"min.insync.replicas": "0"},
-            "INVALID_CONFIG",
-            id="zero-min-isr",
-            marks=CONFIG_RANGE_BUG,
-        ),
-        pytest.param(
-            "ok",
-            1,
-            1,
-            {"segment.bytes": "2147483648"},
-            "INVALID_CONFIG",
-            id="int-overflow",
-            marks=CONFIG_RANGE_BUG,
-        ),
+        pytest.param("ok", 1, 1, {"retention.ms": "-5"}, "INVALID_CONFIG", id="below-minimum"),
+        pytest.param("ok", 1, 1, {"min.insync.replicas": "0"}, "INVALID_CONFIG", id="zero-min-isr"),
+        pytest.param("ok", 1, 1, {"segment.bytes": "2147483648"}, "INVALID_CONFIG", id="int-overflow"),
     ],
 )
 def test_create_topic_errors(
@@ -452,7 +427,7 @@ def test_legacy_alter_configs(admin: Admin) -> None:
     [
         pytest.param({"retention.ms": "tomorrow"}, "INVALID_CONFIG", id="bad-value"),
         pytest.param({"no.such.config": "1"}, "INVALID_CONFIG", id="unknown-key"),
-        pytest.param({"retention.ms": "-5"}, "INVALID_CONFIG", id="below-minimum", marks=CONFIG_RANGE_BUG),
+        pytest.param({"retention.ms": "-5"}, "INVALID_CONFIG", id="below-minimum"),
     ],
 )
 def test_alter_configs_rejects_invalid(
@@ -502,7 +477,6 @@ def _topic_state(admin: Admin, topics: list[str]) -> dict[str, tuple[int, str, d
     return state
 
 
-@CONFIG_RANGE_BUG
 def test_rejected_config_leaves_broker_restartable(tmp_path: Path) -> None:
     """An out-of-range config is INVALID_CONFIG at CreateTopics and AlterConfigs, nothing of it is
     stored, and the broker restarts with its topics intact."""
