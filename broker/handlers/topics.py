@@ -39,6 +39,42 @@ def created_configs(ctx: RequestContext, name: str) -> list[dict[str, Any]]:
     ]
 
 
+def replica_lists_error(ctx: RequestContext, replica_lists: list[list[int]], expected: int) -> str | None:
+    """Why manual replica lists cannot be honoured on this single node, or None.
+
+    Kafka accepts an explicit assignment as long as every replica is a registered broker;
+    here the only broker is this node, so each partition's list must be exactly it.
+    """
+    if len(replica_lists) != expected:
+        return f"Expected {expected} partition assignments, but got {len(replica_lists)}"
+    for replicas in replica_lists:
+        unknown = sorted(set(replicas) - {ctx.broker.node_id})
+        if unknown:
+            return f"Replica assignment references unknown broker(s) {unknown}"
+        if len(replicas) != 1:
+            return f"Replica assignment {replicas} has duplicate or missing replicas"
+    return None
+
+
+def apply_assignment(ctx: RequestContext, topic: NewTopic, assignments: list[dict[str, Any]]) -> NewTopic:
+    """Turn CreateTopics' manual assignment into a partition count (Kafka's rules)."""
+    if topic.partitions != -1 or topic.replication_factor != -1:
+        raise TopicError(
+            ErrorCode.INVALID_REQUEST,
+            "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.",
+        )
+    indexes = sorted(a["partition_index"] for a in assignments)
+    if indexes != list(range(len(assignments))):
+        raise TopicError(
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            "Partitions should be a consecutive 0-based integer sequence",
+        )
+    problem = replica_lists_error(ctx, [a["broker_ids"] for a in assignments], len(assignments))
+    if problem:
+        raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem)
+    return topic._replace(partitions=len(assignments), replication_factor=1)
+
+
 async def handle_create_topics(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     counts = Counter(t["name"] for t in request["topics"])
     results = []
@@ -51,18 +87,11 @@ async def handle_create_topics(ctx: RequestContext, request: dict[str, Any]) -> 
                 | {"error_code": ErrorCode.INVALID_REQUEST, "error_message": f"Duplicate topic name {name}"}
             )
             continue
-        if wanted["assignments"]:
-            results.append(
-                result
-                | {
-                    "error_code": ErrorCode.INVALID_REQUEST,
-                    "error_message": "Manual replica assignment is not supported on a single-node broker",
-                }
-            )
-            continue
         configs = {c["name"]: c["value"] for c in wanted["configs"] if c["value"] is not None}
         topic = NewTopic(name, wanted["num_partitions"], wanted["replication_factor"], configs)
         try:
+            if wanted["assignments"]:
+                topic = apply_assignment(ctx, topic, wanted["assignments"])
             if request.get("validate_only"):
                 topic = validate_new_topic(ctx.broker, topic)
                 topic_id = ZERO_UUID
@@ -142,8 +171,12 @@ async def handle_create_partitions(ctx: RequestContext, request: dict[str, Any])
             )
         elif count == info.partitions:
             code, message = ErrorCode.INVALID_PARTITIONS, f"Topic already has {count} partitions."
-        elif wanted.get("assignments"):
-            code, message = ErrorCode.INVALID_REQUEST, "Manual replica assignment is not supported"
+        elif wanted.get("assignments") and (
+            problem := replica_lists_error(
+                ctx, [a["broker_ids"] for a in wanted["assignments"]], count - info.partitions
+            )
+        ):
+            code, message = ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem
         elif not request["validate_only"]:
             old = info.partitions
             broker.topics.set_partitions(name, count)
