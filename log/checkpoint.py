@@ -9,9 +9,13 @@ partition lets ``PartitionLog`` open, recover and be deleted on its own::
     log_start_offset 0
     recovery_point 1234
     clean_shutdown 1
+    first_dirty_offset 1000
 
 ``clean_shutdown 1`` is written only by ``close()`` after everything was fsynced and is
 rewritten to 0 as soon as the log is opened again, so a crash at any later point is detected.
+``first_dirty_offset`` is where the cleaner stopped last time (Kafka's per-directory
+``cleaner-offset-checkpoint``); files written before compaction existed lack it, which reads
+as 0, "clean from the log start".
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ class PartitionCheckpoint(NamedTuple):
     log_start_offset: int = 0
     recovery_point: int = 0
     clean_shutdown: bool = False
+    first_dirty_offset: int = 0
 
     @classmethod
     def read(cls, directory: str) -> PartitionCheckpoint | None:
@@ -69,6 +74,7 @@ class PartitionCheckpoint(NamedTuple):
                 int(fields["log_start_offset"]),
                 int(fields["recovery_point"]),
                 fields["clean_shutdown"].strip() == "1",
+                int(fields.get("first_dirty_offset", 0)),
             )
         except (OSError, ValueError, KeyError):
             return None
@@ -79,5 +85,6 @@ class PartitionCheckpoint(NamedTuple):
             f"log_start_offset {self.log_start_offset}\n"
             f"recovery_point {self.recovery_point}\n"
             f"clean_shutdown {int(self.clean_shutdown)}\n"
+            f"first_dirty_offset {self.first_dirty_offset}\n"
         )
         write_atomically(os.path.join(directory, CHECKPOINT_FILE), text.encode())

@@ -27,10 +27,11 @@ Broker key -> topic key (first synonym present wins, as in Kafka):
 ``log.cleaner.min.compaction.lag.ms``                        ``min.compaction.lag.ms``
 ``log.cleaner.max.compaction.lag.ms``                        ``max.compaction.lag.ms``
 ``log.cleaner.min.cleanable.ratio``                          ``min.cleanable.dirty.ratio``
+``log.segment.delete.delay.ms``                              ``file.delete.delay.ms``
 ==========================================================  =============================
 
-The retention and compaction settings are parsed, validated and reported here, but the
-retention and cleaner tasks that act on them are not written yet (see PartitionLog).
+Retention (``log.retention``) and compaction (``log.cleaner``) act on these settings; the
+broker drives both periodically.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ class LogConfig:
     min_compaction_lag_ms: int = 0
     max_compaction_lag_ms: int = LONG_MAX
     min_cleanable_dirty_ratio: float = 0.5
+    file_delete_delay_ms: int = 60_000
 
     @property
     def log_append_time(self) -> bool:
@@ -80,6 +82,11 @@ class LogConfig:
     @property
     def compact(self) -> bool:
         return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        """Whether retention by time and size applies (``delete`` or ``compact,delete``)."""
+        return "delete" in self.cleanup_policy
 
     def random_segment_jitter(self) -> int:
         """Per-segment roll jitter in [0, min(jitter, segment.ms)), drawn as Kafka does.
@@ -257,5 +264,8 @@ _SETTINGS: tuple[_Setting, ...] = (
         _ratio,
         str,
         _ms("log.cleaner.min.cleanable.ratio"),
+    ),
+    _Setting(
+        "file.delete.delay.ms", "file_delete_delay_ms", _long(0), str, _ms("log.segment.delete.delay.ms")
     ),
 )

@@ -57,6 +57,11 @@ class _SparseIndex:
         return len(self._mirror()) // self._entry.size
 
     @property
+    def size_in_bytes(self) -> int:
+        """File size, without loading the mirror (the cleaner sums it over many segments)."""
+        return len(self._data) if self._data is not None else os.fstat(self._fd).st_size
+
+    @property
     def is_full(self) -> bool:
         return self.entries >= self.max_entries
 

@@ -1,18 +1,22 @@
 """One partition's log: an ordered list of segments, offsets, producer state and durability.
 
 Threading model: every method runs on the broker's trio thread except ``flush``, which the
-broker calls from a worker thread so fsync never blocks the event loop.  ``flush`` therefore
-only fsyncs file descriptors and advances the recovery point; a lock keeps segment deletion and
-close from closing a descriptor under a running fsync.  Appends do not take the lock.
+broker calls from a worker thread so fsync never blocks the event loop, and the cleaner's
+reading and writing (``log.cleaner``), which also runs in a worker thread.  ``flush`` only
+fsyncs file descriptors and advances the recovery point; a lock keeps segment removal and close
+from closing a descriptor under a running fsync.  Appends do not take the lock.  While a
+cleaning pass is under way no segment leaves the log except through the cleaner's own swap:
+retention waits for the next pass and DeleteRecords only moves the log start, so the worker
+thread never reads a closed descriptor.
 
 Offsets: the log end offset is the next offset to assign (== high watermark on a single node);
-the log start offset only moves forward (DeleteRecords, later retention) and is checkpointed.
+the log start offset only moves forward (DeleteRecords, retention) and is checkpointed.
 
-Not done yet (the "log engine in depth" work), with their hooks:
-- retention by time/size: ``_delete_segments_below_log_start`` is the deletion primitive,
-  ``segment_base_offsets``/``size_in_bytes`` and each segment's ``max_timestamp`` the inputs;
-- compaction (``LogConfig.compact``): nothing yet; ``wire.record_batch`` decodes/encodes;
-- truncation (replication) and transactions (control batches, LSO): nothing yet.
+Removed segments are renamed ``*.deleted`` and their files deleted ``file.delete.delay.ms``
+later (at once when it is 0), as Kafka does, so a reader holding a ``FileSlice`` can finish;
+``purge_deleted_segments`` does the deleting and start-up removes any leftovers (``log.swap``).
+
+Not done yet: truncation (replication) and transactions (control batches, LSO).
 """
 
 from __future__ import annotations
@@ -28,10 +32,12 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from log.checkpoint import PartitionCheckpoint, fsync_directory, write_atomically
-from log.config import LogConfig
+from log.config import LONG_MAX, LogConfig
 from log.errors import KafkaStorageError, MessageTooLargeError, OffsetOutOfRangeError
 from log.producer_state import PlacedBatch, ProducerStateManager
+from log.retention import SegmentFacts, segments_to_delete
 from log.segment import Segment
+from log.swap import DELETED, SWAP, finish_interrupted_replacements
 from wire.record_batch import (
     BatchInfo,
     InvalidRecordError,
@@ -93,6 +99,13 @@ class PartitionLog:
         self._offline: KafkaStorageError | None = None
         self._closed = False
         self._checkpointed: PartitionCheckpoint | None = None
+        self._deleted: list[tuple[int, Segment]] = []  # (delete files at ms, segment)
+        self._cleaning = False
+        # Held by the cleaner's worker thread while it reads segments; ``closing`` asks it to stop.
+        self.cleaning_lock = threading.Lock()
+        self.closing = threading.Event()
+        self.first_dirty_offset = 0
+        self.fsyncs = 0  # flushes that found something to fsync (group commit makes this small)
 
     # ----------------------------------------------------------------------------------------
     # Opening and recovery
@@ -112,6 +125,8 @@ class PartitionLog:
         for name in names:
             if name.endswith(".tmp"):
                 os.unlink(os.path.join(directory, name))
+        finish_interrupted_replacements(directory, config, now_ms)
+        names = os.listdir(directory)
         checkpoint = PartitionCheckpoint.read(directory)
         clean = checkpoint is not None and checkpoint.clean_shutdown
         log_start = checkpoint.log_start_offset if checkpoint else 0
@@ -128,6 +143,7 @@ class PartitionLog:
                 segment.delete()
             segments = [Segment.create(directory, log_start, config, now_ms)]
         log = cls(directory, config, segments, max(log_start, segments[0].base_offset))
+        log.first_dirty_offset = checkpoint.first_dirty_offset if checkpoint else 0
         log._load_producer_state()
         log.flush()  # recovered data becomes durable before the recovery point claims it
         log._write_checkpoint(clean_shutdown=False)
@@ -223,6 +239,11 @@ class PartitionLog:
     def segment_base_offsets(self) -> tuple[int, ...]:
         return tuple(self._bases)
 
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        """The segments, oldest first; the last is the active one (read-only view for the cleaner)."""
+        return tuple(self._segments)
+
     # ----------------------------------------------------------------------------------------
     # Append
 
@@ -284,7 +305,7 @@ class PartitionLog:
             self._offline = exc
             raise
         except OSError as exc:
-            raise self._went_offline(exc) from exc
+            raise self.went_offline(exc) from exc
         self._producers.apply(updated_producers)
         return AppendInfo(placed[0].first_offset, last_offset, log_append_time, self._log_start_offset)
 
@@ -314,7 +335,7 @@ class PartitionLog:
         try:
             return segment.read(start, end)
         except OSError as exc:
-            raise self._went_offline(exc) from exc
+            raise self.went_offline(exc) from exc
 
     def read_slices(self, offset: int, max_bytes: int) -> list[FileSlice]:
         """``read`` as file ranges for ``os.sendfile``; use before yielding to other tasks."""
@@ -340,7 +361,7 @@ class PartitionLog:
                 if batch is not None:
                     return segment, batch.position, segment.batches_end(batch.position, max_bytes)
         except OSError as exc:
-            raise self._went_offline(exc) from exc
+            raise self.went_offline(exc) from exc
         return None
 
     def _batches_from(self, offset: int) -> Iterator[BatchInfo]:
@@ -414,16 +435,88 @@ class PartitionLog:
                 self._write_checkpoint(clean_shutdown=False)
                 self._delete_segments_below_log_start()
             except OSError as exc:
-                raise self._went_offline(exc) from exc
+                raise self.went_offline(exc) from exc
         return self._log_start_offset
 
     def _delete_segments_below_log_start(self) -> None:
-        """Delete leading segments that hold only offsets below the log start (never the active)."""
-        while len(self._segments) > 1 and self._segments[1].base_offset <= self._log_start_offset:
-            with self._lock:
-                segment = self._segments.pop(0)
-                self._bases.pop(0)
-                segment.delete()
+        """Remove leading segments that hold only offsets below the log start (never the active).
+
+        Deferred while the cleaner works; ``end_cleaning`` calls this again.
+        """
+        count = 0
+        while (
+            count + 1 < len(self._segments)
+            and self._segments[count + 1].base_offset <= self._log_start_offset
+        ):
+            count += 1
+        if count and not self._cleaning:
+            self._remove_segments(self._segments[:count], _now_ms())
+
+    def delete_old_segments(self, now_ms: int) -> int:
+        """Retention (Kafka's deleteOldSegments, rules in ``log.retention``): returns segments removed.
+
+        Moves the log start to the first kept segment (checkpointed before any file is touched).
+        Skipped while the cleaner works on this log, and for logs that went offline.
+        """
+        if self._cleaning or not self.is_online:
+            return 0
+        facts = [SegmentFacts(s.base_offset, s.size, s.largest_timestamp) for s in self._segments]
+        deletion = segments_to_delete(facts, self._log_start_offset, self.config, now_ms)
+        if not deletion.count:
+            return 0
+        try:
+            if deletion.count == len(self._segments):
+                self._roll(now_ms)
+            doomed = self._segments[: deletion.count]
+            self._log_start_offset = max(self._log_start_offset, self._segments[deletion.count].base_offset)
+            self._write_checkpoint(clean_shutdown=False)
+            self._remove_segments(doomed, now_ms)
+        except OSError as exc:
+            raise self.went_offline(exc) from exc
+        logger.info(
+            "%s: deleted %d segment(s) (%s); log start offset is now %d",
+            self.directory,
+            deletion.count,
+            deletion.reason,
+            self._log_start_offset,
+        )
+        return deletion.count
+
+    def _remove_segments(self, doomed: Sequence[Segment], now_ms: int) -> None:
+        """Take segments out of the log and rename their files ``*.deleted`` for later deletion."""
+        with self._lock:
+            for segment in doomed:
+                position = self._segments.index(segment)
+                del self._segments[position]
+                del self._bases[position]
+        self._retire(doomed, now_ms)
+
+    def _retire(self, segments: Sequence[Segment], now_ms: int) -> None:
+        """Rename segments that left the log ``*.deleted``; their files go after the delay."""
+        for segment in segments:
+            segment.rename(DELETED)
+            self._deleted.append((now_ms + self.config.file_delete_delay_ms, segment))
+        self.purge_deleted_segments(now_ms)
+
+    def purge_deleted_segments(self, now_ms: int) -> None:
+        """Delete the files of removed segments whose ``file.delete.delay.ms`` has passed.
+
+        They are no longer part of the log, so a failure here only leaves files behind, which
+        the next start-up deletes.
+        """
+        due = [segment for deadline, segment in self._deleted if deadline <= now_ms]
+        if due:
+            self._deleted = [(d, s) for d, s in self._deleted if d > now_ms]
+            for segment in due:
+                try:
+                    segment.delete()
+                except OSError as exc:
+                    logger.warning("%s: cannot delete %s: %s", self.directory, segment.log_path, exc)
+
+    @property
+    def next_purge_ms(self) -> int | None:
+        """When ``purge_deleted_segments`` next has work, or None."""
+        return min((deadline for deadline, _ in self._deleted), default=None)
 
     # ----------------------------------------------------------------------------------------
     # Durability
@@ -440,21 +533,28 @@ class PartitionLog:
         with self._lock:
             if self._closed:
                 return
+            self._check_online()  # an ack waiting for this fsync must not succeed
             try:
                 for segment in list(self._segments):
                     segment.flush()
             except OSError as exc:
-                raise self._went_offline(exc) from exc
+                raise self.went_offline(exc) from exc
             self._recovery_point = max(self._recovery_point, target)
+            self.fsyncs += 1
 
     def checkpoint(self) -> None:
         """Persist log start and recovery point if they changed (the broker calls this periodically;
         Kafka's log.flush.offset.checkpoint.interval.ms); a later recovery then scans less."""
-        if not self._closed and self._offline is None:
-            self._write_checkpoint(clean_shutdown=False)
+        if self.is_online:
+            try:
+                self._write_checkpoint(clean_shutdown=False)
+            except OSError as exc:
+                raise self.went_offline(exc) from exc
 
     def _write_checkpoint(self, clean_shutdown: bool) -> None:
-        checkpoint = PartitionCheckpoint(self._log_start_offset, self._recovery_point, clean_shutdown)
+        checkpoint = PartitionCheckpoint(
+            self._log_start_offset, self._recovery_point, clean_shutdown, self.first_dirty_offset
+        )
         if checkpoint != self._checkpointed:
             checkpoint.write(self.directory)
             self._checkpointed = checkpoint
@@ -482,7 +582,69 @@ class PartitionLog:
             os.unlink(self._snapshot_path(offset))
 
     # ----------------------------------------------------------------------------------------
+    # Compaction (the policy is in ``log.cleaner``; these are the log's side of it)
+
+    def begin_cleaning(self) -> bool:
+        """Claim the log for one cleaning pass; False if it is offline, closed or already claimed."""
+        if self._cleaning or not self.is_online:
+            return False
+        self._cleaning = True
+        return True
+
+    def last_offsets_of_producers(self) -> dict[int, int]:
+        """Producer id -> last offset it wrote: batches the cleaner keeps (maybe empty) so that
+        idempotent producer state can still be rebuilt from the log."""
+        return {
+            pid: entry.batches[-1].last_offset
+            for pid, entry in self._producers.entries.items()
+            if entry.batches
+        }
+
+    def replace_segments(self, old: Sequence[Segment], cleaned: Segment) -> bool:
+        """Swap a fsynced ``.cleaned`` segment in for ``old`` (Kafka's replaceSegments).
+
+        The rename to ``.swap`` is the commit point: after it a crash completes the swap at
+        start-up (``log.swap``), before it the old segments stay.  Returns False (and discards
+        ``cleaned``) if the log was closed meanwhile.
+        """
+        if not self.is_online:
+            cleaned.delete()
+            return False
+        try:
+            cleaned.rename(SWAP)
+            fsync_directory(self.directory)
+            with self._lock:
+                first = self._segments.index(old[0])
+                self._segments[first : first + len(old)] = [cleaned]
+                self._bases[first : first + len(old)] = [cleaned.base_offset]
+            self._retire(old, _now_ms())
+            cleaned.rename("")
+            fsync_directory(self.directory)
+        except OSError as exc:
+            raise self.went_offline(exc) from exc
+        return True
+
+    def end_cleaning(self, first_dirty_offset: int | None) -> None:
+        """Release the log after a pass; ``first_dirty_offset`` is where the next pass starts
+        (None when the pass did not finish).  Removals deferred during the pass happen now."""
+        self._cleaning = False
+        if not self.is_online:
+            return
+        try:
+            if first_dirty_offset is not None:
+                self.first_dirty_offset = first_dirty_offset
+                self._write_checkpoint(clean_shutdown=False)
+            self._delete_segments_below_log_start()
+        except OSError as exc:
+            raise self.went_offline(exc) from exc
+
+    # ----------------------------------------------------------------------------------------
     # Lifetime
+
+    @property
+    def is_online(self) -> bool:
+        """Neither closed nor taken offline by a disk error."""
+        return self._offline is None and not self._closed
 
     def _check_online(self) -> None:
         if self._offline is not None:
@@ -490,10 +652,18 @@ class PartitionLog:
         if self._closed:
             raise KafkaStorageError(f"{self.directory} is closed")
 
-    def _went_offline(self, exc: OSError) -> KafkaStorageError:
+    def went_offline(self, exc: Exception) -> KafkaStorageError:
+        """Take the partition offline after a disk error (also from the cleaner's thread): every
+        later call answers KAFKA_STORAGE_ERROR until the broker restarts, as in Kafka."""
         logger.error("%s: disk error, taking the partition offline: %s", self.directory, exc)
         self._offline = KafkaStorageError(f"I/O error in {self.directory}: {exc}")
         return self._offline
+
+    def _stop_cleaner(self) -> None:
+        """Ask a running cleaner thread to stop and wait until it no longer reads our files."""
+        self.closing.set()
+        with self.cleaning_lock:
+            pass
 
     def close(self) -> None:
         """Clean shutdown: fsync, snapshot producer state, mark the checkpoint clean, close files.
@@ -503,6 +673,7 @@ class PartitionLog:
         """
         if self._closed:
             return
+        self._stop_cleaner()
         try:
             if self._offline is None:
                 self.flush()
@@ -513,12 +684,13 @@ class PartitionLog:
                 self._recovery_point = self.log_end_offset
                 self._write_checkpoint(clean_shutdown=True)
         except OSError as exc:
-            raise self._went_offline(exc) from exc
+            raise self.went_offline(exc) from exc
         finally:
             with self._lock:
                 self._closed = True
                 for segment in self._segments:
                     segment.close()
+            self.purge_deleted_segments(LONG_MAX)
 
     def delete(self) -> None:
         """Remove the partition: close files, rename the directory to ``*-delete``, remove it.
@@ -526,10 +698,13 @@ class PartitionLog:
         The rename (as Kafka does) makes the deletion atomic from the broker's point of view: a
         crash mid-way leaves a ``-delete`` directory that ``LogManager`` removes at start-up.
         """
+        self._stop_cleaner()
         with self._lock:
             self._closed = True
             for segment in self._segments:
                 segment.close()
+        for _, segment in self._deleted:
+            segment.close()
         parent, name = os.path.split(os.path.abspath(self.directory))
         doomed = os.path.join(parent, f"{name}.{uuid.uuid4().hex}-delete")
         os.rename(self.directory, doomed)

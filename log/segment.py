@@ -42,16 +42,26 @@ def segment_stem(directory: str, base_offset: int) -> str:
 
 
 class Segment:
-    """A segment's files and the in-memory facts derived from them (size, end offset, max time)."""
+    """A segment's files and the in-memory facts derived from them (size, end offset, max time).
 
-    def __init__(self, directory: str, base_offset: int, config: LogConfig, now_ms: int) -> None:
+    ``suffix`` names the transient states of Kafka's file protocol (see ``log.swap``): a
+    segment being written by the cleaner lives in ``<base>.log.cleaned`` and its indexes in
+    ``<base>.index.cleaned``/``<base>.timeindex.cleaned`` until it is renamed into place.
+    """
+
+    def __init__(
+        self, directory: str, base_offset: int, config: LogConfig, now_ms: int, suffix: str = ""
+    ) -> None:
         stem = segment_stem(directory, base_offset)
-        self._indexes_existed = os.path.exists(stem + ".index") and os.path.exists(stem + ".timeindex")
+        self._indexes_existed = os.path.exists(stem + ".index" + suffix) and os.path.exists(
+            stem + ".timeindex" + suffix
+        )
         self.base_offset = base_offset
-        self.log_path = stem + ".log"
+        self.suffix = suffix
+        self.log_path = stem + ".log" + suffix
         self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.offset_index = OffsetIndex(stem + ".index", base_offset, config.segment_index_bytes)
-        self.time_index = TimeIndex(stem + ".timeindex", base_offset, config.segment_index_bytes)
+        self.offset_index = OffsetIndex(stem + ".index" + suffix, base_offset, config.segment_index_bytes)
+        self.time_index = TimeIndex(stem + ".timeindex" + suffix, base_offset, config.segment_index_bytes)
         self.size = os.fstat(self.fd).st_size
         self.next_offset = base_offset
         self.max_timestamp = -1
@@ -64,13 +74,15 @@ class Segment:
         self.dirty = False
 
     @classmethod
-    def create(cls, directory: str, base_offset: int, config: LogConfig, now_ms: int) -> Segment:
+    def create(
+        cls, directory: str, base_offset: int, config: LogConfig, now_ms: int, suffix: str = ""
+    ) -> Segment:
         """A new, empty segment; stale files of the same name (left by a crash) are discarded."""
         stem = segment_stem(directory, base_offset)
-        for suffix in _SUFFIXES:
-            if os.path.exists(stem + suffix):
-                os.unlink(stem + suffix)
-        segment = cls(directory, base_offset, config, now_ms)
+        for kind in _SUFFIXES:
+            if os.path.exists(stem + kind + suffix):
+                os.unlink(stem + kind + suffix)
+        segment = cls(directory, base_offset, config, now_ms, suffix)
         segment._first_batch_timestamp = -1
         return segment
 
@@ -227,6 +239,14 @@ class Segment:
         self.dirty = True
         return position
 
+    @property
+    def largest_timestamp(self) -> int:
+        """Kafka's LogSegment.largestTimestamp: the max record timestamp, or the file's
+        modification time when no record carries one (what time-based retention compares)."""
+        if self.max_timestamp >= 0:
+            return self.max_timestamp
+        return os.fstat(self.fd).st_mtime_ns // 1_000_000
+
     def seal(self) -> None:
         """On roll: record the final max timestamp so inactive segments know it from the index."""
         self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
@@ -305,9 +325,25 @@ class Segment:
         self.offset_index.close()
         self.time_index.close()
 
+    def _paths(self) -> tuple[str, str, str]:
+        return self.log_path, self.offset_index.path, self.time_index.path
+
+    def rename(self, suffix: str) -> None:
+        """Move the three files to ``suffix`` (``""`` = live); open descriptors stay valid.
+
+        The ``.log`` file moves last into a live name and first out of it, so that whenever
+        ``<base>.log`` exists under a name, its indexes do too or are merely rebuilt.
+        """
+        stem = segment_stem(os.path.dirname(self.log_path), self.base_offset)
+        targets = tuple(stem + kind + suffix for kind in _SUFFIXES)
+        moves = list(zip(self._paths(), targets, strict=True))
+        for source, target in moves[1:] + moves[:1] if suffix == "" else moves:
+            os.rename(source, target)
+        self.log_path, self.offset_index.path, self.time_index.path = targets
+        self.suffix = suffix
+
     def delete(self) -> None:
         self.close()
-        stem = self.log_path[: -len(".log")]
-        for suffix in _SUFFIXES:
-            if os.path.exists(stem + suffix):
-                os.unlink(stem + suffix)
+        for path in self._paths():
+            if os.path.exists(path):
+                os.unlink(path)

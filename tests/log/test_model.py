@@ -1,7 +1,8 @@
-"""Random appends, reads, deletions, clean restarts and crashes against an in-memory model."""
+"""Random appends, reads, rolls, deletions, retention, clean restarts and crashes against a model."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -61,6 +62,24 @@ class LogModel(RuleBasedStateMachine):
         target = data.draw(st.integers(0, self.end))
         self.log.delete_records(target)
         self.start = max(self.start, target)
+
+    @rule(retention_bytes=st.integers(0, 6000))
+    def retention_by_size(self, retention_bytes: int) -> None:
+        self.log.config = dataclasses.replace(CONFIG, retention_bytes=retention_bytes, file_delete_delay_ms=0)
+        self.log.delete_old_segments(BASE_TS)
+        self.log.config = CONFIG
+        assert self.log.log_start_offset >= self.start
+        self.start = self.log.log_start_offset
+        sizes = [segment.size for segment in self.log.segments]
+        assert len(sizes) == 1 or sum(sizes) - sizes[0] < retention_bytes, "nothing more may go"
+
+    @rule()
+    def retention_expires_everything(self) -> None:
+        self.log.config = dataclasses.replace(CONFIG, retention_ms=0)
+        self.log.delete_old_segments(BASE_TS + 1)
+        self.log.config = CONFIG
+        self.start = self.end
+        assert self.log.segment_base_offsets == (self.end,)
 
     @rule()
     def restart_clean(self) -> None:

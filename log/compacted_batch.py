@@ -1,0 +1,164 @@
+"""One record batch with some of its records taken out: what the cleaner writes.
+
+Compaction must keep everything a reader or a producer relies on (Kafka's
+MemoryRecords.filterTo): the base offset and ``lastOffsetDelta`` (so offsets, and the
+idempotent producer's last sequence, do not move), the producer id/epoch/base sequence, the
+partition leader epoch, the codec and the timestamp type.  Only the records, their count, the
+max timestamp and the CRC change.
+
+Records are handled as bytes, not decoded into ``Record`` objects and encoded again: a kept
+record is copied exactly (attributes, headers, timestamp delta), so the only per-record work is
+reading the few varints that lead to its key and value.  The one exception is a batch that gets
+a *delete horizon* (KIP-534): the first time a batch holding tombstones is cleaned, attributes
+bit 6 is set and the base timestamp becomes ``now + delete.retention.ms``; the records'
+timestamp deltas are re-based on it so their absolute timestamps stay the same.  A later pass
+that finds the horizon passed drops the tombstones.
+
+The 61-byte header layout is the one documented in ``wire.record_batch``.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from crc32c import crc32c
+
+from wire.errors import DecodeError
+from wire.primitives import encode_varint, encode_varlong, read_varint, read_varlong
+from wire.record_batch import HEADER_SIZE, BatchInfo, InvalidRecordError, compress, decompress
+
+DELETE_HORIZON_BIT = 0x40
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_CRC = struct.Struct(">I")
+_CRC_AT = 17
+_ATTRIBUTES_AT = 21
+_LOG_OVERHEAD = 12  # base offset and length precede the part batchLength counts
+_NO_TIMESTAMP = -1
+_COMPRESSION_MASK = 0x07
+
+
+class RecordSpan(NamedTuple):
+    """Where one record sits in a decompressed payload, and what compaction decides on."""
+
+    offset: int
+    timestamp: int  # CreateTime of the record (base timestamp + delta)
+    key: bytes | None
+    tombstone: bool
+    start: int  # its length varint
+    delta_at: int  # its timestamp delta
+    offset_delta_at: int  # its offset delta, the first byte after the timestamp delta
+    end: int
+
+
+def delete_horizon(batch: BatchInfo) -> int | None:
+    """The batch's delete horizon (ms), or None if no cleaner has set one yet."""
+    return batch.base_timestamp if batch.attributes & DELETE_HORIZON_BIT else None
+
+
+def payload_of(data: memoryview | bytes, batch: BatchInfo) -> bytes:
+    """The batch's records section, decompressed (``data`` holds the batch at ``batch.position``)."""
+    start = batch.position + HEADER_SIZE
+    return decompress(batch.compression, memoryview(data)[start : batch.position + batch.size])
+
+
+def record_spans(payload: bytes, batch: BatchInfo) -> list[RecordSpan]:
+    """Locate every record of ``batch`` in its decompressed ``payload``."""
+    spans: list[RecordSpan] = []
+    position = 0
+    try:
+        for _ in range(batch.record_count):
+            length, body = read_varint(payload, position)
+            end = body + length
+            if length < 1 or end > len(payload):
+                raise InvalidRecordError(
+                    f"invalid record length {length} in batch at offset {batch.base_offset}"
+                )
+            timestamp_delta, offset_delta_at = read_varlong(payload, body + 1)  # after the attributes
+            offset_delta, cursor = read_varint(payload, offset_delta_at)
+            key_length, cursor = read_varint(payload, cursor)
+            key = payload[cursor : cursor + key_length] if key_length >= 0 else None
+            value_length, _ = read_varint(payload, cursor + max(key_length, 0))
+            spans.append(
+                RecordSpan(
+                    batch.base_offset + offset_delta,
+                    batch.base_timestamp + timestamp_delta,
+                    key,
+                    value_length < 0,
+                    position,
+                    body + 1,
+                    offset_delta_at,
+                    end,
+                )
+            )
+            position = end
+    except DecodeError as exc:
+        raise InvalidRecordError(f"malformed record in batch at offset {batch.base_offset}: {exc}") from exc
+    if position != len(payload):
+        raise InvalidRecordError(
+            f"record count does not match the payload of batch at offset {batch.base_offset}"
+        )
+    return spans
+
+
+def rebuild(batch: BatchInfo, payload: bytes, kept: Sequence[RecordSpan], horizon_ms: int | None) -> bytes:
+    """``batch`` holding only the ``kept`` records (at least one).
+
+    ``horizon_ms`` sets a new delete horizon; without it the base timestamp (and with it every
+    kept record's bytes) stays as it was.
+    """
+    view = memoryview(payload)
+    attributes, base_timestamp = batch.attributes, batch.base_timestamp
+    records = bytearray()
+    if horizon_ms is None:
+        for record in kept:
+            records += view[record.start : record.end]
+    else:
+        attributes, base_timestamp = attributes | DELETE_HORIZON_BIT, horizon_ms
+        for record in kept:
+            delta = encode_varlong(record.timestamp - horizon_ms)
+            rest = view[record.offset_delta_at : record.end]
+            records += encode_varint(1 + len(delta) + len(rest))
+            records += view[record.delta_at - 1 : record.delta_at]  # the record's attributes
+            records += delta
+            records += rest
+    if batch.is_log_append_time:
+        max_timestamp = batch.max_timestamp
+    else:
+        max_timestamp = max(record.timestamp for record in kept)
+    body = compress(batch.compression, records)
+    return _assemble(batch, attributes, base_timestamp, max_timestamp, body, len(kept))
+
+
+def empty_batch(batch: BatchInfo) -> bytes:
+    """Only the header of ``batch``, no records (Kafka's writeEmptyHeader): kept when its offsets
+    or its producer's sequence numbers must survive although every record is gone."""
+    attributes = batch.attributes & ~(_COMPRESSION_MASK | DELETE_HORIZON_BIT)
+    return _assemble(batch, attributes, _NO_TIMESTAMP, batch.max_timestamp, b"", 0)
+
+
+def _assemble(
+    batch: BatchInfo, attributes: int, base_timestamp: int, max_timestamp: int, body: bytes, count: int
+) -> bytes:
+    out = bytearray(HEADER_SIZE + len(body))
+    _HEADER.pack_into(
+        out,
+        0,
+        batch.base_offset,
+        len(out) - _LOG_OVERHEAD,
+        batch.partition_leader_epoch,
+        2,
+        0,
+        attributes,
+        batch.last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        batch.producer_id,
+        batch.producer_epoch,
+        batch.base_sequence,
+        count,
+    )
+    out[HEADER_SIZE:] = body
+    _CRC.pack_into(out, _CRC_AT, crc32c(memoryview(out)[_ATTRIBUTES_AT:]))
+    return bytes(out)
