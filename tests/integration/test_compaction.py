@@ -1,0 +1,165 @@
+"""Compaction through a real broker and stock clients (confluent-kafka).
+
+Compacted topics keep the latest value per key at its original offset and drop tombstones after
+``delete.retention.ms``; keyless records are refused at produce time (INVALID_RECORD, as
+Kafka's LogValidator does); ``__consumer_offsets`` is compacted like any other such topic and
+its committed offsets survive a crash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, Producer, TopicPartition
+
+from tests.integration.broker_process import OdradekProcess
+from tests.integration.raw_client import RawClient
+from tests.integration.test_retention import consume_all, wait_for
+from wire.error_codes import ErrorCode
+from wire.record_batch import Record, encode_batch
+
+CLEANER = {"log.cleaner.backoff.ms": "100"}
+COMPACTED = {
+    "cleanup.policy": "compact",
+    "segment.bytes": "1024",
+    "delete.retention.ms": "0",
+    "min.cleanable.dirty.ratio": "0.01",
+}
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OdradekProcess]:
+    process = OdradekProcess(tmp_path_factory.mktemp("compaction"), CLEANER)
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+def produce_keyed(
+    bootstrap: str, topic: str, items: list[tuple[bytes, bytes | None]], compression: str = "none"
+) -> dict[int, tuple[bytes, bytes | None]]:
+    """Produce (key, value) records one per batch; returns offset -> record as acknowledged."""
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 0,
+            "batch.num.messages": 1,
+            "compression.type": compression,
+        }
+    )
+    delivered: dict[int, tuple[bytes, bytes | None]] = {}
+
+    def on_delivery(error: KafkaError | None, message: Message) -> None:
+        assert error is None, error
+        delivered[message.offset()] = (message.key(), message.value())
+
+    for key, value in items:
+        producer.produce(topic, key=key, value=value, on_delivery=on_delivery)
+    assert producer.flush(30) == 0
+    return delivered
+
+
+def read_keyed(bootstrap: str, topic: str) -> list[tuple[int, bytes, bytes | None]]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "compaction-reader",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    out = []
+    try:
+        while True:
+            message = consumer.poll(10)
+            assert message is not None, "no end of partition"
+            if message.error():
+                assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
+                return out
+            out.append((message.offset(), message.key(), message.value()))
+    finally:
+        consumer.close()
+
+
+def test_latest_value_per_key_and_tombstones_through_a_consumer(broker: OdradekProcess) -> None:
+    topic = "compacted"
+    with RawClient(broker.bootstrap) as client:
+        client.create_topic(topic, 1, COMPACTED)
+    items = [(b"key-%d" % (i % 10), b"round-%d" % (i // 10) + b"." * 60) for i in range(200)]
+    items += [(b"key-0", None), (b"key-1", None)]
+    appended = produce_keyed(broker.bootstrap, topic, items, compression="zstd")
+    appended |= produce_keyed(broker.bootstrap, topic, [(b"filler-%d" % i, b"." * 100) for i in range(20)])
+    latest = {key: (offset, value) for offset, (key, value) in sorted(appended.items())}
+
+    def compacted_and_tombstones_gone() -> bool:
+        records = read_keyed(broker.bootstrap, topic)
+        if any(key in (b"key-0", b"key-1") for _, key, _ in records):
+            # Tombstones go in a pass after their delete horizon: make the log dirty again.
+            appended.update(produce_keyed(broker.bootstrap, topic, [(b"more", b"." * 100)] * 12))
+            return False
+        return True
+
+    wait_for(compacted_and_tombstones_gone, "compaction to drop superseded records and tombstones", 60)
+    records = read_keyed(broker.bootstrap, topic)
+    assert all(appended[offset] == (key, value) for offset, key, value in records), "offsets never shift"
+    assert [offset for offset, _, _ in records] == sorted({offset for offset, _, _ in records})
+    final = {key: (offset, value) for offset, key, value in records}
+    for key in (b"key-%d" % i for i in range(2, 10)):
+        assert final[key] == latest[key], "every key keeps its latest value at its offset"
+        assert [k for _, k, _ in records].count(key) == 1
+    assert len(records) < len(appended) / 4
+
+
+def test_keyless_records_are_refused_by_compacted_topics(broker: OdradekProcess) -> None:
+    topic = "compacted-needs-keys"
+    with RawClient(broker.bootstrap) as client:
+        client.create_topic(topic, 1, COMPACTED)
+        batch = encode_batch([Record(0, 0, b"k", b"keyed"), Record(1, 0, None, b"keyless")])
+        response = client.produce(topic, 0, bytes(batch))
+    assert response["error_code"] == ErrorCode.INVALID_RECORD
+    assert [e["batch_index"] for e in response["record_errors"]] == [1]
+    assert (
+        "Compacted topic cannot accept message without key"
+        in response["record_errors"][0]["batch_index_error_message"]
+    )
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "retries": 0})
+    errors: list[KafkaError] = []
+    producer.produce(topic, value=b"no key", on_delivery=lambda error, _message: errors.append(error))
+    producer.flush(30)
+    assert [error.code() for error in errors] == [KafkaError.INVALID_RECORD]
+    assert consume_all(broker.bootstrap, topic, OFFSET_BEGINNING) == []
+
+
+def test_consumer_offsets_are_compacted_and_survive_a_crash(tmp_path: Path) -> None:
+    overrides = CLEANER | {"offsets.topic.num.partitions": "1", "offsets.topic.segment.bytes": "2048"}
+    broker = OdradekProcess(tmp_path / "broker", overrides).start()
+    try:
+        with RawClient(broker.bootstrap) as client:
+            client.create_topic("tracked", 2)
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "committer"})
+        for n in range(1, 301):
+            consumer.commit(offsets=[TopicPartition("tracked", n % 2, n)], asynchronous=False)
+        consumer.close()
+        offsets_dir = broker.data_dir / "__consumer_offsets-0"
+
+        def compacted() -> bool:
+            """300 commits fill ~20 segments; compacted, the inactive ones hold two keys."""
+            sizes = [path.stat().st_size for path in sorted(offsets_dir.glob("*.log"))]
+            return sum(sizes[:-1]) < 2048
+
+        wait_for(compacted, "__consumer_offsets to be compacted")
+        broker.kill()
+        broker.start()
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "committer"})
+        committed = consumer.committed(
+            [TopicPartition("tracked", 0), TopicPartition("tracked", 1)], timeout=30
+        )
+        consumer.close()
+        assert [tp.offset for tp in committed] == [300, 299]
+    finally:
+        broker.stop()
