@@ -9,6 +9,7 @@ response body to whoever waits for it (a trio task in the broker, a list in the 
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -111,28 +112,32 @@ class ClassicMember:
         releases the old waiter with REBALANCE_IN_PROGRESS instead of leaving it hanging.
         """
         previous, self.join_responder = self.join_responder, responder
-        if previous is not None and previous is not responder:
-            previous(join_error(ErrorCode.REBALANCE_IN_PROGRESS, self.member_id))
+        if previous is not responder:
+            _respond(previous, join_error(ErrorCode.REBALANCE_IN_PROGRESS, self.member_id))
 
     def park_sync(self, responder: Responder) -> None:
         """Hold ``responder`` until the leader's assignment arrives (see :meth:`park_join`)."""
         previous, self.sync_responder = self.sync_responder, responder
-        if previous is not None and previous is not responder:
-            previous(sync_error(ErrorCode.REBALANCE_IN_PROGRESS))
+        if previous is not responder:
+            _respond(previous, sync_error(ErrorCode.REBALANCE_IN_PROGRESS))
 
     def complete_join(self, response: dict[str, Any]) -> bool:
+        """Answer the parked JoinGroup, if any; whether there was one."""
         responder, self.join_responder = self.join_responder, None
-        if responder is None:
-            return False
-        responder(response)
-        return True
+        return _respond(responder, response)
 
     def complete_sync(self, response: dict[str, Any]) -> bool:
+        """Answer the parked SyncGroup, if any; whether there was one."""
         responder, self.sync_responder = self.sync_responder, None
-        if responder is None:
-            return False
-        responder(response)
-        return True
+        return _respond(responder, response)
+
+
+def _respond(responder: Responder | None, response: dict[str, Any]) -> bool:
+    """Deliver ``response`` to a parked request; False when nothing was parked."""
+    if responder is None:
+        return False
+    responder(response)
+    return True
 
 
 def join_error(code: ErrorCode, member_id: str = UNKNOWN_MEMBER_ID) -> dict[str, Any]:
@@ -305,17 +310,7 @@ class ClassicGroup:
         old = self.members.pop(old_member_id)
         old.complete_join(join_error(ErrorCode.FENCED_INSTANCE_ID, old_member_id))
         old.complete_sync(sync_error(ErrorCode.FENCED_INSTANCE_ID))
-        new = ClassicMember(
-            member_id=new_member_id,
-            group_instance_id=old.group_instance_id,
-            client_id=old.client_id,
-            client_host=old.client_host,
-            rebalance_timeout_ms=old.rebalance_timeout_ms,
-            session_timeout_ms=old.session_timeout_ms,
-            protocol_type=old.protocol_type,
-            protocols=old.protocols,
-            assignment=old.assignment,
-        )
+        new = dataclasses.replace(old, member_id=new_member_id, is_new=False)
         self.members[new_member_id] = new
         if self.leader_id == old_member_id:
             self.leader_id = new_member_id

@@ -444,15 +444,8 @@ class ClassicGroups:
         self._propagate_assignment(group, error)
 
     def _propagate_assignment(self, group: ClassicGroup, error: ErrorCode) -> None:
-        ok = error is ErrorCode.NONE
         for member in group.members.values():
-            response = {
-                "error_code": error,
-                "protocol_type": group.protocol_type if ok else None,
-                "protocol_name": group.protocol_name if ok else None,
-                "assignment": member.assignment,
-            }
-            if member.complete_sync(response):
+            if member.complete_sync(_sync_response(group, member, error)):
                 # Sessions restart once the assignment is out: a session that expired while
                 # the member waited for the leader must not count against it.
                 self._reschedule_heartbeat(group, member)
@@ -481,15 +474,7 @@ class ClassicGroups:
                 self._install_assignment(group, request.assignments)
         else:  # Stable: the member missed its SyncGroup response; repeat it.
             self._remove_pending_sync_member(group, request.member_id)
-            member = group.members[request.member_id]
-            respond(
-                {
-                    "error_code": ErrorCode.NONE,
-                    "protocol_type": group.protocol_type,
-                    "protocol_name": group.protocol_name,
-                    "assignment": member.assignment,
-                }
-            )
+            respond(_sync_response(group, group.members[request.member_id], ErrorCode.NONE))
 
     def _validate_sync(self, group: ClassicGroup, request: SyncRequest) -> ErrorCode:
         if group.is_in(DEAD):
@@ -650,6 +635,17 @@ class ClassicGroups:
         self._timer.cancel(("join", group.group_id))
         self._timer.cancel(("sync", group.group_id))
         group.transition_to(DEAD, self._clock())
+
+
+def _sync_response(group: ClassicGroup, member: ClassicMember, error: ErrorCode) -> dict[str, Any]:
+    """The member's SyncGroup answer; with an error Kafka leaves the protocol out."""
+    ok = error is ErrorCode.NONE
+    return {
+        "error_code": error,
+        "protocol_type": group.protocol_type if ok else None,
+        "protocol_name": group.protocol_name if ok else None,
+        "assignment": member.assignment,
+    }
 
 
 def _inconsistent(requested: str | None, actual: str | None) -> bool:
