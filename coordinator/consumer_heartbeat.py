@@ -67,6 +67,25 @@ class HeartbeatRequest:
     client_host: str
 
 
+def heartbeat_response(
+    member_id: str | None,
+    member_epoch: int,
+    heartbeat_interval_ms: int = 0,
+    *,
+    error_code: ErrorCode = ErrorCode.NONE,
+    error_message: str | None = None,
+) -> dict[str, Any]:
+    """A ConsumerGroupHeartbeat response without an assignment (added when the member needs one)."""
+    return {
+        "error_code": error_code,
+        "error_message": error_message,
+        "member_id": member_id,
+        "member_epoch": member_epoch,
+        "heartbeat_interval_ms": heartbeat_interval_ms,
+        "assignment": None,
+    }
+
+
 class ConsumerGroups:
     """Runs the consumer protocol over the coordinator's groups (``groups`` is shared)."""
 
@@ -97,14 +116,7 @@ class ConsumerGroups:
                 return self._leave(request)
             return self._heartbeat(request)
         except HeartbeatError as error:
-            return {
-                "error_code": error.code,
-                "error_message": error.message,
-                "member_id": None,
-                "member_epoch": 0,
-                "heartbeat_interval_ms": 0,
-                "assignment": None,
-            }
+            return heartbeat_response(None, 0, error_code=error.code, error_message=error.message)
 
     def _validate(self, request: HeartbeatRequest) -> None:
         def invalid(message: str) -> HeartbeatError:
@@ -216,14 +228,9 @@ class ConsumerGroups:
             and request.subscribed_topic_names is not None
             and request.owned is not None
         )
-        response: dict[str, Any] = {
-            "error_code": ErrorCode.NONE,
-            "error_message": None,
-            "member_id": member_id,
-            "member_epoch": reconciled.member_epoch,
-            "heartbeat_interval_ms": self._config.consumer_heartbeat_interval_ms,
-            "assignment": None,
-        }
+        response = heartbeat_response(
+            member_id, reconciled.member_epoch, self._config.consumer_heartbeat_interval_ms
+        )
         if full_request or reconciled.assigned != member.assigned:
             response["assignment"] = {
                 "topic_partitions": [
@@ -350,14 +357,7 @@ class ConsumerGroups:
         group = self.group(request.group_id)
         if group is None:
             raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {request.member_id} is unknown.")
-        response = {
-            "error_code": ErrorCode.NONE,
-            "error_message": None,
-            "member_id": request.member_id,
-            "member_epoch": request.member_epoch,
-            "heartbeat_interval_ms": 0,
-            "assignment": None,
-        }
+        response = heartbeat_response(request.member_id, request.member_epoch)
         if request.instance_id is None:
             if request.member_id not in group.members:
                 raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {request.member_id} is unknown.")

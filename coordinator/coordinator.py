@@ -23,7 +23,7 @@ from coordinator.classic_group import ClassicGroup, GroupError, GroupState, Resp
 from coordinator.classic_protocol import ClassicGroups, JoinRequest, SyncRequest
 from coordinator.config import CoordinatorConfig
 from coordinator.consumer_group import ConsumerGroup
-from coordinator.consumer_heartbeat import ConsumerGroups, HeartbeatRequest
+from coordinator.consumer_heartbeat import ConsumerGroups, HeartbeatRequest, heartbeat_response
 from coordinator.offsets import Offsets, TopicCatalog, topics_with_error
 from coordinator.offsets_topic import partition_for
 from coordinator.records import (
@@ -89,7 +89,7 @@ class GroupCoordinator:
         return partition_for(group_id, self.config.offsets_topic_partitions)
 
     def load(self) -> None:
-        """Replay every partition, then start serving (the single-broker start-up path)."""
+        """Replay every partition at once, then serve (the broker yields between partitions instead)."""
         for partition in range(self.config.offsets_topic_partitions):
             self.load_partition(partition)
 
@@ -180,19 +180,27 @@ class GroupCoordinator:
             if self.availability(group_id) is not ErrorCode.NONE:
                 continue
             expired, all_expired = self.offsets.expired(group, group_id, retention)
-            records = [encode_offset_commit(key, None) for key in expired]
             delete_group = all_expired and group.is_empty
-            if delete_group:
-                records.append(encode_group_metadata(GroupMetadataKey(group_id), None))
-            if records and self._write(group_id, records) is ErrorCode.NONE:
-                for key in expired:
-                    self.offsets.replay(key, None)
-                if delete_group:
-                    self._forget(group_id)
+            if not expired and not delete_group:
+                continue
+            if self._tombstone(group_id, expired, delete_group) is ErrorCode.NONE:
                 log.info(
                     "group %s: expired %d offsets%s", group_id, len(expired), " and the group" * delete_group
                 )
         self._schedule_cleanup()
+
+    def _tombstone(self, group_id: str, offsets: list[OffsetCommitKey], delete_group: bool) -> ErrorCode:
+        """Tombstone ``offsets`` (and the group if ``delete_group``) in one write, then drop them here."""
+        records = [encode_offset_commit(key, None) for key in offsets]
+        if delete_group:
+            records.append(encode_group_metadata(GroupMetadataKey(group_id), None))
+        error = self._write(group_id, records)
+        if error is ErrorCode.NONE:
+            for key in offsets:
+                self.offsets.replay(key, None)
+            if delete_group:
+                self._forget(group_id)
+        return error
 
     def _forget(self, group_id: str) -> None:
         group = self._groups.pop(group_id)
@@ -204,10 +212,8 @@ class GroupCoordinator:
     def _replace_empty_group(self, group_id: str, kind: type) -> None:
         """A group of the other protocol may take over an Empty group's id (and offsets)."""
         existing = self._groups.get(group_id)
-        if existing is None or isinstance(existing, kind) or not existing.is_empty:
-            return
-        if self._write(group_id, [encode_group_metadata(GroupMetadataKey(group_id), None)]) is ErrorCode.NONE:
-            self._forget(group_id)
+        if existing is not None and not isinstance(existing, kind) and existing.is_empty:
+            self._tombstone(group_id, [], delete_group=True)
 
     # --- classic group membership --------------------------------------------------------
 
@@ -426,22 +432,14 @@ class GroupCoordinator:
             group.validate_delete()
         except GroupError as failure:
             return failure.code
-        keys = self.offsets.tombstones(group_id)
-        records = [encode_offset_commit(key, None) for key in keys]
-        records.append(encode_group_metadata(GroupMetadataKey(group_id), None))
-        error = self._write(group_id, records)
-        if error is ErrorCode.NONE:
-            for key in keys:
-                self.offsets.replay(key, None)
-            self._forget(group_id)
-        return error
+        return self._tombstone(group_id, self.offsets.tombstones(group_id), delete_group=True)
 
     # --- consumer groups (KIP-848) -------------------------------------------------------
 
     def consumer_group_heartbeat(self, request: HeartbeatRequest) -> dict[str, Any]:
         error = self.availability(request.group_id) if request.group_id else ErrorCode.NONE
         if error is not ErrorCode.NONE:
-            return {"error_code": error, "error_message": None, "member_id": None, "member_epoch": 0}
+            return heartbeat_response(None, 0, error_code=error)
         if request.member_epoch == 0:
             self._replace_empty_group(request.group_id, ConsumerGroup)
         return self.consumer.heartbeat(request)
