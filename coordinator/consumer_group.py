@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -57,6 +58,13 @@ class ConsumerMember:
         return dataclasses.replace(
             self, member_epoch=epoch, previous_member_epoch=self.member_epoch, **changes
         )
+
+    def held_partitions(self) -> Iterator[tuple[TopicId, int]]:
+        """Every partition the member holds: assigned to it, or still being revoked from it."""
+        for assignment in (self.assigned, self.pending_revocation):
+            for topic, partitions in assignment.items():
+                for partition in partitions:
+                    yield topic, partition
 
 
 def owns_any(owned: dict[TopicId, list[int]] | None, partitions: Assignment) -> bool:
@@ -172,10 +180,8 @@ class ConsumerGroup:
         self.members[member.member_id] = member
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
-        for assignment in (member.assigned, member.pending_revocation):
-            for topic, partitions in assignment.items():
-                for partition in partitions:
-                    self.owner_epoch[topic, partition] = member.member_epoch
+        for held in member.held_partitions():
+            self.owner_epoch[held] = member.member_epoch
 
     def remove_member(self, member_id: str, keep_target: bool = False) -> ConsumerMember | None:
         member = self.members.pop(member_id, None)
@@ -183,10 +189,8 @@ class ConsumerGroup:
             return None
         if member.instance_id is not None and self.static_members.get(member.instance_id) == member_id:
             del self.static_members[member.instance_id]
-        for assignment in (member.assigned, member.pending_revocation):
-            for topic, partitions in assignment.items():
-                for partition in partitions:
-                    self.owner_epoch.pop((topic, partition), None)
+        for held in member.held_partitions():
+            self.owner_epoch.pop(held, None)
         if not keep_target:
             self.target.pop(member_id, None)
         return member
