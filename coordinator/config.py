@@ -7,9 +7,28 @@ object (the coordinator stays importable and testable without ``broker/``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 INT_MAX = 2**31 - 1
+
+# Kafka's key of every setting read as a whole number (offsets.retention.minutes aside).
+_NUMBER_KEYS = {
+    "offsets_topic_partitions": "offsets.topic.num.partitions",
+    "offsets_retention_check_interval_ms": "offsets.retention.check.interval.ms",
+    "offset_metadata_max_bytes": "offset.metadata.max.bytes",
+    "group_initial_rebalance_delay_ms": "group.initial.rebalance.delay.ms",
+    "group_min_session_timeout_ms": "group.min.session.timeout.ms",
+    "group_max_session_timeout_ms": "group.max.session.timeout.ms",
+    "group_max_size": "group.max.size",
+    "consumer_session_timeout_ms": "group.consumer.session.timeout.ms",
+    "consumer_heartbeat_interval_ms": "group.consumer.heartbeat.interval.ms",
+    "consumer_max_size": "group.consumer.max.size",
+}
+# ... and of every setting read as a comma-separated list of names.
+_NAME_LIST_KEYS = {
+    "consumer_assignors": "group.consumer.assignors",
+    "rebalance_protocols": "group.coordinator.rebalance.protocols",
+}
 
 
 class ConfigLookup(Protocol):
@@ -42,45 +61,14 @@ class CoordinatorConfig:
 
     @classmethod
     def from_config(cls, config: ConfigLookup) -> CoordinatorConfig:
-        """Read every setting that ``config`` defines, keeping the default for the rest."""
-        defaults = cls()
-
-        def number(key: str, default: int, factor: int = 1) -> int:
-            value = config.get(key)
-            return default if value is None or value == "" else int(value) * factor
-
-        def names(key: str, default: tuple[str, ...]) -> tuple[str, ...]:
-            value = config.get(key)
-            return tuple(v.strip() for v in value.split(",") if v.strip()) if value else default
-
-        return cls(
-            offsets_topic_partitions=number(
-                "offsets.topic.num.partitions", defaults.offsets_topic_partitions
-            ),
-            offsets_retention_ms=number(
-                "offsets.retention.minutes", defaults.offsets_retention_ms // 60_000, factor=60_000
-            ),
-            offsets_retention_check_interval_ms=number(
-                "offsets.retention.check.interval.ms", defaults.offsets_retention_check_interval_ms
-            ),
-            offset_metadata_max_bytes=number("offset.metadata.max.bytes", defaults.offset_metadata_max_bytes),
-            group_initial_rebalance_delay_ms=number(
-                "group.initial.rebalance.delay.ms", defaults.group_initial_rebalance_delay_ms
-            ),
-            group_min_session_timeout_ms=number(
-                "group.min.session.timeout.ms", defaults.group_min_session_timeout_ms
-            ),
-            group_max_session_timeout_ms=number(
-                "group.max.session.timeout.ms", defaults.group_max_session_timeout_ms
-            ),
-            group_max_size=number("group.max.size", defaults.group_max_size),
-            consumer_session_timeout_ms=number(
-                "group.consumer.session.timeout.ms", defaults.consumer_session_timeout_ms
-            ),
-            consumer_heartbeat_interval_ms=number(
-                "group.consumer.heartbeat.interval.ms", defaults.consumer_heartbeat_interval_ms
-            ),
-            consumer_max_size=number("group.consumer.max.size", defaults.consumer_max_size),
-            consumer_assignors=names("group.consumer.assignors", defaults.consumer_assignors),
-            rebalance_protocols=names("group.coordinator.rebalance.protocols", defaults.rebalance_protocols),
-        )
+        """Read every setting that ``config`` defines (unset or empty: keep the default)."""
+        settings: dict[str, Any] = {}
+        for name, key in _NUMBER_KEYS.items():
+            if value := config.get(key):
+                settings[name] = int(value)
+        if minutes := config.get("offsets.retention.minutes"):
+            settings["offsets_retention_ms"] = int(minutes) * 60_000
+        for name, key in _NAME_LIST_KEYS.items():
+            if value := config.get(key):
+                settings[name] = tuple(v.strip() for v in value.split(",") if v.strip())
+        return cls(**settings)

@@ -89,7 +89,6 @@ class GroupMetadata:
 
 
 RecordKey = OffsetCommitKey | GroupMetadataKey
-RecordValue = OffsetAndMetadata | GroupMetadata
 
 
 def encode_offset_commit(key: OffsetCommitKey, value: OffsetAndMetadata | None) -> tuple[bytes, bytes | None]:
@@ -198,6 +197,13 @@ class _Reader:
         count, self.pos = read_array_length(self.buf, self.pos, 1)
         return count or 0
 
+    def value_version(self, what: str) -> int:
+        """The int16 version a value starts with; 0-3 are read (see the module docstring)."""
+        version = self.int16()
+        if not 0 <= version <= 3:
+            raise DecodeError(f"unsupported {what} value version {version}")
+        return version
+
 
 def decode_key(key: Buffer) -> RecordKey:
     """Parse a record key; raises :class:`DecodeError` for unknown key versions."""
@@ -213,9 +219,7 @@ def decode_key(key: Buffer) -> RecordKey:
 def decode_offset_value(value: Buffer) -> OffsetAndMetadata:
     """Parse an OffsetCommitValue of version 0-3."""
     reader = _Reader(value)
-    version = reader.int16()
-    if not 0 <= version <= 3:
-        raise DecodeError(f"unsupported offset commit value version {version}")
+    version = reader.value_version("offset commit")
     offset = reader.int64()
     leader_epoch = reader.int32() if version >= 3 else NO_LEADER_EPOCH
     metadata = reader.string()
@@ -227,9 +231,7 @@ def decode_offset_value(value: Buffer) -> OffsetAndMetadata:
 def decode_group_value(value: Buffer) -> GroupMetadata:
     """Parse a GroupMetadataValue of version 0-3."""
     reader = _Reader(value)
-    version = reader.int16()
-    if not 0 <= version <= 3:
-        raise DecodeError(f"unsupported group metadata value version {version}")
+    version = reader.value_version("group metadata")
     protocol_type = reader.string()
     generation = reader.int32()
     protocol = reader.nullable_string()
