@@ -267,10 +267,8 @@ class _Generator:
             )
             self.emit(indent, f"pos += {primitives.FIXED_TYPES[kind][1]}")
         elif kind in ("string", "bytes", "records"):
-            self.emit(indent, f"{target}, pos = {_READERS[kind, self.flexible]}(buf, pos)")
-            if not self.nullable(field):
-                self.emit(indent, f"if {target} is None:")
-                self.fail(indent + 1, "DecodeError", f"{path} is null but not nullable")
+            null_error = None if self.nullable(field) else f"{path} is null but not nullable"
+            self.decode_variable(kind, target, indent, null_error)
         elif kind == "{}":
             if self.nullable(field):
                 marker = self.name("m")
@@ -307,10 +305,15 @@ class _Generator:
         if element is None:
             self.decode_struct(field.fields, item, indent + 1, f"{path}[].")
         else:
-            self.emit(indent + 1, f"{item}, pos = {_READERS[element, self.flexible]}(buf, pos)")
-            self.emit(indent + 1, f"if {item} is None:")
-            self.fail(indent + 2, "DecodeError", f"{path}[] holds a null")
+            self.decode_variable(element, item, indent + 1, f"{path}[] holds a null")
         self.emit(indent + 1, f"{target}.append({item})")
+
+    def decode_variable(self, kind: str, target: str, indent: int, null_error: str | None) -> None:
+        """Emit code that reads a string, bytes or records value; ``null_error`` rejects a null."""
+        self.emit(indent, f"{target}, pos = {_READERS[kind, self.flexible]}(buf, pos)")
+        if null_error is not None:
+            self.emit(indent, f"if {target} is None:")
+            self.fail(indent + 1, "DecodeError", null_error)
 
     # --- encoding ------------------------------------------------------------------------
 
@@ -386,11 +389,8 @@ class _Generator:
             self.fail(indent + 1, "EncodeError", f"{path} is not nullable")
         self.emit(indent, "else:")
         indent += 1
-        if kind == "string":
-            self.emit(indent, f"{w}({_STRING_WRITERS[self.flexible]}({value}))")
-        elif kind in ("bytes", "records"):
-            self.emit(indent, f"{w}({_BYTES_PREFIXES[self.flexible]}({value}))")
-            self.emit(indent, f"{w}({value})")
+        if kind in ("string", "bytes", "records"):
+            self.encode_variable(kind, value, w, indent)
         elif kind == "{}":
             if self.nullable(field):
                 self.emit(indent, f"{w}({_PRESENT_STRUCT!r})")
@@ -411,11 +411,15 @@ class _Generator:
             return
         self.emit(indent + 1, f"if {item} is None:")
         self.fail(indent + 2, "EncodeError", f"{path}[] holds a null")
-        if element == "string":
-            self.emit(indent + 1, f"{w}({_STRING_WRITERS[self.flexible]}({item}))")
+        self.encode_variable(element, item, w, indent + 1)
+
+    def encode_variable(self, kind: str, value: str, w: str, indent: int) -> None:
+        """Emit code that writes a non-null string, bytes or records value after its length."""
+        if kind == "string":
+            self.emit(indent, f"{w}({_STRING_WRITERS[self.flexible]}({value}))")
         else:
-            self.emit(indent + 1, f"{w}({_BYTES_PREFIXES[self.flexible]}({item}))")
-            self.emit(indent + 1, f"{w}({item})")
+            self.emit(indent, f"{w}({_BYTES_PREFIXES[self.flexible]}({value}))")
+            self.emit(indent, f"{w}({value})")
 
     def null_bytes(self, kind: str) -> bytes:
         if kind == "{}":

@@ -96,29 +96,25 @@ def encode_uvarint(value: int) -> bytes:
         return _SMALL_UVARINTS[value]
     if value < 0 or value > 0xFFFFFFFF:
         raise EncodeError(f"unsigned varint out of range: {value}")
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+    return _encode_unsigned(value)
 
 
 def encode_varint(value: int) -> bytes:
     """Zigzag signed 32-bit varint."""
     if not -0x80000000 <= value <= 0x7FFFFFFF:
         raise EncodeError(f"varint out of range: {value}")
-    return _encode_zigzag((value << 1) ^ (value >> 31))
+    return _encode_unsigned((value << 1) ^ (value >> 31))
 
 
 def encode_varlong(value: int) -> bytes:
     """Zigzag signed 64-bit varint."""
     if not -0x8000000000000000 <= value <= 0x7FFFFFFFFFFFFFFF:
         raise EncodeError(f"varlong out of range: {value}")
-    return _encode_zigzag((value << 1) ^ (value >> 63))
+    return _encode_unsigned((value << 1) ^ (value >> 63))
 
 
-def _encode_zigzag(raw: int) -> bytes:
+def _encode_unsigned(raw: int) -> bytes:
+    """Seven bits a byte, least significant first; the high bit says another byte follows."""
     if raw < 0x80:
         return _SMALL_UVARINTS[raw]
     out = bytearray()
@@ -159,25 +155,24 @@ def _too_many(buf: Buffer, pos: int, count: int) -> DecodeError:
     return DecodeError(f"{count} elements at offset {pos} cannot fit in the {len(buf)} bytes")
 
 
-def read_array_length(buf: Buffer, pos: int, min_element_size: int) -> tuple[int | None, int]:
-    """Non-compact array count (int32, negative = null), bounded by the bytes left."""
-    count = _int_length(buf, pos, INT32)
-    pos += 4
+def _array_count(buf: Buffer, pos: int, count: int, min_element_size: int) -> tuple[int | None, int]:
+    """A read count as None for null, refused when its elements cannot fit in the bytes left."""
     if count < 0:
         return None, pos
     if count * min_element_size > len(buf) - pos:
         raise _too_many(buf, pos, count)
     return count, pos
+
+
+def read_array_length(buf: Buffer, pos: int, min_element_size: int) -> tuple[int | None, int]:
+    """Non-compact array count (int32, negative = null), bounded by the bytes left."""
+    return _array_count(buf, pos + 4, _int_length(buf, pos, INT32), min_element_size)
 
 
 def read_compact_array_length(buf: Buffer, pos: int, min_element_size: int) -> tuple[int | None, int]:
     """Compact array count (uvarint n+1, 0 = null), bounded by the bytes left."""
     count, pos = _compact_length(buf, pos)
-    if count < 0:
-        return None, pos
-    if count * min_element_size > len(buf) - pos:
-        raise _too_many(buf, pos, count)
-    return count, pos
+    return _array_count(buf, pos, count, min_element_size)
 
 
 def array_length(values: Sequence[Any] | None) -> bytes:
@@ -220,9 +215,7 @@ def encode_string(value: str | None) -> bytes:
     """Non-compact string with its int16 length; None encodes as null."""
     if value is None:
         return NULL_STRING
-    data = value.encode("utf-8")
-    if len(data) > 0x7FFF:
-        raise EncodeError(f"string of {len(data)} bytes is longer than 32767")
+    data = _string_bytes(value)
     return INT16.pack(len(data)) + data
 
 
@@ -230,10 +223,16 @@ def encode_compact_string(value: str | None) -> bytes:
     """Compact string with its uvarint length+1; None encodes as null."""
     if value is None:
         return COMPACT_NULL
+    data = _string_bytes(value)
+    return encode_uvarint(len(data) + 1) + data
+
+
+def _string_bytes(value: str) -> bytes:
+    """``value`` in UTF-8; Kafka strings hold at most 32767 bytes, compact ones too."""
     data = value.encode("utf-8")
     if len(data) > 0x7FFF:
         raise EncodeError(f"string of {len(data)} bytes is longer than 32767")
-    return encode_uvarint(len(data) + 1) + data
+    return data
 
 
 # --- bytes and records -------------------------------------------------------------------
