@@ -1,8 +1,7 @@
 """Public entry points: encode and decode request and response bodies by (API key, version).
 
 Codecs are generated on first use and cached, so each (key, version, direction) is
-compiled once per process; :func:`prepare_all` generates every one up front (the broker
-calls it at start-up so the first client does not pay for code generation, and tests call
+compiled once per process; :func:`prepare_all` generates every one up front (the tests call
 it to validate every declaration).
 
 Decoding reads one body starting at ``offset`` and ignores any bytes after it, as Kafka

@@ -17,7 +17,6 @@ versions the broker speaks.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from wire.errors import DecodeError
@@ -57,13 +56,12 @@ def decode_request_header(
     buf: Any,
     offset: int = 0,
     *,
-    flexible: bool | Callable[[int, int], bool] | None = None,
+    flexible: bool | None = None,
 ) -> tuple[RequestHeader, int]:
     """Parse a request header at ``buf[offset:]``; return it and the offset of the body.
 
     ``flexible`` says whether to expect header v2: by default the declarations decide
-    (unknown keys and versions give v1); a bool forces it; a callable gets
-    ``(api_key, api_version)``.
+    (unknown keys and versions give v1); a bool forces it.
     """
     try:
         api_key, api_version, correlation_id = _FIXED.unpack_from(buf, offset)
@@ -72,8 +70,6 @@ def decode_request_header(
     client_id, pos = read_string(buf, offset + _FIXED.size)
     if flexible is None:
         flexible = _is_flexible(api_key, api_version)
-    elif callable(flexible):
-        flexible = flexible(api_key, api_version)
     if flexible:
         pos = skip_tagged_fields(buf, pos)
     return RequestHeader(api_key, api_version, correlation_id, client_id), pos

@@ -79,9 +79,7 @@ assert HEADER_SIZE == 61
 
 # Byte offsets of the fields that get patched or checksummed.
 _BASE_OFFSET_AT = 0
-_LENGTH_AT = 8
 _LEADER_EPOCH_AT = 12
-_MAGIC_AT = 16
 _CRC_AT = 17
 _ATTRIBUTES_AT = 21
 _MAX_TIMESTAMP_AT = 35
