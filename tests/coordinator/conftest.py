@@ -96,11 +96,21 @@ def subscription(*topics: str) -> bytes:
 
 
 class Harness:
-    def __init__(self, config: CoordinatorConfig, *, load: bool = True) -> None:
-        self.clock = FakeClock()
+    """A coordinator to drive; pass ``clock``, ``storage`` and ``topics`` to restart over old ones."""
+
+    def __init__(
+        self,
+        config: CoordinatorConfig,
+        *,
+        load: bool = True,
+        clock: FakeClock | None = None,
+        storage: Any = None,
+        topics: Topics | None = None,
+    ) -> None:
+        self.clock = clock or FakeClock()
         self.config = config
-        self.storage = MemoryStorage()
-        self.topics = Topics(orders=6, payments=3)
+        self.storage = storage if storage is not None else MemoryStorage()
+        self.topics = topics or Topics(orders=6, payments=3)
         self.coordinator = GroupCoordinator(config, self.storage, self.topics, self.clock)
         if load:
             self.coordinator.load()
@@ -124,14 +134,7 @@ class Harness:
 
     def restart(self) -> Harness:
         """A new coordinator over the same storage (same clock), loaded."""
-        fresh = Harness.__new__(Harness)
-        fresh.clock = self.clock
-        fresh.config = self.config
-        fresh.storage = self.storage
-        fresh.topics = self.topics
-        fresh.coordinator = GroupCoordinator(self.config, self.storage, self.topics, self.clock)
-        fresh.coordinator.load()
-        return fresh
+        return Harness(self.config, clock=self.clock, storage=self.storage, topics=self.topics)
 
     def join(
         self,

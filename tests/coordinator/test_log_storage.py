@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from coordinator.config import CoordinatorConfig
-from coordinator.coordinator import GroupCoordinator
 from coordinator.log_storage import LogStorage
 from coordinator.offsets_topic import OFFSETS_TOPIC
 from log.config import LogConfig
@@ -13,6 +12,11 @@ from log.manager import LogManager
 from log.partition_log import PartitionLog
 from tests.coordinator.conftest import FakeClock, Harness, Topics
 from wire.error_codes import ErrorCode as E
+
+
+def _open_logs(data_dir: Path) -> LogManager:
+    """The partition logs under ``data_dir`` with default settings; reopening replays them."""
+    return LogManager([str(data_dir)], lambda _topic: LogConfig())
 
 
 def _storage(manager: LogManager, compact_after: int = 10_000) -> LogStorage:
@@ -27,19 +31,13 @@ def _storage(manager: LogManager, compact_after: int = 10_000) -> LogStorage:
 def _harness_on(
     manager: LogManager, clock: FakeClock, topics: Topics, compact_after: int = 10_000
 ) -> Harness:
-    h = Harness.__new__(Harness)
-    h.clock = clock
-    h.config = CoordinatorConfig(offsets_topic_partitions=4)
-    h.topics = topics
-    h.storage = None
-    h.coordinator = GroupCoordinator(h.config, _storage(manager, compact_after), topics, clock)
-    h.coordinator.load()
-    return h
+    config = CoordinatorConfig(offsets_topic_partitions=4)
+    return Harness(config, clock=clock, storage=_storage(manager, compact_after), topics=topics)
 
 
 def test_groups_and_offsets_replay_from_partition_logs(tmp_path: Path) -> None:
     clock, topics = FakeClock(), Topics(orders=6)
-    manager = LogManager([str(tmp_path)], lambda topic: LogConfig())
+    manager = _open_logs(tmp_path)
     h = _harness_on(manager, clock, topics)
     generation, members = h.stable_group("g", "a", "b")
     h.commit("g", {("orders", 0): 100, ("orders", 1): 200}, generation=generation, member_id=members["a"])
@@ -48,7 +46,7 @@ def test_groups_and_offsets_replay_from_partition_logs(tmp_path: Path) -> None:
     assert h.coordinator.delete_groups(["gone"])[0]["error_code"] == E.NONE
     manager.close()
 
-    manager = LogManager([str(tmp_path)], lambda topic: LogConfig())
+    manager = _open_logs(tmp_path)
     after = _harness_on(manager, clock, topics)
     assert after.committed("g") == {("orders", 0): 100, ("orders", 1): 200}
     assert after.committed("simple") == {("orders", 3): 3}
@@ -59,7 +57,7 @@ def test_groups_and_offsets_replay_from_partition_logs(tmp_path: Path) -> None:
 
 
 def test_nothing_is_created_until_the_first_write(tmp_path: Path) -> None:
-    manager = LogManager([str(tmp_path)], lambda topic: LogConfig())
+    manager = _open_logs(tmp_path)
     h = _harness_on(manager, FakeClock(), Topics(orders=1))
     assert list(manager.partitions()) == []
     h.commit("g", {("orders", 0): 1})
@@ -69,7 +67,7 @@ def test_nothing_is_created_until_the_first_write(tmp_path: Path) -> None:
 
 def test_the_offsets_log_is_compacted_by_rewriting_live_records(tmp_path: Path) -> None:
     clock, topics = FakeClock(), Topics(orders=6)
-    manager = LogManager([str(tmp_path)], lambda topic: LogConfig())
+    manager = _open_logs(tmp_path)
     h = _harness_on(manager, clock, topics, compact_after=50)
     for offset in range(500):
         h.commit("g", {("orders", offset % 3): offset})
@@ -80,7 +78,7 @@ def test_the_offsets_log_is_compacted_by_rewriting_live_records(tmp_path: Path) 
     assert log.log_end_offset - log.log_start_offset < 60
     manager.close()
 
-    manager = LogManager([str(tmp_path)], lambda topic: LogConfig())
+    manager = _open_logs(tmp_path)
     after = _harness_on(manager, clock, topics, compact_after=50)
     assert after.committed("g") == {("orders", 0): 498, ("orders", 1): 499, ("orders", 2): 497}
     assert after.state("gone") == "Dead"
