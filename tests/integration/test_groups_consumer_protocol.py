@@ -7,9 +7,6 @@ failure detection take seconds, not Kafka's default 5 s / 45 s.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +16,7 @@ from confluent_kafka import ConsumerGroupType
 from confluent_kafka.admin import AdminClient
 
 from tests.integration.broker_process import OdradekProcess
+from tests.integration.test_groups_failover import Victim, check_survivor_takes_over_after_the_session
 from tests.integration.test_groups_sharing import (
     Member,
     confluent_member,
@@ -29,7 +27,6 @@ from tests.integration.test_groups_sharing import (
     values,
     wait_for_all,
     wait_for_balance,
-    wait_until,
 )
 
 CONSUMER_PROTOCOL = {"group.protocol": "consumer"}
@@ -108,38 +105,9 @@ def test_partitions_of_a_killed_consumer_protocol_member_move_after_its_session(
 ) -> None:
     bootstrap, topic, group = broker.bootstrap, "kip848-kill", "kip848-kill-group"
     create_topic(bootstrap, topic)
-    victim = subprocess.Popen(
-        [sys.executable, "-c", VICTIM, bootstrap, topic, group], stdout=subprocess.PIPE, text=True
-    )
-    victim_owns: set[int] = set()
-
-    def read() -> None:
-        assert victim.stdout is not None
-        for line in victim.stdout:
-            victim_owns.clear()
-            victim_owns.update(int(p) for p in line.split()[1:])
-
-    threading.Thread(target=read, daemon=True).start()
+    victim = Victim(VICTIM, bootstrap, topic, group)
     [survivor] = members(bootstrap, topic, group, 1)
-    start(survivor)
-    try:
-        wait_until(
-            lambda: (
-                victim_owns and survivor.assignment and victim_owns | survivor.assignment == set(range(6))
-            ),
-            "the victim and the survivor to share the topic",
-        )
-        killed_at = time.monotonic()
-        victim.kill()
-        victim.wait()
-        wait_until(lambda: survivor.assignment == set(range(6)), "the survivor to own every partition")
-        assert time.monotonic() - killed_at > 3  # the 6 s session, not a LeaveGroup
-        expected = values("after-kill", 60)
-        produce(bootstrap, topic, expected)
-        assert set(wait_for_all([survivor], expected).values()) == {1}
-    finally:
-        victim.kill()
-        stop(survivor)
+    check_survivor_takes_over_after_the_session(bootstrap, topic, victim, survivor, 60)
 
 
 def test_consumer_protocol_group_resumes_from_committed_offsets_after_a_restart(

@@ -12,6 +12,7 @@ from kafka import KafkaConsumer
 
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.test_groups_sharing import (
+    Member,
     create_topic,
     kafka_python_member,
     produce,
@@ -22,9 +23,7 @@ from tests.integration.test_groups_sharing import (
     wait_until,
 )
 
-# A member in a process of its own, so that the test can SIGKILL it: no LeaveGroup, no
-# goodbye, only the session timeout tells the coordinator it is gone.
-VICTIM = """
+KAFKA_PYTHON_VICTIM = """
 import sys
 from kafka import KafkaConsumer
 bootstrap, topic, group = sys.argv[1:4]
@@ -41,9 +40,15 @@ while True:
 
 
 class Victim:
-    def __init__(self, bootstrap: str, topic: str, group: str) -> None:
+    """A member in a process of its own, so that the test can SIGKILL it: no LeaveGroup, no
+    goodbye, only the session timeout tells the coordinator it is gone.
+
+    ``script`` runs a consumer that prints ``OWNS <partitions>`` whenever its assignment changes.
+    """
+
+    def __init__(self, script: str, bootstrap: str, topic: str, group: str) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-c", VICTIM, bootstrap, topic, group], stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", script, bootstrap, topic, group], stdout=subprocess.PIPE, text=True
         )
         self.owned: set[int] = set()
         threading.Thread(target=self._read, daemon=True).start()
@@ -59,11 +64,10 @@ class Victim:
         self.process.wait()
 
 
-def test_partitions_of_a_killed_member_move_after_its_session_timeout(odradek_broker: OdradekProcess) -> None:
-    bootstrap, topic, group = odradek_broker.bootstrap, "failover", "failover-group"
-    create_topic(bootstrap, topic)
-    victim = Victim(bootstrap, topic, group)
-    survivor = kafka_python_member(bootstrap, topic, group, "survivor", session_timeout_ms=6000)
+def check_survivor_takes_over_after_the_session(
+    bootstrap: str, topic: str, victim: Victim, survivor: Member, messages: int
+) -> None:
+    """Once both share the topic, kill the victim: the survivor gets every partition and message."""
     start(survivor)
     try:
         wait_until(
@@ -77,12 +81,20 @@ def test_partitions_of_a_killed_member_move_after_its_session_timeout(odradek_br
         wait_until(lambda: survivor.assignment == set(range(6)), "the survivor to take over every partition")
         # Nothing told the coordinator but the missing heartbeats: it took a session timeout.
         assert time.monotonic() - killed_at > 3
-        expected = values("after-kill", 120)
+        expected = values("after-kill", messages)
         produce(bootstrap, topic, expected)
         assert set(wait_for_all([survivor], expected).values()) == {1}
     finally:
         victim.kill()
         stop(survivor)
+
+
+def test_partitions_of_a_killed_member_move_after_its_session_timeout(odradek_broker: OdradekProcess) -> None:
+    bootstrap, topic, group = odradek_broker.bootstrap, "failover", "failover-group"
+    create_topic(bootstrap, topic)
+    victim = Victim(KAFKA_PYTHON_VICTIM, bootstrap, topic, group)
+    survivor = kafka_python_member(bootstrap, topic, group, "survivor", session_timeout_ms=6000)
+    check_survivor_takes_over_after_the_session(bootstrap, topic, victim, survivor, 120)
 
 
 def _consume(bootstrap: str, topic: str, group: str, count: int) -> list[bytes]:
