@@ -57,8 +57,12 @@ class Durability:
             state = self._states[key] = _SyncState()
         return state
 
-    async def after_append(self, appends: Iterable[tuple[tuple[str, int], int]]) -> None:
-        """Record appends (partition, record count); wait for fsync where the policy says so."""
+    async def after_append(self, appends: Iterable[tuple[tuple[str, int], int]]) -> set[tuple[str, int]]:
+        """Record appends (partition, record count); wait for fsync where the policy says so.
+
+        Returns the partitions whose fsync failed: their appends must not be acknowledged
+        (the log has gone offline and answers KAFKA_STORAGE_ERROR from now on).
+        """
         waits = []
         for key, messages in appends:
             partition_log = self._broker.partitions.get(*key)
@@ -70,9 +74,14 @@ class Durability:
             state.appended += 1
             state.unflushed_messages += messages
             if state.unflushed_messages >= partition_log.config.flush_messages:
-                waits.append((partition_log, state))
-        for partition_log, state in waits:
-            await self._sync(partition_log, state)
+                waits.append((key, partition_log, state))
+        failed = set()
+        for key, partition_log, state in waits:
+            try:
+                await self._sync(partition_log, state)
+            except LogError:
+                failed.add(key)
+        return failed
 
     async def _sync(self, partition_log: PartitionLog, state: _SyncState) -> None:
         """Return once an fsync that started after our append has completed."""

@@ -26,6 +26,8 @@ def end_offset(ctx: RequestContext, topic: str, wanted: dict[str, Any]) -> dict[
     epoch_error = leader_epoch_error(wanted.get("current_leader_epoch", -1), info.leader_epoch)
     if epoch_error is not None:
         return result | {"error_code": epoch_error}
+    if not partition_log.is_online:
+        return result | {"error_code": ErrorCode.KAFKA_STORAGE_ERROR}
     if wanted["leader_epoch"] > info.leader_epoch:
         return result | {"error_code": ErrorCode.NONE}
     return {

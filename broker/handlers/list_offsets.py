@@ -11,7 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
+from broker.error_mapping import error_code_of
 from broker.handlers.fetch import leader_epoch_error
+from log.errors import LogError
+from log.partition_log import PartitionLog
 from wire.error_codes import ErrorCode
 
 LIST_OFFSETS = 2
@@ -29,9 +32,22 @@ def lookup(ctx: RequestContext, topic: str, wanted: dict[str, Any]) -> dict[str,
     epoch_error = leader_epoch_error(wanted.get("current_leader_epoch", -1), info.leader_epoch)
     if epoch_error is not None:
         return result | {"error_code": epoch_error}
-    timestamp = wanted["timestamp"]
-    result["error_code"] = ErrorCode.NONE
-    result["leader_epoch"] = info.leader_epoch
+    if not partition_log.is_online:
+        return result | {"error_code": ErrorCode.KAFKA_STORAGE_ERROR}
+    try:
+        return result | locate(partition_log, wanted["timestamp"], info.leader_epoch)
+    except LogError as exc:
+        return result | {"error_code": error_code_of(exc)}
+
+
+def locate(partition_log: PartitionLog, timestamp: int, leader_epoch: int) -> dict[str, Any]:
+    """The offset (and timestamp) a ListOffsets timestamp stands for in one partition."""
+    result: dict[str, Any] = {
+        "error_code": ErrorCode.NONE,
+        "timestamp": -1,
+        "offset": -1,
+        "leader_epoch": leader_epoch,
+    }
     if timestamp == LATEST:
         result["offset"] = partition_log.log_end_offset
     elif timestamp in (EARLIEST, EARLIEST_LOCAL, EARLIEST_TIERED):

@@ -166,7 +166,15 @@ async def handle_produce(ctx: RequestContext, request: dict[str, Any]) -> dict[s
             partitions.append(result)
         responses.append({"name": name, "partition_responses": partitions})
     if touched:
-        await ctx.broker.durability.after_append(touched)
+        for topic, index in await ctx.broker.durability.after_append(touched):
+            failed = True
+            storage_error = partition_error(index, ErrorCode.KAFKA_STORAGE_ERROR, "fsync failed")
+            for topic_response in responses:
+                if topic_response["name"] == topic:
+                    topic_response["partition_responses"] = [
+                        storage_error if p["index"] == index else p
+                        for p in topic_response["partition_responses"]
+                    ]
     if acks == 0:
         if failed:
             raise CloseConnection("an acks=0 produce request failed")

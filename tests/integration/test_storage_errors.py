@@ -20,6 +20,20 @@ from wire.error_codes import ErrorCode
 DEADLINE_S = 60
 
 
+def list_offsets_error(client: RawClient, topic: str, partition: int) -> int:
+    """The error code of a ListOffsets (latest) for one partition."""
+    response = client.request(
+        2,
+        7,
+        {
+            "replica_id": -1,
+            "isolation_level": 0,
+            "topics": [{"name": topic, "partitions": [{"partition_index": partition, "timestamp": -1}]}],
+        },
+    )
+    return response["topics"][0]["partitions"][0]["error_code"]
+
+
 async def test_one_failing_partition_does_not_take_the_broker_down(tmp_path: Path) -> None:
     with trio.fail_after(DEADLINE_S):
         async with running_broker(tmp_path, **{"log.flush.interval.ms": "50"}) as (broker, port):
@@ -45,6 +59,7 @@ async def test_one_failing_partition_does_not_take_the_broker_down(tmp_path: Pat
                         "produce broken": client.produce("fragile", 0, make_batch([b"lost"]))["error_code"],
                         "produce again": client.produce("fragile", 0, make_batch([b"lost"]))["error_code"],
                         "fetch broken": fetch(client, "fragile", 0, 0)["error_code"],
+                        "list offsets broken": list_offsets_error(client, "fragile", 0),
                         "produce healthy": client.produce("fragile", 1, make_batch([b"after"]))["error_code"],
                         "fetch healthy": fetch(client, "fragile", 1, 0)["error_code"],
                         "metadata": client.metadata(["fragile"])["topics"][0]["error_code"],
@@ -55,6 +70,7 @@ async def test_one_failing_partition_does_not_take_the_broker_down(tmp_path: Pat
                 "produce broken": ErrorCode.KAFKA_STORAGE_ERROR,
                 "produce again": ErrorCode.KAFKA_STORAGE_ERROR,
                 "fetch broken": ErrorCode.KAFKA_STORAGE_ERROR,
+                "list offsets broken": ErrorCode.KAFKA_STORAGE_ERROR,
                 "produce healthy": ErrorCode.NONE,
                 "fetch healthy": ErrorCode.NONE,
                 "metadata": ErrorCode.NONE,
