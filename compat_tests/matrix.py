@@ -27,7 +27,7 @@ def cell_key(item: pytest.Item) -> tuple[str, str] | None:
     return scenario, str(callspec.params["client"])
 
 
-@dataclass
+@dataclass(eq=False)  # registered as a pytest plugin, which must be hashable by identity
 class Matrix:
     """A pytest plugin collecting outcomes while the session runs; a test's worst phase wins."""
 
