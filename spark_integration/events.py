@@ -43,11 +43,6 @@ class Event:
         """The Kafka record value: the event as compact JSON."""
         return json.dumps(asdict(self), separators=(",", ":")).encode()
 
-    @classmethod
-    def from_value(cls, value: bytes) -> Event:
-        """Parse a record value written by :meth:`value`."""
-        return cls(**json.loads(value))
-
 
 def generate_events(
     count: int,

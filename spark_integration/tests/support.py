@@ -13,7 +13,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 TIMEOUT_S = 30.0
@@ -37,6 +37,11 @@ class Record:
     timestamp: int
     headers: Headers = ()
     offset: int | None = None
+
+
+def in_log_order(records: Iterable[Record]) -> list[Record]:
+    """``records`` sorted by (partition, offset), the order every comparison in the tests uses."""
+    return sorted(records, key=lambda r: (r.partition, r.offset))
 
 
 def numbered_records(count: int, partitions: int, first: int = 0) -> list[Record]:
@@ -82,7 +87,7 @@ def produce(bootstrap: str, topic: str, records: Iterable[Record]) -> list[Recor
     producer.flush(TIMEOUT_S)
     assert not failures, failures
     assert len(acknowledged) == sent, f"{sent - len(acknowledged)} records unacknowledged"
-    return sorted(acknowledged, key=lambda r: (r.partition, r.offset))
+    return in_log_order(acknowledged)
 
 
 def consume_all(bootstrap: str, topic: str, partitions: int) -> list[Record]:
@@ -111,7 +116,7 @@ def consume_all(bootstrap: str, topic: str, partitions: int) -> list[Record]:
             )
     finally:
         consumer.close()
-    return sorted(records, key=lambda r: (r.partition, r.offset))
+    return in_log_order(records)
 
 
 def delete_records(bootstrap: str, topic: str, partition: int, before_offset: int) -> None:
@@ -142,7 +147,7 @@ def spark_records(frame: DataFrame) -> list[Record]:
         )
         for row in rows
     ]
-    return sorted(records, key=lambda r: (r.partition, r.offset))
+    return in_log_order(records)
 
 
 def run_available_now(stream: DataFrame, work_dir: Path) -> StreamingQuery:
@@ -154,7 +159,7 @@ def run_available_now(stream: DataFrame, work_dir: Path) -> StreamingQuery:
     """
     query = (
         stream.writeStream.format("parquet")
-        .option("path", str(work_dir / "out"))
+        .option("path", str(_sink_dir(work_dir)))
         .option("checkpointLocation", str(work_dir / "checkpoint"))
         .trigger(availableNow=True)
         .start()
@@ -164,3 +169,12 @@ def run_available_now(stream: DataFrame, work_dir: Path) -> StreamingQuery:
     finally:
         query.stop()
     return query
+
+
+def written_records(spark: SparkSession, work_dir: Path) -> list[Record]:
+    """Everything the :func:`run_available_now` runs over ``work_dir`` have written so far."""
+    return spark_records(spark.read.parquet(str(_sink_dir(work_dir))))
+
+
+def _sink_dir(work_dir: Path) -> Path:
+    return work_dir / "out"

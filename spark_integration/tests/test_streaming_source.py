@@ -13,10 +13,11 @@ from pyspark.sql import DataFrame, SparkSession
 
 from spark_integration.tests.support import (
     delete_records,
+    in_log_order,
     numbered_records,
     produce,
     run_available_now,
-    spark_records,
+    written_records,
 )
 
 PICKUP_TIMEOUT_S = 60.0
@@ -34,13 +35,13 @@ def test_available_now_restarted_from_checkpoint_processes_every_record_once(
     topic = new_topic(partitions=2)
     first = produce(bootstrap, topic, numbered_records(30, partitions=2))
     run_available_now(_stream(spark, bootstrap, subscribe=topic), tmp_path)
-    assert spark_records(spark.read.parquet(str(tmp_path / "out"))) == first
+    assert written_records(spark, tmp_path) == first
 
     second = produce(bootstrap, topic, numbered_records(20, partitions=2, first=30))
     query = run_available_now(_stream(spark, bootstrap, subscribe=topic), tmp_path)
 
-    everything = sorted(first + second, key=lambda r: (r.partition, r.offset))
-    assert spark_records(spark.read.parquet(str(tmp_path / "out"))) == everything
+    everything = in_log_order(first + second)
+    assert written_records(spark, tmp_path) == everything
     assert sum(progress["numInputRows"] for progress in query.recentProgress) == len(second)
 
 
@@ -55,7 +56,7 @@ def test_max_offsets_per_trigger_caps_every_micro_batch(
     batch_sizes = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
     assert max(batch_sizes) <= 5
     assert len(batch_sizes) >= 4
-    assert spark_records(spark.read.parquet(str(tmp_path / "out"))) == produced
+    assert written_records(spark, tmp_path) == produced
 
 
 def test_subscribe_pattern_picks_up_a_topic_created_while_running(
@@ -110,4 +111,4 @@ def test_fail_on_data_loss_reports_deleted_records_and_false_skips_them(
     run_available_now(_stream(spark, bootstrap, subscribe=topic, failOnDataLoss="false"), tmp_path)
 
     surviving = [r for r in later if r.offset is not None and r.offset >= 8]
-    assert spark_records(spark.read.parquet(str(tmp_path / "out"))) == read_before + surviving
+    assert written_records(spark, tmp_path) == read_before + surviving
