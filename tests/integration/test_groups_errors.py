@@ -35,6 +35,12 @@ def joined_member(client: RawClient, group: str) -> tuple[str, int]:
     return second["member_id"], second["generation_id"]
 
 
+def sync(client: RawClient, group: str, generation: int, member_id: str) -> int:
+    """A SyncGroup v3 without assignments; returns its error code."""
+    body = {"group_id": group, "generation_id": generation, "member_id": member_id, "assignments": []}
+    return client.request(SYNC_GROUP, 3, body)["error_code"]
+
+
 def commit(client: RawClient, group: str, topic: str, partition: int, **member: Any) -> int:
     body = {
         "group_id": group,
@@ -80,23 +86,8 @@ def test_commits_to_unknown_topics_and_partitions(odradek_broker: OdradekProcess
 def test_sync_and_heartbeat_from_non_members(odradek_broker: OdradekProcess) -> None:
     with RawClient(odradek_broker.bootstrap) as client:
         member_id, generation = joined_member(client, "sync-g")
-        stranger = client.request(
-            SYNC_GROUP,
-            3,
-            {"group_id": "sync-g", "generation_id": generation, "member_id": "stranger", "assignments": []},
-        )
-        assert stranger["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
-        stale = client.request(
-            SYNC_GROUP,
-            3,
-            {
-                "group_id": "sync-g",
-                "generation_id": generation + 1,
-                "member_id": member_id,
-                "assignments": [],
-            },
-        )
-        assert stale["error_code"] == ErrorCode.ILLEGAL_GENERATION
+        assert sync(client, "sync-g", generation, "stranger") == ErrorCode.UNKNOWN_MEMBER_ID
+        assert sync(client, "sync-g", generation + 1, member_id) == ErrorCode.ILLEGAL_GENERATION
         beat = client.request(
             HEARTBEAT, 3, {"group_id": "sync-g", "generation_id": generation, "member_id": "x"}
         )
