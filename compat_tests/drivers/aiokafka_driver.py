@@ -20,6 +20,7 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
 from aiokafka.errors import for_code
 
+from compat_tests.drivers import kafka_python_api
 from compat_tests.drivers.base import (
     NO_OFFSET,
     OP_TIMEOUT_S,
@@ -35,14 +36,7 @@ from compat_tests.drivers.base import (
     classify,
     client_errors,
 )
-from compat_tests.drivers.kafka_python_api import (
-    TIMEOUT_MS,
-    assign,
-    consumer_config,
-    producer_config,
-    received,
-    send_arguments,
-)
+from compat_tests.drivers.kafka_python_api import TIMEOUT_MS
 
 T = TypeVar("T")
 
@@ -78,17 +72,17 @@ class AiokafkaConsumer(Consumer):
         self._driver = driver
 
         async def start() -> AIOKafkaConsumer:
-            consumer = AIOKafkaConsumer(**consumer_config(driver.bootstrap, settings))
+            consumer = AIOKafkaConsumer(**kafka_python_api.consumer_config(driver.bootstrap, settings))
             await consumer.start()
             return consumer
 
         self._consumer = driver.run(start())
 
     def assign(self, positions: Mapping[TopicPartition, int | None]) -> None:
-        async def assign_on_loop() -> None:
-            assign(self._consumer, AioPartition, positions)
+        async def assign() -> None:
+            kafka_python_api.assign(self._consumer, AioPartition, positions)
 
-        self._driver.run(assign_on_loop())
+        self._driver.run(assign())
 
     def subscribe(self, topics: Sequence[str]) -> None:
         async def subscribe() -> None:
@@ -100,7 +94,7 @@ class AiokafkaConsumer(Consumer):
         batches = self._driver.run(
             self._consumer.getmany(timeout_ms=int(timeout_s * 1000), max_records=max_records)
         )
-        return received(batches)
+        return kafka_python_api.received(batches)
 
     def assignment(self) -> set[TopicPartition]:
         async def assignment() -> set[TopicPartition]:
@@ -142,14 +136,14 @@ class AiokafkaDriver(Driver):
 
     def produce(self, topic: str, messages: Sequence[Message], settings: ProducerSettings) -> list[int]:
         """aiokafka has no ``retries`` setting: it retries until its request timeout, so that is ignored."""
-        config = producer_config(self.bootstrap, settings)
+        config = kafka_python_api.producer_config(self.bootstrap, settings)
         config["request_timeout_ms"] = int(settings.timeout_s * 1000)
 
         async def produce() -> list[int]:
             producer = AIOKafkaProducer(**config)
             await producer.start()
             try:
-                futures = [await producer.send(topic, **send_arguments(m)) for m in messages]
+                futures = [await producer.send(topic, **kafka_python_api.send_arguments(m)) for m in messages]
                 results = await asyncio.gather(*futures)
             finally:
                 await producer.stop()

@@ -13,6 +13,7 @@ from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, codec
 from kafka import TopicPartition as KpPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, OffsetSpec
 
+from compat_tests.drivers import kafka_python_api
 from compat_tests.drivers.base import (
     NO_OFFSET,
     OP_TIMEOUT_S,
@@ -29,14 +30,7 @@ from compat_tests.drivers.base import (
     client_errors,
     kafka_state_name,
 )
-from compat_tests.drivers.kafka_python_api import (
-    TIMEOUT_MS,
-    assign,
-    consumer_config,
-    producer_config,
-    received,
-    send_arguments,
-)
+from compat_tests.drivers.kafka_python_api import TIMEOUT_MS
 
 
 class KafkaPythonConsumer(Consumer):
@@ -45,11 +39,11 @@ class KafkaPythonConsumer(Consumer):
     def __init__(self, driver: KafkaPythonDriver, settings: ConsumerSettings) -> None:
         super().__init__(driver)
         with client_errors():
-            self._consumer = KafkaConsumer(**consumer_config(driver.bootstrap, settings))
+            self._consumer = KafkaConsumer(**kafka_python_api.consumer_config(driver.bootstrap, settings))
 
     def assign(self, positions: Mapping[TopicPartition, int | None]) -> None:
         with client_errors():
-            assign(self._consumer, KpPartition, positions)
+            kafka_python_api.assign(self._consumer, KpPartition, positions)
 
     def subscribe(self, topics: Sequence[str]) -> None:
         with client_errors():
@@ -58,7 +52,7 @@ class KafkaPythonConsumer(Consumer):
     def poll(self, max_records: int, timeout_s: float) -> list[Received]:
         with client_errors():
             batches = self._consumer.poll(timeout_ms=int(timeout_s * 1000), max_records=max_records)
-        return received(batches)
+        return kafka_python_api.received(batches)
 
     def assignment(self) -> set[TopicPartition]:
         with client_errors():
@@ -98,7 +92,7 @@ class KafkaPythonDriver(Driver):
             self.unsupported(
                 f"{settings.compression} compression (its optional codec library is not installed)"
             )
-        config = producer_config(self.bootstrap, settings)
+        config = kafka_python_api.producer_config(self.bootstrap, settings)
         config["max_block_ms"] = int(settings.timeout_s * 1000)
         config["request_timeout_ms"] = TIMEOUT_MS
         if settings.retries is not None:
@@ -106,7 +100,7 @@ class KafkaPythonDriver(Driver):
         with client_errors():
             producer = KafkaProducer(**config)
             try:
-                futures = [producer.send(topic, **send_arguments(m)) for m in messages]
+                futures = [producer.send(topic, **kafka_python_api.send_arguments(m)) for m in messages]
                 producer.flush(timeout=OP_TIMEOUT_S)
                 offsets = [f.get(timeout=OP_TIMEOUT_S).offset for f in futures]
             finally:
