@@ -19,6 +19,7 @@ import trio
 from broker.context import RequestContext
 from broker.error_mapping import error_code_of
 from broker.file_region import FileRegion
+from broker.partition_requests import find_partition
 from log.errors import LogError
 from log.partition_log import FileSlice
 from wire.error_codes import ErrorCode
@@ -39,13 +40,6 @@ def partition_error(
         "aborted_transactions": None,
         "records": b"",
     }
-
-
-def leader_epoch_error(requested: int, current: int) -> ErrorCode | None:
-    """KIP-320 fencing: a client that knows a newer or older leader epoch than ours."""
-    if requested == -1 or requested == current:
-        return None
-    return ErrorCode.UNKNOWN_LEADER_EPOCH if requested > current else ErrorCode.FENCED_LEADER_EPOCH
 
 
 class FetchPlan:
@@ -83,14 +77,10 @@ class FetchPlan:
 
     def _read_partition(self, topic: str, wanted: dict[str, Any], bytes_so_far: int) -> dict[str, Any]:
         index = wanted["partition"]
-        broker = self.ctx.broker
-        partition_log = broker.partitions.get(topic, index)
-        info = broker.topics.get(topic)
-        if partition_log is None or info is None:
-            return partition_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        epoch_error = leader_epoch_error(wanted.get("current_leader_epoch", -1), info.leader_epoch)
-        if epoch_error is not None:
-            return partition_error(index, epoch_error)
+        found = find_partition(self.ctx, topic, index, wanted.get("current_leader_epoch", -1))
+        if isinstance(found, ErrorCode):
+            return partition_error(index, found)
+        partition_log, _info = found
         high_watermark = partition_log.log_end_offset
         log_start = partition_log.log_start_offset
         offset = wanted["fetch_offset"]

@@ -7,10 +7,11 @@ unknown (UNDEFINED_EPOCH_OFFSET: -1/-1), as Kafka answers.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from broker.context import RequestContext
-from broker.handlers.fetch import leader_epoch_error
+from broker.partition_requests import find_partition, per_partition
 from wire.error_codes import ErrorCode
 
 OFFSET_FOR_LEADER_EPOCH = 23
@@ -19,15 +20,10 @@ OFFSET_FOR_LEADER_EPOCH = 23
 def end_offset(ctx: RequestContext, topic: str, wanted: dict[str, Any]) -> dict[str, Any]:
     index = wanted["partition"]
     result = {"partition": index, "leader_epoch": -1, "end_offset": -1}
-    partition_log = ctx.broker.partitions.get(topic, index)
-    info = ctx.broker.topics.get(topic)
-    if partition_log is None or info is None:
-        return result | {"error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
-    epoch_error = leader_epoch_error(wanted.get("current_leader_epoch", -1), info.leader_epoch)
-    if epoch_error is not None:
-        return result | {"error_code": epoch_error}
-    if not partition_log.is_online:
-        return result | {"error_code": ErrorCode.KAFKA_STORAGE_ERROR}
+    found = find_partition(ctx, topic, index, wanted.get("current_leader_epoch", -1))
+    if isinstance(found, ErrorCode):
+        return result | {"error_code": found}
+    partition_log, info = found
     if wanted["leader_epoch"] > info.leader_epoch:
         return result | {"error_code": ErrorCode.NONE}
     return {
@@ -41,10 +37,7 @@ def end_offset(ctx: RequestContext, topic: str, wanted: dict[str, Any]) -> dict[
 async def handle_offset_for_leader_epoch(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     return {
         "throttle_time_ms": 0,
-        "topics": [
-            {"topic": t["topic"], "partitions": [end_offset(ctx, t["topic"], p) for p in t["partitions"]]}
-            for t in request["topics"]
-        ],
+        "topics": per_partition(request["topics"], partial(end_offset, ctx), topic_key="topic"),
     }
 
 

@@ -8,11 +8,12 @@ earliest tiered (both the log start offset on a broker without tiered storage).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from broker.context import RequestContext
 from broker.error_mapping import error_code_of
-from broker.handlers.fetch import leader_epoch_error
+from broker.partition_requests import find_partition, per_partition
 from log.errors import LogError
 from log.partition_log import PartitionLog
 from wire.error_codes import ErrorCode
@@ -24,16 +25,10 @@ LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_TIERED = -1, -2, -3, -
 def lookup(ctx: RequestContext, topic: str, wanted: dict[str, Any]) -> dict[str, Any]:
     index = wanted["partition_index"]
     result: dict[str, Any] = {"partition_index": index, "timestamp": -1, "offset": -1, "leader_epoch": -1}
-    broker = ctx.broker
-    partition_log = broker.partitions.get(topic, index)
-    info = broker.topics.get(topic)
-    if partition_log is None or info is None:
-        return result | {"error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
-    epoch_error = leader_epoch_error(wanted.get("current_leader_epoch", -1), info.leader_epoch)
-    if epoch_error is not None:
-        return result | {"error_code": epoch_error}
-    if not partition_log.is_online:
-        return result | {"error_code": ErrorCode.KAFKA_STORAGE_ERROR}
+    found = find_partition(ctx, topic, index, wanted.get("current_leader_epoch", -1))
+    if isinstance(found, ErrorCode):
+        return result | {"error_code": found}
+    partition_log, info = found
     try:
         return result | locate(partition_log, wanted["timestamp"], info.leader_epoch)
     except LogError as exc:
@@ -68,16 +63,7 @@ def locate(partition_log: PartitionLog, timestamp: int, leader_epoch: int) -> di
 
 
 async def handle_list_offsets(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "throttle_time_ms": 0,
-        "topics": [
-            {
-                "name": topic["name"],
-                "partitions": [lookup(ctx, topic["name"], p) for p in topic["partitions"]],
-            }
-            for topic in request["topics"]
-        ],
-    }
+    return {"throttle_time_ms": 0, "topics": per_partition(request["topics"], partial(lookup, ctx))}
 
 
 HANDLERS = {LIST_OFFSETS: handle_list_offsets}

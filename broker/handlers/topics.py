@@ -9,11 +9,13 @@ duplicate names in one request rejected with INVALID_REQUEST.
 from __future__ import annotations
 
 from collections import Counter
+from functools import partial
 from typing import Any
 
 from broker.config_defs import TOPIC_CONFIGS
 from broker.context import RequestContext
 from broker.error_mapping import error_code_of
+from broker.partition_requests import per_partition
 from broker.topic_admin import NewTopic, TopicError, create_topic, validate_new_topic
 from log.errors import LogError
 from wire.error_codes import ErrorCode
@@ -213,13 +215,7 @@ def delete_partition_records(ctx: RequestContext, topic: str, wanted: dict[str, 
 async def handle_delete_records(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     return {
         "throttle_time_ms": 0,
-        "topics": [
-            {
-                "name": t["name"],
-                "partitions": [delete_partition_records(ctx, t["name"], p) for p in t["partitions"]],
-            }
-            for t in request["topics"]
-        ],
+        "topics": per_partition(request["topics"], partial(delete_partition_records, ctx)),
     }
 
 

@@ -1,0 +1,52 @@
+"""What the partition-addressed APIs (Fetch, ListOffsets, OffsetForLeaderEpoch, DeleteRecords)
+share: finding a partition with Kafka's error precedence, and the topic/partition response shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from wire.error_codes import ErrorCode
+
+if TYPE_CHECKING:
+    from broker.context import RequestContext
+    from broker.topics import TopicInfo
+    from log.partition_log import PartitionLog
+
+
+def leader_epoch_error(requested: int, current: int) -> ErrorCode | None:
+    """KIP-320 fencing: a client that knows a newer or older leader epoch than ours."""
+    if requested == -1 or requested == current:
+        return None
+    return ErrorCode.UNKNOWN_LEADER_EPOCH if requested > current else ErrorCode.FENCED_LEADER_EPOCH
+
+
+def find_partition(
+    ctx: RequestContext, topic: str, index: int, current_leader_epoch: int = -1
+) -> tuple[PartitionLog, TopicInfo] | ErrorCode:
+    """The partition's log and topic, or the error Kafka answers first: unknown partition,
+    then a fenced or unknown leader epoch, then an offline log directory."""
+    partition_log = ctx.broker.partitions.get(topic, index)
+    info = ctx.broker.topics.get(topic)
+    if partition_log is None or info is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    epoch_error = leader_epoch_error(current_leader_epoch, info.leader_epoch)
+    if epoch_error is not None:
+        return epoch_error
+    if not partition_log.is_online:
+        return ErrorCode.KAFKA_STORAGE_ERROR
+    return partition_log, info
+
+
+def per_partition(
+    topics: list[dict[str, Any]],
+    answer: Callable[[str, dict[str, Any]], dict[str, Any]],
+    *,
+    topic_key: str = "name",
+) -> list[dict[str, Any]]:
+    """Answer each requested partition, keeping the request's topic/partition nesting."""
+    return [
+        {topic_key: t[topic_key], "partitions": [answer(t[topic_key], p) for p in t["partitions"]]}
+        for t in topics
+    ]
