@@ -61,6 +61,7 @@ class LogConfig:
     index_interval_bytes: int = 4096
     max_message_bytes: int = 1_048_588
     message_timestamp_type: str = "CreateTime"
+    compression_type: str = "producer"
     message_timestamp_before_max_ms: int = LONG_MAX
     message_timestamp_after_max_ms: int = _HOURS  # Kafka 4 default: at most an hour ahead
     retention_ms: int = 7 * 24 * _HOURS
@@ -169,6 +170,16 @@ def _timestamp_type(key: str, text: str) -> str:
     return value
 
 
+COMPRESSION_TYPES = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
+
+
+def _compression_type(key: str, text: str) -> str:
+    value = text.strip()
+    if value not in COMPRESSION_TYPES:
+        raise InvalidConfigError(f"{key}: {text!r} is not one of {', '.join(COMPRESSION_TYPES)}")
+    return value
+
+
 def _cleanup_policy(key: str, text: str) -> tuple[str, ...]:
     policies = tuple(p.strip() for p in text.split(",") if p.strip())
     if not set(policies) <= {"delete", "compact"}:
@@ -204,6 +215,7 @@ _SETTINGS: tuple[_Setting, ...] = (
         _ms("log.index.interval.bytes"),
     ),
     _Setting("max.message.bytes", "max_message_bytes", _long(0, INT_MAX), str, _ms("message.max.bytes")),
+    _Setting("compression.type", "compression_type", _compression_type, str, _ms("compression.type")),
     _Setting(
         "message.timestamp.type",
         "message_timestamp_type",

@@ -7,7 +7,8 @@ Kafka 4 rules apply: exactly one v2 batch per partition (v3+), Produce v0-2 refu
 internal topics, and ``acks=0`` answered with silence — or, on error, a closed connection,
 which is the only way Kafka can tell such a producer something went wrong.  The one place
 records are looked at is a compacted topic, which (like Kafka's LogValidator) refuses records
-without a key: compaction could never decide about them.
+without a key: compaction could never decide about them; a topic with its own
+``compression.type`` or a past bound on timestamps pays for decoding too.
 """
 
 from __future__ import annotations
@@ -22,7 +23,14 @@ from log.compacted_batch import payload_of, record_spans
 from log.config import LONG_MAX, LogConfig
 from log.errors import LogError
 from wire.error_codes import ErrorCode
-from wire.record_batch import BatchInfo, RecordBatchError, scan_batches
+from wire.record_batch import (
+    BatchInfo,
+    Compression,
+    RecordBatchError,
+    decode_records,
+    encode_batch,
+    scan_batches,
+)
 
 PRODUCE = 0
 MIN_ACCEPTED_VERSION = 3
@@ -52,6 +60,37 @@ def timestamp_error(records: memoryview, batch: BatchInfo, now_ms: int, config: 
     if now_ms - oldest > before_max:
         return f"Timestamp {oldest} of a record is more than {before_max} ms in the past"
     return None
+
+
+TOPIC_CODECS = {
+    "uncompressed": Compression.NONE,
+    "gzip": Compression.GZIP,
+    "snappy": Compression.SNAPPY,
+    "lz4": Compression.LZ4,
+    "zstd": Compression.ZSTD,
+}
+
+
+def recompress(records: memoryview, batch: BatchInfo, compression_type: str) -> memoryview | None:
+    """The batch rewritten with the topic's ``compression.type``, or None to keep it as sent.
+
+    Like Kafka, a topic that names a codec stores every batch with it; the default
+    (``producer``) keeps the producer's bytes untouched, which is the only fast path.
+    Producer id, epoch and sequence survive, so idempotence is unaffected.
+    """
+    codec = TOPIC_CODECS.get(compression_type)
+    if codec is None or codec == batch.compression:
+        return None
+    rebuilt = encode_batch(
+        decode_records(records, batch),
+        compression=codec,
+        transactional=batch.is_transactional,
+        producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence,
+        last_offset_delta=batch.last_offset_delta,
+    )
+    return memoryview(rebuilt)
 
 
 def keyless_records_error(
@@ -96,6 +135,12 @@ def append_partition(
             "Produce requests with version 3 and above must contain exactly one record batch per partition",
         )
     config = partition_log.config
+    try:
+        converted = recompress(records, batches[0], config.compression_type)
+    except RecordBatchError as exc:
+        return 0, partition_error(index, error_code_of(exc), str(exc))
+    if converted is not None:
+        records, batches = converted, scan_batches(converted)
     if batches[0].size > config.max_message_bytes:
         return 0, partition_error(
             index,
