@@ -14,8 +14,10 @@ from collections import Counter
 from collections.abc import Callable
 
 from aiokafka import AIOKafkaConsumer
+from aiokafka.coordinator.assignors.range import RangePartitionAssignor as AioRangeAssignor
 from confluent_kafka import Consumer, Producer
 from kafka import KafkaConsumer
+from kafka.coordinator.assignors.range import RangePartitionAssignor
 
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient
@@ -122,6 +124,32 @@ def confluent_member(bootstrap: str, topic: str, group: str, name: str, **config
             consumer.close()
 
     return Member(loop, name)
+
+
+def aiokafka_member(bootstrap: str, topic: str, group: str, name: str, **config: object) -> Member:
+    """An aiokafka consumer driven by its own event loop inside the member's thread."""
+
+    async def consume(member: Member) -> None:
+        consumer = AIOKafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            client_id=name,
+            auto_offset_reset="earliest",
+            auto_commit_interval_ms=500,
+            **config,
+        )
+        await consumer.start()
+        try:
+            while not member.stop.is_set():
+                for messages in (await consumer.getmany(timeout_ms=100)).values():
+                    for message in messages:
+                        member.got(message.partition, message.offset, message.value)
+                member.assignment = frozenset(tp.partition for tp in consumer.assignment())
+        finally:
+            await consumer.stop()
+
+    return Member(lambda member: asyncio.run(consume(member)), name)
 
 
 def start(*members: Member) -> None:
@@ -295,3 +323,38 @@ def test_aiokafka_members_share_partitions_exactly_once(odradek_broker: OdradekP
     counts = asyncio.run(scenario())
     assert set(counts) == set(expected)
     assert set(counts.values()) == {1}
+
+
+def test_members_of_three_clients_share_one_group_with_the_range_assignor(
+    odradek_broker: OdradekProcess,
+) -> None:
+    """kafka-python, librdkafka and aiokafka in one group agree on "range"; a fourth member
+    joining moves partitions to it, and every message is still consumed exactly once."""
+    bootstrap, topic, group = odradek_broker.bootstrap, "mixed-share", "mixed-group"
+    create_topic(bootstrap, topic)
+    members = [
+        kafka_python_member(
+            bootstrap, topic, group, "mixed-kp", partition_assignment_strategy=[RangePartitionAssignor]
+        ),
+        confluent_member(bootstrap, topic, group, "mixed-ck", **{"partition.assignment.strategy": "range"}),
+        aiokafka_member(
+            bootstrap, topic, group, "mixed-aio", partition_assignment_strategy=(AioRangeAssignor,)
+        ),
+    ]
+    start(*members)
+    try:
+        wait_for_balance(members)
+        first = values("mixed-a", 300)
+        produce(bootstrap, topic, first)
+        assert set(wait_for_all(members, first).values()) == {1}
+        fourth = confluent_member(
+            bootstrap, topic, group, "mixed-ck-2", **{"partition.assignment.strategy": "range"}
+        )
+        start(fourth)
+        members.append(fourth)
+        wait_for_balance(members)
+        second = values("mixed-b", 300)
+        produce(bootstrap, topic, second)
+        assert set(wait_for_all(members, second).values()) == {1}
+    finally:
+        stop(*members)
