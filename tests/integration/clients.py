@@ -25,8 +25,8 @@ import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import closing, contextmanager
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
 import aiokafka
@@ -45,6 +45,7 @@ from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.producer import ProduceRequest
 from kafka.record.memory_records import MemoryRecordsBuilder
 
+from compat_tests.drivers.kafka_python_api import assign
 from wire.error_codes import ErrorCode
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -52,6 +53,8 @@ CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 CALL_TIMEOUT_S = 30.0
 """Upper bound for one admin or metadata call."""
+
+CALL_TIMEOUT_MS = int(CALL_TIMEOUT_S * 1000)
 
 
 # --------------------------------------------------------------------------------------------
@@ -173,8 +176,76 @@ def _uuid_text(raw: bytes) -> str:
 # Producers and consumers
 
 
+@dataclass(frozen=True, slots=True)
+class _Send:
+    """One :meth:`Client.produce` call, as the client-specific part receives it."""
+
+    topic: str
+    records: Sequence[Record]
+    codec: str
+    acks: str
+    partition: int | None
+    timeout_s: float
+
+    @property
+    def idempotent(self) -> bool:
+        """Idempotence needs acks=all, and every client turns it on whenever the acks allow."""
+        return self.acks == "all"
+
+
+@dataclass(slots=True)
+class _Fetch:
+    """One :meth:`Client.consume` call: what to fetch, what came so far, and how long to poll.
+
+    The deadline starts when the call starts, so connecting counts against ``timeout_s``.
+    """
+
+    topic: str
+    positions: Mapping[int, int]
+    until: Mapping[int, int] | None
+    timeout_s: float
+    reset: str
+    fetch_bytes: int | None
+    received: dict[int, list[Consumed]] = field(init=False)
+    deadline: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.received = {p: [] for p in self.positions}
+        self.deadline = time.monotonic() + self.timeout_s
+
+    def complete(self) -> bool:
+        """Whether there is an ``until`` and every partition's next offset reached its end offset:
+        the offset after the last record received, or, before any record, the start position if it
+        is exactly the end (a start beyond the end is out of range and must first be reset by the
+        client)."""
+        return self.until is not None and all(
+            self.received[p][-1].offset + 1 >= end if self.received.get(p) else self.positions[p] == end
+            for p, end in self.until.items()
+        )
+
+    def polls(self) -> Iterator[float]:
+        """How long each poll may block, in seconds, until the fetch is complete or time is up.
+
+        A poll blocks at most a second so that completion is noticed promptly.
+        """
+        while not self.complete():
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                return
+            yield min(left, 1.0)
+
+    def progress(self) -> str:
+        """Where each partition stopped, so a timeout shows which one stalled."""
+        got = {p: (rs[-1].offset + 1 if rs else 0, len(rs)) for p, rs in self.received.items()}
+        return f"(next offset, count) per partition {got}, wanted ends {dict(self.until or {})}"
+
+
 class Client(ABC):
-    """One client library's producer, consumer and offset lookups."""
+    """One client library's producer, consumer and offset lookups.
+
+    The public methods hold the signatures, defaults and the end-of-fetch check once; each client
+    implements ``_produce`` and ``_fetch`` for its own library.
+    """
 
     name: ClassVar[str]
 
@@ -185,7 +256,6 @@ class Client(ABC):
         """Why this client cannot use ``codec`` here (a missing optional library), or None."""
         return None
 
-    @abstractmethod
     def produce(
         self,
         topic: str,
@@ -202,8 +272,8 @@ class Client(ABC):
         Bulk settings (large batches, a short linger) make this as fast as the client allows.
         The first failed delivery raises :class:`ClientFailure`.
         """
+        return self._produce(_Send(topic, records, codec, acks, partition, timeout_s))
 
-    @abstractmethod
     def consume(
         self,
         topic: str,
@@ -222,37 +292,24 @@ class Client(ABC):
         auto.offset.reset (none surfaces OFFSET_OUT_OF_RANGE as an error). ``fetch_bytes`` sets
         both the per-partition and the per-request fetch limits.
         """
+        fetch = _Fetch(topic, positions, until, timeout_s, reset, fetch_bytes)
+        self._fetch(fetch)
+        if until is not None and not fetch.complete():
+            raise TimeoutError(f"{self.name}: not all records after {timeout_s}s: {fetch.progress()}")
+        return fetch.received
 
     @abstractmethod
     def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:
         """ListOffsets: ``spec`` is "earliest", "latest" or a timestamp (ms). No match is -1."""
 
+    @abstractmethod
+    def _produce(self, send: _Send) -> list[Delivered]:
+        """:meth:`produce` in this client's terms."""
 
-def _end_reached(
-    received: Mapping[int, list[Consumed]], positions: Mapping[int, int], until: Mapping[int, int]
-) -> bool:
-    """Whether every partition's next offset reached its end offset: the offset after the last
-    record received, or, before any record, the start position if it is exactly the end (a start
-    beyond the end is out of range and must first be reset by the client)."""
-    return all(
-        received[p][-1].offset + 1 >= end if received.get(p) else positions[p] == end
-        for p, end in until.items()
-    )
-
-
-class _Deadline:
-    """Seconds left until a fixed point in time."""
-
-    def __init__(self, seconds: float) -> None:
-        self.end = time.monotonic() + seconds
-
-    def left(self) -> float:
-        return self.end - time.monotonic()
-
-
-def _progress(received: Mapping[int, list[Consumed]], until: Mapping[int, int] | None) -> str:
-    got = {p: (rs[-1].offset + 1 if rs else 0, len(rs)) for p, rs in received.items()}
-    return f"(next offset, count) per partition {got}, wanted ends {dict(until or {})}"
+    @abstractmethod
+    def _fetch(self, fetch: _Fetch) -> None:
+        """Assign ``fetch.positions``, then poll once for each wait ``fetch.polls()`` yields,
+        appending every record to ``fetch.received``."""
 
 
 # confluent-kafka -----------------------------------------------------------------------------
@@ -293,38 +350,29 @@ class ConfluentClient(Client):
 
     name = "confluent-kafka"
 
-    def produce(
-        self,
-        topic: str,
-        records: Sequence[Record],
-        *,
-        codec: str = "none",
-        acks: str = "all",
-        partition: int | None = None,
-        timeout_s: float = 60.0,
-    ) -> list[Delivered]:
+    def _produce(self, send: _Send) -> list[Delivered]:
         config: dict[str, Any] = {
             "bootstrap.servers": self.bootstrap,
-            "acks": acks,
-            "enable.idempotence": acks == "all",
-            "compression.type": codec,
+            "acks": send.acks,
+            "enable.idempotence": send.idempotent,
+            "compression.type": send.codec,
             "linger.ms": 20,
             "batch.size": 1_000_000,
             "batch.num.messages": 100_000,
             "queue.buffering.max.messages": 2_000_000,
             "queue.buffering.max.kbytes": 1_048_576,
-            "message.timeout.ms": int(timeout_s * 1000),
+            "message.timeout.ms": int(send.timeout_s * 1000),
             "topic.metadata.propagation.max.ms": 2000,
         }
-        if codec == "gzip":
+        if send.codec == "gzip":
             config["compression.level"] = 1  # level 6 doubles the test's time for no extra coverage
         producer = confluent_kafka.Producer(config)
-        reports: list[Delivered | confluent_kafka.KafkaError | None] = [None] * len(records)
-        target = -1 if partition is None else partition
+        reports: list[Delivered | confluent_kafka.KafkaError | None] = [None] * len(send.records)
+        target = -1 if send.partition is None else send.partition
         with _rd_errors():
-            for index, r in enumerate(records):
+            for index, r in enumerate(send.records):
                 producer.produce(
-                    topic,
+                    send.topic,
                     value=r.value,
                     key=r.key,
                     partition=target,
@@ -334,9 +382,9 @@ class ConfluentClient(Client):
                 )
                 if index % 20_000 == 0:
                     producer.poll(0)
-            left = producer.flush(timeout_s + 5)
+            left = producer.flush(send.timeout_s + 5)
         if left:
-            raise ClientFailure(self.name, "TIMEOUT", f"{left} messages undelivered after {timeout_s}s")
+            raise ClientFailure(self.name, "TIMEOUT", f"{left} messages undelivered after {send.timeout_s}s")
         delivered: list[Delivered] = []
         for report in reports:
             if not isinstance(report, Delivered):
@@ -366,68 +414,48 @@ class ConfluentClient(Client):
             config["max.partition.fetch.bytes"] = 16_777_216
         return confluent_kafka.Consumer(config)
 
-    def consume(
-        self,
-        topic: str,
-        positions: Mapping[int, int],
-        *,
-        until: Mapping[int, int] | None = None,
-        timeout_s: float = 60.0,
-        reset: str = "none",
-        fetch_bytes: int | None = None,
-    ) -> dict[int, list[Consumed]]:
-        received: dict[int, list[Consumed]] = {p: [] for p in positions}
-        deadline = _Deadline(timeout_s)
-        with _rd_errors():
-            consumer = self._consumer(reset, fetch_bytes)
-            try:
-                consumer.assign([confluent_kafka.TopicPartition(topic, p, o) for p, o in positions.items()])
-                while not (until is not None and _end_reached(received, positions, until)):
-                    left = deadline.left()
-                    if left <= 0:
-                        break
-                    for message in consumer.consume(num_messages=50_000, timeout=min(left, 1.0)):
-                        error = message.error()
-                        if error is not None:
-                            raise _rd_failure(error)
-                        received[message.partition()].append(
-                            Consumed(message.partition(), message.offset(), _rd_record(message))
-                        )
-            finally:
-                consumer.close()
-        if until is not None and not _end_reached(received, positions, until):
-            raise TimeoutError(
-                f"{self.name}: not all records after {timeout_s}s: {_progress(received, until)}"
+    def _fetch(self, fetch: _Fetch) -> None:
+        with _rd_errors(), closing(self._consumer(fetch.reset, fetch.fetch_bytes)) as consumer:
+            consumer.assign(
+                [confluent_kafka.TopicPartition(fetch.topic, p, o) for p, o in fetch.positions.items()]
             )
-        return received
+            for wait in fetch.polls():
+                for message in consumer.consume(num_messages=50_000, timeout=wait):
+                    error = message.error()
+                    if error is not None:
+                        raise _rd_failure(error)
+                    fetch.received[message.partition()].append(
+                        Consumed(message.partition(), message.offset(), _rd_record(message))
+                    )
 
     def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:
         """Earliest/latest by ``get_watermark_offsets`` (a ListOffsets each), timestamps by
         ``offsets_for_times``; librdkafka reports "no such offset" as -1 (OFFSET_END)."""
-        with _rd_errors():
-            consumer = self._consumer("earliest", None)
-            try:
-                if isinstance(spec, int):
-                    found = consumer.offsets_for_times(
-                        [confluent_kafka.TopicPartition(topic, p, spec) for p in partitions],
-                        timeout=CALL_TIMEOUT_S,
-                    )
-                    for tp in found:
-                        if tp.error is not None:
-                            raise _rd_failure(tp.error)
-                    return {tp.partition: tp.offset for tp in found}
-                result: dict[int, int] = {}
-                for p in partitions:
-                    low, high = consumer.get_watermark_offsets(
-                        confluent_kafka.TopicPartition(topic, p), timeout=CALL_TIMEOUT_S, cached=False
-                    )
-                    result[p] = low if spec == "earliest" else high
-                return result
-            finally:
-                consumer.close()
+        with _rd_errors(), closing(self._consumer("earliest", None)) as consumer:
+            if isinstance(spec, int):
+                found = consumer.offsets_for_times(
+                    [confluent_kafka.TopicPartition(topic, p, spec) for p in partitions],
+                    timeout=CALL_TIMEOUT_S,
+                )
+                for tp in found:
+                    if tp.error is not None:
+                        raise _rd_failure(tp.error)
+                return {tp.partition: tp.offset for tp in found}
+            result: dict[int, int] = {}
+            for p in partitions:
+                low, high = consumer.get_watermark_offsets(
+                    confluent_kafka.TopicPartition(topic, p), timeout=CALL_TIMEOUT_S, cached=False
+                )
+                result[p] = low if spec == "earliest" else high
+            return result
 
 
-# kafka-python --------------------------------------------------------------------------------
+# kafka-python and aiokafka -------------------------------------------------------------------
+#
+# aiokafka began as an asyncio port of kafka-python and kept its keyword arguments, its
+# TopicPartition tuples, its assign/seek calls, its record shape and its exceptions' ``errno``.
+# What the two clients share is written once here; the classes differ only in blocking or
+# awaiting and in the few settings only one of them has.
 
 
 def _kp_failure(exc: BaseException, client: str = "kafka-python") -> ClientFailure:
@@ -444,9 +472,79 @@ def _kp_errors(client: str = "kafka-python") -> Iterator[None]:
         raise _kp_failure(exc, client) from exc
 
 
-def _py_record(key: bytes | None, value: bytes | None, headers: Any, timestamp: int) -> Record:
-    """Both Python clients hand out header values as bytes already; only the container differs."""
-    return Record(key, value, tuple(headers or ()), timestamp)
+def _py_producer_config(bootstrap: str, send: _Send) -> dict[str, Any]:
+    """The producer keywords both clients spell alike (their batch size keywords differ)."""
+    return {
+        "bootstrap_servers": bootstrap,
+        "acks": send.acks if send.acks == "all" else int(send.acks),
+        "enable_idempotence": send.idempotent,
+        "compression_type": None if send.codec == "none" else send.codec,
+        "linger_ms": 20,
+        "max_request_size": 16_777_216,
+        "request_timeout_ms": int(min(send.timeout_s, 30) * 1000),
+    }
+
+
+def _py_consumer_config(bootstrap: str, reset: str, fetch_bytes: int | None) -> dict[str, Any]:
+    """Consumer keywords for assign() without a group: nothing is ever committed."""
+    return {
+        "bootstrap_servers": bootstrap,
+        "group_id": None,
+        "enable_auto_commit": False,
+        "auto_offset_reset": reset,
+        "fetch_max_wait_ms": 100,
+        "fetch_max_bytes": fetch_bytes or 52_428_800,
+        "max_partition_fetch_bytes": fetch_bytes or 16_777_216,
+        "request_timeout_ms": 30_000,
+    }
+
+
+def _py_assign(consumer: Any, partition: Callable[[str, int], Any], fetch: _Fetch) -> None:
+    """Assign the fetch's partitions and seek each to its start (``partition`` builds the tuples)."""
+    assign(consumer, partition, {(fetch.topic, p): offset for p, offset in fetch.positions.items()})
+
+
+def _py_take(fetch: _Fetch, batches: Mapping[Any, Sequence[Any]]) -> None:
+    """Append a ``poll``/``getmany`` result (records by TopicPartition) to ``fetch.received``.
+
+    Both clients hand out header values as bytes already; only the container differs.
+    """
+    for tp, messages in batches.items():
+        fetch.received[tp.partition].extend(
+            Consumed(tp.partition, m.offset, Record(m.key, m.value, tuple(m.headers or ()), m.timestamp))
+            for m in messages
+        )
+
+
+def _py_offset_query(
+    consumer: Any,
+    partition: Callable[[str, int], Any],
+    topic: str,
+    partitions: Sequence[int],
+    spec: str | int,
+) -> tuple[Callable[..., Any], Any]:
+    """The consumer method that answers ``spec`` and its argument, for the caller to call (or await)."""
+    tps = [partition(topic, p) for p in partitions]
+    if spec == "earliest":
+        return consumer.beginning_offsets, tps
+    if spec == "latest":
+        return consumer.end_offsets, tps
+    return consumer.offsets_for_times, {tp: int(spec) for tp in tps}
+
+
+def _py_offsets(found: Mapping[Any, Any]) -> dict[int, int]:
+    """Offsets by partition number from what the query answered.
+
+    beginning/end_offsets answer offsets; offsets_for_times answers an OffsetAndTimestamp, or None
+    where no record is that recent, which becomes -1 as librdkafka reports it.
+    """
+    offsets: dict[int, int] = {}
+    for tp, answer in found.items():
+        if answer is None:
+            offsets[tp.partition] = -1
+        else:
+            offsets[tp.partition] = answer if isinstance(answer, int) else answer.offset
+    return offsets
 
 
 _KP_CODEC_LIBRARY = {"snappy": "python-snappy", "lz4": "lz4", "zstd": "zstandard"}
@@ -463,43 +561,27 @@ class KafkaPythonClient(Client):
             return None
         return f"kafka-python needs the optional '{_KP_CODEC_LIBRARY[codec]}' package for {codec}"
 
-    def produce(
-        self,
-        topic: str,
-        records: Sequence[Record],
-        *,
-        codec: str = "none",
-        acks: str = "all",
-        partition: int | None = None,
-        timeout_s: float = 60.0,
-    ) -> list[Delivered]:
+    def _produce(self, send: _Send) -> list[Delivered]:
         with _kp_errors():
             producer = kafka.KafkaProducer(
-                bootstrap_servers=self.bootstrap,
-                acks=acks if acks == "all" else int(acks),
-                enable_idempotence=acks == "all",
-                compression_type=None if codec == "none" else codec,
-                linger_ms=20,
+                **_py_producer_config(self.bootstrap, send),
                 batch_size=1_000_000,
-                max_request_size=16_777_216,
-                max_block_ms=int(timeout_s * 1000),
-                request_timeout_ms=int(min(timeout_s, 30) * 1000),
-                delivery_timeout_ms=int(timeout_s * 1000) + 1000,
+                max_block_ms=int(send.timeout_s * 1000),
+                delivery_timeout_ms=int(send.timeout_s * 1000) + 1000,
             )
             try:
                 futures = [
                     producer.send(
-                        topic,
+                        send.topic,
                         value=r.value,
                         key=r.key,
-                        partition=partition,
+                        partition=send.partition,
                         timestamp_ms=r.timestamp_ms,
                         headers=list(r.headers),
                     )
-                    for r in records
+                    for r in send.records
                 ]
-                producer.flush(timeout=timeout_s)
-                delivered = []
+                producer.flush(timeout=send.timeout_s)
                 failures = [f.exception for f in futures if f.failed()]
                 if failures:
                     # A batch rejected for one record fails the other records with a generic
@@ -507,85 +589,25 @@ class KafkaPythonClient(Client):
                     raise next(
                         (e for e in failures if isinstance(getattr(e, "errno", None), int)), failures[0]
                     )
-                for future in futures:
-                    metadata = future.get(timeout=0)
-                    delivered.append(Delivered(metadata.partition, metadata.offset))
-                return delivered
+                return [Delivered(m.partition, m.offset) for m in (f.get(timeout=0) for f in futures)]
             finally:
                 producer.close(timeout=5)
 
     def _consumer(self, reset: str, fetch_bytes: int | None) -> kafka.KafkaConsumer:
         return kafka.KafkaConsumer(
-            bootstrap_servers=self.bootstrap,
-            group_id=None,
-            enable_auto_commit=False,
-            auto_offset_reset=reset,
-            fetch_max_wait_ms=100,
-            fetch_max_bytes=fetch_bytes or 52_428_800,
-            max_partition_fetch_bytes=fetch_bytes or 16_777_216,
-            max_poll_records=50_000,
-            request_timeout_ms=30_000,
+            **_py_consumer_config(self.bootstrap, reset, fetch_bytes), max_poll_records=50_000
         )
 
-    def consume(
-        self,
-        topic: str,
-        positions: Mapping[int, int],
-        *,
-        until: Mapping[int, int] | None = None,
-        timeout_s: float = 60.0,
-        reset: str = "none",
-        fetch_bytes: int | None = None,
-    ) -> dict[int, list[Consumed]]:
-        received: dict[int, list[Consumed]] = {p: [] for p in positions}
-        deadline = _Deadline(timeout_s)
-        with _kp_errors():
-            consumer = self._consumer(reset, fetch_bytes)
-            try:
-                partitions = {p: kafka.TopicPartition(topic, p) for p in positions}
-                consumer.assign(list(partitions.values()))
-                for p, offset in positions.items():
-                    consumer.seek(partitions[p], offset)
-                while not (until is not None and _end_reached(received, positions, until)):
-                    left = deadline.left()
-                    if left <= 0:
-                        break
-                    batches = consumer.poll(timeout_ms=int(min(left, 1.0) * 1000))
-                    for tp, messages in batches.items():
-                        received[tp.partition].extend(
-                            Consumed(
-                                tp.partition, m.offset, _py_record(m.key, m.value, m.headers, m.timestamp)
-                            )
-                            for m in messages
-                        )
-            finally:
-                consumer.close()
-        if until is not None and not _end_reached(received, positions, until):
-            raise TimeoutError(
-                f"{self.name}: not all records after {timeout_s}s: {_progress(received, until)}"
-            )
-        return received
+    def _fetch(self, fetch: _Fetch) -> None:
+        with _kp_errors(), closing(self._consumer(fetch.reset, fetch.fetch_bytes)) as consumer:
+            _py_assign(consumer, kafka.TopicPartition, fetch)
+            for wait in fetch.polls():
+                _py_take(fetch, consumer.poll(timeout_ms=int(wait * 1000)))
 
     def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:
-        with _kp_errors():
-            consumer = self._consumer("earliest", None)
-            try:
-                tps = [kafka.TopicPartition(topic, p) for p in partitions]
-                if spec == "earliest":
-                    found = consumer.beginning_offsets(tps, timeout_ms=CALL_TIMEOUT_S * 1000)
-                elif spec == "latest":
-                    found = consumer.end_offsets(tps, timeout_ms=CALL_TIMEOUT_S * 1000)
-                else:
-                    by_time = consumer.offsets_for_times(
-                        {tp: int(spec) for tp in tps}, timeout_ms=CALL_TIMEOUT_S * 1000
-                    )
-                    found = {tp: -1 if r is None else r.offset for tp, r in by_time.items()}
-                return {tp.partition: offset for tp, offset in found.items()}
-            finally:
-                consumer.close()
-
-
-# aiokafka ------------------------------------------------------------------------------------
+        with _kp_errors(), closing(self._consumer("earliest", None)) as consumer:
+            query, argument = _py_offset_query(consumer, kafka.TopicPartition, topic, partitions, spec)
+            return _py_offsets(query(argument, timeout_ms=CALL_TIMEOUT_MS))
 
 
 class AiokafkaClient(Client):
@@ -610,40 +632,17 @@ class AiokafkaClient(Client):
             return None
         return f"aiokafka lacks a library for {codec}"
 
-    def produce(
-        self,
-        topic: str,
-        records: Sequence[Record],
-        *,
-        codec: str = "none",
-        acks: str = "all",
-        partition: int | None = None,
-        timeout_s: float = 60.0,
-    ) -> list[Delivered]:
+    def _produce(self, send: _Send) -> list[Delivered]:
         async def produce() -> list[Delivered]:
-            producer = aiokafka.AIOKafkaProducer(
-                bootstrap_servers=self.bootstrap,
-                acks=acks if acks == "all" else int(acks),
-                enable_idempotence=acks == "all",
-                compression_type=None if codec == "none" else codec,
-                linger_ms=20,
-                max_batch_size=1_000_000,
-                max_request_size=16_777_216,
-                request_timeout_ms=int(min(timeout_s, 30) * 1000),
-            )
-            await producer.start()
-            try:
-                return await self._send_batches(producer, topic, records, partition)
-            finally:
-                await producer.stop()
+            config = _py_producer_config(self.bootstrap, send)
+            async with aiokafka.AIOKafkaProducer(**config, max_batch_size=1_000_000) as producer:
+                return await self._send_batches(producer, send)
 
-        result: list[Delivered] = self._run(produce, timeout_s + 10)
+        result: list[Delivered] = self._run(produce, send.timeout_s + 10)
         return result
 
     @staticmethod
-    async def _send_batches(
-        producer: aiokafka.AIOKafkaProducer, topic: str, records: Sequence[Record], partition: int | None
-    ) -> list[Delivered]:
+    async def _send_batches(producer: aiokafka.AIOKafkaProducer, send: _Send) -> list[Delivered]:
         """Fill aiokafka's own batch builders and submit them with ``send_batch``.
 
         This is aiokafka's documented high-throughput path: per-record ``send()`` costs a future
@@ -651,33 +650,37 @@ class AiokafkaClient(Client):
         partition of each key comes from aiokafka's default (murmur2) partitioner, as ``send()``
         would choose it.
         """
+
+        def append(builder: Any, r: Record) -> bool:
+            """Whether ``r`` fit into the batch ``builder`` (a full batch answers None)."""
+            metadata = builder.append(
+                key=r.key, value=r.value, timestamp=r.timestamp_ms, headers=list(r.headers)
+            )
+            return metadata is not None
+
         partitioner = aiokafka.partitioner.DefaultPartitioner()
-        all_partitions = sorted(await producer.partitions_for(topic))
+        all_partitions = sorted(await producer.partitions_for(send.topic))
         chosen: dict[bytes | None, int] = {}
         open_batches: dict[int, tuple[Any, list[int]]] = {}
         sent: list[tuple[asyncio.Future[Any], int, list[int]]] = []
-        for index, r in enumerate(records):
-            if partition is not None:
-                p = partition
+        for index, r in enumerate(send.records):
+            if send.partition is not None:
+                p = send.partition
             elif (p := chosen.get(r.key, -1)) < 0:
                 p = chosen[r.key] = partitioner(r.key, all_partitions, all_partitions)
             if p not in open_batches:
                 open_batches[p] = (producer.create_batch(), [])
             builder, members = open_batches[p]
-            headers = list(r.headers)
-            if builder.append(key=r.key, value=r.value, timestamp=r.timestamp_ms, headers=headers) is None:
-                sent.append((await producer.send_batch(builder, topic, partition=p), p, members))
+            if not append(builder, r):
+                sent.append((await producer.send_batch(builder, send.topic, partition=p), p, members))
                 builder, members = open_batches[p] = (producer.create_batch(), [])
-                if (
-                    builder.append(key=r.key, value=r.value, timestamp=r.timestamp_ms, headers=headers)
-                    is None
-                ):
+                if not append(builder, r):
                     raise ClientFailure("aiokafka", "RECORD_TOO_LARGE_FOR_BATCH", f"record {index}")
             members.append(index)
         for p, (builder, members) in open_batches.items():
-            sent.append((await producer.send_batch(builder, topic, partition=p), p, members))
+            sent.append((await producer.send_batch(builder, send.topic, partition=p), p, members))
         results = await asyncio.gather(*(future for future, _, _ in sent))
-        delivered: list[Delivered | None] = [None] * len(records)
+        delivered: list[Delivered | None] = [None] * len(send.records)
         for (_, p, members), metadata in zip(sent, results, strict=True):
             base = -1 if metadata is None else metadata.offset  # acks=0 resolves to None
             for position, index in enumerate(members):
@@ -686,78 +689,22 @@ class AiokafkaClient(Client):
         return delivered  # type: ignore[return-value]
 
     def _consumer(self, reset: str, fetch_bytes: int | None) -> aiokafka.AIOKafkaConsumer:
-        return aiokafka.AIOKafkaConsumer(
-            bootstrap_servers=self.bootstrap,
-            group_id=None,
-            enable_auto_commit=False,
-            auto_offset_reset=reset,
-            fetch_max_wait_ms=100,
-            fetch_max_bytes=fetch_bytes or 52_428_800,
-            max_partition_fetch_bytes=fetch_bytes or 16_777_216,
-            request_timeout_ms=30_000,
-        )
+        return aiokafka.AIOKafkaConsumer(**_py_consumer_config(self.bootstrap, reset, fetch_bytes))
 
-    def consume(
-        self,
-        topic: str,
-        positions: Mapping[int, int],
-        *,
-        until: Mapping[int, int] | None = None,
-        timeout_s: float = 60.0,
-        reset: str = "none",
-        fetch_bytes: int | None = None,
-    ) -> dict[int, list[Consumed]]:
-        received: dict[int, list[Consumed]] = {p: [] for p in positions}
+    def _fetch(self, fetch: _Fetch) -> None:
+        async def fetch_all() -> None:
+            async with self._consumer(fetch.reset, fetch.fetch_bytes) as consumer:
+                _py_assign(consumer, aiokafka.TopicPartition, fetch)
+                for wait in fetch.polls():
+                    _py_take(fetch, await consumer.getmany(timeout_ms=int(wait * 1000), max_records=50_000))
 
-        async def consume() -> None:
-            deadline = _Deadline(timeout_s)
-            consumer = self._consumer(reset, fetch_bytes)
-            await consumer.start()
-            try:
-                partitions = {p: aiokafka.TopicPartition(topic, p) for p in positions}
-                consumer.assign(list(partitions.values()))
-                for p, offset in positions.items():
-                    consumer.seek(partitions[p], offset)
-                while not (until is not None and _end_reached(received, positions, until)):
-                    left = deadline.left()
-                    if left <= 0:
-                        break
-                    batches = await consumer.getmany(
-                        timeout_ms=int(min(left, 1.0) * 1000), max_records=50_000
-                    )
-                    for tp, messages in batches.items():
-                        received[tp.partition].extend(
-                            Consumed(
-                                tp.partition, m.offset, _py_record(m.key, m.value, m.headers, m.timestamp)
-                            )
-                            for m in messages
-                        )
-            finally:
-                await consumer.stop()
-
-        self._run(consume, timeout_s + 10)
-        if until is not None and not _end_reached(received, positions, until):
-            raise TimeoutError(
-                f"{self.name}: not all records after {timeout_s}s: {_progress(received, until)}"
-            )
-        return received
+        self._run(fetch_all, fetch.timeout_s + 10)
 
     def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:
         async def list_offsets() -> dict[int, int]:
-            consumer = self._consumer("earliest", None)
-            await consumer.start()
-            try:
-                tps = [aiokafka.TopicPartition(topic, p) for p in partitions]
-                if spec == "earliest":
-                    found = await consumer.beginning_offsets(tps)
-                elif spec == "latest":
-                    found = await consumer.end_offsets(tps)
-                else:
-                    by_time = await consumer.offsets_for_times({tp: int(spec) for tp in tps})
-                    found = {tp: -1 if r is None else r.offset for tp, r in by_time.items()}
-                return {tp.partition: offset for tp, offset in found.items()}
-            finally:
-                await consumer.stop()
+            async with self._consumer("earliest", None) as consumer:
+                query, argument = _py_offset_query(consumer, aiokafka.TopicPartition, topic, partitions, spec)
+                return _py_offsets(await query(argument))
 
         result: dict[int, int] = self._run(list_offsets, CALL_TIMEOUT_S)
         return result
@@ -1010,6 +957,21 @@ def _kp_raise_for(code: int, what: str) -> None:
         raise ClientFailure("kafka-python", kafka_error_name(code), what)
 
 
+def _kp_net(bootstrap: str) -> KafkaNetClient:
+    """kafka-python's bare network client, for requests its admin and producer never send as needed."""
+    return KafkaNetClient(bootstrap_servers=bootstrap, request_timeout_ms=CALL_TIMEOUT_MS)
+
+
+def _kp_request(client: KafkaNetClient, request: Any) -> dict[str, Any]:
+    """Send one request built from kafka-python's protocol classes to any broker; the answer as a dict."""
+    with _kp_errors():
+        client.check_version(timeout_ms=CALL_TIMEOUT_MS)
+        node = client.least_loaded_node(bootstrap_fallback=True)
+        response = client.send_and_receive(node, request, timeout_ms=CALL_TIMEOUT_MS)
+    result: dict[str, Any] = response.to_dict()
+    return result
+
+
 class KafkaPythonAdmin(Admin):
     """kafka-python's KafkaAdminClient."""
 
@@ -1019,7 +981,7 @@ class KafkaPythonAdmin(Admin):
         super().__init__(bootstrap)
         with _kp_errors():
             self.admin = kafka.admin.KafkaAdminClient(
-                bootstrap_servers=bootstrap, request_timeout_ms=int(CALL_TIMEOUT_S * 1000)
+                bootstrap_servers=bootstrap, request_timeout_ms=CALL_TIMEOUT_MS
             )
         self._net: KafkaNetClient | None = None
 
@@ -1123,15 +1085,8 @@ class KafkaPythonAdmin(Admin):
         For the few answers whose error codes KafkaAdminClient drops or never sees.
         """
         if self._net is None:
-            self._net = KafkaNetClient(
-                bootstrap_servers=self.bootstrap, request_timeout_ms=int(CALL_TIMEOUT_S * 1000)
-            )
-        with _kp_errors():
-            self._net.check_version(timeout_ms=int(CALL_TIMEOUT_S * 1000))
-            node = self._net.least_loaded_node(bootstrap_fallback=True)
-            response = self._net.send_and_receive(node, request, timeout_ms=int(CALL_TIMEOUT_S * 1000))
-        result: dict[str, Any] = response.to_dict()
-        return result
+            self._net = _kp_net(self.bootstrap)
+        return _kp_request(self._net, request)
 
     def metadata_allowing_creation(self, topic: str) -> TopicInfo:
         """kafka-python's producer only times out on an unknown topic, so the Metadata request
@@ -1170,17 +1125,11 @@ def raw_produce(bootstrap: str, topic: str, partition: int) -> str:
     request = ProduceRequest(
         transactional_id=None,
         acks=-1,
-        timeout_ms=int(CALL_TIMEOUT_S * 1000),
+        timeout_ms=CALL_TIMEOUT_MS,
         topic_data=[ProduceRequest.TopicProduceData(name=topic, partition_data=[partition_data])],
     )
-    client = KafkaNetClient(bootstrap_servers=bootstrap, request_timeout_ms=int(CALL_TIMEOUT_S * 1000))
-    try:
-        with _kp_errors():
-            client.check_version(timeout_ms=int(CALL_TIMEOUT_S * 1000))
-            node = client.least_loaded_node(bootstrap_fallback=True)
-            response = client.send_and_receive(node, request, timeout_ms=int(CALL_TIMEOUT_S * 1000)).to_dict()
-    finally:
-        client.close()
+    with closing(_kp_net(bootstrap)) as client:
+        response = _kp_request(client, request)
     codes = [p["error_code"] for t in response["responses"] for p in t["partition_responses"]]
     assert len(codes) == 1, response
     return kafka_error_name(codes[0])
