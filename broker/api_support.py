@@ -33,7 +33,7 @@ SUPPORTED: dict[int, ApiSupport] = {
     s.key: s
     for s in (
         _support(0, "Produce", "0-12", min_accepted=3),
-        _support(1, "Fetch", "4-12"),
+        _support(1, "Fetch", "4-17"),
         _support(2, "ListOffsets", "1-9"),
         _support(3, "Metadata", "0-12"),
         _support(8, "OffsetCommit", "2-9"),

@@ -7,7 +7,8 @@ follow KIP-74: the first non-empty partition of a response always gets at least 
 batch, even one larger than ``max_bytes``/``partition_max_bytes``; later partitions only
 get what fits.  A response with less than ``min_bytes`` waits (up to ``max_wait_ms``) for
 an append to any of its partitions.  Fetch sessions (KIP-227) are declined by answering
-``session_id`` 0, which every client handles by sending full fetches.
+``session_id`` 0, which every client handles by sending full fetches.  From v13 topics are
+named by their (persistent) topic ids; an unknown id is UNKNOWN_TOPIC_ID.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from log.partition_log import FileSlice
 from wire.error_codes import ErrorCode
 
 FETCH = 1
+FIRST_TOPIC_ID_VERSION = 13
 READ_COMMITTED = 1
 
 
@@ -48,12 +50,25 @@ class FetchPlan:
     def __init__(self, ctx: RequestContext, request: dict[str, Any]) -> None:
         self.ctx = ctx
         self.topics = request["topics"]
+        self.by_id = ctx.api_version >= FIRST_TOPIC_ID_VERSION
+        # Fetch v13+ names topics by id; an id this broker never issued has no name (None).
+        self.names = [
+            (info.name if (info := ctx.broker.topics.by_id(t["topic_id"])) else None)
+            if self.by_id
+            else t["topic"]
+            for t in self.topics
+        ]
         broker_cap = ctx.broker.config.get_int("fetch.max.bytes")
         self.max_bytes = max(0, min(request.get("max_bytes", broker_cap), broker_cap))
         self.read_committed = request.get("isolation_level", 0) == READ_COMMITTED
 
     def keys(self) -> list[tuple[str, int]]:
-        return [(t["topic"], p["partition"]) for t in self.topics for p in t["partitions"]]
+        return [
+            (name, p["partition"])
+            for name, t in zip(self.names, self.topics, strict=True)
+            if name is not None
+            for p in t["partitions"]
+        ]
 
     def read(self) -> tuple[list[dict[str, Any]], int, bool]:
         """Locate every partition's data once: (topic responses, bytes of records, any error).
@@ -64,15 +79,19 @@ class FetchPlan:
         responses = []
         total = 0
         errored = False
-        for topic in self.topics:
+        for name, topic in zip(self.names, self.topics, strict=True):
             partitions = []
             for wanted in topic["partitions"]:
-                result = self._read_partition(topic["topic"], wanted, total)
+                if name is None:
+                    result = partition_error(wanted["partition"], ErrorCode.UNKNOWN_TOPIC_ID)
+                else:
+                    result = self._read_partition(name, wanted, total)
                 located = result["records"]
                 total += located.length if isinstance(located, FileSlice) else 0
                 errored = errored or result["error_code"] != ErrorCode.NONE
                 partitions.append(result)
-            responses.append({"topic": topic["topic"], "partitions": partitions})
+            key = {"topic_id": topic["topic_id"]} if self.by_id else {"topic": name}
+            responses.append(key | {"partitions": partitions})
         return responses, total, errored
 
     def _read_partition(self, topic: str, wanted: dict[str, Any], bytes_so_far: int) -> dict[str, Any]:

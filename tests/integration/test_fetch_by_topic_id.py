@@ -1,0 +1,49 @@
+"""Fetch v13+ addresses topics by id: the ids Metadata hands out, kept across restarts."""
+
+from __future__ import annotations
+
+import uuid
+
+from tests.integration.broker_process import OdradekProcess
+from tests.integration.raw_client import RawClient, make_batch
+from wire.error_codes import ErrorCode
+from wire.record_batch import decode_records, scan_batches
+
+
+def fetch_by_id(client: RawClient, topic_id: bytes, offset: int) -> dict:
+    response = client.request(
+        1,
+        16,
+        {
+            "max_wait_ms": 0,
+            "min_bytes": 0,
+            "max_bytes": 1 << 20,
+            "session_epoch": -1,
+            "topics": [
+                {
+                    "topic_id": topic_id,
+                    "partitions": [{"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1 << 20}],
+                }
+            ],
+        },
+    )
+    (topic,) = response["responses"]
+    assert topic["topic_id"] == topic_id
+    return topic["partitions"][0]
+
+
+def test_fetch_by_topic_id_survives_restart(odradek_broker: OdradekProcess) -> None:
+    with RawClient(odradek_broker.bootstrap) as client:
+        client.create_topic("by-id")
+        assert client.produce("by-id", 0, make_batch([b"a", b"b"]))["error_code"] == ErrorCode.NONE
+        topic_id = client.metadata(["by-id"])["topics"][0]["topic_id"]
+    odradek_broker.restart()
+    with RawClient(odradek_broker.bootstrap) as client:
+        assert client.metadata(["by-id"])["topics"][0]["topic_id"] == topic_id
+        partition = fetch_by_id(client, topic_id, 0)
+        assert partition["error_code"] == ErrorCode.NONE
+        records = bytes(partition["records"])
+        (batch,) = scan_batches(records, from_client=False)
+        assert [r.value for r in decode_records(records, batch)] == [b"a", b"b"]
+        unknown = fetch_by_id(client, uuid.uuid4().bytes, 0)
+        assert unknown["error_code"] == ErrorCode.UNKNOWN_TOPIC_ID
