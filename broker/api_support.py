@@ -32,7 +32,7 @@ def _support(key: int, name: str, versions: str, min_accepted: int | None = None
 SUPPORTED: dict[int, ApiSupport] = {
     s.key: s
     for s in (
-        _support(0, "Produce", "0-12", min_accepted=3),
+        _support(0, "Produce", "0-13", min_accepted=3),
         _support(1, "Fetch", "4-17"),
         _support(2, "ListOffsets", "1-9"),
         _support(3, "Metadata", "0-12"),

@@ -34,6 +34,7 @@ from wire.record_batch import (
 
 PRODUCE = 0
 MIN_ACCEPTED_VERSION = 3
+FIRST_TOPIC_ID_VERSION = 13
 
 
 def partition_error(index: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
@@ -171,6 +172,23 @@ def append_partition(
     }
 
 
+def resolve_topic(
+    ctx: RequestContext, topic_data: dict[str, Any]
+) -> tuple[str, tuple[ErrorCode, str] | None]:
+    """The topic's name (v13+ sends its id instead) and why nothing may be appended to it."""
+    if ctx.api_version < FIRST_TOPIC_ID_VERSION:
+        name = topic_data["name"]
+        info = ctx.broker.topics.get(name)
+    else:
+        info = ctx.broker.topics.by_id(topic_data["topic_id"])
+        if info is None:
+            return "", (ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")
+        name = info.name
+    if info is not None and info.internal:
+        return name, (ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {name}")
+    return name, None
+
+
 async def handle_produce(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any] | None:
     acks = request["acks"]
     refusal: tuple[ErrorCode, str] | None = None
@@ -181,25 +199,16 @@ async def handle_produce(ctx: RequestContext, request: dict[str, Any]) -> dict[s
     elif request.get("transactional_id") is not None:
         refusal = (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported yet")
     now_ms = int(time.time() * 1000)
-    responses = []
+    responses: list[tuple[str | None, dict[str, Any]]] = []
     touched = []
     failed = False
     for topic_data in request["topic_data"]:
-        name = topic_data["name"]
-        internal = (
-            name.startswith("__") and (info := ctx.broker.topics.get(name)) is not None and info.internal
-        )
+        name, topic_refusal = resolve_topic(ctx, topic_data)
         partitions = []
         for partition in topic_data["partition_data"]:
             appended = 0
-            if refusal is not None:
-                result = partition_error(partition["index"], *refusal)
-            elif internal:
-                result = partition_error(
-                    partition["index"],
-                    ErrorCode.INVALID_TOPIC_EXCEPTION,
-                    f"Cannot append to internal topic {name}",
-                )
+            if refusal or topic_refusal:
+                result = partition_error(partition["index"], *(refusal or topic_refusal))
             else:
                 appended, result = append_partition(
                     ctx, name, partition["index"], partition["records"], now_ms
@@ -209,13 +218,18 @@ async def handle_produce(ctx: RequestContext, request: dict[str, Any]) -> dict[s
             else:
                 failed = True
             partitions.append(result)
-        responses.append({"name": name, "partition_responses": partitions})
+        key = (
+            {"topic_id": topic_data["topic_id"]}
+            if ctx.api_version >= FIRST_TOPIC_ID_VERSION
+            else {"name": name}
+        )
+        responses.append((name, key | {"partition_responses": partitions}))
     if touched:
         for topic, index in await ctx.broker.durability.after_append(touched):
             failed = True
             storage_error = partition_error(index, ErrorCode.KAFKA_STORAGE_ERROR, "fsync failed")
-            for topic_response in responses:
-                if topic_response["name"] == topic:
+            for name, topic_response in responses:
+                if name == topic:
                     topic_response["partition_responses"] = [
                         storage_error if p["index"] == index else p
                         for p in topic_response["partition_responses"]
@@ -224,7 +238,7 @@ async def handle_produce(ctx: RequestContext, request: dict[str, Any]) -> dict[s
         if failed:
             raise CloseConnection("an acks=0 produce request failed")
         return None
-    return {"responses": responses, "throttle_time_ms": 0}
+    return {"responses": [response for _, response in responses], "throttle_time_ms": 0}
 
 
 HANDLERS = {PRODUCE: handle_produce}

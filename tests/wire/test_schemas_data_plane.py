@@ -74,7 +74,7 @@ APIS: list[Api] = [
 ]
 
 EXPECTED_RANGES = {
-    "Produce": (0, 0, 12),
+    "Produce": (0, 0, 13),
     "Fetch": (1, 0, 17),
     "ListOffsets": (2, 0, 10),
     "Metadata": (3, 0, 13),

@@ -12,8 +12,8 @@ Quirks clients rely on (see KAFKA-FACTS.md):
   (top level), used with ``NOT_LEADER_OR_FOLLOWER`` to redirect clients (KIP-951).
 - Version 11 may return ``TRANSACTION_ABORTABLE``; version 12 has the same fields as 11
   (KIP-890 part 2: a transactional v12 produce implicitly adds the partition to the
-  transaction).  Version 13 (Kafka 4.1) replaces topic names with topic ids and is not
-  declared here: advertise Produce <= 12 until Metadata hands out real, persistent topic ids.
+  transaction).  Version 13 (Kafka 4.1, KIP-516) replaces topic names with topic ids, which
+  is only safe to advertise because Metadata hands out real, persistent topic ids.
 - Field names follow Kafka's JSON: ``topic_data`` / ``partition_data`` / ``index`` in the
   request, ``responses`` / ``partition_responses`` / ``index`` in the response.
 """
@@ -23,7 +23,7 @@ from wire.schema import F, api
 PRODUCE = api(
     0,
     "Produce",
-    "0-12",
+    "0-13",
     flexible="9+",
     request=(
         F("transactional_id", "string", "3+", nullable="3+", default=None),
@@ -33,7 +33,8 @@ PRODUCE = api(
             "topic_data",
             "[]",
             "0+",
-            F("name", "string"),
+            F("name", "string", "0-12"),
+            F("topic_id", "uuid", "13+"),
             F(
                 "partition_data",
                 "[]",
@@ -48,7 +49,8 @@ PRODUCE = api(
             "responses",
             "[]",
             "0+",
-            F("name", "string"),
+            F("name", "string", "0-12"),
+            F("topic_id", "uuid", "13+"),
             F(
                 "partition_responses",
                 "[]",

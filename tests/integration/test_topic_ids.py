@@ -1,4 +1,4 @@
-"""Fetch v13+ addresses topics by id: the ids Metadata hands out, kept across restarts."""
+"""Produce v13 and Fetch v13+ address topics by id: the ids Metadata hands out, kept across restarts."""
 
 from __future__ import annotations
 
@@ -47,3 +47,36 @@ def test_fetch_by_topic_id_survives_restart(odradek_broker: OdradekProcess) -> N
         assert [r.value for r in decode_records(records, batch)] == [b"a", b"b"]
         unknown = fetch_by_id(client, uuid.uuid4().bytes, 0)
         assert unknown["error_code"] == ErrorCode.UNKNOWN_TOPIC_ID
+
+
+def produce_by_id(client: RawClient, topic_id: bytes, values: list[bytes]) -> dict:
+    response = client.request(
+        0,
+        13,
+        {
+            "transactional_id": None,
+            "acks": -1,
+            "timeout_ms": 10_000,
+            "topic_data": [
+                {"topic_id": topic_id, "partition_data": [{"index": 0, "records": make_batch(values)}]}
+            ],
+        },
+    )
+    (topic,) = response["responses"]
+    assert topic["topic_id"] == topic_id
+    return topic["partition_responses"][0]
+
+
+def test_produce_v13_by_topic_id(odradek_broker: OdradekProcess) -> None:
+    with RawClient(odradek_broker.bootstrap) as client:
+        client.create_topic("produce-by-id")
+        topic_id = client.metadata(["produce-by-id"])["topics"][0]["topic_id"]
+        assert produce_by_id(client, topic_id, [b"x", b"y"])["base_offset"] == 0
+        assert produce_by_id(client, topic_id, [b"z"])["base_offset"] == 2
+        assert (
+            produce_by_id(client, uuid.uuid4().bytes, [b"lost"])["error_code"] == ErrorCode.UNKNOWN_TOPIC_ID
+        )
+        partition = fetch_by_id(client, topic_id, 2)
+        records = bytes(partition["records"])
+        (batch,) = scan_batches(records, from_client=False)
+        assert [r.value for r in decode_records(records, batch)] == [b"z"]
