@@ -1,24 +1,42 @@
-"""Consumer groups: join, rebalance, commit, resume, describe and lag."""
+"""Consumer groups: join, rebalance, commit, resume, describe and lag.
+
+Every scenario runs with both group protocols (``[classic]`` and ``[consumer]`` rows of the
+matrix): a broker implements KIP-848's server-side assignment apart from the classic protocol, and
+clients that lack one protocol skip its rows with the reason. What is asserted holds for both
+protocols on Apache Kafka: a described group is "Stable" once its members own the partitions, and
+"Empty" once they left.
+"""
 
 from __future__ import annotations
 
 import time
 import uuid
 
-from compat_tests.drivers.base import ConsumerSettings, Driver, GroupDescription, Message, ProducerSettings
+import pytest
+
+from compat_tests.drivers.base import (
+    GROUP_PROTOCOLS,
+    ConsumerSettings,
+    Driver,
+    GroupDescription,
+    Message,
+    ProducerSettings,
+)
 from compat_tests.helpers import WAIT_S, eventually, poll_until
+
+pytestmark = pytest.mark.parametrize("group_protocol", GROUP_PROTOCOLS)
 
 
 def new_group() -> str:
     return f"compat-group-{uuid.uuid4().hex[:8]}"
 
 
-def test_group_rebalance(driver: Driver, admin: Driver, topic: str) -> None:
+def test_group_rebalance(driver: Driver, admin: Driver, topic: str, group_protocol: str) -> None:
     """One member owns every partition; when a second joins they split them without overlap."""
     admin.create_topic(topic, 4)
     everything = {(topic, p) for p in range(4)}
     group = new_group()
-    settings = ConsumerSettings(group=group)
+    settings = ConsumerSettings(group=group, group_protocol=group_protocol)
     with driver.consumer(settings) as first, driver.consumer(settings) as second:
         first.subscribe([topic])
         deadline = time.monotonic() + WAIT_S
@@ -44,12 +62,12 @@ def stable_with(driver: Driver, group: str, members: int) -> GroupDescription:
     return description
 
 
-def test_group_commit_resume(driver: Driver, admin: Driver, topic: str) -> None:
+def test_group_commit_resume(driver: Driver, admin: Driver, topic: str, group_protocol: str) -> None:
     """Offsets committed by one consumer are where the next consumer of the group starts."""
     admin.create_topic(topic, 1)
     admin.produce(topic, [Message(f"r{i}".encode(), partition=0) for i in range(10)], ProducerSettings())
     group = new_group()
-    settings = ConsumerSettings(group=group, reset="earliest")
+    settings = ConsumerSettings(group=group, reset="earliest", group_protocol=group_protocol)
     with driver.consumer(settings) as consumer:
         consumer.subscribe([topic])
         first = poll_until(consumer, 4)
@@ -61,12 +79,12 @@ def test_group_commit_resume(driver: Driver, admin: Driver, topic: str) -> None:
         assert [r.offset for r in poll_until(restarted, 6)] == [4, 5, 6, 7, 8, 9]
 
 
-def test_group_describe_lag(driver: Driver, admin: Driver, topic: str) -> None:
+def test_group_describe_lag(driver: Driver, admin: Driver, topic: str, group_protocol: str) -> None:
     """A live group is Stable with its member's partitions; lag is latest minus committed."""
     admin.create_topic(topic, 2)
     admin.produce(topic, [Message(b"x", partition=i % 2) for i in range(10)], ProducerSettings())
     group = new_group()
-    settings = ConsumerSettings(group=group, reset="earliest")
+    settings = ConsumerSettings(group=group, reset="earliest", group_protocol=group_protocol)
     with driver.consumer(settings) as consumer:
         consumer.subscribe([topic])
         poll_until(consumer, 10)

@@ -151,7 +151,7 @@ class AiokafkaDriver(Driver):
 
         return self.run(produce())
 
-    def consumer(self, settings: ConsumerSettings) -> Consumer:
+    def open_consumer(self, settings: ConsumerSettings) -> Consumer:
         return AiokafkaConsumer(self, settings)
 
     def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:

@@ -29,6 +29,12 @@ answers makes the call fail in bounded time instead of hanging the suite."""
 NO_OFFSET = -1
 """Offset a producer reports when the broker does not say (acks=0) or the tool cannot tell."""
 
+GROUP_PROTOCOLS = ("classic", "consumer")
+"""Kafka's ``group.protocol`` values. Group scenarios run with both, because a broker implements
+them separately: classic is JoinGroup/SyncGroup/Heartbeat with the assignment computed by the group
+leader (a client); consumer is KIP-848's ConsumerGroupHeartbeat with the assignment computed by
+the broker."""
+
 
 @dataclass(frozen=True)
 class Message:
@@ -73,6 +79,8 @@ class ConsumerSettings:
 
     group: str | None = None
     reset: str = "earliest"
+    group_protocol: str = "classic"
+    """One of :data:`GROUP_PROTOCOLS`; it only matters for a consumer that joins a group."""
 
 
 @dataclass(frozen=True)
@@ -196,6 +204,10 @@ class Driver(ABC):
     name: str
     sets_timestamps = True
     """Whether the client can give a record its own CreateTime (kcat cannot)."""
+    group_protocols: frozenset[str] = frozenset({"classic"})
+    """The ``group.protocol`` values the client implements; KIP-848's "consumer" is recent."""
+    group_protocol_gap = "its consumer only implements the classic group protocol, not KIP-848's"
+    """Why the client lacks the protocols it lacks: the skip reason names it."""
 
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap
@@ -212,9 +224,19 @@ class Driver(ABC):
         failed delivery raises :class:`ClientError`.
         """
 
-    @abstractmethod
     def consumer(self, settings: ConsumerSettings) -> Consumer:
-        """Create a consumer handle (not yet assigned or subscribed)."""
+        """Create a consumer handle (not yet assigned or subscribed).
+
+        A group protocol the client does not implement ends the scenario as a skip here, once for
+        every driver, before the client would fail on (or silently ignore) the setting.
+        """
+        if settings.group_protocol not in self.group_protocols:
+            self.unsupported(f"group.protocol={settings.group_protocol}: {self.group_protocol_gap}")
+        return self.open_consumer(settings)
+
+    @abstractmethod
+    def open_consumer(self, settings: ConsumerSettings) -> Consumer:
+        """Create the client's consumer for ``settings`` (called by :meth:`consumer`)."""
 
     @abstractmethod
     def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:

@@ -12,7 +12,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from confluent_kafka import Consumer as RdConsumer
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, Producer, TopicCollection
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, Producer, TopicCollection, libversion
 from confluent_kafka import Message as RdMessage
 from confluent_kafka import TopicPartition as RdPartition
 from confluent_kafka.admin import (
@@ -27,6 +27,7 @@ from confluent_kafka.admin import (
 )
 
 from compat_tests.drivers.base import (
+    GROUP_PROTOCOLS,
     NO_OFFSET,
     OP_TIMEOUT_S,
     ClientError,
@@ -45,6 +46,8 @@ from compat_tests.drivers.base import (
 
 RESET = {"earliest": "earliest", "latest": "latest", "none": "error"}
 """librdkafka spells Kafka's auto.offset.reset=none as 'error'."""
+KIP_848_LIBRDKAFKA = 0x020C0000
+"""librdkafka 2.12, where group.protocol=consumer became generally available (earlier: early access)."""
 
 
 def _raise_for(error: KafkaError) -> None:
@@ -70,15 +73,19 @@ class ConfluentConsumer(Consumer):
 
     def __init__(self, driver: ConfluentDriver, settings: ConsumerSettings) -> None:
         super().__init__(driver)
-        self._consumer = RdConsumer(
-            {
-                **driver.common,
-                "group.id": settings.group or f"compat-assign-{uuid.uuid4().hex}",
-                "auto.offset.reset": RESET[settings.reset],
-                "enable.auto.commit": False,
-                "session.timeout.ms": 10000,
-            }
-        )
+        config: dict[str, Any] = {
+            **driver.common,
+            "group.id": settings.group or f"compat-assign-{uuid.uuid4().hex}",
+            "auto.offset.reset": RESET[settings.reset],
+            "enable.auto.commit": False,
+            "group.protocol": settings.group_protocol,
+        }
+        if settings.group_protocol == "classic":
+            # With the consumer protocol the broker owns the session timeout, and librdkafka
+            # refuses to create a consumer that sets it.
+            config["session.timeout.ms"] = 10000
+        with client_errors():
+            self._consumer = RdConsumer(config)
 
     def assign(self, positions: Mapping[TopicPartition, int | None]) -> None:
         with client_errors():
@@ -119,6 +126,8 @@ class ConfluentDriver(Driver):
     """Drives confluent-kafka's Producer, Consumer and AdminClient."""
 
     name = "confluent-kafka"
+    group_protocols = frozenset(GROUP_PROTOCOLS if libversion()[1] >= KIP_848_LIBRDKAFKA else {"classic"})
+    group_protocol_gap = f"librdkafka {libversion()[0]} predates KIP-848 (generally available from 2.12)"
 
     def __init__(self, bootstrap: str) -> None:
         super().__init__(bootstrap)
@@ -177,7 +186,7 @@ class ConfluentDriver(Driver):
             offsets.append(offset if offset is not None and offset >= 0 else NO_OFFSET)
         return offsets
 
-    def consumer(self, settings: ConsumerSettings) -> Consumer:
+    def open_consumer(self, settings: ConsumerSettings) -> Consumer:
         return ConfluentConsumer(self, settings)
 
     def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from compat_tests.drivers.base import (
+    GROUP_PROTOCOLS,
     OP_TIMEOUT_S,
     ClientError,
     Consumer,
@@ -167,7 +168,13 @@ class JavaConsumer(Consumer):
         JavaConsumer._counter += 1
         self._handle = f"consumer-{JavaConsumer._counter}"
         self._jvm = driver.jvm
-        self._call("consumer_open", bootstrap=driver.bootstrap, group=settings.group, reset=settings.reset)
+        self._call(
+            "consumer_open",
+            bootstrap=driver.bootstrap,
+            group=settings.group,
+            reset=settings.reset,
+            group_protocol=settings.group_protocol,
+        )
 
     def _call(self, op: str, **args: Any) -> Any:
         return self._jvm.call(op, handle=self._handle, **args)
@@ -210,6 +217,12 @@ class JavaDriver(Driver):
         super().__init__(bootstrap)
         self.jvm = jvm
         self.name = f"java-{jvm.version}"
+        if int(jvm.version.split(".")[0]) >= 4:
+            self.group_protocols = frozenset(GROUP_PROTOCOLS)
+        else:
+            self.group_protocol_gap = (
+                "KIP-848 is only early access in kafka-clients 3.x (generally available from 4.0)"
+            )
 
     def _call(self, op: str, **args: Any) -> Any:
         return self.jvm.call(op, bootstrap=self.bootstrap, **args)
@@ -235,7 +248,7 @@ class JavaDriver(Driver):
         }
         return self._call("produce", topic=topic, messages=wire, settings=settings_json)
 
-    def consumer(self, settings: ConsumerSettings) -> Consumer:
+    def open_consumer(self, settings: ConsumerSettings) -> Consumer:
         return JavaConsumer(self, settings)
 
     def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:

@@ -107,7 +107,7 @@ class KafkaPythonDriver(Driver):
                 producer.close(timeout=5)
         return [o if o >= 0 else NO_OFFSET for o in offsets]
 
-    def consumer(self, settings: ConsumerSettings) -> Consumer:
+    def open_consumer(self, settings: ConsumerSettings) -> Consumer:
         return KafkaPythonConsumer(self, settings)
 
     def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:

@@ -130,6 +130,7 @@ class KcatDriver(Driver):
 
     name = "kcat"
     sets_timestamps = False
+    group_protocol_gap = "its librdkafka 2.0 predates KIP-848 (generally available from librdkafka 2.12)"
 
     def __init__(self, bootstrap: str) -> None:
         super().__init__(bootstrap)
@@ -180,7 +181,7 @@ class KcatDriver(Driver):
             self._run(args, payload)
         return [NO_OFFSET] * len(messages)
 
-    def consumer(self, settings: ConsumerSettings) -> Consumer:
+    def open_consumer(self, settings: ConsumerSettings) -> Consumer:
         return KcatConsumer(self, settings)
 
     def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:

@@ -180,8 +180,14 @@ public final class CompatClient {
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         p.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, String.valueOf(TIMEOUT_MS));
         p.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, String.valueOf(TIMEOUT_MS));
-        p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
-        p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "1000");
+        String protocol = (String) c.get("group_protocol");
+        p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
+        if ("classic".equals(protocol)) {
+            // With group.protocol=consumer the broker owns both (group.consumer.*), and 4.x
+            // rejects a consumer config that sets them.
+            p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
+            p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "1000");
+        }
         consumers.put(handleName(c),
                 new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer()));
         buffers.put(handleName(c), new ArrayDeque<>());
