@@ -14,27 +14,19 @@ bit 6 is set and the base timestamp becomes ``now + delete.retention.ms``; the r
 timestamp deltas are re-based on it so their absolute timestamps stay the same.  A later pass
 that finds the horizon passed drops the tombstones.
 
-The 61-byte header layout is the one documented in ``wire.record_batch``.
+The 61-byte header is written by ``wire.record_batch.assemble_batch``, the one definition of it.
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from crc32c import crc32c
-
 from wire.errors import DecodeError
 from wire.primitives import encode_varint, encode_varlong, read_varint, read_varlong
-from wire.record_batch import HEADER_SIZE, BatchInfo, InvalidRecordError, compress, decompress
+from wire.record_batch import HEADER_SIZE, BatchInfo, InvalidRecordError, assemble_batch, compress, decompress
 
 DELETE_HORIZON_BIT = 0x40
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_CRC = struct.Struct(">I")
-_CRC_AT = 17
-_ATTRIBUTES_AT = 21
-_LOG_OVERHEAD = 12  # base offset and length precede the part batchLength counts
 _NO_TIMESTAMP = -1
 _COMPRESSION_MASK = 0x07
 
@@ -141,24 +133,19 @@ def empty_batch(batch: BatchInfo) -> bytes:
 def _assemble(
     batch: BatchInfo, attributes: int, base_timestamp: int, max_timestamp: int, body: bytes, count: int
 ) -> bytes:
-    out = bytearray(HEADER_SIZE + len(body))
-    _HEADER.pack_into(
-        out,
-        0,
-        batch.base_offset,
-        len(out) - _LOG_OVERHEAD,
-        batch.partition_leader_epoch,
-        2,
-        0,
-        attributes,
-        batch.last_offset_delta,
-        base_timestamp,
-        max_timestamp,
-        batch.producer_id,
-        batch.producer_epoch,
-        batch.base_sequence,
-        count,
+    """``batch``'s header with new attributes, timestamps and record count over ``body``."""
+    return bytes(
+        assemble_batch(
+            base_offset=batch.base_offset,
+            partition_leader_epoch=batch.partition_leader_epoch,
+            attributes=attributes,
+            last_offset_delta=batch.last_offset_delta,
+            base_timestamp=base_timestamp,
+            max_timestamp=max_timestamp,
+            producer_id=batch.producer_id,
+            producer_epoch=batch.producer_epoch,
+            base_sequence=batch.base_sequence,
+            record_count=count,
+            payload=body,
+        )
     )
-    out[HEADER_SIZE:] = body
-    _CRC.pack_into(out, _CRC_AT, crc32c(memoryview(out)[_ATTRIBUTES_AT:]))
-    return bytes(out)

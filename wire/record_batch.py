@@ -42,6 +42,7 @@ __all__ = [
     "Record",
     "RecordBatchError",
     "compress",
+    "assemble_batch",
     "decode_records",
     "decompress",
     "encode_batch",
@@ -438,6 +439,37 @@ def encode_batch(
         | (_TRANSACTIONAL_BIT if transactional else 0)
         | (_CONTROL_BIT if control else 0)
     )
+    return assemble_batch(
+        base_offset=base_offset,
+        partition_leader_epoch=partition_leader_epoch,
+        attributes=attributes,
+        last_offset_delta=last_offset_delta,
+        base_timestamp=base_timestamp,
+        max_timestamp=max_timestamp,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        record_count=len(records),
+        payload=payload,
+    )
+
+
+def assemble_batch(
+    *,
+    base_offset: int,
+    partition_leader_epoch: int,
+    attributes: int,
+    last_offset_delta: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    record_count: int,
+    payload: bytes | bytearray | memoryview,
+) -> bytearray:
+    """A batch from its header fields and its (already compressed) records payload; the length
+    and CRC are computed here, so every writer of batches (encoder, cleaner) agrees on them."""
     out = bytearray(HEADER_SIZE)
     out += payload
     _HEADER.pack_into(
@@ -455,7 +487,7 @@ def encode_batch(
         producer_id,
         producer_epoch,
         base_sequence,
-        len(records),
+        record_count,
     )
     _UINT32.pack_into(out, _CRC_AT, crc32c(memoryview(out)[_ATTRIBUTES_AT:]))
     return out
