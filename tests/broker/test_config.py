@@ -28,7 +28,9 @@ def test_precedence_file_then_env_then_overrides(tmp_path: Path) -> None:
     props = tmp_path / "server.properties"
     props.write_text("num.partitions=2\nlog.segment.bytes=100\nauto.create.topics.enable=false\n")
     config = BrokerConfig.load(
-        props, {"log.segment.bytes": "300"}, environ={"ODRADEK_LOG_SEGMENT_BYTES": "200", "ODRADEK_NUM_PARTITIONS": "5"}
+        props,
+        {"log.segment.bytes": "300"},
+        environ={"ODRADEK_LOG_SEGMENT_BYTES": "200", "ODRADEK_NUM_PARTITIONS": "5"},
     )
     assert config.get_int("num.partitions") == 5
     assert config.get_int("log.segment.bytes") == 300
@@ -49,7 +51,9 @@ def test_kafka_defaults_and_derived_ms_keys() -> None:
 
 
 def test_topic_defaults_follow_broker_synonyms() -> None:
-    config = BrokerConfig.load(overrides={"log.segment.bytes": "4096", "message.max.bytes": "2000"}, environ={})
+    config = BrokerConfig.load(
+        overrides={"log.segment.bytes": "4096", "message.max.bytes": "2000"}, environ={}
+    )
     defaults = config.topic_defaults()
     assert defaults["segment.bytes"] == "4096"
     assert defaults["max.message.bytes"] == "2000"
@@ -71,7 +75,9 @@ def test_bad_values_say_what_is_wrong() -> None:
 
 
 def test_listeners_and_advertised_defaults() -> None:
-    assert [(x.name, x.host, x.port) for x in parse_listeners("PLAINTEXT://:9092, INTERNAL://[::1]:9093")] == [
+    assert [
+        (x.name, x.host, x.port) for x in parse_listeners("PLAINTEXT://:9092, INTERNAL://[::1]:9093")
+    ] == [
         ("PLAINTEXT", "", 9092),
         ("INTERNAL", "::1", 9093),
     ]

@@ -41,7 +41,9 @@ async def connect(port: int) -> trio.SocketStream:
 
 
 def frame(api_key: int, version: int, body: dict, correlation_id: int = 7) -> bytes:
-    header = encode_request_header(api_key, version, correlation_id, "test-client", request_header_version(api_key, version))
+    header = encode_request_header(
+        api_key, version, correlation_id, "test-client", request_header_version(api_key, version)
+    )
     payload = header + encode_request(api_key, version, body)
     return struct.pack(">i", len(payload)) + payload
 
@@ -119,7 +121,11 @@ async def test_oversized_frame_closes_only_that_connection(tmp_path: Path) -> No
 async def test_garbage_and_unknown_apis_close_the_connection(tmp_path: Path) -> None:
     with trio.fail_after(DEADLINE_S):
         async with running_broker(tmp_path) as (_broker, port):
-            for payload in (b"\xff" * 3, struct.pack(">hhih", 999, 0, 1, -1), struct.pack(">hhih", 3, 99, 1, -1)):
+            for payload in (
+                b"\xff" * 3,
+                struct.pack(">hhih", 999, 0, 1, -1),
+                struct.pack(">hhih", 3, 99, 1, -1),
+            ):
                 stream = await connect(port)
                 await stream.send_all(struct.pack(">i", len(payload)) + payload)
                 assert await closed_by_peer(stream)
