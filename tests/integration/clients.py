@@ -1123,6 +1123,7 @@ def raw_produce(bootstrap: str, topic: str, partition: int) -> str:
         index=partition, records=builder.buffer()
     )
     request = ProduceRequest(
+        max_version=12,  # v13 names topics by id; this checks what a name that was never created gets
         transactional_id=None,
         acks=-1,
         timeout_ms=CALL_TIMEOUT_MS,
