@@ -141,7 +141,8 @@ class BrokerConfig:
         for coarser, factor in DERIVED_MS_KEYS.get(key, ()):
             value = self.get(coarser)
             if value is not None:
-                return str(int(value) * factor)
+                # Kafka: a negative hours/minutes value means "unlimited", which is -1 in ms.
+                return str(int(value) * factor) if int(value) >= 0 else "-1"
         definition = BROKER_CONFIGS.get(key)
         return definition.default if definition else None
 

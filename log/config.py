@@ -1,34 +1,9 @@
 """Per-topic log settings, named and defaulted as Apache Kafka's topic configs.
 
 One declarative table (``_SETTINGS``) drives everything: the topic-level key, the dataclass
-field, how to parse and validate the string value, and the broker-level synonyms in
-``server.properties`` with their unit multipliers.  That keeps the three views -- topic
-overrides, broker defaults, DescribeConfigs output -- from drifting apart.
-
-Broker key -> topic key (first synonym present wins, as in Kafka):
-
-==========================================================  =============================
-``log.segment.bytes``                                        ``segment.bytes``
-``log.roll.ms``, ``log.roll.hours``                          ``segment.ms``
-``log.roll.jitter.ms``, ``log.roll.jitter.hours``            ``segment.jitter.ms``
-``log.index.size.max.bytes``                                 ``segment.index.bytes``
-``log.index.interval.bytes``                                 ``index.interval.bytes``
-``message.max.bytes``                                        ``max.message.bytes``
-``log.message.timestamp.type``                               ``message.timestamp.type``
-``log.message.timestamp.before.max.ms``                      ``message.timestamp.before.max.ms``
-``log.message.timestamp.after.max.ms``                       ``message.timestamp.after.max.ms``
-``log.retention.ms``, ``.minutes``, ``.hours``               ``retention.ms``
-``log.retention.bytes``                                      ``retention.bytes``
-``log.cleanup.policy``                                       ``cleanup.policy``
-``log.flush.interval.messages``                              ``flush.messages``
-``log.flush.interval.ms``, ``log.flush.scheduler.interval.ms``  ``flush.ms``
-``min.insync.replicas``                                      ``min.insync.replicas``
-``log.cleaner.delete.retention.ms``                          ``delete.retention.ms``
-``log.cleaner.min.compaction.lag.ms``                        ``min.compaction.lag.ms``
-``log.cleaner.max.compaction.lag.ms``                        ``max.compaction.lag.ms``
-``log.cleaner.min.cleanable.ratio``                          ``min.cleanable.dirty.ratio``
-``log.segment.delete.delay.ms``                              ``file.delete.delay.ms``
-==========================================================  =============================
+field, how to parse and validate the string value, and how to render it back.  The engine
+knows topic-level keys only; which ``server.properties`` key each one inherits from is the
+broker's business (``broker/config_defs.py``), so that mapping exists once.
 
 Retention (``log.retention``) and compaction (``log.cleaner``) act on these settings; the
 broker drives both periodically.
@@ -47,7 +22,6 @@ from log.errors import InvalidConfigError
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
 _HOURS = 3_600_000
-_MINUTES = 60_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,20 +87,6 @@ class LogConfig:
                 changes[setting.field] = setting.parse(setting.key, props[setting.key])
         return dataclasses.replace(base or cls(), **changes)
 
-    @classmethod
-    def from_broker_properties(cls, props: Mapping[str, str]) -> LogConfig:
-        """Build the broker-wide default from ``server.properties`` keys (see the module table)."""
-        changes: dict[str, Any] = {}
-        for setting in _SETTINGS:
-            for name, multiplier in setting.broker_keys:
-                if name in props:
-                    value = setting.parse(name, props[name])
-                    if multiplier != 1:  # hours/minutes synonyms; negative means "unlimited"
-                        value = value * multiplier if value >= 0 else -1
-                    changes[setting.field] = value
-                    break
-        return dataclasses.replace(cls(), **changes)
-
     def to_properties(self) -> dict[str, str]:
         """Topic-level key -> string value for every setting (DescribeConfigs, debugging)."""
         return {setting.key: setting.render(getattr(self, setting.field)) for setting in _SETTINGS}
@@ -137,7 +97,6 @@ class _Setting(NamedTuple):
     field: str
     parse: Callable[[str, str], Any]
     render: Callable[[Any], str]
-    broker_keys: tuple[tuple[str, int], ...]
 
 
 def _long(minimum: int, maximum: int = LONG_MAX) -> Callable[[str, str], int]:
@@ -187,97 +146,71 @@ def _cleanup_policy(key: str, text: str) -> tuple[str, ...]:
     return policies
 
 
-def _ms(*names: str) -> tuple[tuple[str, int], ...]:
-    return tuple(
-        (name, _HOURS if name.endswith(".hours") else _MINUTES if name.endswith(".minutes") else 1)
-        for name in names
-    )
-
-
 _SETTINGS: tuple[_Setting, ...] = (
-    _Setting("segment.bytes", "segment_bytes", _long(14, INT_MAX), str, _ms("log.segment.bytes")),
-    _Setting("segment.ms", "segment_ms", _long(1), str, _ms("log.roll.ms", "log.roll.hours")),
+    _Setting("segment.bytes", "segment_bytes", _long(14, INT_MAX), str),
+    _Setting("segment.ms", "segment_ms", _long(1), str),
     _Setting(
         "segment.jitter.ms",
         "segment_jitter_ms",
         _long(0),
         str,
-        _ms("log.roll.jitter.ms", "log.roll.jitter.hours"),
     ),
-    _Setting(
-        "segment.index.bytes", "segment_index_bytes", _long(4, INT_MAX), str, _ms("log.index.size.max.bytes")
-    ),
+    _Setting("segment.index.bytes", "segment_index_bytes", _long(4, INT_MAX), str),
     _Setting(
         "index.interval.bytes",
         "index_interval_bytes",
         _long(0, INT_MAX),
         str,
-        _ms("log.index.interval.bytes"),
     ),
-    _Setting("max.message.bytes", "max_message_bytes", _long(0, INT_MAX), str, _ms("message.max.bytes")),
-    _Setting("compression.type", "compression_type", _compression_type, str, _ms("compression.type")),
+    _Setting("max.message.bytes", "max_message_bytes", _long(0, INT_MAX), str),
+    _Setting("compression.type", "compression_type", _compression_type, str),
     _Setting(
         "message.timestamp.type",
         "message_timestamp_type",
         _timestamp_type,
         str,
-        _ms("log.message.timestamp.type"),
     ),
     _Setting(
         "message.timestamp.before.max.ms",
         "message_timestamp_before_max_ms",
         _long(0),
         str,
-        _ms("log.message.timestamp.before.max.ms"),
     ),
     _Setting(
         "message.timestamp.after.max.ms",
         "message_timestamp_after_max_ms",
         _long(0),
         str,
-        _ms("log.message.timestamp.after.max.ms"),
     ),
     _Setting(
         "retention.ms",
         "retention_ms",
         _long(-1),
         str,
-        _ms("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
     ),
-    _Setting("retention.bytes", "retention_bytes", _long(-LONG_MAX), str, _ms("log.retention.bytes")),
-    _Setting("cleanup.policy", "cleanup_policy", _cleanup_policy, ",".join, _ms("log.cleanup.policy")),
-    _Setting("flush.messages", "flush_messages", _long(1), str, _ms("log.flush.interval.messages")),
-    _Setting(
-        "flush.ms", "flush_ms", _long(0), str, _ms("log.flush.interval.ms", "log.flush.scheduler.interval.ms")
-    ),
-    _Setting(
-        "min.insync.replicas", "min_insync_replicas", _long(1, INT_MAX), str, _ms("min.insync.replicas")
-    ),
-    _Setting(
-        "delete.retention.ms", "delete_retention_ms", _long(0), str, _ms("log.cleaner.delete.retention.ms")
-    ),
+    _Setting("retention.bytes", "retention_bytes", _long(-LONG_MAX), str),
+    _Setting("cleanup.policy", "cleanup_policy", _cleanup_policy, ",".join),
+    _Setting("flush.messages", "flush_messages", _long(1), str),
+    _Setting("flush.ms", "flush_ms", _long(0), str),
+    _Setting("min.insync.replicas", "min_insync_replicas", _long(1, INT_MAX), str),
+    _Setting("delete.retention.ms", "delete_retention_ms", _long(0), str),
     _Setting(
         "min.compaction.lag.ms",
         "min_compaction_lag_ms",
         _long(0),
         str,
-        _ms("log.cleaner.min.compaction.lag.ms"),
     ),
     _Setting(
         "max.compaction.lag.ms",
         "max_compaction_lag_ms",
         _long(1),
         str,
-        _ms("log.cleaner.max.compaction.lag.ms"),
     ),
     _Setting(
         "min.cleanable.dirty.ratio",
         "min_cleanable_dirty_ratio",
         _ratio,
         str,
-        _ms("log.cleaner.min.cleanable.ratio"),
     ),
-    _Setting(
-        "file.delete.delay.ms", "file_delete_delay_ms", _long(0), str, _ms("log.segment.delete.delay.ms")
-    ),
+    _Setting("file.delete.delay.ms", "file_delete_delay_ms", _long(0), str),
 )

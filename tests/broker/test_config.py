@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from broker.config import BrokerConfig, ConfigError, env_overrides, parse_listeners, parse_properties
+from log.config import LogConfig
 
 
 def test_properties_syntax_as_kafka_files_use_it() -> None:
@@ -84,3 +85,39 @@ def test_listeners_and_advertised_defaults() -> None:
     config = BrokerConfig.load(overrides={"listeners": "PLAINTEXT://0.0.0.0:9092"}, environ={})
     assert config.advertised_listeners[0].host == "localhost"
     assert config.node_id == 1
+
+
+def broker_log_config(properties: dict[str, str]) -> LogConfig:
+    """The log settings a topic without overrides gets from these server.properties keys."""
+    return LogConfig.from_properties(BrokerConfig.load(overrides=properties, environ={}).topic_defaults())
+
+
+def test_broker_properties_use_kafka_synonyms() -> None:
+    config = broker_log_config(
+        {
+            "log.segment.bytes": "2048",
+            "log.roll.hours": "2",
+            "log.retention.minutes": "3",
+            "log.retention.hours": "100",  # lower priority than minutes
+            "message.max.bytes": "777",
+            "log.flush.interval.messages": "1",
+            "log.cleaner.min.cleanable.ratio": "0.1",
+            "num.partitions": "8",  # not a log setting
+        }
+    )
+    assert config.segment_bytes == 2048
+    assert config.segment_ms == 2 * 3_600_000
+    assert config.retention_ms == 3 * 60_000
+    assert config.max_message_bytes == 777 and config.flush_messages == 1
+    assert config.min_cleanable_dirty_ratio == 0.1
+    assert broker_log_config({"log.retention.hours": "-1"}).retention_ms == -1
+    assert broker_log_config({"log.roll.ms": "5", "log.roll.hours": "1"}).segment_ms == 5
+
+
+def test_broker_roll_keys_in_hours_and_ms() -> None:
+    hours = broker_log_config({"log.roll.hours": "2", "log.roll.jitter.hours": "1"})
+    assert (hours.segment_ms, hours.segment_jitter_ms) == (7_200_000, 3_600_000)
+    both = broker_log_config({"log.roll.hours": "2", "log.roll.ms": "5000"})
+    assert both.segment_ms == 5000, "log.roll.ms wins over log.roll.hours, as in Kafka"
+    topic = LogConfig.from_properties({"segment.ms": "100", "segment.bytes": "4096"}, hours)
+    assert (topic.segment_ms, topic.segment_bytes, topic.segment_jitter_ms) == (100, 4096, 3_600_000)

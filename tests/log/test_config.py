@@ -58,28 +58,6 @@ def test_bad_values_are_invalid_config(key: str, value: str) -> None:
     assert info.value.error_name == "INVALID_CONFIG"
 
 
-def test_broker_properties_use_kafka_synonyms() -> None:
-    config = LogConfig.from_broker_properties(
-        {
-            "log.segment.bytes": "2048",
-            "log.roll.hours": "2",
-            "log.retention.minutes": "3",
-            "log.retention.hours": "100",  # lower priority than minutes
-            "message.max.bytes": "777",
-            "log.flush.interval.messages": "1",
-            "log.cleaner.min.cleanable.ratio": "0.1",
-            "num.partitions": "8",  # not a log setting
-        }
-    )
-    assert config.segment_bytes == 2048
-    assert config.segment_ms == 2 * 3_600_000
-    assert config.retention_ms == 3 * 60_000
-    assert config.max_message_bytes == 777 and config.flush_messages == 1
-    assert config.min_cleanable_dirty_ratio == 0.1
-    assert LogConfig.from_broker_properties({"log.retention.hours": "-1"}).retention_ms == -1
-    assert LogConfig.from_broker_properties({"log.roll.ms": "5", "log.roll.hours": "1"}).segment_ms == 5
-
-
 def test_segment_jitter_stays_below_the_roll_time() -> None:
     config = LogConfig(segment_ms=100, segment_jitter_ms=10_000)
     assert all(0 <= config.random_segment_jitter() < 100 for _ in range(200))

@@ -22,12 +22,3 @@ def test_an_empty_segment_never_rolls_by_time(log_dir: str) -> None:
     log = PartitionLog.open(log_dir, LogConfig(segment_ms=1), now_ms=BASE_TS)
     append(log, produced_batch(timestamp=BASE_TS + 10_000), now_ms=BASE_TS + 10_000)
     assert log.segment_base_offsets == (0,)
-
-
-def test_broker_roll_keys_in_hours_and_ms() -> None:
-    hours = LogConfig.from_broker_properties({"log.roll.hours": "2", "log.roll.jitter.hours": "1"})
-    assert (hours.segment_ms, hours.segment_jitter_ms) == (7_200_000, 3_600_000)
-    both = LogConfig.from_broker_properties({"log.roll.hours": "2", "log.roll.ms": "5000"})
-    assert both.segment_ms == 5000, "log.roll.ms wins over log.roll.hours, as in Kafka"
-    topic = LogConfig.from_properties({"segment.ms": "100", "segment.bytes": "4096"}, hours)
-    assert (topic.segment_ms, topic.segment_bytes, topic.segment_jitter_ms) == (100, 4096, 3_600_000)
