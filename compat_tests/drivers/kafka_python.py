@@ -33,6 +33,22 @@ from compat_tests.drivers.base import (
 from compat_tests.drivers.kafka_python_api import TIMEOUT_MS
 
 
+def subscribe_with_metadata(consumer: KafkaConsumer, topics: Sequence[str]) -> None:
+    """Subscribe, then load the topics' metadata before the first ``poll`` joins the group.
+
+    kafka-python 3.0.x loses a rebalance that only its leader's metadata snapshot asked for:
+    when a leader assigned from metadata that lacked a topic, the topic's arrival makes it
+    rejoin, and if ``poll`` returns before that JoinGroup/SyncGroup finishes, the next ``poll``
+    sees nothing left to rejoin for and never applies the answer. The member stops
+    heartbeating and the coordinator expels it after the session timeout, on any broker.
+    The Java client fetches the subscribed topics' metadata before its first JoinGroup; doing
+    the same here (the metadata listener then snapshots the new subscription) keeps the
+    leader's first assignment complete, so that rejoin never happens.
+    """
+    consumer.subscribe(list(topics))
+    consumer.topics()  # a metadata round trip, whatever the cache holds
+
+
 class KafkaPythonConsumer(Consumer):
     """A KafkaConsumer; ``group_id=None`` gives a group-less consumer, as in Java."""
 
@@ -47,7 +63,7 @@ class KafkaPythonConsumer(Consumer):
 
     def subscribe(self, topics: Sequence[str]) -> None:
         with client_errors():
-            self._consumer.subscribe(list(topics))
+            subscribe_with_metadata(self._consumer, topics)
 
     def poll(self, max_records: int, timeout_s: float) -> list[Received]:
         with client_errors():

@@ -6,10 +6,12 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 from kafka import KafkaConsumer
 
+from compat_tests.drivers.kafka_python import subscribe_with_metadata
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.test_groups_sharing import (
     Member,
@@ -23,12 +25,16 @@ from tests.integration.test_groups_sharing import (
     wait_until,
 )
 
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
 KAFKA_PYTHON_VICTIM = """
 import sys
 from kafka import KafkaConsumer
+from compat_tests.drivers.kafka_python import subscribe_with_metadata
 bootstrap, topic, group = sys.argv[1:4]
-consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, client_id="victim",
+consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, client_id="victim",
                          session_timeout_ms=6000, heartbeat_interval_ms=1000)
+subscribe_with_metadata(consumer, [topic])
 owned = None
 while True:
     consumer.poll(timeout_ms=100)
@@ -48,7 +54,10 @@ class Victim:
 
     def __init__(self, script: str, bootstrap: str, topic: str, group: str) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-c", script, bootstrap, topic, group], stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", script, bootstrap, topic, group],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=REPO_ROOT,  # the script imports the suite's helpers
         )
         self.owned: set[int] = set()
         threading.Thread(target=self._read, daemon=True).start()
@@ -99,12 +108,12 @@ def test_partitions_of_a_killed_member_move_after_its_session_timeout(odradek_br
 
 def _consume(bootstrap: str, topic: str, group: str, count: int) -> list[bytes]:
     consumer = KafkaConsumer(
-        topic,
         bootstrap_servers=bootstrap,
         group_id=group,
         auto_offset_reset="earliest",
         enable_auto_commit=False,
     )
+    subscribe_with_metadata(consumer, [topic])
     got: list[bytes] = []
     deadline = time.monotonic() + 60
     while len(got) < count and time.monotonic() < deadline:

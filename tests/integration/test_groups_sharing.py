@@ -19,6 +19,7 @@ from confluent_kafka import Consumer, Producer
 from kafka import KafkaConsumer
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 
+from compat_tests.drivers.kafka_python import subscribe_with_metadata
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient
 
@@ -81,7 +82,6 @@ class Member(threading.Thread):
 def kafka_python_member(bootstrap: str, topic: str, group: str, name: str, **config: object) -> Member:
     def loop(member: Member) -> None:
         consumer = KafkaConsumer(
-            topic,
             bootstrap_servers=bootstrap,
             group_id=group,
             client_id=name,
@@ -89,6 +89,7 @@ def kafka_python_member(bootstrap: str, topic: str, group: str, name: str, **con
             auto_commit_interval_ms=500,
             **config,
         )
+        subscribe_with_metadata(consumer, [topic])
         try:
             while not member.stop.is_set():
                 for _, messages in consumer.poll(timeout_ms=100).items():
