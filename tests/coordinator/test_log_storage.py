@@ -7,6 +7,7 @@ from pathlib import Path
 from coordinator.config import CoordinatorConfig
 from coordinator.log_storage import LogStorage
 from coordinator.offsets_topic import OFFSETS_TOPIC
+from log.cleaner import MAX_MAP_KEYS, CleaningJob, cleanable_range
 from log.config import LogConfig
 from log.manager import LogManager
 from log.partition_log import PartitionLog
@@ -14,25 +15,23 @@ from tests.coordinator.conftest import FakeClock, Harness, Topics
 from wire.error_codes import ErrorCode as E
 
 
-def _open_logs(data_dir: Path) -> LogManager:
-    """The partition logs under ``data_dir`` with default settings; reopening replays them."""
-    return LogManager([str(data_dir)], lambda _topic: LogConfig())
+def _open_logs(data_dir: Path, config: LogConfig | None = None) -> LogManager:
+    """The partition logs under ``data_dir``; reopening replays them."""
+    return LogManager([str(data_dir)], lambda _topic: config or LogConfig())
 
 
-def _storage(manager: LogManager, compact_after: int = 10_000) -> LogStorage:
+def _storage(manager: LogManager) -> LogStorage:
     def partition_log(partition: int, create: bool) -> PartitionLog | None:
         if create:
             return manager.get_or_create(OFFSETS_TOPIC, partition)
         return manager.get(OFFSETS_TOPIC, partition)
 
-    return LogStorage(partition_log, compact_after=compact_after)
+    return LogStorage(partition_log)
 
 
-def _harness_on(
-    manager: LogManager, clock: FakeClock, topics: Topics, compact_after: int = 10_000
-) -> Harness:
+def _harness_on(manager: LogManager, clock: FakeClock, topics: Topics) -> Harness:
     config = CoordinatorConfig(offsets_topic_partitions=4)
-    return Harness(config, clock=clock, storage=_storage(manager, compact_after), topics=topics)
+    return Harness(config, clock=clock, storage=_storage(manager), topics=topics)
 
 
 def test_groups_and_offsets_replay_from_partition_logs(tmp_path: Path) -> None:
@@ -65,21 +64,24 @@ def test_nothing_is_created_until_the_first_write(tmp_path: Path) -> None:
     manager.close()
 
 
-def test_the_offsets_log_is_compacted_by_rewriting_live_records(tmp_path: Path) -> None:
+def test_replay_after_the_log_cleaner_compacted_the_offsets_log(tmp_path: Path) -> None:
+    """The offsets log grows by one record per commit; the cleaner keeps the latest per key in
+    closed segments, and replaying what it left gives the same committed offsets."""
     clock, topics = FakeClock(), Topics(orders=6)
-    manager = _open_logs(tmp_path)
-    h = _harness_on(manager, clock, topics, compact_after=50)
+    compacted = LogConfig(cleanup_policy=("compact",), segment_bytes=1024)
+    manager = _open_logs(tmp_path, compacted)
+    h = _harness_on(manager, clock, topics)
     for offset in range(500):
         h.commit("g", {("orders", offset % 3): offset})
-    h.commit("gone", {("orders", 5): 5})
-    h.coordinator.delete_groups(["gone"])
-    log = manager.get(OFFSETS_TOPIC, h.coordinator.partition_for("g"))
-    assert log.log_start_offset > 400  # everything before the last rewrite is gone
-    assert log.log_end_offset - log.log_start_offset < 60
+    partition = h.coordinator.partition_for("g")
+    log = manager.get(OFFSETS_TOPIC, partition)
+    assert sum(1 for _ in _storage(manager).read(partition)) > 500  # the commits and a group record
+    assert log.begin_cleaning()
+    CleaningJob(log, cleanable_range(log, clock.now), clock.now, MAX_MAP_KEYS).run()
+    assert sum(1 for _ in _storage(manager).read(partition)) < 50
     manager.close()
 
-    manager = _open_logs(tmp_path)
-    after = _harness_on(manager, clock, topics, compact_after=50)
+    manager = _open_logs(tmp_path, compacted)
+    after = _harness_on(manager, clock, topics)
     assert after.committed("g") == {("orders", 0): 498, ("orders", 1): 499, ("orders", 2): 497}
-    assert after.state("gone") == "Dead"
     manager.close()
