@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import ctypes
 import os
+import random
 import shutil
 import signal
 import socket
@@ -95,13 +96,38 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+LOWEST_TEST_PORT = 20_000
+_PORT_CHOICE = random.Random()  # its own generator: unaffected by tests seeding `random`
+
+
+def _ephemeral_port_floor() -> int:
+    """Where the kernel starts handing out ports to outgoing connections (Linux's default)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768
+
+
 def free_ports(count: int) -> list[int]:
-    """Ports that are free right now; all sockets stay bound until all are chosen, so they differ."""
+    """Ports that are free right now, below the ephemeral range; all sockets stay bound until
+    all are chosen, so they differ.
+
+    A broker restarted on its port must find it free again. Ports the kernel picks for
+    ``bind(0)`` come from the range it also gives outgoing connections, and the clients still
+    reconnecting to a stopped broker would take them; ports below that range it never hands out.
+    """
+    ceiling = max(_ephemeral_port_floor(), LOWEST_TEST_PORT + 1000)
     with ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for sock in socks:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in socks]
+        chosen: list[int] = []
+        while len(chosen) < count:
+            port = _PORT_CHOICE.randrange(LOWEST_TEST_PORT, ceiling)
+            sock = stack.enter_context(socket.socket())
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            chosen.append(port)
+        return chosen
 
 
 def _metadata_broker_count(host: str, port: int, timeout: float) -> int:

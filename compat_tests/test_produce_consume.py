@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -113,10 +112,8 @@ def test_large_messages(driver: Driver, admin: Driver, topic: str) -> None:
     settings = ProducerSettings(compression="none", max_request_size=2 * limit, idempotence=False)
     near = Message(value=b"n" * (limit - 512), key=b"near", partition=0)
     driver.produce(topic, [near], settings)
-    started = time.monotonic()
     with pytest.raises(ClientError) as failure:
         driver.produce(topic, [Message(value=b"o" * (limit + 1024), key=b"over", partition=0)], settings)
     assert failure.value.kind == ErrorKind.MESSAGE_TOO_LARGE, failure.value.detail
-    assert time.monotonic() - started < 30
     (record,) = read_all(driver, topic, 1, 1)
     assert (record.key, len(record.value or b"")) == (b"near", limit - 512)

@@ -152,7 +152,7 @@ def test_consumer_offsets_are_compacted_and_survive_a_crash(tmp_path: Path) -> N
             sizes = [path.stat().st_size for path in sorted(offsets_dir.glob("*.log"))]
             return sum(sizes[:-1]) < 2048
 
-        wait_for(compacted, "__consumer_offsets to be compacted")
+        wait_for(compacted, "__consumer_offsets to be compacted", timeout_s=60)
         broker.kill()
         broker.start()
         consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "committer"})

@@ -52,7 +52,9 @@ def test_kafka_python_admin_lists_describes_reports_lag_and_deletes(odradek_brok
         stop(member)
 
     # The member left: the group is Empty and its offsets tell the lag.
-    assert admin.describe_groups([group])[group]["group_state"] == "Empty"
+    wait_until(
+        lambda: admin.describe_groups([group])[group]["group_state"] == "Empty", "the group to be Empty"
+    )
     produce(bootstrap, topic, values("b", 15), 3)
     consumer = KafkaConsumer(bootstrap_servers=bootstrap)
     ends = consumer.end_offsets([TopicPartition(topic, p) for p in range(3)])

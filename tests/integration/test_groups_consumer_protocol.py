@@ -27,6 +27,7 @@ from tests.integration.test_groups_sharing import (
     values,
     wait_for_all,
     wait_for_balance,
+    wait_until,
 )
 
 CONSUMER_PROTOCOL = {"group.protocol": "consumer"}
@@ -56,8 +57,7 @@ def test_consumer_protocol_members_share_partitions_and_rebalance(broker: Odrade
     group_members = members(bootstrap, topic, group, 3)
     start(*group_members)
     try:
-        wait_for_balance(group_members)
-        assert sorted(len(m.assignment) for m in group_members) == [2, 2, 2]
+        wait_for_balance(group_members, sizes=[2, 2, 2])
         first = values("first", 600)
         produce(bootstrap, topic, first)
         assert set(wait_for_all(group_members, first).values()) == {1}
@@ -65,7 +65,7 @@ def test_consumer_protocol_members_share_partitions_and_rebalance(broker: Odrade
         fourth = members(bootstrap, topic, group, 4, first=3)
         start(*fourth)
         group_members += fourth
-        wait_for_balance(group_members)
+        wait_for_balance(group_members, sizes=[1, 1, 2, 2])
         second = values("second", 300)
         produce(bootstrap, topic, second)
         assert set(wait_for_all(group_members, second).values()) == {1}
@@ -74,11 +74,18 @@ def test_consumer_protocol_members_share_partitions_and_rebalance(broker: Odrade
         listed = admin.list_consumer_groups().result(timeout=30)
         [entry] = [g for g in listed.valid if g.group_id == group]
         assert entry.type == ConsumerGroupType.CONSUMER
-        description = admin.describe_consumer_groups([group])[group].result(timeout=30)
-        assert description.state.name == "STABLE"
-        assert len(description.members) == 4
-        owned = sorted(tp.partition for m in description.members for tp in m.assignment.topic_partitions)
-        assert owned == list(range(6))
+
+        def described_stable() -> bool:
+            """Members that kept their partitions learn the new epoch on their next heartbeat."""
+            description = admin.describe_consumer_groups([group])[group].result(timeout=30)
+            owned = sorted(tp.partition for m in description.members for tp in m.assignment.topic_partitions)
+            return (
+                description.state.name == "STABLE"
+                and len(description.members) == 4
+                and owned == list(range(6))
+            )
+
+        wait_until(described_stable, "the group to be described as stable with 4 members owning 6 partitions")
     finally:
         stop(*group_members)
 

@@ -15,8 +15,9 @@ HEARTBEAT, SYNC_GROUP, DELETE_GROUPS = 12, 14, 42
 def join(client: RawClient, group: str, member_id: str = "", protocol: str = "range", **extra: Any) -> dict:
     body = {
         "group_id": group,
-        "session_timeout_ms": 10_000,
-        "rebalance_timeout_ms": 10_000,
+        # Long enough that a loaded machine cannot expire a member the test never heartbeats.
+        "session_timeout_ms": 120_000,
+        "rebalance_timeout_ms": 120_000,
         "member_id": member_id,
         "group_instance_id": None,
         "protocol_type": "consumer",

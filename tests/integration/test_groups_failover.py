@@ -157,7 +157,17 @@ def test_a_live_member_rides_through_a_broker_crash(odradek_broker: OdradekProce
         first = values("first", 100)
         produce(bootstrap, topic, first, 2)
         wait_for_all([member], first)
-        time.sleep(1.5)  # past an auto-commit
+        committed = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+        try:
+            wait_until(
+                lambda: (
+                    [tp.offset for tp in committed.committed([TopicPartition(topic, p) for p in (0, 1)], 30)]
+                    == [50, 50]
+                ),
+                "the auto-commit of everything consumed",
+            )
+        finally:
+            committed.close()
         odradek_broker.kill()
         odradek_broker.start()
         second = values("second", 100)

@@ -163,11 +163,16 @@ def stop(*members: Member) -> None:
         member.stop.set()
     for member in members:
         member.join(timeout=30)
+        assert not member.is_alive(), f"{member.name} did not close within 30 s"
         assert member.failure is None, member.failure
 
 
-def wait_for_balance(members: list[Member], partitions: int = PARTITIONS) -> None:
-    """Until every member owns something and together they own each partition exactly once."""
+def wait_for_balance(
+    members: list[Member], partitions: int = PARTITIONS, sizes: list[int] | None = None
+) -> None:
+    """Until every member owns something and together they own each partition exactly once
+    (with ``sizes``: until the members also own that many partitions each, in any order; an
+    incremental protocol passes through covering states on its way there)."""
 
     def balanced() -> bool:
         for member in members:
@@ -177,6 +182,7 @@ def wait_for_balance(members: list[Member], partitions: int = PARTITIONS) -> Non
             all(owned)
             and sum(map(len, owned)) == partitions
             and frozenset().union(*owned) == set(range(partitions))
+            and (sizes is None or sorted(map(len, owned)) == sorted(sizes))
         )
 
     wait_until(balanced, f"{len(members)} members to share {partitions} partitions")
@@ -251,7 +257,7 @@ def test_cooperative_sticky_members_share_partitions(odradek_broker: OdradekProc
         third = confluent_member(bootstrap, topic, group, "coop-2", **config)
         start(third)
         members.append(third)
-        wait_for_balance(members)
+        wait_for_balance(members, sizes=[2, 2, 2])
         expected = values("coop", 300)
         produce(bootstrap, topic, expected)
         assert set(wait_for_all(members, expected).values()) == {1}
@@ -262,12 +268,14 @@ def test_cooperative_sticky_members_share_partitions(odradek_broker: OdradekProc
 def test_two_groups_each_get_every_message(odradek_broker: OdradekProcess) -> None:
     bootstrap, topic = odradek_broker.bootstrap, "fan-out"
     create_topic(bootstrap, topic)
-    expected = values("fan", 400)
-    produce(bootstrap, topic, expected)
     blue = [kafka_python_member(bootstrap, topic, "blue", f"blue-{i}") for i in range(2)]
     green = [confluent_member(bootstrap, topic, "green", "green-0")]
     start(*blue, *green)
     try:
+        wait_for_balance(blue)
+        wait_for_balance(green)
+        expected = values("fan", 400)
+        produce(bootstrap, topic, expected)
         assert set(wait_for_all(blue, expected).values()) == {1}
         assert set(wait_for_all(green, expected).values()) == {1}
     finally:
