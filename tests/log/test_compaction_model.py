@@ -8,17 +8,14 @@ a pass no key twice in the cleaned range.
 from __future__ import annotations
 
 import dataclasses
-import os
-import shutil
-import tempfile
 
 from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import invariant, precondition, rule
 
-from log import PartitionLog
 from log.cleaner import CleaningJob, cleanable_range
 from tests.log.conftest import BASE_TS, crash
+from tests.log.log_machine import OnDiskLogMachine
 from tests.log.test_cleaner import COMPACT, put, stored
 
 CONFIG = dataclasses.replace(COMPACT, segment_bytes=250, index_interval_bytes=100)
@@ -28,18 +25,14 @@ VALUES = st.one_of(st.none(), st.binary(min_size=30, max_size=120), st.binary(mi
 records_strategy = st.lists(st.tuples(st.sampled_from(KEYS), VALUES), min_size=1, max_size=3)
 
 
-class CompactedLogModel(RuleBasedStateMachine):
+class CompactedLogModel(OnDiskLogMachine):
+    config = CONFIG
+    prefix = "odradek-compaction-model-"
+
     def __init__(self) -> None:
         super().__init__()
-        self.root = tempfile.mkdtemp(prefix="odradek-compaction-model-")
-        self.directory = os.path.join(self.root, "t-0")
-        self.log = PartitionLog.open(self.directory, CONFIG)
         self.appended: dict[int, tuple[bytes, bytes | None]] = {}
         self.now = BASE_TS
-
-    def teardown(self) -> None:
-        self.log.close()
-        shutil.rmtree(self.root, ignore_errors=True)
 
     @rule(items=records_strategy)
     def append(self, items: list[tuple[bytes, bytes | None]]) -> None:
@@ -64,13 +57,13 @@ class CompactedLogModel(RuleBasedStateMachine):
     @rule()
     def restart(self) -> None:
         self.log.close()
-        self.log = PartitionLog.open(self.directory, CONFIG)
+        self.reopen()
 
     @rule()
     def crash_and_recover(self) -> None:
         self.log.flush()  # no torn tail here: the plain model covers those
         crash(self.log)
-        self.log = PartitionLog.open(self.directory, CONFIG)
+        self.reopen()
 
     @invariant()
     def readers_see_a_compacted_subsequence(self) -> None:

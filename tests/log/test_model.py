@@ -4,35 +4,29 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
-import tempfile
 
 from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import invariant, precondition, rule
 
-from log import LogConfig, PartitionLog
+from log import LogConfig
 from tests.log.conftest import BASE_TS, append, crash, produced_batch
+from tests.log.log_machine import OnDiskLogMachine
 from wire.record_batch import decode_records, scan_batches
 
 CONFIG = LogConfig(segment_bytes=2048, index_interval_bytes=100, segment_index_bytes=8 * 6)
 
 
-class LogModel(RuleBasedStateMachine):
+class LogModel(OnDiskLogMachine):
     """The model is the list of batches (first offset, values) a consumer should see."""
+
+    config = CONFIG
 
     def __init__(self) -> None:
         super().__init__()
-        self.root = tempfile.mkdtemp(prefix="odradek-model-")
-        self.directory = os.path.join(self.root, "t-0")
-        self.log = PartitionLog.open(self.directory, CONFIG)
         self.batches: list[tuple[int, list[bytes]]] = []
         self.start = 0
         self.end = 0
-
-    def teardown(self) -> None:
-        self.log.close()
-        shutil.rmtree(self.root, ignore_errors=True)
 
     @rule(count=st.integers(1, 5), size=st.integers(0, 700))
     def append(self, count: int, size: int) -> None:
@@ -84,7 +78,7 @@ class LogModel(RuleBasedStateMachine):
     @rule()
     def restart_clean(self) -> None:
         self.log.close()
-        self.log = PartitionLog.open(self.directory, CONFIG)
+        self.reopen()
 
     @rule(cut=st.integers(0, 60))
     def crash_and_recover(self, cut: int) -> None:
@@ -97,7 +91,7 @@ class LogModel(RuleBasedStateMachine):
                 os.truncate(path, size - min(cut, size))  # tears the last batch
                 first, _ = self.batches.pop()
                 self.end = first
-        self.log = PartitionLog.open(self.directory, CONFIG)
+        self.reopen()
         if self.start > self.end:  # the whole log was below the (durable) log start
             self.end = self.start
 
