@@ -15,6 +15,8 @@ sparse index is tiny (one entry per ``index.interval.bytes``), so files are simp
 first use.  Files therefore never carry zero padding and need no trimming on roll or close;
 ``segment.index.bytes`` still bounds the entry count and triggers a segment roll when reached.
 Lookups are binary searches with ``struct.unpack_from`` over the mirror: O(log n) probes.
+The file is a ``LazyFile`` (``log.open_files``): looking at an empty or unloaded index costs a
+``stat``, not a descriptor.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import struct
 from typing import NamedTuple
 
 from log.errors import LogError
+from log.open_files import LazyFile
 
 
 class CorruptIndexError(LogError):
@@ -36,20 +39,31 @@ class _SparseIndex:
     _entry: struct.Struct
 
     def __init__(self, path: str, base_offset: int, max_index_bytes: int) -> None:
-        self.path = path
+        self.file = LazyFile(path)
         self.base_offset = base_offset
         self.max_entries = max(1, max_index_bytes // self._entry.size)
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         self._data: bytearray | None = None
         self._dirty = False
+
+    @property
+    def path(self) -> str:
+        return self.file.path
+
+    def create(self) -> None:
+        """Create the (empty) file if it is missing."""
+        self.file.create()
+
+    def _file_size(self) -> int:
+        size = self.file.stat().st_size
+        if size % self._entry.size:
+            raise CorruptIndexError(f"{self.path}: size {size} is not a multiple of {self._entry.size}")
+        return size
 
     def _mirror(self) -> bytearray:
         """Load the file on first use: most inactive segments are never looked up again."""
         if self._data is None:
-            size = os.fstat(self._fd).st_size
-            if size % self._entry.size:
-                raise CorruptIndexError(f"{self.path}: size {size} is not a multiple of {self._entry.size}")
-            self._data = bytearray(os.pread(self._fd, size, 0)) if size else bytearray()
+            size = self._file_size()
+            self._data = bytearray(os.pread(self.file.fd, size, 0)) if size else bytearray()
         return self._data
 
     @property
@@ -59,7 +73,7 @@ class _SparseIndex:
     @property
     def size_in_bytes(self) -> int:
         """File size, without loading the mirror (the cleaner sums it over many segments)."""
-        return len(self._data) if self._data is not None else os.fstat(self._fd).st_size
+        return len(self._data) if self._data is not None else self.file.stat().st_size
 
     @property
     def is_full(self) -> bool:
@@ -76,17 +90,15 @@ class _SparseIndex:
         """
         if self._data is not None:
             return self._entry_at(self.entries - 1) if self._data else None
-        size = os.fstat(self._fd).st_size
-        if size % self._entry.size:
-            raise CorruptIndexError(f"{self.path}: size {size} is not a multiple of {self._entry.size}")
+        size = self._file_size()
         if not size:
             return None
-        return self._entry.unpack(os.pread(self._fd, self._entry.size, size - self._entry.size))
+        return self._entry.unpack(os.pread(self.file.fd, self._entry.size, size - self._entry.size))
 
     def _append(self, *fields: int) -> None:
         data = self._mirror()
         entry = self._entry.pack(*fields)
-        os.pwrite(self._fd, entry, len(data))
+        os.pwrite(self.file.fd, entry, len(data))
         data += entry
         self._dirty = True
 
@@ -104,17 +116,18 @@ class _SparseIndex:
 
     def reset(self) -> None:
         """Drop every entry (before a rebuild from the log)."""
-        os.ftruncate(self._fd, 0)
+        os.ftruncate(self.file.fd, 0)
         self._data = bytearray()
         self._dirty = True
 
     def flush(self) -> None:
         if self._dirty:
             self._dirty = False
-            os.fsync(self._fd)
+            with self.file.pinned() as fd:
+                os.fsync(fd)
 
     def close(self) -> None:
-        os.close(self._fd)
+        self.file.close()
 
 
 class OffsetPosition(NamedTuple):

@@ -6,6 +6,11 @@ that holds an offset is an index binary search plus a short walk over at most ab
 ``index.interval.bytes`` of headers, read in small chunks -- never a scan of the whole file.
 The one exception is ``recover``, which validates every batch (header + CRC) because that is
 its job after an unclean shutdown.
+
+Descriptors: the three files are ``LazyFile``s of the broker-wide LRU (``log.open_files``), so a
+segment holds no descriptor while unused and loading a clean, empty segment opens nothing.
+Worker threads pin the files they use (``flush`` does it itself; the cleaner pins through
+``PartitionLog.begin_cleaning``).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from collections.abc import Iterator
 from log.config import INT_MAX, LogConfig
 from log.errors import KafkaStorageError
 from log.index import CorruptIndexError, OffsetIndex, TimeIndex
+from log.open_files import LazyFile
 from wire.record_batch import (
     HEADER_SIZE,
     BatchInfo,
@@ -58,11 +64,17 @@ class Segment:
         )
         self.base_offset = base_offset
         self.suffix = suffix
-        self.log_path = stem + ".log" + suffix
-        self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._log = LazyFile(stem + ".log" + suffix)
         self.offset_index = OffsetIndex(stem + ".index" + suffix, base_offset, config.segment_index_bytes)
         self.time_index = TimeIndex(stem + ".timeindex" + suffix, base_offset, config.segment_index_bytes)
-        self.size = os.fstat(self.fd).st_size
+        if not self._indexes_existed:  # new segment, or lost indexes that ``load`` will rebuild
+            self.offset_index.create()
+            self.time_index.create()
+        try:
+            self.size = os.stat(self.log_path).st_size
+        except FileNotFoundError:
+            self._log.create()
+            self.size = 0
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = base_offset
@@ -85,6 +97,21 @@ class Segment:
         segment = cls(directory, base_offset, config, now_ms, suffix)
         segment._first_batch_timestamp = -1
         return segment
+
+    @property
+    def log_path(self) -> str:
+        return self._log.path
+
+    @property
+    def fd(self) -> int:
+        """The ``.log`` descriptor, opened if it was evicted; valid until this thread opens
+        another segment file (so fetch it right before each use, never keep it)."""
+        return self._log.fd
+
+    @property
+    def log_file(self) -> LazyFile:
+        """The ``.log`` file itself, for readers that use it later (Fetch's ``FileSlice``)."""
+        return self._log
 
     # ----------------------------------------------------------------------------------------
     # Loading and recovery
@@ -245,7 +272,7 @@ class Segment:
         modification time when no record carries one (what time-based retention compares)."""
         if self.max_timestamp >= 0:
             return self.max_timestamp
-        return os.fstat(self.fd).st_mtime_ns // 1_000_000
+        return self._log.stat().st_mtime_ns // 1_000_000
 
     def seal(self) -> None:
         """On roll: record the final max timestamp so inactive segments know it from the index."""
@@ -316,14 +343,31 @@ class Segment:
         """fsync data then indexes (indexes can always be rebuilt from data, never the reverse)."""
         if self.dirty:
             self.dirty = False
-            os.fsync(self.fd)
+            with self._log.pinned() as fd:
+                os.fsync(fd)
         self.offset_index.flush()
         self.time_index.flush()
 
+    def _files(self) -> tuple[LazyFile, LazyFile, LazyFile]:
+        return self._log, self.offset_index.file, self.time_index.file
+
+    def pin(self) -> None:
+        """Keep the descriptors open once opened, for a worker thread (see ``log.open_files``)."""
+        for file in self._files():
+            file.pin()
+
+    def unpin(self) -> None:
+        for file in self._files():
+            file.unpin()
+
+    def adopt(self) -> None:
+        """Make files a worker thread opened (a new or cleaned segment) evictable again."""
+        for file in self._files():
+            file.adopt()
+
     def close(self) -> None:
-        os.close(self.fd)
-        self.offset_index.close()
-        self.time_index.close()
+        for file in self._files():
+            file.close()
 
     def _paths(self) -> tuple[str, str, str]:
         return self.log_path, self.offset_index.path, self.time_index.path
@@ -339,7 +383,7 @@ class Segment:
         moves = list(zip(self._paths(), targets, strict=True))
         for source, target in moves[1:] + moves[:1] if suffix == "" else moves:
             os.rename(source, target)
-        self.log_path, self.offset_index.path, self.time_index.path = targets
+        self._log.path, self.offset_index.file.path, self.time_index.file.path = targets
         self.suffix = suffix
 
     def delete(self) -> None:
