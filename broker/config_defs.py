@@ -146,6 +146,26 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "60000",
             "How often recovery points are persisted.",
         ),
+        ConfigDef(
+            "log.open.files.max",
+            T.INT,
+            "-1",
+            "Odradek-specific (Kafka keeps every segment file open and needs ulimit -n raised "
+            "with the partition count). Most segment file descriptors held at once: files are "
+            "opened on use and the least recently used ones closed again, so any number of "
+            "partitions starts and serves within the descriptor limit. -1 (the default) means "
+            "half the soft RLIMIT_NOFILE at start-up, at least 64; the other half is left for "
+            "connections.",
+        ),
+        ConfigDef(
+            "log.offline.retry.ms",
+            T.LONG,
+            "10000",
+            "Odradek-specific (Kafka has no such key: there a partition taken offline by a disk error "
+            "stays offline until the broker restarts). How often an offline partition checks that its "
+            "disk takes writes again (a full disk that was freed) and, if so, recovers its files as at "
+            "start-up and comes back online. Values below 100 are read as 100.",
+        ),
         ConfigDef("log.cleanup.policy", T.LIST, "delete", "delete, compact, or both."),
         ConfigDef("log.cleaner.enable", T.BOOLEAN, "true", "Run the log cleaner for compacted topics."),
         ConfigDef("log.cleaner.threads", T.INT, "1", "Accepted for compatibility."),

@@ -11,11 +11,14 @@ Three loops, each a thin trio shell around decisions made in ``log/``:
   (``PartitionLog.delete_old_segments``); in between, the files of removed segments are deleted
   once their ``file.delete.delay.ms`` has passed;
 - with ``log.cleaner.enable``: compaction of ``cleanup.policy=compact`` logs, the filthiest
-  first, sleeping ``log.cleaner.backoff.ms`` when none is dirty enough (``log.cleaner``).
+  first, sleeping ``log.cleaner.backoff.ms`` when none is dirty enough (``log.cleaner``);
+- every ``log.offline.retry.ms`` (Odradek's own): logs taken offline by a disk error are
+  reopened once their disk takes writes again, so a freed full disk needs no restart.
 
-fsyncs and the cleaner's reading and writing run in worker threads so appends and fetches
-continue meanwhile.  A log whose disk fails goes offline (KAFKA_STORAGE_ERROR for its clients)
-and is skipped; the loops, and the broker, carry on with the others.
+fsyncs, the cleaner's reading and writing and the recovery of offline logs run in worker
+threads so appends and fetches continue meanwhile.  A log whose disk fails goes offline
+(KAFKA_STORAGE_ERROR for its clients) and is skipped; the loops, and the broker, carry on with
+the others.
 """
 
 from __future__ import annotations
@@ -27,12 +30,17 @@ from typing import TYPE_CHECKING
 import trio
 
 from log.cleaner import LogCleaner
+from log.disk_error_report import describe_os_error
 from log.errors import LogError
 
 if TYPE_CHECKING:
     from broker.server import Broker
+    from log.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
+
+# A floor for log.offline.retry.ms: each retry walks every log and probes each offline one.
+_MIN_OFFLINE_RETRY_MS = 100
 
 # Removals by DeleteRecords or the cleaner happen between retention checks; purging this often
 # bounds how much longer than file.delete.delay.ms their files stay.
@@ -49,6 +57,7 @@ async def run_log_maintenance(broker: Broker) -> None:
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_checkpoint_loop, broker)
         nursery.start_soon(_retention_loop, broker)
+        nursery.start_soon(_offline_retry_loop, broker)
         if broker.config.get_bool("log.cleaner.enable"):
             nursery.start_soon(_cleaner_loop, broker)
 
@@ -118,3 +127,26 @@ async def _cleaner_loop(broker: Broker) -> None:
             job.abandon()
         else:
             job.finish()
+
+
+async def _offline_retry_loop(broker: Broker) -> None:
+    interval_ms = max(_MIN_OFFLINE_RETRY_MS, broker.config.get_int("log.offline.retry.ms"))
+    while True:
+        await trio.sleep(interval_ms / 1000)
+        for _, _, partition_log in broker.partitions.all_logs():
+            if not partition_log.is_online:
+                await _bring_back_online(partition_log)
+
+
+async def _bring_back_online(partition_log: PartitionLog) -> None:
+    """One attempt; a disk that still fails is quiet (the log said so when it went offline)."""
+    try:
+        recovered = await trio.to_thread.run_sync(partition_log.reopen_after_disk_error)
+    except (OSError, LogError) as exc:
+        log.debug("%s is still offline: %s", partition_log.directory, describe_os_error(exc))
+        return
+    except Exception:
+        log.exception("reopening %s after a disk error failed", partition_log.directory)
+        return
+    if recovered is not None:
+        partition_log.adopt_recovered(recovered)

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 from collections.abc import Callable, Iterator, Sequence
 
 from log.config import LogConfig
+from log.deletion import delete_partition_directory, is_deletion_leftover, remove_tree
+from log.disk_error_report import describe_os_error
 from log.errors import LogError
 from log.partition_log import PartitionLog
 
@@ -20,8 +21,7 @@ logger = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 
-# Kafka's suffixes for directories that are not live partitions.
-_DELETE_SUFFIX = "-delete"
+# Kafka's suffixes for directories that are not live partitions (``-delete``: ``log.deletion``).
 _SKIPPED_SUFFIXES = ("-future", "-stray")
 
 
@@ -47,9 +47,9 @@ class LogManager:
             for entry in sorted(os.scandir(log_dir), key=lambda e: e.name):
                 if not entry.is_dir():
                     continue
-                if entry.name.endswith(_DELETE_SUFFIX):
+                if is_deletion_leftover(entry.name):
                     logger.info("removing %s, left by an interrupted deletion", entry.path)
-                    shutil.rmtree(entry.path, ignore_errors=True)
+                    remove_tree(entry.path)
                     continue
                 key = parse_partition_dir(entry.name)
                 if key is None:
@@ -66,9 +66,13 @@ class LogManager:
         log = self._logs.get((topic, partition))
         if log is None:
             log_dir = min(self.log_dirs, key=self._partitions_in)
-            log = PartitionLog.open(
-                os.path.join(log_dir, f"{topic}-{partition}"), self.config_for_topic(topic)
-            )
+            directory = os.path.join(log_dir, f"{topic}-{partition}")
+            if os.path.exists(directory):
+                # Every directory found at start-up is open, so this one outlived a deletion that
+                # failed: its records belong to a deleted topic and must not come back.
+                logger.error("%s was left by a failed deletion; deleting it now", directory)
+                delete_partition_directory(directory)
+            log = PartitionLog.open(directory, self.config_for_topic(topic))
             self._logs[(topic, partition)] = log
         return log
 
@@ -80,7 +84,11 @@ class LogManager:
         log = self._logs.pop((topic, partition), None)
         if log is None:
             return False
-        log.delete()
+        try:
+            log.delete()
+        except OSError as exc:
+            # The topic is gone either way; re-creating it retries the removal (get_or_create).
+            logger.error("cannot delete %s: %s", log.directory, describe_os_error(exc))
         return True
 
     def partitions(self) -> Iterator[tuple[TopicPartition, PartitionLog]]:

@@ -24,19 +24,21 @@ from __future__ import annotations
 import bisect
 import logging
 import os
-import shutil
 import threading
 import time
-import uuid
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from log.checkpoint import PartitionCheckpoint, fsync_directory, write_atomically
 from log.config import LONG_MAX, LogConfig
+from log.deletion import delete_partition_directory
+from log.disk_error_report import describe_os_error
 from log.errors import KafkaStorageError, MessageTooLargeError, OffsetOutOfRangeError
+from log.open_files import LazyFile
 from log.producer_state import PlacedBatch, ProducerStateManager
 from log.retention import SegmentFacts, segments_to_delete
 from log.segment import Segment
+from log.storage_probe import probe_writable
 from log.swap import DELETED, SWAP, finish_interrupted_replacements
 from wire.record_batch import (
     BatchInfo,
@@ -64,15 +66,28 @@ class AppendInfo(NamedTuple):
 
 
 class FileSlice(NamedTuple):
-    """A byte range of a segment file for ``os.sendfile``; valid until the log changes segments."""
+    """A byte range of a segment file for ``os.sendfile``; valid until the log changes segments.
 
-    fd: int
+    It names the file rather than a descriptor: reading the next partition may evict this
+    file's descriptor from the LRU (``log.open_files``), and ``fd`` reopens it if so.
+    """
+
+    file: LazyFile
     position: int
     length: int
+
+    @property
+    def fd(self) -> int:
+        return self.file.fd
 
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def _close_all(segments: Sequence[Segment]) -> None:
+    for segment in segments:
+        segment.close()
 
 
 def _segment_name_offset(name: str, suffix: str) -> int | None:
@@ -101,6 +116,7 @@ class PartitionLog:
         self._checkpointed: PartitionCheckpoint | None = None
         self._deleted: list[tuple[int, Segment]] = []  # (delete files at ms, segment)
         self._cleaning = False
+        self._pinned_for_cleaning: list[Segment] = []
         # Held by the cleaner's worker thread while it reads segments; ``closing`` asks it to stop.
         self.cleaning_lock = threading.Lock()
         self.closing = threading.Event()
@@ -118,6 +134,22 @@ class PartitionLog:
         point onwards is validated batch by batch (header + CRC); the first invalid batch and
         everything after it are cut off, indexes are rebuilt, and the result is fsynced.
         """
+        log, found = cls._load(directory, config, now_ms)
+        if found == "new":
+            logger.info("%s: created a new log", log.directory)
+        elif found == "unclean":
+            logger.info(
+                "%s: recovered after an unclean shutdown, log end offset %d",
+                log.directory,
+                log.log_end_offset,
+            )
+        return log
+
+    @classmethod
+    def _load(
+        cls, directory: str, config: LogConfig, now_ms: int | None = None
+    ) -> tuple[PartitionLog, Literal["new", "clean", "unclean"]]:
+        """``open`` without its report; also says what was found: no log yet, or how it was shut."""
         now_ms = _now_ms() if now_ms is None else now_ms
         directory = os.fspath(directory)
         os.makedirs(directory, exist_ok=True)
@@ -133,23 +165,28 @@ class PartitionLog:
         bases = sorted(b for b in (_segment_name_offset(n, ".log") for n in names) if b is not None)
         cls._remove_orphan_indexes(directory, names, set(bases))
         segments = cls._open_segments(directory, config, bases, checkpoint, clean, now_ms)
-        if not segments:
-            segments = [Segment.create(directory, log_start, config, now_ms)]
-        if log_start > segments[-1].next_offset:
-            logger.warning(
-                "%s: log start %d is past the recovered end; restarting there", directory, log_start
-            )
-            for segment in segments:
-                segment.delete()
-            segments = [Segment.create(directory, log_start, config, now_ms)]
-        log = cls(directory, config, segments, max(log_start, segments[0].base_offset))
-        log.first_dirty_offset = checkpoint.first_dirty_offset if checkpoint else 0
-        log._load_producer_state()
-        log.flush()  # recovered data becomes durable before the recovery point claims it
-        log._write_checkpoint(clean_shutdown=False)
-        if not clean:
-            logger.info("%s: opened after unclean shutdown, log end offset %d", directory, log.log_end_offset)
-        return log
+        try:
+            if not segments:
+                segments = [Segment.create(directory, log_start, config, now_ms)]
+            if log_start > segments[-1].next_offset:
+                logger.warning(
+                    "%s: log start %d is past the recovered end; restarting there", directory, log_start
+                )
+                doomed, segments = segments, []  # closed by delete: not to be closed again
+                for segment in doomed:
+                    segment.delete()
+                segments = [Segment.create(directory, log_start, config, now_ms)]
+            log = cls(directory, config, segments, max(log_start, segments[0].base_offset))
+            log.first_dirty_offset = checkpoint.first_dirty_offset if checkpoint else 0
+            log._load_producer_state()
+            log.flush()  # recovered data becomes durable before the recovery point claims it
+            log._write_checkpoint(clean_shutdown=False)
+        except BaseException:
+            _close_all(segments)  # a failed (re)open must not leak descriptors
+            raise
+        if checkpoint is None and not bases:
+            return log, "new"
+        return log, "clean" if clean else "unclean"
 
     @staticmethod
     def _remove_orphan_indexes(directory: str, names: Sequence[str], bases: set[int]) -> None:
@@ -172,18 +209,22 @@ class PartitionLog:
         # Recover from the segment holding the recovery point (everything before it was fsynced).
         recover_from = bases[max(0, bisect.bisect_right(bases, recovery_point) - 1)] if bases else 0
         segments: list[Segment] = []
-        for i, base in enumerate(bases):
-            segment = Segment(directory, base, config, now_ms)
-            segments.append(segment)
-            if clean or base < recover_from:
-                segment.load(config.index_interval_bytes)
-                continue
-            truncated = segment.recover(config.index_interval_bytes)
-            segment.dirty = True  # validated but maybe never fsynced: flush before trusting it
-            if truncated and i + 1 < len(bases):
-                break
-        else:
-            return segments
+        try:
+            for i, base in enumerate(bases):
+                segment = Segment(directory, base, config, now_ms)
+                segments.append(segment)
+                if clean or base < recover_from:
+                    segment.load(config.index_interval_bytes)
+                    continue
+                truncated = segment.recover(config.index_interval_bytes)
+                segment.dirty = True  # validated but maybe never fsynced: flush before trusting it
+                if truncated and i + 1 < len(bases):
+                    break
+            else:
+                return segments
+        except BaseException:
+            _close_all(segments)
+            raise
         # A segment was cut short: anything after it is unreachable and must go.
         for base in bases[len(segments) :]:
             logger.warning("%s: deleting segment %d after a truncated segment", directory, base)
@@ -301,11 +342,8 @@ class PartitionLog:
             segment.append(
                 data, last_offset, max_timestamp, offset_of_max_timestamp, config.index_interval_bytes
             )
-        except KafkaStorageError as exc:
-            self._offline = exc
-            raise
-        except OSError as exc:
-            raise self.went_offline(exc) from exc
+        except (KafkaStorageError, OSError) as exc:
+            raise self.went_offline(exc, segment.log_path) from exc
         self._producers.apply(updated_producers)
         return AppendInfo(placed[0].first_offset, last_offset, log_append_time, self._log_start_offset)
 
@@ -343,7 +381,7 @@ class PartitionLog:
         if located is None:
             return []
         segment, start, end = located
-        return [FileSlice(segment.fd, start, end - start)]
+        return [FileSlice(segment.log_file, start, end - start)]
 
     def _locate(self, offset: int, max_bytes: int) -> tuple[Segment, int, int] | None:
         self._check_online()
@@ -589,6 +627,10 @@ class PartitionLog:
         if self._cleaning or not self.is_online:
             return False
         self._cleaning = True
+        # The cleaner's worker thread reads these: the main thread must not evict them meanwhile.
+        self._pinned_for_cleaning = list(self._segments)
+        for segment in self._pinned_for_cleaning:
+            segment.pin()
         return True
 
     def last_offsets_of_producers(self) -> dict[int, int]:
@@ -618,6 +660,7 @@ class PartitionLog:
                 self._segments[first : first + len(old)] = [cleaned]
                 self._bases[first : first + len(old)] = [cleaned.base_offset]
             self._retire(old, _now_ms())
+            cleaned.adopt()
             cleaned.rename("")
             fsync_directory(self.directory)
         except OSError as exc:
@@ -628,6 +671,9 @@ class PartitionLog:
         """Release the log after a pass; ``first_dirty_offset`` is where the next pass starts
         (None when the pass did not finish).  Removals deferred during the pass happen now."""
         self._cleaning = False
+        for segment in self._pinned_for_cleaning:
+            segment.unpin()
+        self._pinned_for_cleaning = []
         if not self.is_online:
             return
         try:
@@ -652,12 +698,65 @@ class PartitionLog:
         if self._closed:
             raise KafkaStorageError(f"{self.directory} is closed")
 
-    def went_offline(self, exc: Exception) -> KafkaStorageError:
+    def went_offline(self, exc: Exception, path: str | None = None) -> KafkaStorageError:
         """Take the partition offline after a disk error (also from the cleaner's thread): every
-        later call answers KAFKA_STORAGE_ERROR until the broker restarts, as in Kafka."""
-        logger.error("%s: disk error, taking the partition offline: %s", self.directory, exc)
-        self._offline = KafkaStorageError(f"I/O error in {self.directory}: {exc}")
+        later call answers KAFKA_STORAGE_ERROR until ``reopen_after_disk_error`` and
+        ``adopt_recovered`` bring it back (Kafka needs a restart; a full disk is often freed).
+
+        Logged at ERROR with the errno and the file (``path`` when the OSError names none) once
+        per change of state; further errors while offline only at DEBUG.
+        """
+        description = describe_os_error(exc, path or self.directory)
+        if self._offline is None:
+            logger.error("%s: disk error, taking the partition offline: %s", self.directory, description)
+        else:
+            logger.debug("%s: another disk error while offline: %s", self.directory, description)
+        self._offline = KafkaStorageError(f"I/O error in {self.directory}: {description}")
         return self._offline
+
+    def reopen_after_disk_error(self) -> PartitionLog | None:
+        """Worker thread: if this log is offline, check that its disk takes writes again and
+        recover its files exactly as at start-up (a torn tail left by the failed write is cut
+        off, indexes and producer state are rebuilt).  Returns the recovered log for
+        ``adopt_recovered``, or None when there is nothing to do; raises OSError or LogError
+        while the disk still fails.
+
+        Holds the lock throughout so that a concurrent ``close`` or ``delete`` (which mark the
+        log closed under it) cannot interleave with files being reopened.
+        """
+        with self._lock:
+            if self._offline is None or self._closed or self._cleaning:
+                return None
+            probe_writable(self.directory)
+            recovered, _ = PartitionLog._load(self.directory, self.config)
+            return recovered
+
+    def adopt_recovered(self, recovered: PartitionLog) -> bool:
+        """Trio thread: take over the segments and state of ``recovered`` and come back online.
+
+        False (and ``recovered`` discarded) if the log was closed or deleted meanwhile.  The old
+        descriptors are closed; fetches already under way hold duplicates of them.
+        """
+        with self._lock:
+            adopted = self._offline is not None and not self._closed
+            if adopted:
+                stale = self._segments + [segment for _, segment in self._deleted]
+                self._segments, self._bases = recovered._segments, recovered._bases
+                self._log_start_offset = recovered._log_start_offset
+                self._recovery_point = recovered._recovery_point
+                self._producers = recovered._producers
+                self._checkpointed = recovered._checkpointed
+                self.first_dirty_offset = recovered.first_dirty_offset
+                self._deleted = []  # their files went with the recovery (``log.swap``)
+                self._offline = None
+            else:
+                stale = recovered._segments
+        _close_all(stale)
+        if adopted:
+            logger.warning(
+                "%s: back online after a disk error, log end offset %d", self.directory, self.log_end_offset
+            )
+        return adopted
 
     def _stop_cleaner(self) -> None:
         """Ask a running cleaner thread to stop and wait until it no longer reads our files."""
@@ -695,8 +794,9 @@ class PartitionLog:
     def delete(self) -> None:
         """Remove the partition: close files, rename the directory to ``*-delete``, remove it.
 
-        The rename (as Kafka does) makes the deletion atomic from the broker's point of view: a
-        crash mid-way leaves a ``-delete`` directory that ``LogManager`` removes at start-up.
+        The rename (as Kafka does, ``log.deletion``) makes the deletion atomic from the broker's
+        point of view: a crash mid-way leaves a ``-delete`` directory that ``LogManager`` removes
+        at start-up.
         """
         self._stop_cleaner()
         with self._lock:
@@ -705,8 +805,4 @@ class PartitionLog:
                 segment.close()
         for _, segment in self._deleted:
             segment.close()
-        parent, name = os.path.split(os.path.abspath(self.directory))
-        doomed = os.path.join(parent, f"{name}.{uuid.uuid4().hex}-delete")
-        os.rename(self.directory, doomed)
-        fsync_directory(parent)
-        shutil.rmtree(doomed, ignore_errors=True)
+        delete_partition_directory(self.directory)

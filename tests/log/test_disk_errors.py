@@ -1,4 +1,5 @@
-"""Disk failures during rolls, retention and cleaning take only the affected log offline.
+"""Disk failures during rolls, retention and cleaning take only the affected log offline, and
+an offline log comes back once its disk takes writes again.
 
 Failures are injected in-process (a full disk on the next file creation, a read-only
 descriptor), never with permissions, which do not stop root.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import logging
 import os
 
 import pytest
@@ -79,3 +81,86 @@ def test_retention_failing_to_rename_takes_the_log_offline(log_dir: str, monkeyp
     crash(log)
     reopened = PartitionLog.open(log_dir, dataclasses.replace(config, file_delete_delay_ms=0))
     assert reopened.log_end_offset == 3
+
+
+def fail_writes_with(monkeypatch, error: int) -> None:
+    """Every ``pwrite`` (appends) and ``write`` (the storage probe) fails with ``error``."""
+
+    def failing(*_args: object) -> int:
+        raise OSError(error, os.strerror(error))
+
+    monkeypatch.setattr(os, "pwrite", failing)
+    monkeypatch.setattr(os, "write", failing)
+
+
+def bring_back(log: PartitionLog) -> bool:
+    """What the broker's retry loop does: reopen in a worker thread, adopt on the event loop."""
+    recovered = log.reopen_after_disk_error()
+    return recovered is not None and log.adopt_recovered(recovered)
+
+
+def test_a_full_disk_is_logged_and_the_log_comes_back_once_space_is_free(
+    log_dir: str, monkeypatch, caplog
+) -> None:
+    log = PartitionLog.open(log_dir, LogConfig())
+    assert append(log, produced_batch(value_size=100)).first_offset == 0
+    fail_writes_with(monkeypatch, errno.ENOSPC)
+    with caplog.at_level(logging.DEBUG, logger="log.partition_log"):
+        with pytest.raises(KafkaStorageError):
+            append(log, produced_batch(value_size=100))
+        with pytest.raises(KafkaStorageError):
+            append(log, produced_batch(value_size=100))  # refused: already offline
+        with pytest.raises(OSError):
+            bring_back(log)  # the disk is still full
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1, "one ERROR per change of state, not per refused request"
+    assert "ENOSPC" in errors[0] and "errno 28" in errors[0]
+    assert os.path.join(log_dir, "00000000000000000000.log") in errors[0]
+    assert not log.is_online
+    monkeypatch.undo()
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="log.partition_log"):
+        assert bring_back(log)
+    assert log.is_online
+    assert any("back online" in r.getMessage() for r in caplog.records)
+    assert append(log, produced_batch(value_size=100)).first_offset == 1, "offsets stay contiguous"
+    assert log.read(0, 1 << 20).count(b"A" * 100) == 2
+    assert not bring_back(log), "an online log has nothing to recover"
+    log.close()
+
+
+def test_a_torn_write_left_by_the_failure_is_cut_off_before_coming_back(log_dir: str) -> None:
+    log = PartitionLog.open(log_dir, LogConfig())
+    append(log, produced_batch(value_size=100))
+    acknowledged = log.read(0, 1 << 20)
+    segment_path = os.path.join(log_dir, "00000000000000000000.log")
+    with open(segment_path, "ab") as file:  # half a batch, as a write cut short by ENOSPC leaves it
+        file.write(bytes(produced_batch(value_size=100))[:50])
+    log.went_offline(OSError(errno.ENOSPC, "No space left on device"), segment_path)
+    assert bring_back(log)
+    assert log.log_end_offset == 1 and log.read(0, 1 << 20) == acknowledged
+    assert os.path.getsize(segment_path) == len(acknowledged)
+    assert append(log, produced_batch()).first_offset == 1
+    log.close()
+
+
+def test_a_closed_log_is_not_reopened(log_dir: str) -> None:
+    log = PartitionLog.open(log_dir, LogConfig())
+    log.went_offline(OSError(errno.EIO, "Input/output error"))
+    recovered = log.reopen_after_disk_error()
+    assert recovered is not None
+    log.close()
+    assert not log.adopt_recovered(recovered) and not log.is_online
+    assert log.reopen_after_disk_error() is None
+
+
+def test_only_a_log_that_existed_is_reported_as_recovered_from_an_unclean_shutdown(
+    log_dir: str, caplog
+) -> None:
+    with caplog.at_level(logging.INFO, logger="log.partition_log"):
+        log = PartitionLog.open(log_dir, LogConfig())
+        append(log, produced_batch())
+        crash(log)
+        assert not [r for r in caplog.records if "unclean" in r.getMessage()], "a new log is no crash"
+        PartitionLog.open(log_dir, LogConfig()).close()
+    assert [r for r in caplog.records if "unclean" in r.getMessage()]
