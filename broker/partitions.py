@@ -4,6 +4,17 @@ The log engine knows directories and bytes; the broker knows topics, their ids a
 config overrides.  This module joins the two: it computes each topic's effective
 ``LogConfig`` (broker defaults under topic overrides, as Kafka resolves them) and opens,
 creates and deletes the logs of registered topics.
+
+Registry and disk: the registry (``broker.topics``) is written first, then the directories
+are created.  A crash in between leaves partitions the registry lists but the disk lacks;
+start-up creates them, so after any crash both agree again.  Partition directories the
+registry does not list (a topic deleted from the registry whose files were not yet removed)
+are removed at start-up when they never held a record, and otherwise only logged and left
+alone: deleting data on a guess is worse than keeping a stray directory.
+
+Creating partitions at run time never blocks the event loop: directories and files are made in
+a worker thread, a bounded chunk at a time, and each finished chunk is registered back on the
+loop.  Until then the new partitions answer UNKNOWN_TOPIC_OR_PARTITION (retriable).
 """
 
 from __future__ import annotations
@@ -11,8 +22,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+import trio
+
 from log.config import LogConfig
 from log.manager import LogManager
+from log.open_files import OPEN_FILES, default_capacity
 from log.partition_log import PartitionLog
 
 if TYPE_CHECKING:
@@ -21,16 +35,50 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# Partitions a worker thread creates per trip: few enough that the descriptors it holds until it
+# releases them (three per partition) and the loop's share of the work (placement,
+# registration) stay small, many enough that thread round trips do not dominate.
+CREATION_CHUNK = 64
+
+
+def _discard(logs: list[PartitionLog]) -> None:
+    """Worker thread: delete logs made for a topic that was deleted meanwhile."""
+    for partition_log in logs:
+        try:
+            partition_log.delete()
+        except OSError as exc:
+            log.error("cannot remove %s: %s", partition_log.directory, exc)
+
 
 class PartitionStore:
     """Partition logs of every registered topic, opened (and recovered) at start-up."""
 
     def __init__(self, broker: Broker, log_dirs: list[str]) -> None:
         self._broker = broker
+        open_files_max = broker.config.get_int("log.open.files.max")
+        OPEN_FILES.reconfigure(open_files_max if open_files_max > 0 else default_capacity())
         self._manager = LogManager(log_dirs, self.log_config)
+        self._drop_unregistered()
         for topic in broker.topics.all():
-            for partition in range(topic.partitions):
-                self._manager.get_or_create(topic.name, partition)
+            self.create_partitions_now(topic, 0, topic.partitions)
+
+    def _drop_unregistered(self) -> None:
+        """Remove never-written partition directories the registry does not list; keep others."""
+        for (topic, partition), partition_log in self._manager.partitions():
+            info = self._broker.topics.get(topic)
+            if info is not None and partition < info.partitions:
+                continue
+            if partition_log.is_online and partition_log.log_end_offset == 0:
+                log.warning(
+                    "removing %s: no registered topic has it and it is empty", partition_log.directory
+                )
+                self._manager.delete(topic, partition)
+            else:
+                log.warning(
+                    "ignoring %s: no registered topic has it, and it holds data or cannot be read",
+                    partition_log.directory,
+                )
+                self._manager.forget(topic, partition)
 
     def log_config(self, topic: str) -> LogConfig:
         """Effective log settings of ``topic``: broker-level defaults under its overrides."""
@@ -45,10 +93,38 @@ class PartitionStore:
             return None
         return self._manager.get(topic, partition)
 
-    def create_partitions(self, topic: TopicInfo, start: int, end: int) -> None:
-        """Create (empty) logs for partitions ``start..end-1`` of a registered topic."""
+    def create_partitions_now(self, topic: TopicInfo, start: int, end: int) -> None:
+        """Create the missing logs of partitions ``start..end-1`` on the calling thread: for
+        start-up and the broker's own small topics (``__consumer_offsets``, auto-creation);
+        client requests use ``create_partitions``."""
         for partition in range(start, end):
             self._manager.get_or_create(topic.name, partition)
+
+    async def create_partitions(self, topic: TopicInfo, start: int, end: int) -> None:
+        """Create (empty) logs for partitions ``start..end-1`` of a registered topic.
+
+        The files are made in a worker thread, ``CREATION_CHUNK`` partitions per trip, so other
+        clients are served meanwhile however many partitions are asked for.  A partition whose
+        directory cannot be made is registered offline (KAFKA_STORAGE_ERROR) and logged.  If the
+        topic is deleted meanwhile, what was made is deleted too and creation stops.
+        """
+        for first in range(start, end, CREATION_CHUNK):
+            partitions = range(first, min(end, first + CREATION_CHUNK))
+            directories = self._manager.place(topic.name, partitions)
+            logs = await trio.to_thread.run_sync(self._create_logs, directories, topic.name)
+            if self._broker.topics.by_id(topic.topic_id) is not topic:
+                log.info("topic %s was deleted while its partitions were being created", topic.name)
+                await trio.to_thread.run_sync(_discard, logs)
+                return
+            for partition, partition_log in zip(partitions, logs, strict=True):
+                self._manager.add(topic.name, partition, partition_log)
+
+    def _create_logs(self, directories: list[str], topic: str) -> list[PartitionLog]:
+        """Worker thread: create the logs and close their descriptors before handing them over."""
+        logs = [self._manager.create(directory, topic) for directory in directories]
+        for partition_log in logs:
+            partition_log.release_descriptors()
+        return logs
 
     def delete_topic(self, topic: TopicInfo) -> None:
         for partition in range(topic.partitions):

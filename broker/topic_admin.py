@@ -96,7 +96,7 @@ def create_topic(broker: Broker, topic: NewTopic) -> TopicInfo:
     """Validate, register and create the partition logs of a new topic."""
     topic = validate_new_topic(broker, topic)
     info = broker.topics.create(topic.name, topic.partitions, topic.configs)
-    broker.partitions.create_partitions(info, 0, topic.partitions)
+    broker.partitions.create_partitions_now(info, 0, topic.partitions)
     return info
 
 

@@ -3,12 +3,19 @@
 At start-up every ``<topic>-<partition>`` directory is opened (with recovery); leftovers of
 interrupted deletions (``*-delete``) are removed, as Kafka does.  New partitions go to the log
 directory holding the fewest partitions -- Kafka's placement rule.
+
+A partition that cannot be opened (no descriptors left, no permission, a file where its
+directory should be, unreadable metadata) does not stop the others: it is logged at ERROR with
+the reason and kept as an offline ``PartitionLog.unopenable`` stand-in that answers
+KAFKA_STORAGE_ERROR.  Opening touches no more descriptors than the LRU allows
+(``log.open_files``), so the partition count is not bound by ``ulimit -n``.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 
 from log.config import LogConfig
@@ -42,12 +49,11 @@ class LogManager:
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
         self.config_for_topic = config_for_topic
         self._logs: dict[TopicPartition, PartitionLog] = {}
+        self._per_dir: Counter[str] = Counter()  # partitions per log directory, for placement
         for log_dir in self.log_dirs:
             os.makedirs(log_dir, exist_ok=True)
             for entry in sorted(os.scandir(log_dir), key=lambda e: e.name):
-                if not entry.is_dir():
-                    continue
-                if is_deletion_leftover(entry.name):
+                if is_deletion_leftover(entry.name) and entry.is_dir():
                     logger.info("removing %s, left by an interrupted deletion", entry.path)
                     remove_tree(entry.path)
                     continue
@@ -56,7 +62,20 @@ class LogManager:
                     continue
                 if key in self._logs:
                     raise RuntimeError(f"partition {key} exists in two log directories ({entry.path})")
-                self._logs[key] = PartitionLog.open(entry.path, config_for_topic(key[0]))
+                self.add(key[0], key[1], self._open_or_offline(entry.path, key[0]))
+
+    def _open_or_offline(self, directory: str, topic: str) -> PartitionLog:
+        config = self.config_for_topic(topic)
+        try:
+            return PartitionLog.open(directory, config)
+        except Exception as exc:  # whatever it is, one partition must not keep the rest down
+            logger.error(
+                "cannot open %s, serving it as offline: %s",
+                directory,
+                describe_os_error(exc, directory),
+                exc_info=not isinstance(exc, OSError | LogError),
+            )
+            return PartitionLog.unopenable(directory, config, exc)
 
     def get(self, topic: str, partition: int) -> PartitionLog | None:
         return self._logs.get((topic, partition))
@@ -65,31 +84,60 @@ class LogManager:
         """The partition's log, created empty in the least-loaded log directory if missing."""
         log = self._logs.get((topic, partition))
         if log is None:
-            log_dir = min(self.log_dirs, key=self._partitions_in)
-            directory = os.path.join(log_dir, f"{topic}-{partition}")
-            if os.path.exists(directory):
-                # Every directory found at start-up is open, so this one outlived a deletion that
-                # failed: its records belong to a deleted topic and must not come back.
-                logger.error("%s was left by a failed deletion; deleting it now", directory)
-                delete_partition_directory(directory)
-            log = PartitionLog.open(directory, self.config_for_topic(topic))
-            self._logs[(topic, partition)] = log
+            (directory,) = self.place(topic, range(partition, partition + 1))
+            log = self.create(directory, topic)
+            self.add(topic, partition, log)
         return log
 
-    def _partitions_in(self, log_dir: str) -> int:
-        return sum(1 for log in self._logs.values() if os.path.dirname(log.directory) == log_dir)
+    def place(self, topic: str, partitions: range) -> list[str]:
+        """Directories for new partitions: each in the log directory holding the fewest."""
+        counts = Counter({log_dir: self._per_dir[log_dir] for log_dir in self.log_dirs})
+        directories = []
+        for partition in partitions:
+            log_dir = min(self.log_dirs, key=counts.__getitem__)
+            counts[log_dir] += 1
+            directories.append(os.path.join(log_dir, f"{topic}-{partition}"))
+        return directories
+
+    def create(self, directory: str, topic: str) -> PartitionLog:
+        """A new, empty log in ``directory`` (safe in a worker thread: it only touches files).
+
+        A failure leaves an offline stand-in (logged at ERROR), so the partition answers
+        KAFKA_STORAGE_ERROR instead of not existing.
+        """
+        if os.path.exists(directory):
+            # Every directory found at start-up is open, so this one outlived a deletion that
+            # failed: its records belong to a deleted topic and must not come back.
+            logger.error("%s was left by a failed deletion; deleting it now", directory)
+            delete_partition_directory(directory)
+        return self._open_or_offline(directory, topic)
+
+    def add(self, topic: str, partition: int, log: PartitionLog) -> None:
+        """Register a log opened or created by this manager (the event loop's thread)."""
+        self._logs[(topic, partition)] = log
+        self._per_dir[os.path.dirname(log.directory)] += 1
 
     def delete(self, topic: str, partition: int) -> bool:
         """Delete the partition's data; False if it did not exist."""
         log = self._logs.pop((topic, partition), None)
         if log is None:
             return False
+        self._per_dir[os.path.dirname(log.directory)] -= 1
         try:
             log.delete()
         except OSError as exc:
             # The topic is gone either way; re-creating it retries the removal (get_or_create).
             logger.error("cannot delete %s: %s", log.directory, describe_os_error(exc))
         return True
+
+    def forget(self, topic: str, partition: int) -> None:
+        """Close a log and stop managing it, leaving its files where they are."""
+        log = self._logs.pop((topic, partition))
+        self._per_dir[os.path.dirname(log.directory)] -= 1
+        try:
+            log.close()
+        except LogError as exc:
+            logger.error("closing %s failed: %s", log.directory, exc)
 
     def partitions(self) -> Iterator[tuple[TopicPartition, PartitionLog]]:
         return iter(list(self._logs.items()))

@@ -14,8 +14,9 @@ Threads: the broker's event loop runs on the main thread, and only the main thre
 descriptor to make room, because it alone knows no other code of its own is between fetching
 a descriptor and using it.  Worker threads (fsync, the log cleaner, partition creation) use
 files the main thread may also use, so they ``pin`` what they use: a pinned file is never
-evicted.  A file first opened by a worker thread outside a pin is pinned until the main thread
-``adopt``s it (or uses it), so a half-built segment never loses its descriptor under a worker.
+evicted.  A file first opened by a worker thread outside a pin stays pinned until the main
+thread uses it or the worker ``release``s it, so a half-built segment never loses its descriptor
+under a worker; workers release what they built before handing it over.
 Workers never evict, so their opens may briefly exceed ``capacity``; the main thread trims the
 excess on its next open.
 """
@@ -97,9 +98,10 @@ class LazyFile:
         finally:
             self.unpin()
 
-    def adopt(self) -> None:
-        """Hand a file a worker thread opened over to the main thread's LRU (now evictable)."""
-        self._files.adopt(self)
+    def release(self) -> None:
+        """Close the descriptor now; the file reopens on its next use.  Only for a file no other
+        thread uses yet (a worker hands over what it built this way, holding no descriptor)."""
+        self._files.release(self)
 
     def close(self) -> None:
         self._files.close(self)
@@ -195,10 +197,12 @@ class OpenFiles:
                 if not file._pins and file._fd >= 0:
                     self._lru[file] = None
 
-    def adopt(self, file: LazyFile) -> None:
+    def release(self, file: LazyFile) -> None:
         with self._lock:
-            if file._worker_opened:
-                self._adopt_locked(file)
+            self._lru.pop(file, None)
+            if file._fd >= 0:
+                self._release_fd(file)
+            file._pins, file._worker_opened = 0, False
 
     def _adopt_locked(self, file: LazyFile) -> None:
         file._worker_opened = False
@@ -207,14 +211,10 @@ class OpenFiles:
             self._lru[file] = None
 
     def close(self, file: LazyFile) -> None:
-        """Close for good (segment closed or deleted); the descriptor goes whatever its pins."""
-        with self._lock:
-            file._closed = True
-            self._lru.pop(file, None)
-            if file._fd >= 0:
-                self._release_fd(file)
-            # A pinned close only happens on paths whose locks already exclude the workers.
-            file._pins, file._worker_opened = 0, False
+        """Close for good (segment closed or deleted); the descriptor goes whatever its pins
+        (a pinned close only happens on paths whose locks already exclude the workers)."""
+        file._closed = True
+        self.release(file)
 
     def reconfigure(self, capacity: int) -> None:
         """Set a new bound (the broker's config); the excess is closed on the next open."""

@@ -146,6 +146,16 @@ class PartitionLog:
         return log
 
     @classmethod
+    def unopenable(cls, directory: str, config: LogConfig, exc: Exception) -> PartitionLog:
+        """Stand-in for a log whose files could not be opened at all (EMFILE, EACCES, a file
+        where its directory should be, unreadable metadata): it holds no segment and answers
+        KAFKA_STORAGE_ERROR, so the broker starts and serves every other partition.  The
+        offline re-probe (``reopen_after_disk_error``) brings it back once it can be opened."""
+        log = cls(directory, config, [], 0)
+        log._offline = KafkaStorageError(f"cannot open {directory}: {exc}")
+        return log
+
+    @classmethod
     def _load(
         cls, directory: str, config: LogConfig, now_ms: int | None = None
     ) -> tuple[PartitionLog, Literal["new", "clean", "unclean"]]:
@@ -263,7 +273,8 @@ class PartitionLog:
 
     @property
     def log_end_offset(self) -> int:
-        return self._segments[-1].next_offset
+        # No segment only in an ``unopenable`` stand-in, which reports an empty log.
+        return self._segments[-1].next_offset if self._segments else self._log_start_offset
 
     high_watermark = log_end_offset
 
@@ -660,7 +671,7 @@ class PartitionLog:
                 self._segments[first : first + len(old)] = [cleaned]
                 self._bases[first : first + len(old)] = [cleaned.base_offset]
             self._retire(old, _now_ms())
-            cleaned.adopt()
+            cleaned.release()
             cleaned.rename("")
             fsync_directory(self.directory)
         except OSError as exc:
@@ -749,6 +760,7 @@ class PartitionLog:
                 self.first_dirty_offset = recovered.first_dirty_offset
                 self._deleted = []  # their files went with the recovery (``log.swap``)
                 self._offline = None
+                self.release_descriptors()  # opened by the worker thread: hand them over
             else:
                 stale = recovered._segments
         _close_all(stale)
@@ -757,6 +769,12 @@ class PartitionLog:
                 "%s: back online after a disk error, log end offset %d", self.directory, self.log_end_offset
             )
         return adopted
+
+    def release_descriptors(self) -> None:
+        """Close every descriptor of a log a worker thread opened and nobody else uses yet;
+        files reopen on use (``log.open_files``)."""
+        for segment in self._segments:
+            segment.release()
 
     def _stop_cleaner(self) -> None:
         """Ask a running cleaner thread to stop and wait until it no longer reads our files."""

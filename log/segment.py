@@ -360,10 +360,11 @@ class Segment:
         for file in self._files():
             file.unpin()
 
-    def adopt(self) -> None:
-        """Make files a worker thread opened (a new or cleaned segment) evictable again."""
+    def release(self) -> None:
+        """Close the descriptors now (they reopen on use): a worker thread that built this
+        segment hands it over this way, holding nothing (see ``log.open_files``)."""
         for file in self._files():
-            file.adopt()
+            file.release()
 
     def close(self) -> None:
         for file in self._files():

@@ -182,7 +182,7 @@ async def handle_create_partitions(ctx: RequestContext, request: dict[str, Any])
         elif not request["validate_only"]:
             old = info.partitions
             broker.topics.set_partitions(name, count)
-            broker.partitions.create_partitions(info, old, count)
+            await broker.partitions.create_partitions(info, old, count)
         results.append({"name": name, "error_code": code, "error_message": message})
     return {"throttle_time_ms": 0, "results": results}
 
