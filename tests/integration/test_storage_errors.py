@@ -1,4 +1,5 @@
-"""A failing disk under one partition: KAFKA_STORAGE_ERROR for it, business as usual for the rest.
+"""A failing disk under one partition: KAFKA_STORAGE_ERROR for it, business as usual for the rest,
+and the partition back online once its files can be reopened and written again.
 
 The broker runs in-process and the failure is injected by swapping the partition's segment
 descriptor for a read-only one (``dup2``), which makes every write fail with EBADF even as
@@ -7,15 +8,22 @@ root, where permission tricks would not stop writes.
 
 from __future__ import annotations
 
+import logging
 import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 import trio
 
+from log.partition_log import PartitionLog
 from tests.broker.test_server import running_broker
 from tests.integration.raw_client import RawClient, make_batch
 from tests.integration.test_retention import fetch
 from wire.error_codes import ErrorCode
+from wire.record_batch import decode_records, scan_batches
 
 DEADLINE_S = 60
 
@@ -34,6 +42,14 @@ def list_offsets_error(client: RawClient, topic: str, partition: int) -> int:
     return response["topics"][0]["partitions"][0]["error_code"]
 
 
+def break_active_segment(partition_log: PartitionLog) -> None:
+    """Writes to the active segment fail with EBADF from now on (its descriptor is read-only)."""
+    segment = partition_log.segments[-1]
+    read_only = os.open(segment.log_path, os.O_RDONLY)
+    os.dup2(read_only, segment.fd)
+    os.close(read_only)
+
+
 async def test_one_failing_partition_does_not_take_the_broker_down(tmp_path: Path) -> None:
     with trio.fail_after(DEADLINE_S):
         async with running_broker(tmp_path, **{"log.flush.interval.ms": "50"}) as (broker, port):
@@ -48,10 +64,7 @@ async def test_one_failing_partition_does_not_take_the_broker_down(tmp_path: Pat
 
             await trio.to_thread.run_sync(setup)
             broken = broker.partitions.get("fragile", 0)
-            segment = broken.segments[-1]
-            read_only = os.open(segment.log_path, os.O_RDONLY)
-            os.dup2(read_only, segment.fd)
-            os.close(read_only)
+            break_active_segment(broken)
 
             def exercise() -> dict[str, int]:
                 with RawClient(f"127.0.0.1:{port}") as client:
@@ -80,3 +93,63 @@ async def test_one_failing_partition_does_not_take_the_broker_down(tmp_path: Pat
                 await trio.sleep(0.05)
             assert not broken.is_online
             assert await trio.to_thread.run_sync(exercise) == results
+
+
+@contextmanager
+def immutable(directory: str) -> Iterator[None]:
+    """No file can be created in ``directory``, even by root (``chattr +i``), within the block."""
+    made = subprocess.run(["chattr", "+i", directory], capture_output=True, text=True, check=False)
+    if made.returncode != 0:
+        pytest.skip(f"cannot make a directory immutable here: {made.stderr.strip() or made.returncode}")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", directory], check=True)
+
+
+async def test_a_failed_partition_stays_offline_while_its_disk_fails_then_comes_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="broker.log_maintenance")
+    with trio.fail_after(DEADLINE_S):
+        async with running_broker(tmp_path, **{"log.offline.retry.ms": "100"}) as (broker, port):
+
+            def produce(value: bytes) -> dict:
+                with RawClient(f"127.0.0.1:{port}") as client:
+                    return client.produce("flaky", 0, make_batch([value]))
+
+            def setup() -> None:
+                with RawClient(f"127.0.0.1:{port}") as client:
+                    client.create_topic("flaky", 1)
+                assert produce(b"before")["error_code"] == ErrorCode.NONE
+
+            await trio.to_thread.run_sync(setup)
+            flaky = broker.partitions.get("flaky", 0)
+            with immutable(flaky.directory):
+                break_active_segment(flaky)
+                failed = await trio.to_thread.run_sync(produce, b"lost")
+                assert failed["error_code"] == ErrorCode.KAFKA_STORAGE_ERROR
+                while sum("still offline" in r.getMessage() for r in caplog.records) < 3:
+                    await trio.sleep(0.05)  # re-probes that find the directory still unwritable
+                assert not flaky.is_online
+            while not flaky.is_online:
+                await trio.sleep(0.05)
+
+            def check() -> None:
+                accepted = produce(b"after")
+                assert (accepted["error_code"], accepted["base_offset"]) == (ErrorCode.NONE, 1)
+                with RawClient(f"127.0.0.1:{port}") as client:
+                    records = fetch(client, "flaky", 0, 0)["records"]
+                values = [
+                    (r.offset, r.value)
+                    for b in scan_batches(records, from_client=False)
+                    for r in decode_records(records, b)
+                ]
+                assert values == [(0, b"before"), (1, b"after")]
+
+            await trio.to_thread.run_sync(check)
+            offline_errors = [
+                r for r in caplog.records if r.levelno >= logging.ERROR and r.name == "log.partition_log"
+            ]
+            assert len(offline_errors) == 1, "one ERROR when it failed, none per re-probe"
+            assert "EBADF" in offline_errors[0].getMessage()
