@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from broker import handlers as handlers_package
 from broker.api_support import SUPPORTED, ApiSupport
 from broker.context import Handler, RequestContext
+from log.disk_error_report import describe_os_error
 from wire.codec import decode_request, encode_response_parts
 from wire.error_codes import ErrorCode
 from wire.header import RequestHeader, decode_request_header, encode_response_header, response_header_version
@@ -85,7 +86,13 @@ async def dispatch(broker: Broker, frame: memoryview, client_address: str) -> li
         raise CloseConnection(f"unsupported {support.name} version {header.api_version}")
     request = decode_request(header.api_key, header.api_version, frame, offset)
     ctx = RequestContext(header, broker, client_address)
-    response = await handler(ctx, request)
+    try:
+        response = await handler(ctx, request)
+    except OSError as exc:
+        # Handlers do no socket I/O, so this is the disk; the connection loop would take it for
+        # a lost connection and say so at DEBUG only.
+        log.error("%s from %s hit a disk error: %s", support.name, client_address, describe_os_error(exc))
+        raise CloseConnection(f"disk error while handling {support.name}") from exc
     if response is None:
         return None
     body = encode_response_parts(header.api_key, header.api_version, response)

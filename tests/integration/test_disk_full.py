@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from broker.admin_client import KafkaConnection
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient, make_batch
 from tests.integration.test_retention import fetch
@@ -117,5 +118,25 @@ def test_a_full_disk_refuses_writes_and_recovers_without_a_restart(tmp_path: Pat
                 expected = list(enumerate([*acknowledged, b"after"]))
                 assert stored_values(client, "full") == expected
             assert re.search(r"full-0: back online", broker.log_text())
+        finally:
+            broker.stop()
+
+
+def test_a_request_that_fails_on_a_full_disk_is_logged_and_the_broker_keeps_serving(tmp_path: Path) -> None:
+    broker = OdradekProcess(tmp_path / "broker")
+    with small_file_system(broker.data_dir):
+        broker.start()
+        try:
+            fill(broker.data_dir)
+            with RawClient(broker.bootstrap) as client:
+                try:
+                    created = KafkaConnection.create_topic(client, "late", 3)
+                except ConnectionError:
+                    created = {"error_code": "connection closed"}
+            assert created["error_code"] != ErrorCode.NONE, created
+            errors = re.findall(r"^.* ERROR .*$", broker.log_text(), re.MULTILINE)
+            assert any("ENOSPC" in line for line in errors), errors
+            with RawClient(broker.bootstrap) as client:
+                assert client.metadata()["brokers"], "the broker still answers"
         finally:
             broker.stop()
