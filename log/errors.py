@@ -48,6 +48,7 @@ class InvalidConfigError(LogError):
 
 
 class KafkaStorageError(LogError):
-    """The disk failed under the log; the partition stays offline until the broker restarts."""
+    """The disk failed under the log; the partition stays offline until its disk takes writes
+    again (``PartitionLog.reopen_after_disk_error``, retried every ``log.offline.retry.ms``)."""
 
     error_name = "KAFKA_STORAGE_ERROR"
