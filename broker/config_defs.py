@@ -104,6 +104,23 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef(
             "auto.create.topics.enable", T.BOOLEAN, "true", "Create unknown topics on Metadata requests."
         ),
+        ConfigDef(
+            "max.partitions.per.request",
+            T.INT,
+            "10000",
+            "Odradek-specific. Most partitions one CreateTopics or CreatePartitions request (or an "
+            "auto-creation) may add; more is refused with POLICY_VIOLATION before anything is "
+            "created. Kafka's controller hard-codes the same bound of 10,000; here it can be set.",
+        ),
+        ConfigDef(
+            "max.partitions.per.broker",
+            T.INT,
+            "100000",
+            "Odradek-specific. Most partitions all topics together may have; a request that would "
+            "pass it is refused with POLICY_VIOLATION. Every partition costs files and start-up "
+            "time, so an unbounded total lets clients exhaust descriptors and disk. Kafka has no "
+            "such key; 100,000 leaves room for the largest clusters a single node serves.",
+        ),
         ConfigDef("delete.topic.enable", T.BOOLEAN, "true", "Allow DeleteTopics."),
         ConfigDef("socket.request.max.bytes", T.INT, "104857600", "Largest request frame accepted."),
         ConfigDef("max.connections", T.INT, str(INT_MAX), "Most concurrent client connections."),

@@ -169,6 +169,27 @@ def apply_incremental(current: dict[str, str], changes: list[dict[str, Any]]) ->
     return updated
 
 
+def keep_internal_topic_compacted(name: str, updated: dict[str, str]) -> None:
+    """Refuse a config change that would let retention delete an internal topic's segments.
+
+    ``__consumer_offsets`` holds committed offsets and group metadata, and compaction keeps the
+    latest record of each key forever; with ``delete`` in its cleanup policy, retention would
+    drop whole segments and the groups would lose their offsets at the next replay. Kafka 4.3
+    accepts such a change (and a legacy AlterConfigs that omits ``cleanup.policy`` silently
+    resets it to the broker default, ``delete``); Odradek refuses it with POLICY_VIOLATION.
+    ``retention.ms``/``retention.bytes`` stay settable: as in Kafka they have no effect while
+    the policy is ``compact`` alone.
+    """
+    policy = [v.strip() for v in updated.get("cleanup.policy", "").split(",") if v.strip()]
+    if policy != ["compact"]:
+        raise TopicError(
+            ErrorCode.POLICY_VIOLATION,
+            f"cleanup.policy of internal topic {name} must stay 'compact' (asked: "
+            f"{','.join(policy) or 'the broker default'}): deleting its segments would lose "
+            "committed offsets and group metadata.",
+        )
+
+
 async def alter(ctx: RequestContext, request: dict[str, Any], incremental: bool) -> dict[str, Any]:
     responses = []
     for resource in request["resources"]:
@@ -197,6 +218,8 @@ async def alter(ctx: RequestContext, request: dict[str, Any], incremental: bool)
             else:
                 updated = {c["name"]: c["value"] for c in resource["configs"] if c["value"] is not None}
             validate_configs(updated)
+            if info.internal:
+                keep_internal_topic_compacted(name, updated)
         except TopicError as exc:
             responses.append(result | {"error_code": exc.code, "error_message": exc.message})
             continue

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
-from broker.topic_admin import TopicError, auto_create_topic
+from broker.partition_limits import PartitionBudget
+from broker.topic_admin import NewTopic, TopicError, register_topic_async, validate_new_topic
 from broker.topics import TopicInfo, topic_name_error
 from wire.error_codes import ErrorCode
 
@@ -58,7 +59,15 @@ def error_entry(name: str | None, code: ErrorCode, topic_id: bytes = ZERO_UUID) 
     return {"error_code": code, "name": name, "topic_id": topic_id, "partitions": []}
 
 
-def resolve_topic(ctx: RequestContext, name: str, auto_create: bool) -> TopicInfo | ErrorCode:
+async def auto_create_topic(ctx: RequestContext, name: str) -> None:
+    """Create ``name`` with the broker's defaults, within the partition limits like any request
+    (a ``num.partitions`` above them, or a full broker, refuses the creation)."""
+    topic = validate_new_topic(ctx.broker, NewTopic(name, -1, -1, {}))
+    PartitionBudget(ctx.broker, topic.partitions).reserve(topic.partitions)
+    await register_topic_async(ctx.broker, topic)
+
+
+async def resolve_topic(ctx: RequestContext, name: str, auto_create: bool) -> TopicInfo | ErrorCode:
     """Find ``name``, creating it if allowed; otherwise the error Kafka answers with."""
     topic = ctx.broker.topics.get(name)
     if topic is not None:
@@ -68,7 +77,7 @@ def resolve_topic(ctx: RequestContext, name: str, auto_create: bool) -> TopicInf
     if not (auto_create and ctx.broker.config.get_bool("auto.create.topics.enable")):
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     try:
-        auto_create_topic(ctx.broker, name)
+        await auto_create_topic(ctx, name)
     except TopicError as exc:
         return exc.code
     return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -93,7 +102,7 @@ async def handle_metadata(ctx: RequestContext, request: dict[str, Any]) -> dict[
                 else:
                     topics.append(topic_entry(ctx, by_id, with_operations))
                 continue
-            found = resolve_topic(ctx, name, auto_create)
+            found = await resolve_topic(ctx, name, auto_create)
             if isinstance(found, TopicInfo):
                 topics.append(topic_entry(ctx, found, with_operations))
             else:

@@ -15,8 +15,10 @@ from typing import Any
 from broker.config_defs import TOPIC_CONFIGS
 from broker.context import RequestContext
 from broker.error_mapping import error_code_of
+from broker.partition_limits import PartitionBudget
 from broker.partition_requests import per_partition
-from broker.topic_admin import NewTopic, TopicError, create_topic, validate_new_topic
+from broker.topic_admin import NewTopic, TopicError, register_topic_async, validate_new_topic
+from broker.topics import INTERNAL_TOPICS, TopicInfo
 from log.errors import LogError
 from wire.error_codes import ErrorCode
 
@@ -77,7 +79,31 @@ def apply_assignment(ctx: RequestContext, topic: NewTopic, assignments: list[dic
     return topic._replace(partitions=len(assignments), replication_factor=1)
 
 
+def requested_partitions(ctx: RequestContext, topics: list[dict[str, Any]]) -> int:
+    """Partitions a CreateTopics request asks for in all, counted as Kafka's controller counts
+    them before validating any topic: assignments, else the count, -1 meaning num.partitions."""
+    default = ctx.broker.config.get_int("num.partitions")
+    return sum(
+        len(t["assignments"])
+        if t["assignments"]
+        else default
+        if t["num_partitions"] == -1
+        else max(t["num_partitions"], 0)
+        for t in topics
+    )
+
+
+def refuse_all(names: list[str], error: TopicError) -> list[dict[str, Any]]:
+    """The same error for every topic of a request refused as a whole."""
+    return [{"name": name, "error_code": error.code, "error_message": error.message} for name in names]
+
+
 async def handle_create_topics(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    try:
+        budget = PartitionBudget(ctx.broker, requested_partitions(ctx, request["topics"]))
+    except TopicError as exc:
+        refused = refuse_all([t["name"] for t in request["topics"]], exc)
+        return {"throttle_time_ms": 0, "topics": [r | {"topic_id": ZERO_UUID} for r in refused]}
     counts = Counter(t["name"] for t in request["topics"])
     results = []
     for wanted in request["topics"]:
@@ -94,11 +120,12 @@ async def handle_create_topics(ctx: RequestContext, request: dict[str, Any]) -> 
         try:
             if wanted["assignments"]:
                 topic = apply_assignment(ctx, topic, wanted["assignments"])
+            topic = validate_new_topic(ctx.broker, topic)
+            budget.reserve(topic.partitions)
             if request.get("validate_only"):
-                topic = validate_new_topic(ctx.broker, topic)
                 topic_id = ZERO_UUID
             else:
-                info = create_topic(ctx.broker, topic)
+                info = await register_topic_async(ctx.broker, topic)
                 topic, topic_id = (
                     topic._replace(partitions=info.partitions, replication_factor=1),
                     info.topic_id,
@@ -151,38 +178,68 @@ async def handle_delete_topics(ctx: RequestContext, request: dict[str, Any]) -> 
     return {"throttle_time_ms": 0, "responses": responses}
 
 
+def create_partitions_error(
+    ctx: RequestContext, wanted: dict[str, Any], info: TopicInfo | None, duplicate: bool
+) -> tuple[ErrorCode, str] | None:
+    """Why one topic of a CreatePartitions request cannot grow as asked, or None."""
+    name, count = wanted["name"], wanted["count"]
+    if duplicate:
+        return ErrorCode.INVALID_REQUEST, f"Duplicate topic name {name}"
+    if info is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
+    if info.internal:
+        return ErrorCode.INVALID_REQUEST, f"Cannot add partitions to internal topic {name}"
+    if count < info.partitions:
+        return (
+            ErrorCode.INVALID_PARTITIONS,
+            f"Topic currently has {info.partitions} partitions, which is higher than the requested {count}.",
+        )
+    if count == info.partitions:
+        return ErrorCode.INVALID_PARTITIONS, f"Topic already has {count} partitions."
+    if wanted.get("assignments"):
+        problem = replica_lists_error(
+            ctx, [a["broker_ids"] for a in wanted["assignments"]], count - info.partitions
+        )
+        if problem:
+            return ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem
+    return None
+
+
 async def handle_create_partitions(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    """Grow topics; the partitions the whole request adds are checked against the limits first,
+    so an oversized request adds nothing at all (Kafka commits its first 10,000 partitions)."""
     broker = ctx.broker
     counts = Counter(t["name"] for t in request["topics"])
-    results = []
+    checked = []
     for wanted in request["topics"]:
+        info = broker.topics.get(wanted["name"])
+        problem = create_partitions_error(ctx, wanted, info, counts[wanted["name"]] > 1)
+        checked.append((wanted, info, problem))
+    adding = sum(wanted["count"] - info.partitions for wanted, info, problem in checked if problem is None)
+    try:
+        budget = PartitionBudget(broker, adding)
+    except TopicError as exc:
+        return {"throttle_time_ms": 0, "results": refuse_all([t["name"] for t in request["topics"]], exc)}
+    results = []
+    for wanted, _, problem in checked:
         name, count = wanted["name"], wanted["count"]
-        info = broker.topics.get(name)
-        code, message = ErrorCode.NONE, None
-        if counts[name] > 1:
-            code, message = ErrorCode.INVALID_REQUEST, f"Duplicate topic name {name}"
-        elif info is None:
-            code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
-        elif info.internal:
-            code, message = ErrorCode.INVALID_REQUEST, f"Cannot add partitions to internal topic {name}"
-        elif count < info.partitions:
-            code, message = (
-                ErrorCode.INVALID_PARTITIONS,
-                f"Topic currently has {info.partitions} partitions, "
-                f"which is higher than the requested {count}.",
-            )
-        elif count == info.partitions:
-            code, message = ErrorCode.INVALID_PARTITIONS, f"Topic already has {count} partitions."
-        elif wanted.get("assignments") and (
-            problem := replica_lists_error(
-                ctx, [a["broker_ids"] for a in wanted["assignments"]], count - info.partitions
-            )
-        ):
-            code, message = ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem
-        elif not request["validate_only"]:
-            old = info.partitions
-            broker.topics.set_partitions(name, count)
-            await broker.partitions.create_partitions(info, old, count)
+        if problem is None:
+            # Check again: an earlier topic's creation awaited, and another request may have grown
+            # (or deleted) this topic meanwhile.
+            info = broker.topics.get(name)
+            problem = create_partitions_error(ctx, wanted, info, duplicate=False)
+        if problem is None:
+            assert info is not None
+            try:
+                budget.reserve(count - info.partitions)
+            except TopicError as exc:
+                problem = exc.code, exc.message
+            else:
+                if not request["validate_only"]:
+                    old = info.partitions
+                    broker.topics.set_partitions(name, count)
+                    await broker.partitions.create_partitions(info, old, count)
+        code, message = problem or (ErrorCode.NONE, None)
         results.append({"name": name, "error_code": code, "error_message": message})
     return {"throttle_time_ms": 0, "results": results}
 
@@ -195,6 +252,14 @@ def delete_partition_records(ctx: RequestContext, topic: str, wanted: dict[str, 
             "partition_index": index,
             "low_watermark": -1,
             "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        }
+    if topic in INTERNAL_TOPICS:
+        # Kafka's ReplicaManager: "Cannot delete records of internal topic". Moving the log start
+        # of __consumer_offsets forward would drop committed offsets at the next replay.
+        return {
+            "partition_index": index,
+            "low_watermark": -1,
+            "error_code": ErrorCode.INVALID_TOPIC_EXCEPTION,
         }
     offset = wanted["offset"]
     if offset == -1:
