@@ -83,15 +83,6 @@ def assert_policy_violation(result: dict[str, Any], key: str) -> None:
 
 
 @pytest.fixture
-def broker(tmp_path: Path) -> Iterator[OdradekProcess]:
-    process = OdradekProcess(tmp_path / "broker").start()
-    try:
-        yield process
-    finally:
-        process.stop()
-
-
-@pytest.fixture
 def small_broker(tmp_path: Path) -> Iterator[OdradekProcess]:
     """A broker whose limits are lowered so that tests reach them with a handful of partitions."""
     overrides = {
@@ -106,10 +97,12 @@ def small_broker(tmp_path: Path) -> Iterator[OdradekProcess]:
         process.stop()
 
 
-def test_a_million_partitions_are_refused_before_anything_is_registered(broker: OdradekProcess) -> None:
-    with RawClient(broker.bootstrap) as client:
+def test_a_million_partitions_are_refused_before_anything_is_registered(
+    odradek_broker: OdradekProcess,
+) -> None:
+    with RawClient(odradek_broker.bootstrap) as client:
         client.create_topic("existing", 2)
-        before = registry_bytes(broker)
+        before = registry_bytes(odradek_broker)
         for validate_only in (True, False):
             (result,) = create_topics(client, [new_topic("huge", 1_000_000)], validate_only)
             assert_policy_violation(result, "max.partitions.per.request")
@@ -118,28 +111,28 @@ def test_a_million_partitions_are_refused_before_anything_is_registered(broker: 
         results = create_topics(client, [new_topic("half-a", 6_000), new_topic("half-b", 6_000)])
         for result in results:
             assert_policy_violation(result, "max.partitions.per.request")
-        assert registry_bytes(broker) == before
+        assert registry_bytes(odradek_broker) == before
         for name in ("huge", "half-a", "half-b"):
             assert partition_count(client, name) is None
-            assert partition_dirs(broker, name) == []
-    broker.restart()
-    assert_serves(broker, "existing", 1)
+            assert partition_dirs(odradek_broker, name) == []
+    odradek_broker.restart()
+    assert_serves(odradek_broker, "existing", 1)
 
 
-def test_create_partitions_to_a_flipped_bit_count_changes_nothing(broker: OdradekProcess) -> None:
-    with RawClient(broker.bootstrap) as client:
+def test_create_partitions_to_a_flipped_bit_count_changes_nothing(odradek_broker: OdradekProcess) -> None:
+    with RawClient(odradek_broker.bootstrap) as client:
         client.create_topic("grown", 3)
-        before = registry_bytes(broker)
+        before = registry_bytes(odradek_broker)
         for validate_only in (True, False):
             result = create_partitions(client, "grown", FLIPPED_BIT_COUNT, validate_only)
             assert_policy_violation(result, "max.partitions.per.request")
-        assert registry_bytes(broker) == before
+        assert registry_bytes(odradek_broker) == before
         assert partition_count(client, "grown") == 3
-        assert len(partition_dirs(broker, "grown")) == 3
-    broker.restart()
-    with RawClient(broker.bootstrap) as client:
+        assert len(partition_dirs(odradek_broker, "grown")) == 3
+    odradek_broker.restart()
+    with RawClient(odradek_broker.bootstrap) as client:
         assert partition_count(client, "grown") == 3
-    assert_serves(broker, "grown", 2)
+    assert_serves(odradek_broker, "grown", 2)
 
 
 def test_the_broker_total_is_bounded(small_broker: OdradekProcess) -> None:
