@@ -175,17 +175,6 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "connections.",
         ),
         ConfigDef(
-            "log.open.files.max",
-            T.INT,
-            "-1",
-            "Odradek-specific (Kafka keeps every segment file open and needs ulimit -n raised "
-            "with the partition count). Most segment file descriptors held at once: files are "
-            "opened on use and the least recently used ones closed again, so any number of "
-            "partitions starts and serves within the descriptor limit. -1 (the default) means "
-            "half the soft RLIMIT_NOFILE at start-up, at least 64; the other half is left for "
-            "connections.",
-        ),
-        ConfigDef(
             "log.offline.retry.ms",
             T.LONG,
             "10000",

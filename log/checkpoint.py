@@ -79,7 +79,7 @@ class PartitionCheckpoint(NamedTuple):
         except (OSError, ValueError, KeyError):
             return None
 
-    def write(self, directory: str) -> None:
+    def write(self, directory: str, *, durable: bool = True) -> None:
         text = (
             f"version {_VERSION}\n"
             f"log_start_offset {self.log_start_offset}\n"
@@ -87,4 +87,4 @@ class PartitionCheckpoint(NamedTuple):
             f"clean_shutdown {int(self.clean_shutdown)}\n"
             f"first_dirty_offset {self.first_dirty_offset}\n"
         )
-        write_atomically(os.path.join(directory, CHECKPOINT_FILE), text.encode())
+        write_atomically(os.path.join(directory, CHECKPOINT_FILE), text.encode(), durable=durable)

@@ -53,8 +53,14 @@ class _SparseIndex:
         """Create the (empty) file if it is missing."""
         self.file.create()
 
+    def _stat_size(self) -> int:
+        try:
+            return self.file.stat().st_size
+        except FileNotFoundError:
+            return 0  # not created yet: the segment is still empty (see ``Segment.append``)
+
     def _file_size(self) -> int:
-        size = self.file.stat().st_size
+        size = self._stat_size()
         if size % self._entry.size:
             raise CorruptIndexError(f"{self.path}: size {size} is not a multiple of {self._entry.size}")
         return size
@@ -73,7 +79,7 @@ class _SparseIndex:
     @property
     def size_in_bytes(self) -> int:
         """File size, without loading the mirror (the cleaner sums it over many segments)."""
-        return len(self._data) if self._data is not None else self.file.stat().st_size
+        return len(self._data) if self._data is not None else self._stat_size()
 
     @property
     def is_full(self) -> bool:
@@ -98,7 +104,7 @@ class _SparseIndex:
     def _append(self, *fields: int) -> None:
         data = self._mirror()
         entry = self._entry.pack(*fields)
-        os.pwrite(self.file.fd, entry, len(data))
+        os.pwrite(self.file.create(), entry, len(data))
         data += entry
         self._dirty = True
 
@@ -116,7 +122,7 @@ class _SparseIndex:
 
     def reset(self) -> None:
         """Drop every entry (before a rebuild from the log)."""
-        os.ftruncate(self.file.fd, 0)
+        os.ftruncate(self.file.create(), 0)
         self._data = bytearray()
         self._dirty = True
 

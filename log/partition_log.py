@@ -114,6 +114,7 @@ class PartitionLog:
         self._offline: KafkaStorageError | None = None
         self._closed = False
         self._checkpointed: PartitionCheckpoint | None = None
+        self._clean_on_disk = False  # the checkpoint on disk says clean: appends must say otherwise
         self._deleted: list[tuple[int, Segment]] = []  # (delete files at ms, segment)
         self._cleaning = False
         self._pinned_for_cleaning: list[Segment] = []
@@ -190,7 +191,17 @@ class PartitionLog:
             log.first_dirty_offset = checkpoint.first_dirty_offset if checkpoint else 0
             log._load_producer_state()
             log.flush()  # recovered data becomes durable before the recovery point claims it
-            log._write_checkpoint(clean_shutdown=False)
+            if clean:
+                # Nothing changed since the clean shutdown: no rewrite now (one durable write per
+                # partition made starting many partitions take minutes); ``append`` marks the log
+                # unclean before its first write.
+                log._checkpointed, log._clean_on_disk = checkpoint, True
+            elif checkpoint is None and not bases:
+                # A new, empty log is consistent as it is; if this write is lost in a crash, the
+                # next start merely recovers an empty segment.
+                log._write_checkpoint(clean_shutdown=True, durable=False)
+            else:
+                log._write_checkpoint(clean_shutdown=False)
         except BaseException:
             _close_all(segments)  # a failed (re)open must not leak descriptors
             raise
@@ -348,6 +359,8 @@ class PartitionLog:
         last_offset = next_offset - 1
         segment = self._segments[-1]
         try:
+            if self._clean_on_disk:
+                self._write_checkpoint(clean_shutdown=False)
             if segment.should_roll(config, now_ms, len(data), max_timestamp, last_offset):
                 segment = self._roll(now_ms)
             segment.append(
@@ -596,17 +609,18 @@ class PartitionLog:
         Kafka's log.flush.offset.checkpoint.interval.ms); a later recovery then scans less."""
         if self.is_online:
             try:
-                self._write_checkpoint(clean_shutdown=False)
+                self._write_checkpoint(clean_shutdown=self._clean_on_disk)
             except OSError as exc:
                 raise self.went_offline(exc) from exc
 
-    def _write_checkpoint(self, clean_shutdown: bool) -> None:
+    def _write_checkpoint(self, clean_shutdown: bool, durable: bool = True) -> None:
         checkpoint = PartitionCheckpoint(
             self._log_start_offset, self._recovery_point, clean_shutdown, self.first_dirty_offset
         )
         if checkpoint != self._checkpointed:
-            checkpoint.write(self.directory)
+            checkpoint.write(self.directory, durable=durable)
             self._checkpointed = checkpoint
+            self._clean_on_disk = clean_shutdown
 
     def remove_expired_producers(self, now_ms: int, expiration_ms: int = 86_400_000) -> None:
         """Forget idle idempotent producers (the broker's producer.id.expiration.ms task)."""
@@ -757,6 +771,7 @@ class PartitionLog:
                 self._recovery_point = recovered._recovery_point
                 self._producers = recovered._producers
                 self._checkpointed = recovered._checkpointed
+                self._clean_on_disk = recovered._clean_on_disk
                 self.first_dirty_offset = recovered.first_dirty_offset
                 self._deleted = []  # their files went with the recovery (``log.swap``)
                 self._offline = None
@@ -786,13 +801,15 @@ class PartitionLog:
         """Clean shutdown: fsync, snapshot producer state, mark the checkpoint clean, close files.
 
         File descriptors are closed even when the disk fails on the way; the log is then left
-        marked unclean and is recovered at the next open.
+        marked unclean and is recovered at the next open.  A log not written since it was opened
+        clean is still clean on disk and needs none of this (a broker with many idle partitions
+        shuts down in seconds).
         """
         if self._closed:
             return
         self._stop_cleaner()
         try:
-            if self._offline is None:
+            if self._offline is None and not self._clean_on_disk:
                 self.flush()
                 self._segments[-1].seal()
                 for segment in self._segments:

@@ -67,9 +67,8 @@ class Segment:
         self._log = LazyFile(stem + ".log" + suffix)
         self.offset_index = OffsetIndex(stem + ".index" + suffix, base_offset, config.segment_index_bytes)
         self.time_index = TimeIndex(stem + ".timeindex" + suffix, base_offset, config.segment_index_bytes)
-        if not self._indexes_existed:  # new segment, or lost indexes that ``load`` will rebuild
-            self.offset_index.create()
-            self.time_index.create()
+        # Index files are created with the first append (an empty segment needs none, which
+        # makes creating a partition two file creations cheaper) or by a rebuild.
         try:
             self.size = os.stat(self.log_path).st_size
         except FileNotFoundError:
@@ -253,6 +252,8 @@ class Segment:
             raise KafkaStorageError(f"write to {self.log_path} failed: {exc}") from exc
         if position == 0:
             self._first_batch_timestamp = max_timestamp
+            self.offset_index.create()  # a segment with data always has index files
+            self.time_index.create()
         if max_timestamp > self.max_timestamp:
             self.max_timestamp = max_timestamp
             self.offset_of_max_timestamp = offset_of_max_timestamp
@@ -383,6 +384,8 @@ class Segment:
         targets = tuple(stem + kind + suffix for kind in _SUFFIXES)
         moves = list(zip(self._paths(), targets, strict=True))
         for source, target in moves[1:] + moves[:1] if suffix == "" else moves:
+            if source != self.log_path and not os.path.exists(source):
+                continue  # an empty segment's index files may not exist yet
             os.rename(source, target)
         self._log.path, self.offset_index.file.path, self.time_index.file.path = targets
         self.suffix = suffix
