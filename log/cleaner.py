@@ -36,12 +36,13 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
-from log.compacted_batch import delete_horizon, empty_batch, payload_of, rebuild, record_spans
+from log.compacted_batch import delete_horizon, empty_batch, readable_records, rebuild
 from log.config import INT_MAX, LogConfig
 from log.errors import KafkaStorageError, LogError
 from log.partition_log import PartitionLog
 from log.segment import Segment
 from log.swap import CLEANED
+from wire.bounded_decompress import decompressed_limit
 from wire.record_batch import HEADER_SIZE, BatchInfo, CorruptRecordError, parse_batch_header
 
 logger = logging.getLogger(__name__)
@@ -182,6 +183,8 @@ class CleaningJob:
         self.now_ms = now_ms
         self.max_map_keys = max_map_keys
         self.producer_last_offsets = log.last_offsets_of_producers()
+        # A batch that decompresses past this is kept as it is (log.compacted_batch.readable_records).
+        self._decompressed_limit = decompressed_limit(log.config.max_message_bytes)
         self.offset_map: dict[bytes, int] = {}
         self.end_offset = cleanable.first_dirty_offset
         self.groups: list[list[Segment]] = []
@@ -214,7 +217,10 @@ class CleaningJob:
                         self._check_open()
                         if batch.is_control or batch.last_offset < first_dirty:
                             continue
-                        for record in record_spans(payload_of(data, batch), batch):
+                        readable = readable_records(
+                            data, batch, self._decompressed_limit, str(segment.log_path)
+                        )
+                        for record in readable[1] if readable else ():
                             if record.key is not None and record.offset >= first_dirty:
                                 self.offset_map[record.key] = record.offset
                     self.end_offset = end
@@ -269,8 +275,10 @@ class CleaningJob:
         whole = data[batch.position : batch.position + batch.size]
         if batch.is_control:
             return whole  # transaction markers: this broker writes none, so nothing decides on them
-        payload = payload_of(data, batch)
-        records = record_spans(payload, batch)
+        readable = readable_records(data, batch, self._decompressed_limit, str(self.log.directory))
+        if readable is None:
+            return whole
+        payload, records = readable
         horizon = delete_horizon(batch)
         keep_tombstones = horizon is None or self.now_ms < horizon
         kept = [

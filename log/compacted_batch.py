@@ -19,12 +19,17 @@ The 61-byte header is written by ``wire.record_batch.assemble_batch``, the one d
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from wire.bounded_decompress import DEFAULT_DECOMPRESSED_LIMIT
 from wire.errors import DecodeError
 from wire.primitives import encode_varint, encode_varlong, read_varint, read_varlong
 from wire.record_batch import HEADER_SIZE, BatchInfo, InvalidRecordError, assemble_batch, compress, decompress
+from wire.record_batch_errors import RecordBatchError
+
+logger = logging.getLogger(__name__)
 
 DELETE_HORIZON_BIT = 0x40
 _NO_TIMESTAMP = -1
@@ -49,10 +54,29 @@ def delete_horizon(batch: BatchInfo) -> int | None:
     return batch.base_timestamp if batch.attributes & DELETE_HORIZON_BIT else None
 
 
-def payload_of(data: memoryview | bytes, batch: BatchInfo) -> bytes:
-    """The batch's records section, decompressed (``data`` holds the batch at ``batch.position``)."""
+def payload_of(data: memoryview | bytes, batch: BatchInfo, limit: int = DEFAULT_DECOMPRESSED_LIMIT) -> bytes:
+    """The batch's records section, decompressed to at most ``limit`` bytes (``data`` holds the
+    batch at ``batch.position``)."""
     start = batch.position + HEADER_SIZE
-    return decompress(batch.compression, memoryview(data)[start : batch.position + batch.size])
+    return decompress(batch.compression, memoryview(data)[start : batch.position + batch.size], limit)
+
+
+def readable_records(
+    data: memoryview | bytes, batch: BatchInfo, limit: int, where: str
+) -> tuple[bytes, list[RecordSpan]] | None:
+    """The batch's decompressed payload and its records, or None (logged at ERROR) when they
+    cannot be read within ``limit`` bytes.
+
+    Why None rather than the error: a batch already on disk that does not decompress within the
+    bound (written before ``max.message.bytes`` was lowered, or by an older broker) must not stop
+    the cleaner, nor make it hold the memory the batch asks for; the cleaner keeps it unchanged.
+    """
+    try:
+        payload = payload_of(data, batch, limit)
+        return payload, record_spans(payload, batch)
+    except RecordBatchError as exc:
+        logger.error("%s: keeping the batch at offset %d uncompacted: %s", where, batch.base_offset, exc)
+        return None
 
 
 def record_spans(payload: bytes, batch: BatchInfo) -> list[RecordSpan]:

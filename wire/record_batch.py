@@ -25,13 +25,15 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from typing import ClassVar, NamedTuple
+from typing import NamedTuple
 
 import cramjam
 from crc32c import crc32c
 
+from wire.bounded_decompress import DEFAULT_DECOMPRESSED_LIMIT, XERIAL_HEADER, bounded_decompress
 from wire.errors import DecodeError
 from wire.primitives import encode_varint, encode_varlong, read_varint, read_varlong
+from wire.record_batch_errors import CorruptRecordError, InvalidRecordError, RecordBatchError
 
 __all__ = [
     "BatchInfo",
@@ -45,6 +47,7 @@ __all__ = [
     "assemble_batch",
     "decode_records",
     "decompress",
+    "records_of_payload",
     "encode_batch",
     "parse_batch_header",
     "read_batch_header",
@@ -54,24 +57,6 @@ __all__ = [
     "set_partition_leader_epoch",
     "verify_crc",
 ]
-
-
-class RecordBatchError(ValueError):
-    """Base of the record batch errors; ``error_name`` is the Kafka error code name to answer."""
-
-    error_name: ClassVar[str] = "CORRUPT_MESSAGE"
-
-
-class CorruptRecordError(RecordBatchError):
-    """The bytes are damaged: bad CRC, impossible length, batch cut short, undecodable payload."""
-
-    error_name = "CORRUPT_MESSAGE"
-
-
-class InvalidRecordError(RecordBatchError):
-    """The bytes are intact but break a protocol rule (count vs offsets, control batch, ...)."""
-
-    error_name = "INVALID_RECORD"
 
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -291,40 +276,17 @@ def set_log_append_time(buf: memoryview | bytearray, batch: BatchInfo, timestamp
 # --------------------------------------------------------------------------------------------
 # Compression.
 
-# xerial snappy-java stream framing, which the Java producer writes (SnappyOutputStream):
-# magic, int32 version 1, int32 minimum compatible version 1, then (int32 length, raw block)*.
-_XERIAL_MAGIC = b"\x82SNAPPY\x00"
-_XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
 _XERIAL_BLOCK = 32 * 1024
 
 
 def _snappy_compress(data: bytes | memoryview) -> bytes:
     """Write xerial framing like the Java client, so every Kafka client can read it back."""
     view = memoryview(data)
-    out = bytearray(_XERIAL_HEADER)
+    out = bytearray(XERIAL_HEADER)
     for start in range(0, len(view), _XERIAL_BLOCK):
         block = bytes(cramjam.snappy.compress_raw(view[start : start + _XERIAL_BLOCK]))
         out += _INT32.pack(len(block))
         out += block
-    return bytes(out)
-
-
-def _snappy_decompress(data: bytes | memoryview) -> bytes:
-    """Accept both xerial-framed snappy (Java) and raw snappy (librdkafka writes raw blocks)."""
-    view = memoryview(data)
-    if bytes(view[: len(_XERIAL_MAGIC)]) != _XERIAL_MAGIC:
-        return bytes(cramjam.snappy.decompress_raw(view))
-    out = bytearray()
-    position = len(_XERIAL_HEADER)
-    while position < len(view):
-        if position + 4 > len(view):
-            raise CorruptRecordError("truncated xerial snappy block length")
-        (length,) = _INT32.unpack_from(view, position)
-        position += 4
-        if length < 0 or position + length > len(view):
-            raise CorruptRecordError("truncated xerial snappy block")
-        out += bytes(cramjam.snappy.decompress_raw(view[position : position + length]))
-        position += length
     return bytes(out)
 
 
@@ -350,22 +312,14 @@ def compress(codec: int, data: bytes | memoryview) -> bytes:
     raise InvalidRecordError(f"unknown compression codec id {codec}")
 
 
-def decompress(codec: int, data: bytes | memoryview) -> bytes:
-    """Inverse of ``compress``; damaged input raises ``CorruptRecordError``."""
-    try:
-        if codec == Compression.NONE:
-            return bytes(data)
-        if codec == Compression.GZIP:
-            return bytes(cramjam.gzip.decompress(bytes(data)))
-        if codec == Compression.SNAPPY:
-            return _snappy_decompress(data)
-        if codec == Compression.LZ4:
-            return bytes(cramjam.lz4.decompress(bytes(data)))
-        if codec == Compression.ZSTD:
-            return bytes(cramjam.zstd.decompress(bytes(data)))
-    except cramjam.DecompressionError as exc:
-        raise CorruptRecordError(f"cannot decompress record batch (codec {codec}): {exc}") from exc
-    raise InvalidRecordError(f"unknown compression codec id {codec}")
+def decompress(codec: int, data: bytes | memoryview, limit: int = DEFAULT_DECOMPRESSED_LIMIT) -> bytes:
+    """Inverse of ``compress``, never more than ``limit`` bytes of output (see
+    ``wire.bounded_decompress``); damaged or oversized input raises ``CorruptRecordError``."""
+    if codec == Compression.NONE:
+        return bytes(data)
+    if codec > Compression.ZSTD:
+        raise InvalidRecordError(f"unknown compression codec id {codec}")
+    return bounded_decompress(codec, data, limit)
 
 
 # --------------------------------------------------------------------------------------------
@@ -531,10 +485,8 @@ def _decode_record(buf: bytes, position: int, batch: BatchInfo) -> tuple[Record,
     return Record(batch.base_offset + offset_delta, timestamp, key, value, tuple(headers)), end
 
 
-def decode_records(buf: memoryview | bytes | bytearray, batch: BatchInfo) -> list[Record]:
-    """Decode (and decompress) every record of ``batch``; for tools, tests and compaction only."""
-    view = memoryview(buf)
-    payload = decompress(batch.compression, view[batch.position + HEADER_SIZE : batch.end_position])
+def records_of_payload(payload: bytes, batch: BatchInfo) -> list[Record]:
+    """Decode every record of ``batch`` from its decompressed records section ``payload``."""
     records: list[Record] = []
     position = 0
     try:
@@ -546,3 +498,13 @@ def decode_records(buf: memoryview | bytes | bytearray, batch: BatchInfo) -> lis
     if position != len(payload) or batch.record_count < 0:
         raise InvalidRecordError("record count does not match the batch payload")
     return records
+
+
+def decode_records(
+    buf: memoryview | bytes | bytearray, batch: BatchInfo, limit: int = DEFAULT_DECOMPRESSED_LIMIT
+) -> list[Record]:
+    """Decode (and decompress, at most ``limit`` bytes) every record of ``batch``; for tools,
+    tests and compaction only."""
+    view = memoryview(buf)
+    payload = decompress(batch.compression, view[batch.position + HEADER_SIZE : batch.end_position], limit)
+    return records_of_payload(payload, batch)

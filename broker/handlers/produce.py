@@ -1,14 +1,18 @@
-"""Produce: validate record batches from their headers and append them to partition logs.
+"""Produce: validate record batches as Kafka's LogValidator does and append them to partition logs.
 
-The hot path never decodes a record: a batch is checked from its 61-byte header and one
-CRC-32C (``wire.record_batch.scan_batches``), then written from the request's own buffer.
+A batch is checked from its 61-byte header and one CRC-32C (``wire.record_batch.scan_batches``),
+then its records are walked in C (``wire.record_validation``: framing, count, and for
+compressed batches contiguous offsets), after decompressing with a hard bound on the output
+(``wire.bounded_decompress``, 64 x ``max.message.bytes``) so a decompression bomb is refused
+without the memory it asks for.  Any defect refuses the partition's batch and stores nothing;
+an uncompressed batch is then written from the request's own buffer.
 Kafka 4 rules apply: exactly one v2 batch per partition (v3+), Produce v0-2 refused with
 ``UNSUPPORTED_VERSION`` (still advertised for old librdkafka feature checks), no appends to
 internal topics, and ``acks=0`` answered with silence — or, on error, a closed connection,
-which is the only way Kafka can tell such a producer something went wrong.  The one place
-records are looked at is a compacted topic, which (like Kafka's LogValidator) refuses records
-without a key: compaction could never decide about them; a topic with its own
-``compression.type`` or a past bound on timestamps pays for decoding too.
+which is the only way Kafka can tell such a producer something went wrong.  Records are
+decoded in Python only where a topic needs them: a compacted topic refuses records without a
+key (compaction could never decide about them); a topic with its own ``compression.type`` or a
+past bound on timestamps pays for decoding too.
 """
 
 from __future__ import annotations
@@ -19,18 +23,22 @@ from typing import Any
 from broker.context import RequestContext
 from broker.dispatch import CloseConnection
 from broker.error_mapping import error_code_of
-from log.compacted_batch import payload_of, record_spans
+from log.compacted_batch import record_spans
 from log.config import LONG_MAX, LogConfig
 from log.errors import LogError
+from wire.bounded_decompress import decompressed_limit
 from wire.error_codes import ErrorCode
 from wire.record_batch import (
+    HEADER_SIZE,
     BatchInfo,
     Compression,
-    RecordBatchError,
-    decode_records,
+    decompress,
     encode_batch,
+    records_of_payload,
     scan_batches,
 )
+from wire.record_batch_errors import InvalidRecordError, RecordBatchError, RecordErrors
+from wire.record_validation import validate_records
 
 PRODUCE = 0
 MIN_ACCEPTED_VERSION = 3
@@ -41,13 +49,16 @@ def partition_error(index: int, code: ErrorCode, message: str | None = None) -> 
     return {"index": index, "error_code": code, "base_offset": -1, "error_message": message}
 
 
-def timestamp_error(records: memoryview, batch: BatchInfo, now_ms: int, config: LogConfig) -> str | None:
+def timestamp_error(
+    payload: bytes | memoryview, batch: BatchInfo, now_ms: int, config: LogConfig
+) -> str | None:
     """Kafka's CreateTime bounds (message.timestamp.before/after.max.ms) for every record.
 
     A LogAppendTime topic ignores the producer's clock entirely.  The future bound holds for
     every record when it holds for the batch's max timestamp, so by default (no past bound)
     nothing is decoded; only a topic that sets ``message.timestamp.before.max.ms`` pays for
-    reading each record's timestamp, because the header does not carry the minimum.
+    reading each record's timestamp (from ``payload``, the decompressed records, made on
+    demand), because the header does not carry the minimum.
     """
     if config.log_append_time:
         return None
@@ -57,7 +68,7 @@ def timestamp_error(records: memoryview, batch: BatchInfo, now_ms: int, config: 
     if before_max >= LONG_MAX or now_ms - batch.base_timestamp > before_max:
         oldest = batch.base_timestamp
     else:
-        oldest = min(span.timestamp for span in record_spans(payload_of(records, batch), batch))
+        oldest = min(span.timestamp for span in record_spans(payload, batch))
     if now_ms - oldest > before_max:
         return f"Timestamp {oldest} of a record is more than {before_max} ms in the past"
     return None
@@ -72,7 +83,7 @@ TOPIC_CODECS = {
 }
 
 
-def recompress(records: memoryview, batch: BatchInfo, compression_type: str) -> memoryview | None:
+def recompress(payload: bytes | memoryview, batch: BatchInfo, compression_type: str) -> memoryview | None:
     """The batch rewritten with the topic's ``compression.type``, or None to keep it as sent.
 
     Like Kafka, a topic that names a codec stores every batch with it; the default
@@ -83,7 +94,7 @@ def recompress(records: memoryview, batch: BatchInfo, compression_type: str) -> 
     if codec is None or codec == batch.compression:
         return None
     rebuilt = encode_batch(
-        decode_records(records, batch),
+        records_of_payload(bytes(payload), batch),
         compression=codec,
         transactional=batch.is_transactional,
         producer_id=batch.producer_id,
@@ -94,25 +105,79 @@ def recompress(records: memoryview, batch: BatchInfo, compression_type: str) -> 
     return memoryview(rebuilt)
 
 
-def keyless_records_error(
-    topic: str, index: int, records: memoryview, batch: BatchInfo
-) -> dict[str, Any] | None:
-    """INVALID_RECORD with one record error per keyless record, as Kafka answers for a
-    compacted topic; None when every record has a key."""
-    try:
-        keyless = [i for i, r in enumerate(record_spans(payload_of(records, batch), batch)) if r.key is None]
-    except RecordBatchError as exc:
-        return partition_error(index, error_code_of(exc), str(exc))
-    if not keyless:
-        return None
-    reason = f"Compacted topic cannot accept message without key in topic partition {topic}-{index}"
-    errors = [{"batch_index": i, "batch_index_error_message": reason} for i in keyless]
-    shown = ", ".join(f"RecordError(batchIndex={i}, message='{reason}')" for i in keyless[:3])
+def keyless_records(payload: bytes | memoryview, batch: BatchInfo, topic: str, index: int) -> None:
+    """Raise ``RecordErrors`` for the records without a key, as Kafka does on a compacted
+    topic: compaction could never decide about them."""
+    keyless = [i for i, r in enumerate(record_spans(payload, batch)) if r.key is None]
+    if keyless:
+        raise RecordErrors(
+            keyless, f"Compacted topic cannot accept message without key in topic partition {topic}-{index}"
+        )
+
+
+def record_errors_response(index: int, exc: RecordErrors) -> dict[str, Any]:
+    """INVALID_RECORD with one ``record_errors`` entry per bad record and Kafka's summary."""
+    errors = [{"batch_index": i, "batch_index_error_message": exc.reason} for i in exc.indices]
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{exc.reason}')" for i in exc.indices[:3])
     message = (
-        f"One or more records have been rejected due to {len(keyless)} record errors in total, "
+        f"One or more records have been rejected due to {len(exc.indices)} record errors in total, "
         f"and only showing the first three errors at most: [{shown}]"
     )
     return partition_error(index, ErrorCode.INVALID_RECORD, message) | {"record_errors": errors}
+
+
+class Refused(Exception):
+    """A partition's batch is refused with this error code and message (not a batch defect)."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def checked_batch(
+    records: memoryview, topic: str, index: int, config: LogConfig, now_ms: int
+) -> tuple[memoryview, list[BatchInfo]]:
+    """The record set to append (the client's, or rewritten in the topic's codec) once every
+    check Kafka makes has passed; raises ``RecordBatchError`` or ``Refused`` otherwise.
+
+    Order as in Kafka's UnifiedLog/LogValidator: one batch, size, header and CRC rules, then
+    the records themselves (decompressed with a bound derived from ``max.message.bytes``,
+    framing and count), then timestamps and keys, then the size of the converted batch.
+    """
+    batches = scan_batches(records)
+    if len(batches) != 1:
+        raise InvalidRecordError(
+            "Produce requests with version 3 and above must contain exactly one record batch per partition"
+        )
+    batch = batches[0]
+    too_large(batch, config)
+    body = records[batch.position + HEADER_SIZE : batch.end_position]
+    compressed = batch.compression != Compression.NONE
+    payload = (
+        decompress(batch.compression, body, decompressed_limit(config.max_message_bytes))
+        if compressed
+        else body
+    )
+    validate_records(records, batch, payload)
+    problem = timestamp_error(payload, batch, now_ms, config)
+    if problem:
+        raise Refused(ErrorCode.INVALID_TIMESTAMP, problem)
+    if config.compact:
+        keyless_records(payload, batch, topic, index)
+    converted = recompress(payload, batch, config.compression_type)
+    if converted is None:
+        return records, batches
+    batches = scan_batches(converted)
+    too_large(batches[0], config)
+    return converted, batches
+
+
+def too_large(batch: BatchInfo, config: LogConfig) -> None:
+    if batch.size > config.max_message_bytes:
+        raise Refused(
+            ErrorCode.MESSAGE_TOO_LARGE,
+            f"The record batch is {batch.size} bytes, larger than max.message.bytes={config.max_message_bytes}",
+        )
 
 
 def append_partition(
@@ -126,37 +191,13 @@ def append_partition(
     if records is None or len(records) == 0:
         return 0, partition_error(index, ErrorCode.INVALID_RECORD, "Produce request has no record batch")
     try:
-        batches = scan_batches(records)
+        records, batches = checked_batch(records, topic, index, partition_log.config, now_ms)
+    except RecordErrors as exc:
+        return 0, record_errors_response(index, exc)
     except RecordBatchError as exc:
         return 0, partition_error(index, error_code_of(exc), str(exc))
-    if len(batches) != 1:
-        return 0, partition_error(
-            index,
-            ErrorCode.INVALID_RECORD,
-            "Produce requests with version 3 and above must contain exactly one record batch per partition",
-        )
-    config = partition_log.config
-    try:
-        converted = recompress(records, batches[0], config.compression_type)
-    except RecordBatchError as exc:
-        return 0, partition_error(index, error_code_of(exc), str(exc))
-    if converted is not None:
-        records, batches = converted, scan_batches(converted)
-    if batches[0].size > config.max_message_bytes:
-        return 0, partition_error(
-            index,
-            ErrorCode.MESSAGE_TOO_LARGE,
-            f"The record batch is {batches[0].size} bytes, "
-            f"larger than max.message.bytes={config.max_message_bytes}",
-        )
-    try:
-        problem = timestamp_error(records, batches[0], now_ms, config)
-    except RecordBatchError as exc:
-        return 0, partition_error(index, error_code_of(exc), str(exc))
-    if problem:
-        return 0, partition_error(index, ErrorCode.INVALID_TIMESTAMP, problem)
-    if config.compact and (rejected := keyless_records_error(topic, index, records, batches[0])):
-        return 0, rejected
+    except Refused as exc:
+        return 0, partition_error(index, exc.code, str(exc))
     info = broker.topics.get(topic)
     try:
         appended = partition_log.append(records, batches, info.leader_epoch if info else 0, now_ms)
