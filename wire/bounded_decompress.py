@@ -103,7 +103,15 @@ def _zstd(data: bytes, limit: int) -> bytes:
     declared = zstandard.frame_content_size(data)
     if declared > limit:
         raise _too_large("zstd", limit)
-    return zstandard.ZstdDecompressor().decompress(data, max_output_size=limit, allow_extra_data=False)
+    decompressor = zstandard.ZstdDecompressor()
+    try:
+        return decompressor.decompress(data, max_output_size=limit, allow_extra_data=False)
+    except zstandard.ZstdError:
+        # A frame without a declared size fails alike when cut short and when it outgrows the
+        # bound; reading one byte past the bound (never more) tells which, for the message.
+        if len(decompressor.stream_reader(data).read(limit + 1)) > limit:
+            raise _too_large("zstd", limit) from None
+        raise
 
 
 def _snappy_block(block: memoryview, left: int, limit: int) -> bytes:

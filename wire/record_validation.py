@@ -43,10 +43,10 @@ from operator import attrgetter
 from aiokafka.errors import CorruptRecordException
 from aiokafka.record.default_records import DefaultRecordBatch
 
-from wire.record_batch import HEADER_SIZE, BatchInfo, Compression
+from wire.record_batch import HEADER_SIZE, BatchInfo, Compression, decompress
 from wire.record_batch_errors import InvalidRecordError, RecordErrors
 
-__all__ = ["validate_records"]
+__all__ = ["checked_payload", "validate_records"]
 
 _ATTRIBUTES_AT = 21
 _INT16 = struct.Struct(">h")
@@ -61,7 +61,7 @@ _KAFKA_WORDING = {
 
 
 def _framing_error(batch: BatchInfo, exc: Exception) -> InvalidRecordError:
-    detail = str(exc)
+    detail = str(exc.args[0]) if exc.args else type(exc).__name__  # without aiokafka's "[Error 2]" prefix
     if isinstance(exc, UnicodeDecodeError):
         detail = f"a record header key is not valid UTF-8 ({exc.reason})"
     else:
@@ -103,3 +103,13 @@ def validate_records(data: memoryview, batch: BatchInfo, payload: bytes | memory
             "Inner record inside the compressed record batch does not have incremental offsets, "
             f"expected offset is {expected[wrong[0]]}",
         )
+
+
+def checked_payload(data: memoryview, batch: BatchInfo, limit: int) -> bytes | memoryview:
+    """The records section of ``batch`` (at ``batch.position`` in ``data``, already through
+    ``scan_batches``), decompressed to at most ``limit`` bytes and validated; the client's own
+    bytes, not a copy, when the batch is uncompressed."""
+    body = data[batch.position + HEADER_SIZE : batch.end_position]
+    payload = body if batch.compression == Compression.NONE else decompress(batch.compression, body, limit)
+    validate_records(data, batch, payload)
+    return payload

@@ -28,17 +28,9 @@ from log.config import LONG_MAX, LogConfig
 from log.errors import LogError
 from wire.bounded_decompress import decompressed_limit
 from wire.error_codes import ErrorCode
-from wire.record_batch import (
-    HEADER_SIZE,
-    BatchInfo,
-    Compression,
-    decompress,
-    encode_batch,
-    records_of_payload,
-    scan_batches,
-)
+from wire.record_batch import BatchInfo, Compression, encode_batch, records_of_payload, scan_batches
 from wire.record_batch_errors import InvalidRecordError, RecordBatchError, RecordErrors
-from wire.record_validation import validate_records
+from wire.record_validation import checked_payload
 
 PRODUCE = 0
 MIN_ACCEPTED_VERSION = 3
@@ -151,14 +143,7 @@ def checked_batch(
         )
     batch = batches[0]
     too_large(batch, config)
-    body = records[batch.position + HEADER_SIZE : batch.end_position]
-    compressed = batch.compression != Compression.NONE
-    payload = (
-        decompress(batch.compression, body, decompressed_limit(config.max_message_bytes))
-        if compressed
-        else body
-    )
-    validate_records(records, batch, payload)
+    payload = checked_payload(records, batch, decompressed_limit(config.max_message_bytes))
     problem = timestamp_error(payload, batch, now_ms, config)
     if problem:
         raise Refused(ErrorCode.INVALID_TIMESTAMP, problem)
