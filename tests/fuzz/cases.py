@@ -104,9 +104,14 @@ def _valid_request(rng: random.Random, messages: MessageGenerator) -> bytes:
     """A valid request (header and body, no size prefix) for an advertised API and version."""
     support = rng.choices(_ADVERTISED, weights=_API_WEIGHTS)[0]
     version = rng.randint(support.min_version, support.max_version)
-    body = codec.encode_request(support.key, version, messages.request(support.key, version))
-    correlation_id = rng.randint(0, 2**31 - 1)
-    return encode_request_header(support.key, version, correlation_id, rng.choice(("fuzz", None, ""))) + body
+    return _encoded(rng, support.key, version, messages.request(support.key, version))
+
+
+def _encoded(rng: random.Random, api_key: int, version: int, body: dict) -> bytes:
+    header = encode_request_header(
+        api_key, version, rng.randint(0, 2**31 - 1), rng.choice(("fuzz", None, ""))
+    )
+    return header + codec.encode_request(api_key, version, body)
 
 
 def _valid(rng: random.Random, messages: MessageGenerator) -> bytes:
@@ -162,6 +167,14 @@ def _wrong_version(rng: random.Random, messages: MessageGenerator) -> bytes:
     return _framed(bytes(request))
 
 
+def _parked_fetch(rng: random.Random, messages: MessageGenerator) -> bytes:
+    """A Fetch that waits as long as the protocol allows (huge ``max_wait_ms`` and
+    ``min_bytes``); the harness hangs up on it, and the broker must then let it go."""
+    version = rng.randint(SUPPORTED[FETCH].min_version, SUPPORTED[FETCH].max_version)
+    request = messages.request(FETCH, version) | {"max_wait_ms": 2**31 - 1, "min_bytes": 2**31 - 1}
+    return _framed(_encoded(rng, FETCH, version, request))
+
+
 def _pipelined(rng: random.Random, messages: MessageGenerator) -> bytes:
     return b"".join(_valid(rng, messages) for _ in range(rng.randint(2, 5)))
 
@@ -176,6 +189,7 @@ _MUTATION_TABLE = (
     ("bogus_size", _bogus_size, 6),
     ("wrong_version", _wrong_version, 8),
     ("pipelined", _pipelined, 10),
+    ("parked_fetch", _parked_fetch, 1),
 )
 _MUTATIONS = tuple((name, mutate) for name, mutate, _ in _MUTATION_TABLE)
 _MUTATION_WEIGHTS = tuple(weight for _, _, weight in _MUTATION_TABLE)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import re
 import shutil
 import struct
 import sys
@@ -45,7 +46,7 @@ import trio
 
 from tests.fuzz.cases import FuzzCase, make_case
 from tests.fuzz.neighbour import TOPIC, Neighbour, NeighbourReport
-from tests.fuzz.process_stats import fd_kinds, open_fds, rss_bytes, settle
+from tests.fuzz.process_stats import Resources, read_resources, settle
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient
 from wire.header import encode_request_header
@@ -59,17 +60,22 @@ BROKER_OVERRIDES = {
     # comparison rather than a minute later.
     "log.segment.delete.delay.ms": "0",
 }
-# Descriptors the broker may hold beyond the baseline once things settle: files of its own
-# internal topic that it opens lazily (__consumer_offsets segments and indexes) and the
-# neighbour clients' reconnections.
-FD_SLACK = 16
+# Segment and index files of partitions that survive the run (the internal topic, whose
+# partitions the fuzzer's groups write to, and the neighbour's) are opened lazily and held in
+# the broker's descriptor LRU (log.open.files.max): more of them after the run is not a leak.
+_SURVIVING_PARTITION_FILES = re.compile(rf"/(__consumer_offsets|{re.escape(TOPIC)})-N/")
+# Every other descriptor (sockets, files of deleted topics, pipes, ...) must come back to the
+# baseline: sockets up to the neighbour clients reconnecting; a client's socket still open
+# after the client hung up is exactly the leak this looks for.
+SOCKET_SLACK = 2
+FD_SLACK = 4
 # Memory the broker may keep beyond the baseline: CPython's small-object arenas and glibc's
 # heap are not returned to the system after a run's peaks (decompression bombs, many
 # concurrent frames), which is tens of MB without any leak.  A leak that matters for a broker
 # under hostile load (a buffer per closed connection, state per case) exceeds it.
 RSS_SLACK_BYTES = 96 * 1024 * 1024
 CASE_DEADLINE_S = 30.0
-PARK_DEADLINE_S = 5.0
+PARK_DEADLINE_S = 1.0
 SETTLE_TIMEOUT_S = 60.0
 _STARTUP_S = 1.0
 _STARTUP_TIMEOUT_S = 30.0
@@ -90,9 +96,8 @@ class FuzzReport:
     outcomes: Counter[str] = field(default_factory=Counter)
     failures: list[str] = field(default_factory=list)
     exit_code: int | None = None
-    fds: tuple[int, int] = (0, 0)
-    rss: tuple[int, int] = (0, 0)
-    fd_kinds: Counter[str] = field(default_factory=Counter)
+    before: Resources | None = None
+    after: Resources | None = None
     topics_deleted: int = 0
     seconds: float = 0.0
     neighbour: NeighbourReport | None = None
@@ -110,27 +115,57 @@ class FuzzReport:
         lines = [
             f"seed {self.seed}: {self.cases} cases in {self.seconds:.0f} s, outcomes {dict(self.outcomes)}",
             f"broker exit code during the run: {self.exit_code} (None = still running)",
-            f"open descriptors before/after: {self.fds[0]}/{self.fds[1]} (slack {FD_SLACK})",
-            f"RSS before/after: {self.rss[0] / 2**20:.1f}/{self.rss[1] / 2**20:.1f} MiB "
-            f"(slack {RSS_SLACK_BYTES / 2**20:.0f} MiB)",
+            self._resources_summary(),
             f"topics created by fuzzing and deleted at the end: {self.topics_deleted}",
             self.neighbour.summary() if self.neighbour else "neighbour: no report",
             *self.failures,
         ]
         return "\n".join(lines)
 
+    def _resources_summary(self) -> str:
+        if self.before is None or self.after is None:
+            return "resources: not compared (the broker is gone or the run did not start)"
+        before, after = self.before, self.after
+        return (
+            f"open descriptors before/after: {before.fds}/{after.fds} (slack {FD_SLACK}, sockets "
+            f"{SOCKET_SLACK}), change by kind: {after.descriptor_change(before)}\n"
+            f"RSS before/after: {before.rss / 2**20:.1f}/{after.rss / 2**20:.1f} MiB "
+            f"(slack {RSS_SLACK_BYTES / 2**20:.0f} MiB)"
+        )
+
     def problems(self) -> list[str]:
         """Everything that makes the run a failure (empty when it passed)."""
         found = [*self.failures]
         if self.exit_code is not None:
             found.append(f"the broker exited with {self.exit_code}")
-        if self.fds[1] > self.fds[0] + FD_SLACK:
-            found.append(f"descriptors did not return to baseline: {self.fds}, now {dict(self.fd_kinds)}")
-        if self.rss[1] > self.rss[0] + RSS_SLACK_BYTES:
-            found.append(f"memory did not return to baseline: {self.rss}")
+        if self.before is None or self.after is None:
+            found.append("resources were not compared")
+        else:
+            found += resource_problems(self.before, self.after)
         if self.neighbour is None or not self.neighbour.exactly_once:
             found.append("the neighbour did not read every acknowledged message exactly once")
         return found
+
+
+def resource_problems(before: Resources, after: Resources) -> list[str]:
+    """How ``after`` exceeds the baseline ``before`` (empty when within the slacks)."""
+    found = []
+    if _unexplained_fds(after) > _unexplained_fds(before) + FD_SLACK:
+        found.append(f"descriptors did not return to baseline: {before.fds} -> {after.fds}")
+    if after.sockets > before.sockets + SOCKET_SLACK:
+        found.append(f"sockets did not return to baseline: {before.sockets} -> {after.sockets}")
+    if after.rss > before.rss + RSS_SLACK_BYTES:
+        found.append(f"memory did not return to baseline: {before.rss} -> {after.rss} bytes")
+    return found
+
+
+def _unexplained_fds(resources: Resources) -> int:
+    """Descriptors that are neither sockets nor files of partitions that survive the run."""
+    return sum(
+        n
+        for kind, n in resources.descriptors.items()
+        if not kind.startswith("socket:") and not _SURVIVING_PARTITION_FILES.search(kind)
+    )
 
 
 def run(
@@ -150,7 +185,7 @@ def run(
                 raise RuntimeError("the neighbour consumer could not commit")
             baseline_topics = set(_topic_names(admin))
             pid = broker.process.pid
-            fds_before, rss_before = open_fds(pid), rss_bytes(pid)
+            report.before = before = read_resources(pid)
             neighbour.phase = "during"
             started = time.monotonic()
             host, port = broker.bootstrap.rsplit(":", 1)
@@ -160,10 +195,11 @@ def run(
             report.exit_code = broker.process.poll()
             if report.exit_code is None:
                 report.topics_deleted = _delete_topics_but(admin, baseline_topics)
-                fds_after = settle(lambda: open_fds(pid), fds_before + FD_SLACK, SETTLE_TIMEOUT_S)
-                rss_after = settle(lambda: rss_bytes(pid), rss_before + RSS_SLACK_BYTES, SETTLE_TIMEOUT_S)
-                report.fds, report.rss = (fds_before, fds_after), (rss_before, rss_after)
-                report.fd_kinds = fd_kinds(pid)
+                report.after = settle(
+                    lambda: read_resources(pid),
+                    lambda after: not resource_problems(before, after),
+                    SETTLE_TIMEOUT_S,
+                )
             report.neighbour = neighbour.finish()
     finally:
         if broker.process.poll() is None:

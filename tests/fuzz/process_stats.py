@@ -1,8 +1,8 @@
 """The broker process's resident memory and open descriptors, read from ``/proc``.
 
-Both settle some time after load stops (connections close asynchronously, the allocator
-returns memory lazily), so comparisons with a baseline poll until the value is back within
-bounds or a deadline passes, and report the last value either way.
+Both settle some time after load stops (connections close asynchronously, group members
+expire, the allocator returns memory lazily), so comparisons with a baseline poll until the
+values are back within bounds or a deadline passes, and report the last values either way.
 """
 
 from __future__ import annotations
@@ -12,9 +12,36 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 
 
-def rss_bytes(pid: int) -> int:
+@dataclass(frozen=True)
+class Resources:
+    """One reading: resident bytes and open descriptors by kind (sockets, pipes, files by name
+    with digits masked, so that a leak says what leaked)."""
+
+    rss: int
+    descriptors: Counter[str]
+
+    @property
+    def fds(self) -> int:
+        return self.descriptors.total()
+
+    @property
+    def sockets(self) -> int:
+        return sum(n for kind, n in self.descriptors.items() if kind.startswith("socket:"))
+
+    def descriptor_change(self, before: Resources) -> dict[str, int]:
+        change = Counter(self.descriptors)
+        change.subtract(before.descriptors)
+        return {kind: n for kind, n in change.items() if n}
+
+
+def read_resources(pid: int) -> Resources:
+    return Resources(_rss_bytes(pid), _descriptor_kinds(pid))
+
+
+def _rss_bytes(pid: int) -> int:
     with open(f"/proc/{pid}/status") as status:
         for line in status:
             if line.startswith("VmRSS:"):
@@ -22,13 +49,7 @@ def rss_bytes(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for process {pid}")
 
 
-def open_fds(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
-
-
-def fd_kinds(pid: int) -> Counter[str]:
-    """What the open descriptors are (sockets, pipes, files by name with digits masked), to say
-    what leaked when the count does not return to baseline."""
+def _descriptor_kinds(pid: int) -> Counter[str]:
     kinds: Counter[str] = Counter()
     for fd in os.listdir(f"/proc/{pid}/fd"):
         try:
@@ -39,11 +60,12 @@ def fd_kinds(pid: int) -> Counter[str]:
     return kinds
 
 
-def settle(read: Callable[[], int], limit: int, timeout: float) -> int:
-    """Poll ``read()`` until it is at most ``limit`` or ``timeout`` seconds pass; the last value."""
+def settle(read: Callable[[], Resources], within: Callable[[Resources], bool], timeout: float) -> Resources:
+    """Poll ``read()`` until ``within`` accepts a reading or ``timeout`` seconds pass; the last
+    reading."""
     deadline = time.monotonic() + timeout
-    value = read()
-    while value > limit and time.monotonic() < deadline:
+    reading = read()
+    while not within(reading) and time.monotonic() < deadline:
         time.sleep(0.25)
-        value = read()
-    return value
+        reading = read()
+    return reading
