@@ -15,7 +15,7 @@ from typing import Any, NoReturn, TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import TopicPartition as AioPartition
-from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
+from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic, RecordsToDelete
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
 from aiokafka.errors import for_code
@@ -221,6 +221,13 @@ class AiokafkaDriver(Driver):
             return found
 
         return self.run(describe())
+
+    def delete_records(self, topic: str, partition: int, before_offset: int) -> None:
+        async def delete() -> None:
+            records = {AioPartition(topic, partition): RecordsToDelete(before_offset)}
+            await (await self._admin()).delete_records(records, timeout_ms=TIMEOUT_MS)
+
+        self.run(delete())
 
     def alter_configs(self, topic: str, configs: Mapping[str, str]) -> None:
         """aiokafka only has the non-incremental AlterConfigs: unlisted keys return to defaults."""

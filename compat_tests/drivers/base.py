@@ -265,6 +265,10 @@ class Driver(ABC):
         """Grow ``topic`` to ``total`` partitions."""
         self.unsupported("creating partitions")
 
+    def delete_records(self, topic: str, partition: int, before_offset: int) -> None:
+        """Delete the records of one partition below ``before_offset`` (DeleteRecords)."""
+        self.unsupported("deleting records")
+
     def describe_configs(self, topic: str) -> dict[str, str]:
         """The topic's effective configuration (all keys, defaults included)."""
         self.unsupported("describing configs")

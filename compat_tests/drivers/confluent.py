@@ -219,6 +219,9 @@ class ConfluentDriver(Driver):
     def create_partitions(self, topic: str, total: int) -> None:
         self._wait(self._admin.create_partitions([NewPartitions(topic, total)]))
 
+    def delete_records(self, topic: str, partition: int, before_offset: int) -> None:
+        self._wait(self._admin.delete_records([RdPartition(topic, partition, before_offset)]))
+
     def describe_configs(self, topic: str) -> dict[str, str]:
         (entries,) = self._wait(self._admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)]))
         return {name: entry.value for name, entry in entries.items()}

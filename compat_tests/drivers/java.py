@@ -269,6 +269,9 @@ class JavaDriver(Driver):
     def create_partitions(self, topic: str, total: int) -> None:
         self._call("create_partitions", topic=topic, total=total)
 
+    def delete_records(self, topic: str, partition: int, before_offset: int) -> None:
+        self._call("delete_records", topic=topic, partition=partition, offset=before_offset)
+
     def describe_configs(self, topic: str) -> dict[str, str]:
         return self._call("describe_configs", topic=topic)
 

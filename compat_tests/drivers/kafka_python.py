@@ -173,6 +173,10 @@ class KafkaPythonDriver(Driver):
             )
         return {key: data["value"] for key, data in result["topic"][topic].items()}
 
+    def delete_records(self, topic: str, partition: int, before_offset: int) -> None:
+        with client_errors():
+            self._admin.delete_records({KpPartition(topic, partition): before_offset}, timeout_ms=TIMEOUT_MS)
+
     def alter_configs(self, topic: str, configs: Mapping[str, str]) -> None:
         with client_errors():
             self._admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, dict(configs))])

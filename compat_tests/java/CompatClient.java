@@ -26,6 +26,7 @@ import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -122,6 +123,10 @@ public final class CompatClient {
             case "create_partitions":
                 admin(c).createPartitions(Map.of((String) c.get("topic"),
                         NewPartitions.increaseTo(num(c.get("total"))))).all().get();
+                return null;
+            case "delete_records":
+                admin(c).deleteRecords(Map.of(new TopicPartition((String) c.get("topic"), num(c.get("partition"))),
+                        RecordsToDelete.beforeOffset(((Number) c.get("offset")).longValue()))).all().get();
                 return null;
             case "describe_configs": return describeConfigs(c);
             case "alter_configs": return alterConfigs(c);
