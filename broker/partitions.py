@@ -19,6 +19,7 @@ loop.  Until then the new partitions answer UNKNOWN_TOPIC_OR_PARTITION (retriabl
 
 from __future__ import annotations
 
+import gc
 import logging
 from typing import TYPE_CHECKING
 
@@ -41,6 +42,17 @@ log = logging.getLogger(__name__)
 CREATION_CHUNK = 64
 
 
+def _exempt_from_gc() -> None:
+    """Move every object alive now out of the cyclic garbage collector's reach (``gc.freeze``).
+
+    Partition logs live as long as the broker and hold no reference cycles that need collecting,
+    but a full collection walks all of them while holding the GIL: about 35 ms per 10,000
+    partitions, so with 50,000 the event loop would stall for longer than a client may wait.
+    Frozen objects are still freed by reference counting when their topic is deleted.
+    """
+    gc.freeze()
+
+
 def _discard(logs: list[PartitionLog]) -> None:
     """Worker thread: delete logs made for a topic that was deleted meanwhile."""
     for partition_log in logs:
@@ -61,6 +73,7 @@ class PartitionStore:
         self._drop_unregistered()
         for topic in broker.topics.all():
             self.create_partitions_now(topic, 0, topic.partitions)
+        _exempt_from_gc()
 
     def _drop_unregistered(self) -> None:
         """Remove never-written partition directories the registry does not list; keep others."""
@@ -118,6 +131,7 @@ class PartitionStore:
                 return
             for partition, partition_log in zip(partitions, logs, strict=True):
                 self._manager.add(topic.name, partition, partition_log)
+        _exempt_from_gc()
 
     def _create_logs(self, directories: list[str], topic: str) -> list[PartitionLog]:
         """Worker thread: create the logs and close their descriptors before handing them over."""

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import os
 import resource
-import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +21,7 @@ import pytest
 
 from broker.admin_client import KafkaConnection
 from tests.integration.broker_process import OdradekProcess
+from tests.integration.fast_disk import fast_scratch_dir
 from tests.integration.raw_client import make_batch
 from wire.record_batch import decode_records, scan_batches
 
@@ -49,15 +48,8 @@ def descriptor_limit(soft: int) -> Iterator[None]:
 
 @pytest.fixture
 def workdir(tmp_path: Path) -> Iterator[Path]:
-    shm = Path("/dev/shm")
-    if not (shm.is_dir() and os.access(shm, os.W_OK)):
-        yield tmp_path
-        return
-    directory = Path(tempfile.mkdtemp(prefix="odradek-many-partitions-", dir=shm))
-    try:
+    with fast_scratch_dir(tmp_path) as directory:
         yield directory
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 def open_segment_files(pid: int) -> int:

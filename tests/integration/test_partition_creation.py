@@ -1,0 +1,190 @@
+"""Creating and opening partitions through a real broker process: other clients keep being
+served during a big creation, a kill -9 in the middle leaves registry and disk in agreement, and
+a partition that cannot be opened at start-up is served offline instead of keeping the broker
+down.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from broker.admin_client import KafkaConnection
+from tests.integration.broker_process import OdradekProcess
+from tests.integration.fast_disk import fast_scratch_dir
+from tests.integration.raw_client import make_batch
+from wire.error_codes import ErrorCode
+
+REQUEST_TIMEOUT_S = 120.0
+BIG = 10_000  # the most partitions one request may add (max.partitions.per.request)
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Iterator[Path]:
+    with fast_scratch_dir(tmp_path) as directory:
+        yield directory
+
+
+def until_killed(request: Callable[..., object], *args: object) -> Callable[[], None]:
+    """A thread target sending ``request``; the broker being killed under it is expected."""
+
+    def run() -> None:
+        with contextlib.suppress(OSError):  # ConnectionError included
+            request(*args)
+
+    return run
+
+
+def api_versions(client: KafkaConnection) -> None:
+    assert (
+        client.request(18, 3, {"client_software_name": "t", "client_software_version": "1"})["error_code"]
+        == 0
+    )
+
+
+def create_partitions(client: KafkaConnection, topic: str, count: int) -> dict[str, Any]:
+    response = client.request(
+        37,
+        3,
+        {
+            "topics": [{"name": topic, "count": count, "assignments": None}],
+            "timeout_ms": 60_000,
+            "validate_only": False,
+        },
+    )
+    return response["results"][0]
+
+
+def produce_to_all(client: KafkaConnection, topic: str, partitions: int) -> dict[int, int]:
+    """One Produce request with a record for every partition; error code per partition."""
+    batch = make_batch([b"v"])
+    response = client.request(
+        0,
+        9,
+        {
+            "transactional_id": None,
+            "acks": -1,
+            "timeout_ms": 30_000,
+            "topic_data": [
+                {"name": topic, "partition_data": [{"index": p, "records": batch} for p in range(partitions)]}
+            ],
+        },
+    )
+    return {p["index"]: p["error_code"] for t in response["responses"] for p in t["partition_responses"]}
+
+
+def partition_dirs(data_dir: Path, topic: str) -> set[int]:
+    prefix = f"{topic}-"
+    return {
+        int(entry.name[len(prefix) :])
+        for entry in data_dir.iterdir()
+        if entry.name.startswith(prefix) and entry.name[len(prefix) :].isdigit()
+    }
+
+
+def test_other_clients_are_served_while_ten_thousand_partitions_are_created(workdir: Path) -> None:
+    broker = OdradekProcess(workdir).start()
+    try:
+        with KafkaConnection(broker.bootstrap, timeout=REQUEST_TIMEOUT_S) as admin:
+            assert admin.create_topic("grows", 1)["error_code"] == 0
+        created = threading.Event()
+        answered_meanwhile = 0
+        longest_wait = 0.0
+
+        def create() -> None:
+            try:
+                with KafkaConnection(broker.bootstrap, timeout=REQUEST_TIMEOUT_S) as admin:
+                    assert create_partitions(admin, "grows", 1 + BIG)["error_code"] == 0
+            finally:
+                created.set()
+
+        with KafkaConnection(broker.bootstrap, timeout=REQUEST_TIMEOUT_S) as other:
+            api_versions(other)  # connected and served before the creation starts
+            creator = threading.Thread(target=create)
+            creator.start()
+            while not created.is_set():
+                started = time.monotonic()
+                api_versions(other)
+                longest_wait = max(longest_wait, time.monotonic() - started)
+                answered_meanwhile += not created.is_set()
+            creator.join()
+        print(f"answered {answered_meanwhile} requests during the creation; longest {longest_wait:.3f} s")
+        # A creation blocking the event loop would answer them all after it, at most one before.
+        assert answered_meanwhile >= 10
+        with KafkaConnection(broker.bootstrap, timeout=REQUEST_TIMEOUT_S) as client:
+            assert len(client.metadata(["grows"])["topics"][0]["partitions"]) == 1 + BIG
+            assert set(produce_to_all(client, "grows", 1 + BIG).values()) == {ErrorCode.NONE}
+    finally:
+        broker.stop()
+
+
+@pytest.mark.parametrize("how", ["CreateTopics", "CreatePartitions"])
+def test_kill_during_a_big_creation_leaves_registry_and_disk_in_agreement(workdir: Path, how: str) -> None:
+    broker = OdradekProcess(workdir).start()
+    wanted = 5_000
+    client = KafkaConnection(broker.bootstrap, timeout=REQUEST_TIMEOUT_S)
+    try:
+        if how == "CreatePartitions":
+            assert client.create_topic("crash", 1)["error_code"] == 0
+            target = until_killed(create_partitions, client, "crash", wanted)
+        else:
+            target = until_killed(client.create_topic, "crash", wanted)
+        request = threading.Thread(target=target, daemon=True)
+        request.start()
+        deadline = time.monotonic() + REQUEST_TIMEOUT_S
+        while len(partition_dirs(broker.data_dir, "crash")) < 100 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        broker.kill()
+        on_disk_at_kill = len(partition_dirs(broker.data_dir, "crash"))
+        assert 100 <= on_disk_at_kill < wanted, "the kill must come in the middle of the creation"
+    finally:
+        client.close()
+    broker.start()
+    try:
+        with KafkaConnection(broker.bootstrap, timeout=REQUEST_TIMEOUT_S) as client:
+            (topic,) = client.metadata(["crash"])["topics"]
+            assert topic["error_code"] == ErrorCode.NONE
+            count = len(topic["partitions"])
+            assert count == wanted, "the registry was written first: start-up completes the creation"
+            assert partition_dirs(broker.data_dir, "crash") == set(range(count))
+            assert set(produce_to_all(client, "crash", count).values()) == {ErrorCode.NONE}
+    finally:
+        broker.stop()
+
+
+def test_a_partition_that_cannot_be_opened_is_served_offline_and_the_rest_still_serve(
+    tmp_path: Path,
+) -> None:
+    broker = OdradekProcess(tmp_path).start()
+    with KafkaConnection(broker.bootstrap, timeout=REQUEST_TIMEOUT_S) as client:
+        assert client.create_topic("mixed", 3)["error_code"] == 0
+        assert set(produce_to_all(client, "mixed", 3).values()) == {ErrorCode.NONE}
+    broker.stop()
+    broken = broker.data_dir / "mixed-1"
+    broken.rename(tmp_path / "mixed-1.moved")
+    broken.write_bytes(b"a file where the partition directory should be")
+    broker.start()
+    try:
+        with KafkaConnection(broker.bootstrap, timeout=REQUEST_TIMEOUT_S) as client:
+            assert produce_to_all(client, "mixed", 3) == {
+                0: ErrorCode.NONE,
+                1: ErrorCode.KAFKA_STORAGE_ERROR,
+                2: ErrorCode.NONE,
+            }
+            offsets = client.list_offsets("mixed", [0, 2], -1)
+            assert offsets == {0: 2, 2: 2}, "the records from before the restart are still there"
+        errors = [line for line in broker.log_text().splitlines() if " ERROR " in line and "mixed-1" in line]
+        assert any("cannot open" in line and "EEXIST" in line for line in errors), (
+            "the broker says at ERROR which partition is offline and why",
+            errors,
+        )
+    finally:
+        broker.stop()
