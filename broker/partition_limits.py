@@ -37,12 +37,14 @@ class PartitionBudget:
     """What one request may still add: made once per request, drawn from topic by topic.
 
     Constructing it checks the request's total against the per-request bound (as Kafka's
-    controller does, before looking at any single topic); :meth:`reserve` then checks each
-    topic against what the broker can still hold, counting the topics accepted earlier in the
-    same request, so that a request of many individually small topics cannot overshoot either.
+    controller does, before looking at any single topic). :meth:`reserve` checks each topic
+    against what the broker holds at that moment, so that requests whose creations interleave
+    (creation awaits a worker thread) cannot overshoot together. The caller registers what it
+    reserved before its next ``await``, so the registry counts it from then on; a validate-only
+    request registers nothing, so the budget itself remembers what it let through.
     """
 
-    def __init__(self, broker: Broker, requested: int) -> None:
+    def __init__(self, broker: Broker, requested: int, validate_only: bool = False) -> None:
         per_request = broker.config.get_int(PER_REQUEST_KEY)
         if requested > per_request:
             raise TopicError(
@@ -50,15 +52,19 @@ class PartitionBudget:
                 f"Excessively large number of partitions per request: {requested} requested, "
                 f"at most {per_request} allowed ({PER_REQUEST_KEY}).",
             )
+        self._broker = broker
         self._limit = broker.config.get_int(PER_BROKER_KEY)
-        self._used = existing_partitions(broker)
+        self._validate_only = validate_only
+        self._validated = 0  # partitions let through but, validate-only, never registered
 
     def reserve(self, count: int) -> None:
         """Account for ``count`` new partitions, or raise POLICY_VIOLATION if they do not fit."""
-        if self._used + count > self._limit:
+        used = existing_partitions(self._broker) + self._validated
+        if used + count > self._limit:
             raise TopicError(
                 ErrorCode.POLICY_VIOLATION,
                 f"Adding {count} partitions would exceed the broker's limit of {self._limit} "
-                f"partitions ({PER_BROKER_KEY}); it holds {self._used}.",
+                f"partitions ({PER_BROKER_KEY}); it holds {used}.",
             )
-        self._used += count
+        if self._validate_only:
+            self._validated += count

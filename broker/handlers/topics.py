@@ -100,7 +100,8 @@ def refuse_all(names: list[str], error: TopicError) -> list[dict[str, Any]]:
 
 async def handle_create_topics(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     try:
-        budget = PartitionBudget(ctx.broker, requested_partitions(ctx, request["topics"]))
+        requested = requested_partitions(ctx, request["topics"])
+        budget = PartitionBudget(ctx.broker, requested, bool(request.get("validate_only")))
     except TopicError as exc:
         refused = refuse_all([t["name"] for t in request["topics"]], exc)
         return {"throttle_time_ms": 0, "topics": [r | {"topic_id": ZERO_UUID} for r in refused]}
@@ -217,7 +218,7 @@ async def handle_create_partitions(ctx: RequestContext, request: dict[str, Any])
         checked.append((wanted, info, problem))
     adding = sum(wanted["count"] - info.partitions for wanted, info, problem in checked if problem is None)
     try:
-        budget = PartitionBudget(broker, adding)
+        budget = PartitionBudget(broker, adding, request["validate_only"])
     except TopicError as exc:
         return {"throttle_time_ms": 0, "results": refuse_all([t["name"] for t in request["topics"]], exc)}
     results = []

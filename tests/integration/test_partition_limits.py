@@ -140,7 +140,11 @@ def test_the_broker_total_is_bounded(small_broker: OdradekProcess) -> None:
         client.create_topic("first", 12)
         (result,) = create_topics(client, [new_topic("too-many", 9)])
         assert_policy_violation(result, "max.partitions.per.broker")
-        # Within one request the topics accepted earlier count: the second does not fit.
+        # Within one request the topics accepted earlier count: the second does not fit, also
+        # when only validating (nothing is registered then).
+        accepted, refused = create_topics(client, [new_topic("fits", 5), new_topic("overflows", 5)], True)
+        assert accepted["error_code"] == ErrorCode.NONE, accepted
+        assert_policy_violation(refused, "max.partitions.per.broker")
         fits, overflows = create_topics(client, [new_topic("fits", 5), new_topic("overflows", 5)])
         assert fits["error_code"] == ErrorCode.NONE, fits
         assert_policy_violation(overflows, "max.partitions.per.broker")
