@@ -17,7 +17,7 @@ import functools
 import struct
 from typing import Any
 
-from wire.codegen import Codec, Direction, Message, generate
+from wire.codegen import MAX_REQUEST_ELEMENTS, Codec, Direction, Message, generate
 from wire.errors import DecodeError, EncodeError, UnsupportedVersion
 from wire.schemas import ALL_APIS
 
@@ -49,9 +49,12 @@ def prepare_all() -> int:
     return count
 
 
-def decode_request(api_key: int, version: int, buf: Any, offset: int = 0) -> Message:
-    """Decode a request body (the bytes after the request header) from ``buf[offset:]``."""
-    return _decode(get_codec(api_key, version, "request"), buf, offset)
+def decode_request(
+    api_key: int, version: int, buf: Any, offset: int = 0, max_elements: int = MAX_REQUEST_ELEMENTS
+) -> Message:
+    """Decode a request body (the bytes after the request header) from ``buf[offset:]``; a
+    request whose arrays hold more than ``max_elements`` elements in all is a DecodeError."""
+    return _decode(get_codec(api_key, version, "request"), buf, offset, max_elements)
 
 
 def decode_response(api_key: int, version: int, buf: Any, offset: int = 0) -> Message:
@@ -79,14 +82,14 @@ def encode_response_parts(api_key: int, version: int, body: Message) -> list[Any
     return _encode_parts(get_codec(api_key, version, "response"), body)
 
 
-def _decode(generated: Codec, buf: Any, offset: int) -> Message:
+def _decode(generated: Codec, buf: Any, offset: int, *limits: int) -> Message:
     view = memoryview(buf)
     if view.format != "B":
         view = view.cast("B")
     if not 0 <= offset <= len(view):
         raise ValueError(f"offset {offset} outside a buffer of {len(view)} bytes")
     try:
-        message, _end = generated.decode(view, offset)
+        message, _end = generated.decode(view, offset, *limits)
     except _DECODE_FAILURES as exc:
         raise DecodeError(f"{generated.label}: {exc}") from exc
     return message

@@ -8,7 +8,9 @@ arrays of fixed-width values with one ``struct`` call, arrays of structs with a 
 body is inlined (no call per element), and variable-length items through the small helpers
 of :mod:`wire.primitives`.
 
-Generated decoders take ``(buf: memoryview, pos: int)`` and return ``(message, end_pos)``.
+Generated decoders take ``(buf: memoryview, pos: int)`` and return ``(message, end_pos)``;
+request decoders also take ``elements``, the most array elements the whole request may hold
+(see :data:`MAX_REQUEST_ELEMENTS`).
 A decoded message holds every field the API declares: fields absent from the decoded
 version (and tagged fields not sent) get their defaults.  Decoders raise ``DecodeError``
 themselves for nulls in non-nullable fields and bad lengths; ``struct.error`` and
@@ -75,6 +77,15 @@ _STRING_WRITERS = {False: "encode_string", True: "encode_compact_string"}
 _BYTES_PREFIXES = {False: "bytes_length", True: "compact_bytes_length"}
 _ARRAY_READERS = {False: "read_array_length", True: "read_compact_array_length"}
 _ARRAY_PREFIXES = {False: "array_length", True: "compact_array_length"}
+# Array counts are bounded by the bytes left, so decoding work is linear in the input, but
+# the constant is large: an element of a few bytes decodes to a dict of a few hundred, so a
+# 100 MB request (socket.request.max.bytes) of minimal elements would take over 4 GB and a
+# minute of the event loop.  Requests therefore hold at most this many array elements in
+# all (Odradek-specific; Kafka has no such bound).  The largest legitimate requests name
+# every partition on the broker once (Fetch, ListOffsets, OffsetCommit/Fetch across
+# max.partitions.per.broker = 100,000 partitions, plus one element per topic); this is five
+# times that, and caps one request at about 125 MB and two seconds of decoding.
+MAX_REQUEST_ELEMENTS = 500_000
 _NULL_STRUCT = b"\xff"
 _PRESENT_STRUCT = b"\x01"
 
@@ -128,6 +139,7 @@ class _Generator:
     def __init__(self, api: Api, version: int, direction: Direction) -> None:
         self.version = version
         self.flexible = version in api.flexible
+        self.counts_elements = direction == "request"
         self.label = f"{api.name} v{version} {direction}"
         self.lines: list[str] = []
         self.namespace: dict[str, Any] = {name: getattr(primitives, name) for name in _HELPERS}
@@ -138,7 +150,10 @@ class _Generator:
     # --- bookkeeping -----------------------------------------------------------------
 
     def module(self, fields: tuple[Field, ...]) -> str:
-        self.emit(0, "def decode(buf, pos):")
+        if self.counts_elements:
+            self.emit(0, f"def decode(buf, pos, elements={MAX_REQUEST_ELEMENTS}):")
+        else:
+            self.emit(0, "def decode(buf, pos):")
         self.emit(1, "end = len(buf)")
         self.decode_struct(fields, "message", 1, "")
         self.emit(1, "return message, pos")
@@ -296,6 +311,10 @@ class _Generator:
             self.fail(indent + 1, "DecodeError", f"{path} is null but not nullable")
         self.emit(indent, "else:")
         indent += 1
+        if self.counts_elements:
+            self.emit(indent, f"elements -= {count}")
+            self.emit(indent, "if elements < 0:")
+            self.fail(indent + 1, "DecodeError", "more array elements than a request may hold")
         if element in primitives.FIXED_TYPES:
             self.emit(indent, f"{target}, pos = unpack_fixed_array(buf, pos, {count}, {element!r})")
             return
