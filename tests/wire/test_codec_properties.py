@@ -6,6 +6,9 @@
 * Robustness: any truncation of a valid encoding raises ``DecodeError``; a valid encoding
   with bytes replaced, inserted or deleted, or arbitrary bytes, decode or raise
   ``DecodeError`` and nothing else.
+* Coverage: every (API, version) the broker advertises is declared, so the tests above
+  cover it; request headers round trip and fail only with ``DecodeError``, also in front of
+  bodies as the broker reads whole frames.
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from broker.api_support import SUPPORTED
 from wire import codec
 from wire.errors import DecodeError
+from wire.header import RequestHeader, decode_request_header, encode_request_header
 from wire.schemas import ALL_APIS
 
 DIRECTIONS = ("request", "response")
@@ -88,3 +93,54 @@ def test_decode_arbitrary_bytes(api_key, data) -> None:
     version = data.draw(st.sampled_from(list(ALL_APIS[api_key].versions)), label="version")
     direction = data.draw(st.sampled_from(DIRECTIONS), label="direction")
     _decode_or_error(api_key, version, direction, data.draw(st.binary(max_size=96), label="bytes"))
+
+
+def test_every_advertised_version_is_declared() -> None:
+    """The tests above run over the declarations; this ties them to what the broker
+    advertises in ApiVersions, so no advertised (API, version) escapes them."""
+    for support in SUPPORTED.values():
+        declared = ALL_APIS[support.key].versions
+        for version in range(support.min_version, support.max_version + 1):
+            assert version in declared, f"{support.name} v{version} is advertised but not declared"
+
+
+ADVERTISED = [(s.key, v) for s in SUPPORTED.values() for v in range(s.min_version, s.max_version + 1)]
+CLIENT_IDS = st.none() | st.text(max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    api_version=st.sampled_from(ADVERTISED)
+    | st.tuples(st.integers(-(2**15), 2**15 - 1), st.integers(-(2**15), 2**15 - 1)),
+    correlation_id=st.integers(-(2**31), 2**31 - 1),
+    client_id=CLIENT_IDS,
+    cut=st.integers(0, 2**16),
+)
+def test_request_header_round_trip_and_truncation(api_version, correlation_id, client_id, cut) -> None:
+    """Any header, for advertised and unknown (API, version) alike, decodes back to itself
+    (v2 for flexible versions, v1 otherwise) and any truncation of it is a DecodeError."""
+    api_key, version = api_version
+    encoded = encode_request_header(api_key, version, correlation_id, client_id)
+    assert decode_request_header(encoded + b"body") == (
+        RequestHeader(api_key, version, correlation_id, client_id),
+        len(encoded),
+    )
+    with pytest.raises(DecodeError):
+        decode_request_header(encoded[: cut % len(encoded)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_frames_as_the_broker_reads_them(data) -> None:
+    """What dispatch does with a frame: header, then the body of an advertised version.
+    A valid header followed by damaged or arbitrary bytes, or arbitrary bytes alone, may
+    only raise DecodeError."""
+    api_key, version = data.draw(st.sampled_from(ADVERTISED), label="api")
+    header = encode_request_header(api_key, version, 1, data.draw(CLIENT_IDS, label="client id"))
+    frame = data.draw(st.just(header) | st.binary(max_size=16), label="head") + data.draw(
+        st.binary(max_size=128), label="rest"
+    )
+    with contextlib.suppress(DecodeError):
+        parsed, offset = decode_request_header(frame)
+        if (parsed.api_key, parsed.api_version) in ADVERTISED:
+            codec.decode_request(parsed.api_key, parsed.api_version, frame, offset)

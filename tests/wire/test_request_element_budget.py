@@ -1,8 +1,9 @@
 """A request's arrays hold at most ``MAX_REQUEST_ELEMENTS`` elements in all.
 
-Found by the live fuzzer's huge counts: array counts were bounded only by the bytes left, and
-a few bytes per element decode to a few hundred, so a 10 MB Fetch of empty topics decoded to
-412 MB in 6.4 s of the event loop (a 100 MB frame: over 4 GB and a minute).
+Found while writing the live fuzzer's huge-count cases: array counts were bounded only by
+the bytes left, and a few bytes per element decode to a few hundred, so a 10 MB Fetch of
+empty topics decoded to 412 MB in 6.4 s of the event loop (a 100 MB frame: over 4 GB and a
+minute).
 """
 
 from __future__ import annotations
