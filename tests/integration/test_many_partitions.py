@@ -22,7 +22,8 @@ import pytest
 from broker.admin_client import KafkaConnection
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.fast_disk import fast_scratch_dir
-from tests.integration.raw_client import make_batch
+from tests.integration.raw_client import RawClient, make_batch
+from tests.integration.test_retention import fetch
 from wire.record_batch import decode_records, scan_batches
 
 TOPICS = 5
@@ -71,47 +72,15 @@ def sample() -> list[tuple[str, int]]:
     return [(f"many-{t}", p) for t in range(TOPICS) for p in partitions]
 
 
-def fetch_values(client: KafkaConnection, targets: list[tuple[str, int]]) -> dict[tuple[str, int], list]:
-    """One Fetch (v12) of all ``targets`` from offset 0; the record values per partition."""
-    by_topic: dict[str, list[int]] = {}
-    for topic, partition in targets:
-        by_topic.setdefault(topic, []).append(partition)
-    response = client.request(
-        1,
-        12,
-        {
-            "replica_id": -1,
-            "max_wait_ms": 0,
-            "min_bytes": 0,
-            "max_bytes": 64 << 20,
-            "isolation_level": 0,
-            "session_id": 0,
-            "session_epoch": -1,
-            "topics": [
-                {
-                    "topic": topic,
-                    "partitions": [
-                        {"partition": p, "fetch_offset": 0, "partition_max_bytes": 1 << 20}
-                        for p in partitions
-                    ],
-                }
-                for topic, partitions in by_topic.items()
-            ],
-            "forgotten_topics_data": [],
-            "rack_id": "",
-        },
-    )
-    values: dict[tuple[str, int], list] = {}
-    for topic in response["responses"]:
-        for partition in topic["partitions"]:
-            assert partition["error_code"] == 0, (topic["topic"], partition)
-            data = bytes(partition["records"] or b"")
-            values[(topic["topic"], partition["partition_index"])] = [
-                record.value
-                for batch in scan_batches(data, from_client=False)
-                for record in decode_records(data, batch)
-            ]
-    return values
+def values_read_back(client: RawClient, topic: str, partition: int) -> list[bytes | None]:
+    response = fetch(client, topic, partition, 0)
+    assert response["error_code"] == 0, (topic, partition, response)
+    data = bytes(response["records"] or b"")
+    return [
+        record.value
+        for batch in scan_batches(data, from_client=False)
+        for record in decode_records(data, batch)
+    ]
 
 
 def test_fifty_thousand_partitions_are_created_start_and_serve_within_1024_descriptors(
@@ -129,7 +98,7 @@ def test_fifty_thousand_partitions_are_created_start_and_serve_within_1024_descr
         with descriptor_limit(DESCRIPTOR_LIMIT):
             broker.start()
         targets = sample()
-        with KafkaConnection(broker.bootstrap, timeout=REQUEST_TIMEOUT_S) as client:
+        with RawClient(broker.bootstrap) as client:
             metadata = client.metadata([f"many-{t}" for t in range(TOPICS)])
             assert [len(t["partitions"]) for t in metadata["topics"]] == [PARTITIONS_PER_TOPIC] * TOPICS
             assert {t["error_code"] for t in metadata["topics"]} == {0}
@@ -137,7 +106,8 @@ def test_fifty_thousand_partitions_are_created_start_and_serve_within_1024_descr
                 produced = client.produce(topic, partition, make_batch([f"{topic}/{partition}".encode()]))
                 assert produced["error_code"] == 0, (topic, partition, produced)
             assert open_segment_files(broker.process.pid) <= DESCRIPTOR_LIMIT // 2
-            assert fetch_values(client, targets) == {(t, p): [f"{t}/{p}".encode()] for t, p in targets}
+            for topic, partition in targets:
+                assert values_read_back(client, topic, partition) == [f"{topic}/{partition}".encode()]
             assert open_segment_files(broker.process.pid) <= DESCRIPTOR_LIMIT // 2
         assert "Too many open files" not in broker.log_text()
     finally:
