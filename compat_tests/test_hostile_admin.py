@@ -34,9 +34,15 @@ def commit_an_offset(admin: Driver, topic: str) -> None:
     write to it; a commit is both.
     """
     admin.create_topic(topic, 1)
-    with admin.consumer(ConsumerSettings(group=f"{topic}-group")) as consumer:
-        consumer.assign({(topic, 0): 0})
-        consumer.commit({(topic, 0): 0})
+
+    def commit() -> None:
+        # Retried: right after start-up and creation Kafka may still answer NOT_COORDINATOR or
+        # UNKNOWN_TOPIC_OR_PARTITION.
+        with admin.consumer(ConsumerSettings(group=f"{topic}-group")) as consumer:
+            consumer.assign({(topic, 0): 0})
+            consumer.commit({(topic, 0): 0})
+
+    eventually(commit)
     eventually(lambda: admin.partition_count(OFFSETS_TOPIC))
 
 
