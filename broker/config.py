@@ -88,6 +88,44 @@ def parse_listeners(text: str) -> list[Listener]:
     return listeners
 
 
+def parse_security_protocol_map(text: str) -> dict[str, str]:
+    """Parse ``listener.security.protocol.map`` (``NAME:PROTOCOL,...``), names upper-cased."""
+    mapping: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, protocol = item.partition(":")
+        if not sep or not name.strip() or not protocol.strip():
+            raise ConfigError(
+                f"listener.security.protocol.map entry {item!r} is not of the form NAME:PROTOCOL"
+            )
+        mapping[name.strip().upper()] = protocol.strip().upper()
+    return mapping
+
+
+def check_plaintext_only(listeners: list[Listener], protocol_map_text: str) -> None:
+    """Refuse any listener whose security protocol is not PLAINTEXT.
+
+    Odradek implements neither TLS nor SASL yet.  Starting an ``SSL://`` listener that then
+    speaks plaintext would silently send what the operator believes encrypted in the clear, and
+    clients configured for TLS would fail with confusing handshake errors; refusing to start is
+    the only honest answer.  As in Kafka, a listener's protocol comes from
+    ``listener.security.protocol.map`` and a name missing from the map is an error.
+    """
+    protocols = parse_security_protocol_map(protocol_map_text)
+    for listener in listeners:
+        protocol = protocols.get(listener.name)
+        if protocol is None:
+            raise ConfigError(
+                f"listener {listener.name} has no security protocol: add {listener.name}:PLAINTEXT "
+                "to listener.security.protocol.map"
+            )
+        if protocol != "PLAINTEXT":
+            raise ConfigError(
+                f"listener {listener.name} uses security protocol {protocol}, which Odradek does not "
+                "implement yet (only PLAINTEXT); refusing to start rather than serve it unencrypted "
+                "and unauthenticated"
+            )
+
+
 @dataclass
 class BrokerConfig:
     """Effective broker configuration with Kafka's defaults filled in."""
@@ -130,7 +168,7 @@ class BrokerConfig:
             LogConfig.from_properties(self.topic_defaults())
         except InvalidConfigError as exc:
             raise ConfigError(f"{exc} (a topic default derived from the broker's log settings)") from None
-        parse_listeners(self.get("listeners") or "")
+        check_plaintext_only(self.listeners, self.get("listener.security.protocol.map") or "")
         if self.get("advertised.listeners"):
             parse_listeners(self.get("advertised.listeners") or "")
 

@@ -85,6 +85,14 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "advertised.listeners", T.STRING, None, "Addresses clients are told to use (default: listeners)."
         ),
         ConfigDef(
+            "listener.security.protocol.map",
+            T.STRING,
+            "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
+            "Security protocol of each listener name (Kafka's default). Odradek implements only "
+            "PLAINTEXT so far: a listener resolving to SSL, SASL_PLAINTEXT or SASL_SSL is refused "
+            "at start-up instead of silently speaking plaintext.",
+        ),
+        ConfigDef(
             "log.dirs",
             T.STRING,
             None,
