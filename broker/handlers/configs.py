@@ -181,7 +181,7 @@ def keep_internal_topic_compacted(name: str, updated: dict[str, str]) -> None:
     the policy is ``compact`` alone.
     """
     policy = [v.strip() for v in updated.get("cleanup.policy", "").split(",") if v.strip()]
-    if policy != ["compact"]:
+    if set(policy) != {"compact"}:
         raise TopicError(
             ErrorCode.POLICY_VIOLATION,
             f"cleanup.policy of internal topic {name} must stay 'compact' (asked: "
