@@ -1,11 +1,13 @@
-"""Kafka record batch v2 (magic 2): header-only validation, in-place patching, full encode/decode.
+"""Kafka record batch v2 (magic 2): header validation, in-place patching, full encode/decode.
 
-Why this module is split the way it is: the produce and fetch hot paths must never look at
-individual records (DESIGN.md, decision 1), so validation works from the 61-byte header plus one
-CRC-32C call per batch, and the broker only ever *patches* fields in place (base offset,
-partition leader epoch, LogAppendTime).  Decoding records is for tests, tools, compaction and the
-rare lookups that need a record's exact offset (ListOffsets by timestamp); it lives here too so
-that there is exactly one definition of the format.
+Why this module is split the way it is: the fetch hot path never looks at individual records
+(DESIGN.md, decision 1), and the produce path only walks them in C (``wire.record_validation``,
+as Kafka's LogValidator, because a correct CRC over garbage must not be stored), so the header
+is validated here from its 61 bytes plus one CRC-32C call per batch, and the broker only ever
+*patches* fields in place (base offset, partition leader epoch, LogAppendTime).  Decoding
+records in Python is for tests, tools, compaction and the rare lookups that need a record's
+exact offset (ListOffsets by timestamp); it lives here too so that there is exactly one
+definition of the format.  Decompression is always bounded (``wire.bounded_decompress``).
 
 Batch header layout (big-endian, 61 bytes)::
 
@@ -16,7 +18,8 @@ Batch header layout (big-endian, 61 bytes)::
 ``batchLength`` counts the bytes after itself; the CRC (CRC-32C) covers attributes..end, so the
 base offset and the partition leader epoch can be assigned without recomputing it.
 
-Every failure is one of two typed errors carrying the Kafka error name the broker answers with:
+Every failure is one of two typed errors (``wire.record_batch_errors``, re-exported here)
+carrying the Kafka error name the broker answers with:
 ``CorruptRecordError`` (CORRUPT_MESSAGE: bytes damaged, CRC mismatch, torn batch) and
 ``InvalidRecordError`` (INVALID_RECORD: well-formed bytes that break the protocol's rules).
 """

@@ -29,7 +29,7 @@ from log.errors import LogError
 from wire.bounded_decompress import decompressed_limit
 from wire.error_codes import ErrorCode
 from wire.record_batch import BatchInfo, Compression, encode_batch, records_of_payload, scan_batches
-from wire.record_batch_errors import InvalidRecordError, RecordBatchError, RecordErrors
+from wire.record_batch_errors import RecordBatchError, RecordErrors
 from wire.record_validation import checked_payload
 
 PRODUCE = 0
@@ -49,8 +49,8 @@ def timestamp_error(
     A LogAppendTime topic ignores the producer's clock entirely.  The future bound holds for
     every record when it holds for the batch's max timestamp, so by default (no past bound)
     nothing is decoded; only a topic that sets ``message.timestamp.before.max.ms`` pays for
-    reading each record's timestamp (from ``payload``, the decompressed records, made on
-    demand), because the header does not carry the minimum.
+    reading each record's timestamp (from ``payload``, the decompressed records), because the
+    header does not carry the minimum.
     """
     if config.log_append_time:
         return None
@@ -136,11 +136,7 @@ def checked_batch(
     the records themselves (decompressed with a bound derived from ``max.message.bytes``,
     framing and count), then timestamps and keys, then the size of the converted batch.
     """
-    batches = scan_batches(records)
-    if len(batches) != 1:
-        raise InvalidRecordError(
-            "Produce requests with version 3 and above must contain exactly one record batch per partition"
-        )
+    batches = scan_batches(records)  # exactly one batch, as Kafka requires from Produce v3 on
     batch = batches[0]
     too_large(batch, config)
     payload = checked_payload(records, batch, decompressed_limit(config.max_message_bytes))

@@ -11,7 +11,6 @@ following what the bomb asks for.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient, make_batch
+from tests.integration.test_retention import wait_for
 from tests.wire.test_record_validation import ATTACKS, LIMIT, batch_of, zstd_bomb
 from wire.error_codes import ErrorCode
 from wire.record_batch import Compression, Record, encode_batch
@@ -30,13 +30,9 @@ LATEST = -1
 MIB = 1 << 20
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OdradekProcess]:
-    process = OdradekProcess(tmp_path_factory.mktemp("hostile")).start()
-    try:
-        yield process
-    finally:
-        process.stop()
+@pytest.fixture
+def broker(shared_broker: OdradekProcess) -> OdradekProcess:
+    return shared_broker
 
 
 def produce_two(client: RawClient, topic: str, bad: bytes, good: bytes) -> dict[int, dict[str, Any]]:
@@ -145,3 +141,62 @@ def test_decompression_bomb_is_refused_without_the_memory_it_asks_for(broker: Od
             assert client.list_offset(topic, 0, LATEST) == 0
     growth = peak_rss_bytes(broker.process.pid) - before
     assert growth < 2 * LIMIT + 50 * MIB, f"peak RSS grew by {growth / MIB:.0f} MiB for an 8 KB request"
+
+
+ALTER_CONFIGS = 33
+TOPIC_RESOURCE = 2
+COMPACTED = {
+    "cleanup.policy": "compact",
+    "segment.bytes": "1024",
+    "delete.retention.ms": "0",
+    "min.cleanable.dirty.ratio": "0.01",
+}
+
+
+def values_of(bootstrap: str, topic: str) -> list[tuple[bytes, int]]:
+    """(key, value length) of every record, read with a consumer to the partition's end."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "cleaner-reader", "enable.partition.eof": True}
+    )
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    out = []
+    try:
+        while (message := consumer.poll(30)) is not None and not message.error():
+            out.append((message.key(), len(message.value())))
+        assert message is not None and message.error().code() == KafkaError._PARTITION_EOF
+        return out
+    finally:
+        consumer.close()
+
+
+def test_cleaner_keeps_a_stored_batch_over_the_bound_and_compacts_the_rest(tmp_path: Path) -> None:
+    """A batch stored before ``max.message.bytes`` was lowered decompresses past the new bound:
+    the cleaner must keep it as it is (logged) and still compact everything else, not give up
+    on the log or hold what the batch asks for."""
+    broker = OdradekProcess(tmp_path / "cleaner", {"log.cleaner.backoff.ms": "100"}).start()
+    topic = "stored-over-the-bound"
+    try:
+        with RawClient(broker.bootstrap) as client:
+            client.create_topic(topic, 1, COMPACTED)
+            big = encode_batch([Record(0, 0, b"big", bytes(2 * MIB))], compression=Compression.ZSTD)
+            assert client.produce(topic, 0, bytes(big))["error_code"] == 0
+            entries = [
+                {"name": k, "value": v} for k, v in (COMPACTED | {"max.message.bytes": "1000"}).items()
+            ]
+            resource = {"resource_type": TOPIC_RESOURCE, "resource_name": topic, "configs": entries}
+            body = {"resources": [resource], "validate_only": False}
+            (answer,) = client.request(ALTER_CONFIGS, 2, body)["responses"]
+            assert answer["error_code"] == 0, answer
+            # The batch above sits alone in the active segment until now: no pass has seen it.
+            for round_ in range(40):
+                assert client.produce(topic, 0, make_batch([b"round %d" % round_]))["error_code"] == 0
+
+        def compacted() -> bool:
+            return [key for key, _ in values_of(broker.bootstrap, topic)].count(b"k0") < 40
+
+        wait_for(compacted, "the cleaner to compact the records after the oversized batch", 60)
+        assert (b"big", 2 * MIB) in values_of(broker.bootstrap, topic), "the oversized batch is kept"
+        assert "keeping the batch at offset 0 uncompacted" in broker.log_text()
+        assert "cannot clean" not in broker.log_text()
+    finally:
+        broker.stop()
