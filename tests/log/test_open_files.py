@@ -9,14 +9,13 @@ import errno
 import logging
 import os
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from log import KafkaStorageError, LogConfig, PartitionLog
+from log import KafkaStorageError, LogConfig, PartitionLog, open_files
 from log.manager import LogManager
-from log.open_files import OPEN_FILES, LazyFile, OpenFiles
+from log.open_files import LazyFile, OpenFiles
 from tests.log.conftest import append, produced_batch
 from wire.record_batch import decode_records, scan_batches
 
@@ -33,14 +32,12 @@ def files() -> OpenFiles:
 
 
 @pytest.fixture
-def small_lru() -> Iterator[None]:
-    """The broker-wide LRU shrunk to ``CAPACITY`` for one test."""
-    old = OPEN_FILES.capacity
-    OPEN_FILES.reconfigure(CAPACITY)
-    try:
-        yield
-    finally:
-        OPEN_FILES.reconfigure(old)
+def small_lru(monkeypatch: pytest.MonkeyPatch) -> OpenFiles:
+    """A broker-wide LRU of ``CAPACITY`` for one test (a fresh one: logs other tests left
+    unclosed may hold pinned files in the real one)."""
+    lru = OpenFiles(CAPACITY)
+    monkeypatch.setattr(open_files, "OPEN_FILES", lru)
+    return lru
 
 
 def lazy_files(directory: Path, files: OpenFiles, count: int) -> list[LazyFile]:
@@ -124,14 +121,13 @@ def test_an_evicted_file_is_not_recreated(tmp_path: Path, files: OpenFiles) -> N
     assert not os.path.exists(file.path)
 
 
-@pytest.mark.usefixtures("small_lru")
-def test_many_partition_logs_work_within_the_bound(tmp_path: Path) -> None:
+def test_many_partition_logs_work_within_the_bound(tmp_path: Path, small_lru: OpenFiles) -> None:
     config = LogConfig(segment_bytes=1024, index_interval_bytes=128)
     logs = [PartitionLog.open(os.fspath(tmp_path / f"t-{n}"), config) for n in range(12)]
     for round_ in range(6):
         for n, log in enumerate(logs):
             append(log, produced_batch(count=2, value_size=100 + n + round_))
-            assert OPEN_FILES.open_count <= CAPACITY
+            assert small_lru.open_count <= CAPACITY
     for n, log in enumerate(logs):
         assert len(log.segment_base_offsets) > 1, "rolled: several segments per log"
         assert log.log_end_offset == 12
@@ -142,7 +138,7 @@ def test_many_partition_logs_work_within_the_bound(tmp_path: Path) -> None:
             assert [(r.offset, len(r.value)) for r in records] == [
                 (offset + i, 100 + n + round_) for i in (0, 1)
             ]
-            assert OPEN_FILES.open_count <= CAPACITY
+            assert small_lru.open_count <= CAPACITY
     for log in logs:
         log.close()
 
