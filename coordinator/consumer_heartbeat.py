@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from coordinator.consumer_group import (
 )
 from coordinator.offsets import TopicCatalog
 from coordinator.timer import Timer
+from coordinator.topic_regex import InvalidTopicRegex, compile_topic_regex, matches
 from wire.error_codes import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -156,8 +156,8 @@ class ConsumerGroups:
             )
         if request.subscribed_topic_regex is not None:
             try:
-                re.compile(request.subscribed_topic_regex)
-            except re.error as error:
+                compile_topic_regex(request.subscribed_topic_regex)
+            except InvalidTopicRegex as error:
                 raise HeartbeatError(ErrorCode.INVALID_REGULAR_EXPRESSION, str(error)) from None
 
     def _assignors(self) -> list[str]:
@@ -315,7 +315,7 @@ class ConsumerGroups:
         patterns = {m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex}
         if patterns:
             for topic in self._topics.all():
-                if topic.name not in INTERNAL_TOPICS and any(re.fullmatch(p, topic.name) for p in patterns):
+                if topic.name not in INTERNAL_TOPICS and any(matches(p, topic.name) for p in patterns):
                     names.add(topic.name)
         metadata = {}
         for name in names:
@@ -328,7 +328,7 @@ class ConsumerGroups:
         topics = set()
         for name, (topic_id, _) in group.subscription_metadata.items():
             if name in member.subscribed_topic_names or (
-                member.subscribed_topic_regex and re.fullmatch(member.subscribed_topic_regex, name)
+                member.subscribed_topic_regex and matches(member.subscribed_topic_regex, name)
             ):
                 topics.add(topic_id)
         return frozenset(topics)
