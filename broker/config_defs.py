@@ -131,9 +131,40 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ),
         ConfigDef("delete.topic.enable", T.BOOLEAN, "true", "Allow DeleteTopics."),
         ConfigDef("socket.request.max.bytes", T.INT, "104857600", "Largest request frame accepted."),
-        ConfigDef("max.connections", T.INT, str(INT_MAX), "Most concurrent client connections."),
         ConfigDef(
-            "max.connections.per.ip", T.INT, str(INT_MAX), "Most concurrent connections from one address."
+            "queued.max.request.bytes",
+            T.LONG,
+            "268435456",
+            "Bytes of requests being received or handled at once, broker-wide; a connection whose "
+            "next frame does not fit waits (backpressure), and a frame larger than the whole budget "
+            "closes its connection. Kafka's default is -1 (unbounded), which lets clients choose the "
+            "broker's memory use; Odradek defaults to 256 MiB, above socket.request.max.bytes so that "
+            "every accepted frame fits. -1 or 0 means unbounded.",
+        ),
+        ConfigDef(
+            "socket.request.read.timeout.ms",
+            T.LONG,
+            "30000",
+            "Odradek-specific (Kafka has no such key). Once a request's size prefix has arrived and "
+            "its memory is reserved, the whole request must arrive within this time or the "
+            "connection is closed, so slow senders cannot hold memory budget and descriptors. "
+            "30 s matches the clients' default request.timeout.ms, after which they give up anyway.",
+        ),
+        ConfigDef(
+            "max.connections",
+            T.INT,
+            "-1",
+            "Most concurrent client connections; more are accepted and closed at once. Kafka's "
+            "default is 2147483647. Odradek's -1 means derived from the descriptor limit: the soft "
+            "RLIMIT_NOFILE minus log.open.files.max (default half the limit) minus 64 kept aside, "
+            "so that a connection flood is refused instead of exhausting descriptors.",
+        ),
+        ConfigDef(
+            "max.connections.per.ip",
+            T.INT,
+            str(INT_MAX),
+            "Most concurrent connections from one address (Kafka's default, so in effect bounded "
+            "by max.connections; lower it where clients come from many addresses).",
         ),
         ConfigDef("connections.max.idle.ms", T.LONG, "600000", "Idle connections are closed after this."),
         ConfigDef(

@@ -8,16 +8,19 @@ errors are contained here and never reach the listener or other connections.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from broker.dispatch import CloseConnection, dispatch
+from broker.dispatch import CloseConnection, HandlerFailed, describe_request, dispatch
 from broker.file_region import FileRegion
 from broker.frames import FrameError, FrameReader
+from broker.memory_budget import RequestTooLarge
 from wire.errors import WireError
+from wire.header import RequestHeader
 
 if TYPE_CHECKING:
     from broker.server import Broker
@@ -73,30 +76,81 @@ def close_regions(parts: list[Any]) -> None:
             part.close()
 
 
+# The peer went away or reset the connection: routine, logged at DEBUG only.
+PEER_GONE_ERRNOS = frozenset(
+    {errno.ECONNRESET, errno.EPIPE, errno.ENOTCONN, errno.ETIMEDOUT, errno.ECONNABORTED, errno.EHOSTUNREACH}
+)
+
+
+def _is_peer_gone(exc: BaseException) -> bool:
+    if isinstance(exc, (trio.BrokenResourceError, trio.ClosedResourceError)):
+        return True
+    return isinstance(exc, OSError) and exc.errno in PEER_GONE_ERRNOS
+
+
 async def serve_connection(broker: Broker, sock: trio.socket.SocketType, peer: str) -> None:
-    """Serve one connection until the peer leaves, misbehaves or idles out."""
-    reader = FrameReader(sock, broker.config.get_int("socket.request.max.bytes"))
-    idle_seconds = broker.config.get_int("connections.max.idle.ms") / 1000
+    """Serve one connection until the peer leaves, misbehaves or idles out.
+
+    Time bounds: waiting for a request is limited by ``connections.max.idle.ms``, receiving
+    one by ``socket.request.read.timeout.ms``, and writing a response to a client that stops
+    reading by ``connections.max.idle.ms`` again.  A request whose client closes while it is
+    handled or answered is cancelled (:mod:`broker.peer_watch`).
+
+    Logging: expected disconnects are DEBUG; a client breaking the protocol is WARNING; any
+    other failure is ERROR exactly once — handler failures are logged by ``dispatch`` with the
+    request they belong to, socket failures here with the request being answered.
+    """
+    config = broker.config
+    reader = FrameReader(
+        sock,
+        config.get_int("socket.request.max.bytes"),
+        broker.request_memory,
+        config.get_int("socket.request.read.timeout.ms") / 1000,
+    )
+    idle_seconds = config.get_int("connections.max.idle.ms") / 1000
+    sending: RequestHeader | None = None  # whose response is being written, for the error log
     try:
+        sock.setsockopt(trio.socket.IPPROTO_TCP, trio.socket.TCP_NODELAY, 1)
         while True:
             with trio.move_on_after(idle_seconds) as idle:
-                frame = await reader.read_frame()
+                size = await reader.next_size()
             if idle.cancelled_caught:
                 log.info("closing idle connection from %s", peer)
                 return
-            if frame is None:
+            if size is None:
                 return
-            response = await dispatch(broker, frame, peer)
-            if response is not None:
+            frame = await reader.read_body(size)
+            with broker.peer_watch.request_in_flight(sock) as abandoned:
                 try:
-                    await send_all(sock, response)
+                    header, response = await dispatch(broker, frame, peer)
                 finally:
-                    close_regions(response)
-    except (FrameError, CloseConnection, WireError) as exc:
+                    broker.request_memory.release(size)
+                    del frame
+                if response is not None:
+                    sending = header
+                    try:
+                        with trio.move_on_after(idle_seconds) as stuck:
+                            await send_all(sock, response)
+                    finally:
+                        close_regions(response)
+                    sending = None
+                    if stuck.cancelled_caught:
+                        log.info("closing connection from %s: it stopped reading its responses", peer)
+                        return
+            if abandoned.cancelled_caught:
+                log.debug("%s closed its connection while its request was in flight; cancelled it", peer)
+                return
+    except HandlerFailed:
+        pass  # dispatch logged it at ERROR with the request's details
+    except (FrameError, CloseConnection, WireError, RequestTooLarge) as exc:
         log.warning("closing connection from %s: %s", peer, exc)
-    except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-        log.debug("connection from %s lost: %s", peer, exc)
-    except Exception:
-        log.exception("internal error serving %s; closing its connection", peer)
+    except Exception as exc:
+        if _is_peer_gone(exc):
+            log.debug("connection from %s lost: %s", peer, exc)
+        else:
+            answering = f"the response to {describe_request(sending, peer)}" if sending else "no response"
+            log.error(
+                "closing connection from %s after %r while sending %s", peer, exc, answering, exc_info=exc
+            )
     finally:
         sock.close()

@@ -73,8 +73,27 @@ def frame_response(correlation_id: int, header_version: int, body: list[Any]) ->
     return [_SIZE.pack(len(head) + sum(len(part) for part in body)) + head, *body]
 
 
-async def dispatch(broker: Broker, frame: memoryview, client_address: str) -> list[Any] | None:
-    """Handle one request frame; returns the response buffers, or None for no response."""
+class HandlerFailed(CloseConnection):
+    """A handler raised; already logged at ERROR with its request, so close quietly."""
+
+
+def describe_request(header: RequestHeader, client_address: str) -> str:
+    """The request as an operator needs it in a log line: API, version, ids and peer."""
+    support = SUPPORTED.get(header.api_key)
+    name = support.name if support else f"API {header.api_key}"
+    return (
+        f"{name} v{header.api_version} (correlation id {header.correlation_id}, "
+        f"client id {header.client_id!r}) from {client_address}"
+    )
+
+
+async def dispatch(
+    broker: Broker, frame: memoryview, client_address: str
+) -> tuple[RequestHeader, list[Any] | None]:
+    """Handle one request frame; returns its header and the response buffers (None: no response).
+
+    The header is returned so the connection can name the request if answering it fails.
+    """
     header, offset = decode_request_header(frame)
     support = SUPPORTED.get(header.api_key)
     handler = broker.handlers.get(header.api_key)
@@ -82,20 +101,26 @@ async def dispatch(broker: Broker, frame: memoryview, client_address: str) -> li
         raise CloseConnection(f"unknown API key {header.api_key}")
     if not support.min_version <= header.api_version <= support.max_version:
         if header.api_key == API_VERSIONS_KEY:
-            return api_versions_fallback(header, broker.advertised)
+            return header, api_versions_fallback(header, broker.advertised)
         raise CloseConnection(f"unsupported {support.name} version {header.api_version}")
     request = decode_request(header.api_key, header.api_version, frame, offset)
     ctx = RequestContext(header, broker, client_address)
     try:
         response = await handler(ctx, request)
+        if response is None:
+            return header, None
+        body = encode_response_parts(header.api_key, header.api_version, response)
+    except CloseConnection:
+        raise
     except OSError as exc:
-        # Handlers do no socket I/O, so this is the disk; the connection loop would take it for
-        # a lost connection and say so at DEBUG only.
-        log.error("%s from %s hit a disk error: %s", support.name, client_address, describe_os_error(exc))
-        raise CloseConnection(f"disk error while handling {support.name}") from exc
-    if response is None:
-        return None
-    body = encode_response_parts(header.api_key, header.api_version, response)
-    return frame_response(
+        # Handlers do no socket I/O, so this is the disk (EMFILE, ENAMETOOLONG, EIO, ...).
+        log.error("%s hit a disk error: %s", describe_request(header, client_address), describe_os_error(exc))
+        raise HandlerFailed(f"disk error while handling {support.name}") from exc
+    except Exception as exc:
+        log.exception(
+            "internal error handling %s; closing its connection", describe_request(header, client_address)
+        )
+        raise HandlerFailed(f"internal error while handling {support.name}") from exc
+    return header, frame_response(
         header.correlation_id, response_header_version(header.api_key, header.api_version), body
     )

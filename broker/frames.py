@@ -1,11 +1,19 @@
-"""Reading size-prefixed Kafka request frames from a socket with as few copies as possible.
+"""Reading size-prefixed Kafka request frames from a socket, within memory and time bounds.
 
-Small requests (heartbeats, metadata) are parsed out of one reusable receive buffer, so a
-burst of them costs one ``recv`` for many frames.  A large request (a Produce carrying a
-megabyte of batches) gets a buffer of exactly its size that the kernel fills directly with
-``recv_into``: its record batches are later written to disk from that same memory.
-A frame whose declared size exceeds ``socket.request.max.bytes`` is never read: the
-connection is closed, as Kafka does, so a hostile size cannot make the broker allocate.
+Small requests (heartbeats, metadata) are parsed out of a receive buffer, so a burst of
+them costs one ``recv`` for many frames.  That buffer exists only while bytes are pending:
+it is dropped whenever it runs empty and allocated again once the socket is readable, so an
+idle connection holds no buffer at all (10,000 idle connections must stay cheap).
+
+A large request (a Produce carrying a megabyte of batches) gets a buffer of its own that the
+kernel fills directly with ``recv_into``; its record batches are later written to disk from
+that same memory.  That buffer grows as bytes arrive (doubling, starting at
+``LARGE_FRAME_FIRST_CHUNK``) instead of being allocated at the declared size, so a hostile
+length prefix costs nothing until the bytes are actually sent.
+
+Every frame's declared size is reserved from the broker-wide :class:`MemoryBudget` before its
+body is read, and the body must arrive within the read timeout; a frame over
+``socket.request.max.bytes`` is never read: the connection is closed, as Kafka does.
 """
 
 from __future__ import annotations
@@ -14,28 +22,41 @@ import struct
 
 import trio
 
+from broker.memory_budget import MemoryBudget
+
 _SIZE = struct.Struct(">i")
-RECEIVE_BUFFER_SIZE = 64 * 1024
+RECEIVE_BUFFER_SIZE = 16 * 1024
+_NO_BUFFER = memoryview(b"")
+LARGE_FRAME_FIRST_CHUNK = 1024 * 1024
 
 
 class FrameError(Exception):
-    """The peer violated framing (negative or oversized frame); close the connection."""
+    """The peer violated framing (negative, oversized or too slow a frame); close the connection."""
 
 
 class FrameReader:
     """Yields request frames (as writable memoryviews) from a trio socket."""
 
-    def __init__(self, sock: trio.socket.SocketType, max_frame_size: int) -> None:
+    def __init__(
+        self, sock: trio.socket.SocketType, max_frame_size: int, budget: MemoryBudget, read_timeout: float
+    ) -> None:
         self._sock = sock
         self._max = max_frame_size
-        self._buffer = bytearray(RECEIVE_BUFFER_SIZE)
-        self._view = memoryview(self._buffer)
+        self._budget = budget
+        self._read_timeout = read_timeout
+        self._buffer: bytearray | None = None
+        self._view = _NO_BUFFER
         self._start = 0
         self._end = 0
 
     async def _fill(self) -> bool:
-        """Read more bytes into the shared buffer; False at end of stream."""
-        if self._end == len(self._buffer):
+        """Read more bytes into the receive buffer; False at end of stream."""
+        if self._buffer is None:
+            # Idle: wait without holding memory; the buffer is allocated once bytes are there.
+            await trio.lowlevel.wait_readable(self._sock)
+            self._buffer = bytearray(RECEIVE_BUFFER_SIZE)
+            self._view = memoryview(self._buffer)
+        elif self._end == len(self._buffer):
             pending = self._end - self._start
             self._view[:pending] = self._view[self._start : self._end]
             self._start, self._end = 0, pending
@@ -43,37 +64,72 @@ class FrameReader:
         self._end += received
         return received > 0
 
-    async def read_frame(self) -> memoryview | None:
-        """The next frame's body, or None if the peer closed the connection cleanly."""
+    def _consumed(self, count: int) -> None:
+        """Advance past ``count`` buffered bytes; an emptied buffer is given back."""
+        self._start += count
+        if self._start == self._end:
+            self._start = self._end = 0
+            self._buffer, self._view = None, _NO_BUFFER
+
+    async def next_size(self) -> int | None:
+        """Wait for the next frame's size prefix; None if the peer closed cleanly.
+
+        This is the idle part of a connection's life, timed by the caller with
+        ``connections.max.idle.ms``; everything after the prefix runs under the read timeout.
+        """
         while self._end - self._start < 4:
             if not await self._fill():
                 if self._end != self._start:
                     raise FrameError("connection closed in the middle of a frame size")
                 return None
+        assert self._buffer is not None
         (size,) = _SIZE.unpack_from(self._buffer, self._start)
         if size < 0 or size > self._max:
             raise FrameError(f"frame of {size} bytes exceeds socket.request.max.bytes={self._max}")
-        self._start += 4
-        if size <= len(self._buffer) - 4:
+        return size
+
+    async def read_body(self, size: int) -> memoryview:
+        """The body of the frame whose size :meth:`next_size` returned, reserved in the budget.
+
+        The caller owns the reservation of ``size`` bytes once this returns and must release it.
+        """
+        await self._budget.acquire(size)
+        try:
+            with trio.move_on_after(self._read_timeout):
+                return await self._read_reserved(size)
+            raise FrameError(
+                f"frame of {size} bytes not received within socket.request.read.timeout.ms="
+                f"{round(self._read_timeout * 1000)}"
+            )
+        except BaseException:
+            self._budget.release(size)
+            raise
+
+    async def _read_reserved(self, size: int) -> memoryview:
+        self._consumed(4)
+        if size <= RECEIVE_BUFFER_SIZE - 4:
             while self._end - self._start < size:
                 if not await self._fill():
                     raise FrameError("connection closed in the middle of a frame")
-            # Copy small frames out: the shared buffer is reused for the next read while the
+            # Copy small frames out: the receive buffer is reused for the next read while the
             # handler may still hold slices of this one.
             frame = memoryview(bytearray(self._view[self._start : self._start + size]))
-            self._start += size
-            if self._start == self._end:
-                self._start = self._end = 0
+            self._consumed(size)
             return frame
         return await self._read_large(size)
 
     async def _read_large(self, size: int) -> memoryview:
-        """Read a frame larger than the shared buffer into a buffer of its own."""
-        frame = memoryview(bytearray(size))
+        """Read a frame larger than the receive buffer into a growing buffer of its own."""
         have = self._end - self._start
-        frame[:have] = self._view[self._start : self._end]
-        self._start = self._end = 0
+        frame = memoryview(bytearray(min(size, max(LARGE_FRAME_FIRST_CHUNK, have))))
+        if have:
+            frame[:have] = self._view[self._start : self._end]
+            self._consumed(have)
         while have < size:
+            if have == len(frame):
+                grown = memoryview(bytearray(min(size, 2 * len(frame))))
+                grown[:have] = frame
+                frame = grown
             received = await self._sock.recv_into(frame[have:])
             if not received:
                 raise FrameError("connection closed in the middle of a frame")

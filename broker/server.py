@@ -1,9 +1,9 @@
 """The broker: its shared state (:class:`Broker`) and the trio server that exposes it.
 
 ``Broker`` owns everything requests act on — config, topic registry, partition logs,
-producer ids, append notifications, the group coordinator — so handlers receive it through
+producer ids, append notifications, the group coordinator, the request memory budget — so handlers receive it through
 their context instead of reaching for globals.  ``serve`` binds the listeners, accepts
-connections (enforcing ``max.connections`` and ``max.connections.per.ip``) and runs one
+connections (:mod:`broker.accept`: limits, back-off when descriptors run out) and runs one
 task per connection inside a nursery, so shutdown cancels them all cleanly.
 """
 
@@ -12,13 +12,13 @@ from __future__ import annotations
 import base64
 import logging
 import uuid
-from collections import Counter
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 
 import trio
 
+from broker.accept import ConnectionLimits, accept_loop, default_max_connections
 from broker.api_support import ApiSupport
 from broker.appends import AppendNotifier
 from broker.config import BrokerConfig, Listener
@@ -28,7 +28,9 @@ from broker.dispatch import advertised_apis, load_handlers
 from broker.durability import Durability
 from broker.group_timers import install_group_coordinator
 from broker.log_maintenance import run_log_maintenance
+from broker.memory_budget import MemoryBudget
 from broker.partitions import PartitionStore
+from broker.peer_watch import PeerWatch
 from broker.producer_ids import ProducerIdAllocator
 from broker.topics import TopicRegistry
 from coordinator.coordinator import GroupCoordinator
@@ -83,11 +85,15 @@ class Broker:
         self.advertised: list[ApiSupport] = advertised_apis(self.handlers)
         self.listeners: list[Listener] = []
         self.coordinator: GroupCoordinator | None = None
+        queued_bytes = config.get_int("queued.max.request.bytes")
+        self.request_memory = MemoryBudget(queued_bytes if queued_bytes > 0 else None)
+        self.peer_watch = PeerWatch()
         # Long-running duties started with the listeners and cancelled with them
         # (flush.ms enforcement; the coordinator and retention add theirs).
         self.background_tasks: list[Callable[[], Awaitable[None]]] = [
             self.durability.run_periodic_flush,
             partial(run_log_maintenance, self),
+            self.peer_watch.run,
         ]
         install_group_coordinator(self)
 
@@ -104,13 +110,19 @@ class Broker:
         self.partitions.close()
 
 
+def connection_limits(config: BrokerConfig) -> ConnectionLimits:
+    """``max.connections`` (derived from the descriptor limit when -1) and the per-address cap."""
+    max_connections = config.get_int("max.connections")
+    if max_connections < 0:
+        max_connections = default_max_connections(config.get_int("log.open.files.max"))
+    return ConnectionLimits(max_connections, config.get_int("max.connections.per.ip"))
+
+
 async def serve(
     broker: Broker, *, task_status: trio.TaskStatus[list[Listener]] = trio.TASK_STATUS_IGNORED
 ) -> None:
     """Accept connections on every configured listener until cancelled."""
-    max_connections = broker.config.get_int("max.connections")
-    max_per_ip = broker.config.get_int("max.connections.per.ip")
-    open_per_ip: Counter[str] = Counter()
+    limits = connection_limits(broker.config)
     async with trio.open_nursery() as nursery:
         sockets = []
         for listener in broker.config.listeners:
@@ -123,27 +135,9 @@ async def serve(
             bound_port = sock.getsockname()[1]
             broker.listeners.append(Listener(listener.name, listener.host, bound_port))
             sockets.append(sock)
-
-        async def accept_loop(listen_sock: trio.socket.SocketType) -> None:
-            while True:
-                conn, address = await listen_sock.accept()
-                ip = address[0]
-                if sum(open_per_ip.values()) >= max_connections or open_per_ip[ip] >= max_per_ip:
-                    log.warning("refusing connection from %s: connection limit reached", ip)
-                    conn.close()
-                    continue
-                conn.setsockopt(trio.socket.IPPROTO_TCP, trio.socket.TCP_NODELAY, 1)
-                open_per_ip[ip] += 1
-                nursery.start_soon(run_connection, conn, f"{ip}:{address[1]}", ip)
-
-        async def run_connection(conn: trio.socket.SocketType, peer: str, ip: str) -> None:
-            try:
-                await serve_connection(broker, conn, peer)
-            finally:
-                open_per_ip[ip] -= 1
-
+        log.info("accepting up to %d connections (max.connections)", limits.max_connections)
         for sock in sockets:
-            nursery.start_soon(accept_loop, sock)
+            nursery.start_soon(accept_loop, sock, limits, nursery, partial(serve_connection, broker))
         for task in broker.background_tasks:
             nursery.start_soon(task)
         task_status.started(list(broker.listeners))
