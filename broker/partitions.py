@@ -6,11 +6,11 @@ config overrides.  This module joins the two: it computes each topic's effective
 creates and deletes the logs of registered topics.
 
 Registry and disk: the registry (``broker.topics``) is written first, then the directories
-are created.  A crash in between leaves partitions the registry lists but the disk lacks;
-start-up creates them, so after any crash both agree again.  Partition directories the
-registry does not list (a topic deleted from the registry whose files were not yet removed)
-are removed at start-up when they never held a record, and otherwise only logged and left
-alone: deleting data on a guess is worse than keeping a stray directory.
+are created (or deleted).  A crash in between leaves partitions the registry lists but the disk
+lacks, which start-up creates, or directories the registry does not list (a deletion cut
+short), which start-up removes when they never held a record and otherwise renames
+``-stray`` as Kafka does: deleting data on a guess is worse than keeping it out of the way.
+Either way registry and disk agree again after any crash.
 
 Creating partitions at run time never blocks the event loop: directories and files are made in
 a worker thread, a bounded chunk at a time, and each finished chunk is registered back on the
@@ -54,7 +54,7 @@ def _exempt_from_gc() -> None:
 
 
 def _discard(logs: list[PartitionLog]) -> None:
-    """Worker thread: delete logs made for a topic that was deleted meanwhile."""
+    """Worker thread: delete logs no topic has any more (each is renamed ``-delete`` first)."""
     for partition_log in logs:
         try:
             partition_log.delete()
@@ -87,11 +87,7 @@ class PartitionStore:
                 )
                 self._manager.delete(topic, partition)
             else:
-                log.warning(
-                    "ignoring %s: no registered topic has it, and it holds data or cannot be read",
-                    partition_log.directory,
-                )
-                self._manager.forget(topic, partition)
+                self._manager.set_aside(topic, partition)
 
     def log_config(self, topic: str) -> LogConfig:
         """Effective log settings of ``topic``: broker-level defaults under its overrides."""
@@ -140,9 +136,12 @@ class PartitionStore:
             partition_log.release_descriptors()
         return logs
 
-    def delete_topic(self, topic: TopicInfo) -> None:
-        for partition in range(topic.partitions):
-            self._manager.delete(topic.name, partition)
+    async def delete_topic(self, topic: TopicInfo) -> None:
+        """Delete the logs of a topic already removed from the registry.  They leave the store
+        at once; their files go in a worker thread (a rename, an fsync and a tree removal per
+        partition would stall the event loop for seconds with thousands of partitions)."""
+        logs = self._manager.detach(topic.name, range(topic.partitions))
+        await trio.to_thread.run_sync(_discard, logs)
 
     def reconfigure(self, topic: TopicInfo) -> None:
         """Apply changed topic configs to the open logs of ``topic``."""

@@ -25,14 +25,14 @@ DELETE_SUFFIX = "-delete"
 MAX_NAME_BYTES = 255
 
 
-def deletion_name(partition_dir_name: str) -> str:
+def deletion_name(partition_dir_name: str, suffix: str = DELETE_SUFFIX) -> str:
     """``"orders-3"`` -> ``"orders-3.<uuid hex>-delete"``, the topic cut so it fits 255 bytes.
 
     The partition number and the unique id are kept whole (they make the name unique); only
     the topic is truncated.  Topic names are ASCII, so characters and bytes agree.
     """
     topic, _, partition = partition_dir_name.rpartition("-")
-    tail = f"-{partition}.{uuid.uuid4().hex}{DELETE_SUFFIX}"
+    tail = f"-{partition}.{uuid.uuid4().hex}{suffix}"
     return topic[: MAX_NAME_BYTES - len(tail)] + tail
 
 

@@ -18,8 +18,9 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 
+from log.checkpoint import fsync_directory
 from log.config import LogConfig
-from log.deletion import delete_partition_directory, is_deletion_leftover, remove_tree
+from log.deletion import delete_partition_directory, deletion_name, is_deletion_leftover, remove_tree
 from log.disk_error_report import describe_os_error
 from log.errors import LogError
 from log.partition_log import PartitionLog
@@ -29,7 +30,8 @@ logger = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
 
 # Kafka's suffixes for directories that are not live partitions (``-delete``: ``log.deletion``).
-_SKIPPED_SUFFIXES = ("-future", "-stray")
+STRAY_SUFFIX = "-stray"
+_SKIPPED_SUFFIXES = ("-future", STRAY_SUFFIX)
 
 
 def parse_partition_dir(name: str) -> TopicPartition | None:
@@ -130,14 +132,36 @@ class LogManager:
             logger.error("cannot delete %s: %s", log.directory, describe_os_error(exc))
         return True
 
-    def forget(self, topic: str, partition: int) -> None:
-        """Close a log and stop managing it, leaving its files where they are."""
+    def detach(self, topic: str, partitions: range) -> list[PartitionLog]:
+        """Stop managing the logs of ``partitions`` and hand them over (to be deleted
+        elsewhere, e.g. off the event loop)."""
+        detached = []
+        for partition in partitions:
+            log = self._logs.pop((topic, partition), None)
+            if log is not None:
+                self._per_dir[os.path.dirname(log.directory)] -= 1
+                detached.append(log)
+        return detached
+
+    def set_aside(self, topic: str, partition: int) -> None:
+        """Close a log no registered topic has and rename its directory ``-stray``, as Kafka
+        does with stray logs: kept for an operator to look at, but never served again nor
+        mistaken for the data of a topic created later under the same name."""
         log = self._logs.pop((topic, partition))
         self._per_dir[os.path.dirname(log.directory)] -= 1
         try:
             log.close()
         except LogError as exc:
             logger.error("closing %s failed: %s", log.directory, exc)
+        parent, name = os.path.split(log.directory)
+        stray = os.path.join(parent, deletion_name(name, STRAY_SUFFIX))
+        try:
+            os.rename(log.directory, stray)
+            fsync_directory(parent)
+        except OSError as exc:
+            logger.error("cannot set %s aside: %s", log.directory, describe_os_error(exc))
+            return
+        logger.warning("%s holds data of no registered topic; kept as %s", log.directory, stray)
 
     def partitions(self) -> Iterator[tuple[TopicPartition, PartitionLog]]:
         return iter(list(self._logs.items()))

@@ -7,6 +7,7 @@ down.
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -90,38 +91,54 @@ def partition_dirs(data_dir: Path, topic: str) -> set[int]:
     }
 
 
-def test_other_clients_are_served_while_ten_thousand_partitions_are_created(workdir: Path) -> None:
+def answered_during(bootstrap: str, admin_request: Callable[[KafkaConnection], None]) -> int:
+    """How many ApiVersions another connection gets answered while ``admin_request`` runs.
+
+    A handler blocking the event loop would have them all answered after it, at most one before.
+    """
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            with KafkaConnection(bootstrap, timeout=REQUEST_TIMEOUT_S) as admin:
+                admin_request(admin)
+        finally:
+            done.set()
+
+    answered, longest_wait = 0, 0.0
+    with KafkaConnection(bootstrap, timeout=REQUEST_TIMEOUT_S) as other:
+        api_versions(other)  # connected and served before the admin request starts
+        admin = threading.Thread(target=run)
+        admin.start()
+        while not done.is_set():
+            started = time.monotonic()
+            api_versions(other)
+            longest_wait = max(longest_wait, time.monotonic() - started)
+            answered += not done.is_set()
+        admin.join()
+    print(f"answered {answered} requests meanwhile; longest wait {longest_wait:.3f} s")
+    return answered
+
+
+def test_other_clients_are_served_while_ten_thousand_partitions_come_and_go(workdir: Path) -> None:
     broker = OdradekProcess(workdir).start()
     try:
         with KafkaConnection(broker.bootstrap, timeout=REQUEST_TIMEOUT_S) as admin:
             assert admin.create_topic("grows", 1)["error_code"] == 0
-        created = threading.Event()
-        answered_meanwhile = 0
-        longest_wait = 0.0
 
-        def create() -> None:
-            try:
-                with KafkaConnection(broker.bootstrap, timeout=REQUEST_TIMEOUT_S) as admin:
-                    assert create_partitions(admin, "grows", 1 + BIG)["error_code"] == 0
-            finally:
-                created.set()
+        def grow(admin: KafkaConnection) -> None:
+            assert create_partitions(admin, "grows", 1 + BIG)["error_code"] == 0
 
-        with KafkaConnection(broker.bootstrap, timeout=REQUEST_TIMEOUT_S) as other:
-            api_versions(other)  # connected and served before the creation starts
-            creator = threading.Thread(target=create)
-            creator.start()
-            while not created.is_set():
-                started = time.monotonic()
-                api_versions(other)
-                longest_wait = max(longest_wait, time.monotonic() - started)
-                answered_meanwhile += not created.is_set()
-            creator.join()
-        print(f"answered {answered_meanwhile} requests during the creation; longest {longest_wait:.3f} s")
-        # A creation blocking the event loop would answer them all after it, at most one before.
-        assert answered_meanwhile >= 10
+        assert answered_during(broker.bootstrap, grow) >= 10
         with KafkaConnection(broker.bootstrap, timeout=REQUEST_TIMEOUT_S) as client:
             assert len(client.metadata(["grows"])["topics"][0]["partitions"]) == 1 + BIG
             assert set(produce_to_all(client, "grows", 1 + BIG).values()) == {ErrorCode.NONE}
+
+        def delete(admin: KafkaConnection) -> None:
+            assert admin.delete_topic("grows")["error_code"] == 0
+
+        assert answered_during(broker.bootstrap, delete) >= 10
+        assert not partition_dirs(broker.data_dir, "grows")
     finally:
         broker.stop()
 
@@ -186,5 +203,34 @@ def test_a_partition_that_cannot_be_opened_is_served_offline_and_the_rest_still_
             "the broker says at ERROR which partition is offline and why",
             errors,
         )
+    finally:
+        broker.stop()
+
+
+def test_directories_of_unregistered_topics_are_removed_if_empty_and_set_aside_if_not(
+    tmp_path: Path,
+) -> None:
+    broker = OdradekProcess(tmp_path).start()
+    with KafkaConnection(broker.bootstrap, timeout=REQUEST_TIMEOUT_S) as client:
+        assert client.create_topic("gone", 2)["error_code"] == 0
+        assert client.produce("gone", 0, make_batch([b"orphaned"]))["error_code"] == 0
+    broker.stop()
+    # What a crash between the registry's deletion of the topic and of its directories leaves.
+    registry = broker.data_dir / "odradek-topics.json"
+    document = json.loads(registry.read_text())
+    document["topics"] = [t for t in document["topics"] if t["name"] != "gone"]
+    registry.write_text(json.dumps(document))
+    broker.start()
+    try:
+        names = [entry.name for entry in broker.data_dir.iterdir() if entry.name.startswith("gone-")]
+        (stray,) = names
+        assert stray.startswith("gone-0.") and stray.endswith("-stray"), "data is kept, out of the way"
+        assert (broker.data_dir / stray / "00000000000000000000.log").stat().st_size > 0
+        with KafkaConnection(broker.bootstrap, timeout=REQUEST_TIMEOUT_S) as client:
+            assert (
+                client.metadata(["gone"])["topics"][0]["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            )
+            assert client.create_topic("gone", 2)["error_code"] == 0
+            assert client.list_offsets("gone", [0, 1], -1) == {0: 0, 1: 0}, "nothing comes back"
     finally:
         broker.stop()
