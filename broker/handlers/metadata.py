@@ -23,6 +23,7 @@ AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 # READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS.
 ALL_TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 ZERO_UUID = bytes(16)
+FIRST_VERSION_WITH_TOPIC_IDS = 12
 
 
 def partition_entries(ctx: RequestContext, topic: TopicInfo) -> list[dict[str, Any]]:
@@ -91,6 +92,13 @@ async def handle_metadata(ctx: RequestContext, request: dict[str, Any]) -> dict[
     topics: list[dict[str, Any]] = []
     if requested is None or (version == 0 and not requested):
         topics = [topic_entry(ctx, t, with_operations) for t in broker.topics.all()]
+    elif version < FIRST_VERSION_WITH_TOPIC_IDS and any(
+        t["name"] is None or t["topic_id"] != ZERO_UUID for t in requested
+    ):
+        # v10-11 declare topic ids but Kafka does not resolve them; it refuses the request
+        # (InvalidRequestException) and answers every topic with INVALID_REQUEST, a null
+        # name as "" since these versions' responses cannot carry a null.
+        topics = [error_entry(t["name"] or "", ErrorCode.INVALID_REQUEST, t["topic_id"]) for t in requested]
     else:
         auto_create = request.get("allow_auto_topic_creation", True)
         for wanted in requested:

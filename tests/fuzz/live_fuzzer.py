@@ -284,6 +284,8 @@ async def _worker(
             run_scope.cancel()  # a broker that refuses connections is down: stop the run
             return
         outcome = await _run_case(stream, case, report)
+        if len(report.failures) >= _MAX_FAILURES_KEPT:
+            run_scope.cancel()  # a broker failing this often is down or frozen: stop the run
         if outcome != "answered":
             await stream.aclose()
             stream = None

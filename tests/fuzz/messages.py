@@ -32,7 +32,11 @@ from tests.fuzz.batches import random_record_set
 from wire.schema import Field
 from wire.schemas import ALL_APIS
 
-NAMES = ("fuzz-a", "fuzz-b", "fuzz-c", "", "__consumer_offsets", "f" * 300, "fuzz group")
+# "a" * 60 + "-" is the topic a backtracking regex engine chokes on (see REGEXES).
+NAMES = ("fuzz-a", "fuzz-b", "fuzz-c", "", "__consumer_offsets", "f" * 300, "fuzz group", "a" * 60 + "-")
+# Consumer-group subscriptions: ordinary, invalid, outside RE2 syntax, and catastrophic for a
+# backtracking engine (exponential and high-degree polynomial).
+REGEXES = ("fuzz-.*", "(", r"(a)\1", "(a|aa)+", "(a+)+$", ".*" * 12 + "x", "a{1000}{1000}", "[" * 1000)
 CONFIG_NAMES = ("retention.ms", "cleanup.policy", "max.message.bytes", "compression.type", "fuzz.unknown")
 CONFIG_VALUES = ("0", "1", "-1", "compact", "delete", "zstd", "9223372036854775807", "x" * 40)
 INTERESTING_INTS = (0, 1, -1, 2, 3, 7, 127, -128, 255, 2**15 - 1, -(2**15), 2**31 - 1, -(2**31))
@@ -57,6 +61,8 @@ _SMALL = frozenset(
     {"partition", "partition_index", "index", "count", "num_partitions", "replication_factor", "partitions"}
 )
 _MAX_ELEMENTS = 3
+# String fields with a pool of their own, by field name.
+_STRING_POOLS = {"value": CONFIG_VALUES, "subscribed_topic_regex": REGEXES}
 
 
 class MessageGenerator:
@@ -98,7 +104,7 @@ class MessageGenerator:
         if type_name == "float64":
             return rng.choice((0.0, 1.5, -1.0, 1e300))
         if type_name == "string":
-            return rng.choice(CONFIG_VALUES if name == "value" else names)
+            return rng.choice(_STRING_POOLS.get(name, names))
         if type_name == "bytes":
             return rng.randbytes(rng.choice((0, 1, 8, 64)))
         if type_name == "records":
