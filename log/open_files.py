@@ -129,6 +129,7 @@ class OpenFiles:
         return self._open
 
     def use(self, file: LazyFile, extra_flags: int = 0) -> int:
+        """``file``'s descriptor: on a hit one dict move, else an open (after making room)."""
         with self._lock:
             fd = file._fd
             if fd >= 0:
