@@ -177,14 +177,22 @@ def test_kill_during_a_big_creation_leaves_registry_and_disk_in_agreement(workdi
         broker.stop()
 
 
+def stopped_after_writing(workdir: Path, topic: str, partitions: int, written: list[int]) -> OdradekProcess:
+    """A broker that created ``topic``, wrote a record to each partition of ``written`` and was
+    shut down cleanly."""
+    broker = OdradekProcess(workdir).start()
+    with KafkaConnection(broker.bootstrap, timeout=REQUEST_TIMEOUT_S) as client:
+        assert client.create_topic(topic, partitions)["error_code"] == 0
+        for partition in written:
+            assert client.produce(topic, partition, make_batch([b"before"]))["error_code"] == 0
+    broker.stop()
+    return broker
+
+
 def test_a_partition_that_cannot_be_opened_is_served_offline_and_the_rest_still_serve(
     tmp_path: Path,
 ) -> None:
-    broker = OdradekProcess(tmp_path).start()
-    with KafkaConnection(broker.bootstrap, timeout=REQUEST_TIMEOUT_S) as client:
-        assert client.create_topic("mixed", 3)["error_code"] == 0
-        assert set(produce_to_all(client, "mixed", 3).values()) == {ErrorCode.NONE}
-    broker.stop()
+    broker = stopped_after_writing(tmp_path, "mixed", 3, [0, 1, 2])
     broken = broker.data_dir / "mixed-1"
     broken.rename(tmp_path / "mixed-1.moved")
     broken.write_bytes(b"a file where the partition directory should be")
@@ -210,11 +218,7 @@ def test_a_partition_that_cannot_be_opened_is_served_offline_and_the_rest_still_
 def test_directories_of_unregistered_topics_are_removed_if_empty_and_set_aside_if_not(
     tmp_path: Path,
 ) -> None:
-    broker = OdradekProcess(tmp_path).start()
-    with KafkaConnection(broker.bootstrap, timeout=REQUEST_TIMEOUT_S) as client:
-        assert client.create_topic("gone", 2)["error_code"] == 0
-        assert client.produce("gone", 0, make_batch([b"orphaned"]))["error_code"] == 0
-    broker.stop()
+    broker = stopped_after_writing(tmp_path, "gone", 2, [0])
     # What a crash between the registry's deletion of the topic and of its directories leaves.
     registry = broker.data_dir / "odradek-topics.json"
     document = json.loads(registry.read_text())
