@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Producer
 
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient
@@ -241,5 +242,73 @@ def test_descriptor_exhaustion_does_not_stop_the_broker(tmp_path: Path) -> None:
         assert_served(process)
         assert process.process.poll() is None
         assert "raise ulimit -n or lower max.connections" in process.log_text()
+    finally:
+        process.stop()
+
+
+IDLE_CONNECTIONS = 10_000
+
+
+def open_idle_connections(process: OdradekProcess, count: int) -> list[socket.socket]:
+    """``count`` connections that each completed an ApiVersions round trip, then went quiet."""
+    clients = []
+    for index in range(count):
+        client = connect(process)
+        client.sendall(request_frame(API_VERSIONS, 3, {}, index))
+        clients.append(client)
+    for index, client in enumerate(clients):
+        (size,) = struct.unpack(">i", receive_exactly(client, 4))
+        (correlation_id,) = struct.unpack(">i", receive_exactly(client, size)[:4])
+        assert correlation_id == index
+    return clients
+
+
+def receive_exactly(sock: socket.socket, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        assert chunk, "the broker closed an idle connection"
+        data += chunk
+    return bytes(data)
+
+
+def produce_and_time_acks(bootstrap: str, topic: str, count: int) -> list[float]:
+    """Produce ``count`` records one at a time; returns each one's ack latency in seconds."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": "all"})
+    latencies: list[float] = []
+    errors: list[object] = []
+    for index in range(count):
+        sent = time.perf_counter()
+        producer.produce(topic, value=b"v%d" % index, on_delivery=lambda err, _msg: errors.append(err))
+        assert producer.flush(30) == 0
+        latencies.append(time.perf_counter() - sent)
+    assert errors == [None] * count
+    return latencies
+
+
+def test_ten_thousand_idle_connections_stay_cheap(tmp_path: Path) -> None:
+    """Each idle connection must cost well under 32 KB while normal clients keep being acked."""
+    process = OdradekProcess(
+        tmp_path / "broker", {"max.connections": str(IDLE_CONNECTIONS + 1000), "log.open.files.max": "1000"}
+    ).start()
+    try:
+        pid = process.process.pid
+        with RawClient(process.bootstrap) as admin:
+            admin.create_topic("acks")
+        produce_and_time_acks(process.bootstrap, "acks", 50)  # warm up the produce path
+        open_idle_connections(process, 100)  # and the connection path
+        before = rss_bytes(pid)
+        clients = open_idle_connections(process, IDLE_CONNECTIONS)
+        per_connection = (rss_bytes(pid) - before) / IDLE_CONNECTIONS
+        latencies = sorted(produce_and_time_acks(process.bootstrap, "acks", 200))
+        print(
+            f"\n{IDLE_CONNECTIONS} idle connections: {per_connection / 1024:.1f} KiB each; acks meanwhile: "
+            f"median {latencies[len(latencies) // 2] * 1000:.2f} ms, "
+            f"p99 {latencies[int(len(latencies) * 0.99)] * 1000:.2f} ms"
+        )
+        assert per_connection < 32 * 1024
+        for client in clients:
+            client.close()
+        assert_served(process)
     finally:
         process.stop()
