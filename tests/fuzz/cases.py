@@ -57,9 +57,13 @@ class FuzzCase:
     data: bytes
     complete: bool
     may_park: bool
+    apis: str  # the APIs its whole frames claim in their headers, for reports
+
+    def label(self) -> str:
+        return f"case {self.index} ({self.kind}: {self.apis})"
 
     def describe(self) -> str:
-        return f"case {self.index} ({self.kind}, {len(self.data)} bytes): {self.data[:200].hex()}"
+        return f"{self.label()}, {len(self.data)} bytes: {self.data[:200].hex()}"
 
 
 def make_case(seed: int, index: int) -> FuzzCase:
@@ -68,7 +72,8 @@ def make_case(seed: int, index: int) -> FuzzCase:
     kind, mutate = rng.choices(_MUTATIONS, weights=_MUTATION_WEIGHTS)[0]
     data = mutate(rng, MessageGenerator(rng))
     complete, frames = split_frames(data)
-    return FuzzCase(index, kind, data, complete, any(_may_park(frame) for frame in frames))
+    apis = " ".join(_api_name(frame) for frame in frames) or "no whole frame"
+    return FuzzCase(index, kind, data, complete, any(_may_park(frame) for frame in frames), apis)
 
 
 def split_frames(data: bytes) -> tuple[bool, list[bytes]]:
@@ -81,6 +86,14 @@ def split_frames(data: bytes) -> tuple[bool, list[bytes]]:
         frames.append(data[position + 4 : position + 4 + size])
         position += 4 + size
     return position == len(data), frames
+
+
+def _api_name(frame: bytes) -> str:
+    if len(frame) < 4:
+        return "?"
+    api_key, version = struct.unpack_from(">hh", frame)
+    support = SUPPORTED.get(api_key)
+    return f"{support.name if support else api_key} v{version}"
 
 
 def _may_park(frame: bytes) -> bool:

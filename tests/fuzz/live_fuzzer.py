@@ -118,7 +118,7 @@ class FuzzReport:
     slowest: list[tuple[float, str]] = field(default_factory=list)
 
     def timed(self, case: FuzzCase, seconds: float) -> None:
-        entry = (seconds, f"case {case.index} ({case.kind})")
+        entry = (seconds, case.label())
         if len(self.slowest) < _SLOWEST_KEPT:
             heapq.heappush(self.slowest, entry)
         else:
