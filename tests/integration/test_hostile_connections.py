@@ -312,3 +312,38 @@ def test_ten_thousand_idle_connections_stay_cheap(tmp_path: Path) -> None:
         assert_served(process)
     finally:
         process.stop()
+
+
+def error_lines(process: OdradekProcess) -> list[str]:
+    return [line for line in process.log_text().splitlines() if " ERROR " in line]
+
+
+def test_handler_failure_is_logged_once_at_error_with_its_request(tmp_path: Path) -> None:
+    """Old code: the line named the API and peer only; the client id and request were missing."""
+    process = OdradekProcess(tmp_path / "broker").start()
+    try:
+        pid = process.process.pid
+        with RawClient(process.bootstrap) as client:
+            assert client.metadata([])["brokers"]
+            exhausted = open_fds(pid)
+            resource.prlimit(pid, resource.RLIMIT_NOFILE, (exhausted, exhausted))
+            with pytest.raises(ConnectionError):
+                client.create_topic("no-descriptor-left")
+        wait_until(lambda: bool(error_lines(process)), "the failure was logged at ERROR")
+        (line,) = error_lines(process)
+        assert "CreateTopics v" in line and "correlation id 2" in line and "client id 'raw-test'" in line
+        assert "EMFILE" in line
+    finally:
+        process.stop()
+
+
+def test_vanishing_clients_are_not_logged_as_errors(broker: OdradekProcess) -> None:
+    for _ in range(10):
+        client = connect(broker)
+        client.sendall(request_frame(API_VERSIONS, 3, {}))
+        reset(client)
+        client = connect(broker)
+        client.sendall(parked_fetch("quiet")[:20])
+        reset(client)
+    assert_served(broker)
+    assert error_lines(broker) == []
