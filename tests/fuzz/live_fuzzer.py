@@ -354,6 +354,19 @@ async def _answer(stream: trio.SocketStream) -> str:
             return "answered"
 
 
+def _within(indices: Iterable[int], seconds: float) -> Iterator[int]:
+    """``indices`` until ``seconds`` have passed, with a progress line every 50,000."""
+    started = time.monotonic()
+    for index in indices:
+        elapsed = time.monotonic() - started
+        if elapsed > seconds:
+            print(f"time budget of {seconds:.0f} s spent after {index} cases", flush=True)
+            return
+        if index and index % 50_000 == 0:
+            print(f"{index} cases in {elapsed:.0f} s", flush=True)
+        yield index
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -365,11 +378,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--case", type=int, default=None, help="replay only this case of the seed")
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument(
+        "--max-seconds", type=float, default=None, help="stop sending cases after this long (reported)"
+    )
+    parser.add_argument(
         "--workdir", type=Path, default=None, help="broker data and log (default: a temp dir)"
     )
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else random.randrange(2**32)
     indices = range(args.frames) if args.case is None else [args.case]
+    if args.max_seconds is not None:
+        indices = _within(indices, args.max_seconds)
     print(f"fuzzing with seed {seed}", flush=True)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="odradek-fuzz-"))
     report = run(workdir, seed, indices, connections=args.connections)
