@@ -23,7 +23,7 @@ What one run does:
    cases are reported, not asserted (this machine's two cores are shared by the broker, the
    fuzzer and the neighbour).
 
-The CI test (``tests/fuzz/test_live_fuzz.py``) runs 12,000 cases with a fixed seed in well
+The CI test (``tests/fuzz/test_live_fuzz.py``) runs 25,000 cases with a fixed seed in well
 under two minutes.  The long mode, for a closing report (about 500 cases a second here, so
 10^6 frames take roughly half an hour)::
 

@@ -14,7 +14,7 @@ import pytest
 
 from tests.fuzz.live_fuzzer import run
 
-CI_CASES = 12_000
+CI_CASES = 25_000
 SEED = int(os.environ.get("ODRADEK_FUZZ_SEED", "20261123"))
 
 
