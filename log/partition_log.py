@@ -137,7 +137,8 @@ class PartitionLog:
         """
         log, found = cls._load(directory, config, now_ms)
         if found == "new":
-            logger.info("%s: created a new log", log.directory)
+            # DEBUG: one CreateTopics may make 10,000 of these; the request itself is the news.
+            logger.debug("%s: created a new log", log.directory)
         elif found == "unclean":
             logger.info(
                 "%s: recovered after an unclean shutdown, log end offset %d",

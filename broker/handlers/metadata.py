@@ -27,8 +27,14 @@ FIRST_VERSION_WITH_TOPIC_IDS = 12
 
 
 def partition_entries(ctx: RequestContext, topic: TopicInfo) -> list[dict[str, Any]]:
-    """Every partition of ``topic`` led by this node (a single-node cluster)."""
+    """Every partition of ``topic`` led by this node (a single-node cluster).
+
+    A partition whose log is offline (a disk error, or unopenable at start-up) lists this node
+    among its offline replicas, as Kafka reports replicas on a failed log directory; requests to
+    it answer KAFKA_STORAGE_ERROR until the log comes back.
+    """
     node = [ctx.broker.node_id]
+    partitions = ctx.broker.partitions
     return [
         {
             "error_code": ErrorCode.NONE,
@@ -37,7 +43,9 @@ def partition_entries(ctx: RequestContext, topic: TopicInfo) -> list[dict[str, A
             "leader_epoch": topic.leader_epoch,
             "replica_nodes": node,
             "isr_nodes": node,
-            "offline_replicas": [],
+            "offline_replicas": []
+            if (plog := partitions.get(topic.name, index)) is None or plog.is_online
+            else node,
         }
         for index in range(topic.partitions)
     ]

@@ -206,6 +206,9 @@ def test_a_partition_that_cannot_be_opened_is_served_offline_and_the_rest_still_
             }
             offsets = client.list_offsets("mixed", [0, 2], -1)
             assert offsets == {0: 2, 2: 2}, "the records from before the restart are still there"
+            listed = {p["partition_index"]: p for p in client.metadata(["mixed"])["topics"][0]["partitions"]}
+            assert listed[1]["offline_replicas"] == [listed[1]["leader_id"]], "Metadata says it is offline"
+            assert listed[0]["offline_replicas"] == listed[2]["offline_replicas"] == []
         errors = [line for line in broker.log_text().splitlines() if " ERROR " in line and "mixed-1" in line]
         assert any("cannot open" in line and "EEXIST" in line for line in errors), (
             "the broker says at ERROR which partition is offline and why",
