@@ -12,10 +12,11 @@ wrong:
   not negative, header keys are not null;
 - count (DefaultRecordBatch's iterator): exactly ``recordsCount`` records fill the payload, no
   fewer ("premature EOF") and no bytes left over ("records still remaining");
-- compressed batches only, as in LogValidator's compressed path: the records' offsets run
-  ``base, base+1, ...`` ("does not have incremental offsets"), answered with ``record_errors``.
-  Kafka does not check the offset deltas of uncompressed batches (it renumbers nothing there
-  either), so neither does this, which keeps the hot path cheaper.
+- offsets: the records' offsets run ``base, base+1, ...`` ("does not have incremental
+  offsets"), answered with ``record_errors``.  Kafka checks this only in its compressed path;
+  an uncompressed record whose offset delta points past ``lastOffsetDelta`` is stored there and
+  surfaces to consumers as an offset above the high watermark.  Odradek refuses it for every
+  batch: the check is one C-level ``map`` over the records (~0.05 ms per MB of 1 KiB records).
 
 Framing errors are INVALID_RECORD, as Kafka's InvalidRecordException; a payload that does not
 decompress is CORRUPT_MESSAGE (``wire.bounded_decompress``).
@@ -30,14 +31,13 @@ pure-Python walker takes ~1.8 ms per MB of 1 KiB records, more than the broker's
 path).  aiokafka's ``DefaultRecordBatch`` is a Cython implementation of exactly Kafka's record
 format, shipped compiled in its wheels, with bounds checks on every length (fuzzed with 600,000
 mutated batches: only ``CorruptRecordException`` or ``UnicodeDecodeError``); consuming it from
-C (``deque(maxlen=0)``) costs ~0.1 ms per MB of 1 KiB records.  Without its C extension it
+C (``map`` over the records' offsets) costs ~0.15 ms per MB of 1 KiB records.  Without its C extension it
 falls back to its pure-Python reader, slower but with the same answers.
 """
 
 from __future__ import annotations
 
 import struct
-from collections import deque
 from operator import attrgetter
 
 from aiokafka.errors import CorruptRecordException
@@ -89,9 +89,6 @@ def validate_records(data: memoryview, batch: BatchInfo, payload: bytes | memory
     """
     records = DefaultRecordBatch(_uncompressed_view(data, batch, payload))
     try:
-        if batch.compression == Compression.NONE:
-            deque(records, maxlen=0)  # consumed in C: the framing checks are all we need
-            return
         offsets = list(map(_offset_of, records))
     except (CorruptRecordException, UnicodeDecodeError, IndexError, struct.error) as exc:
         raise _framing_error(batch, exc) from exc
@@ -100,7 +97,8 @@ def validate_records(data: memoryview, batch: BatchInfo, payload: bytes | memory
         wrong = [index for index, offset in enumerate(offsets) if offset != expected[index]]
         raise RecordErrors(
             wrong,
-            "Inner record inside the compressed record batch does not have incremental offsets, "
+            f"Inner record inside the {'' if batch.compression == Compression.NONE else 'compressed '}"
+            "record batch does not have incremental offsets, "
             f"expected offset is {expected[wrong[0]]}",
         )
 

@@ -154,10 +154,13 @@ def test_compressed_batch_with_offsets_out_of_order_lists_the_records() -> None:
     assert caught.value.error_name == "INVALID_RECORD"
 
 
-def test_uncompressed_offset_deltas_are_not_checked_as_in_kafka() -> None:
-    """Kafka's LogValidator checks inner offsets only in its compressed path."""
+def test_uncompressed_offset_deltas_must_run_from_zero_too() -> None:
+    """Stricter than Kafka's LogValidator, which checks inner offsets only in its compressed
+    path: a delta past ``lastOffsetDelta`` would reach consumers above the high watermark."""
     records = [Record(0, 0, b"a", b"1"), Record(5, 0, b"b", b"2")]
-    check(bytes(encode_batch(records, last_offset_delta=1)))
+    with pytest.raises(RecordErrors) as caught:
+        check(bytes(encode_batch(records, last_offset_delta=1)))
+    assert caught.value.indices == [1]
 
 
 def gzip_members(data: bytes, members: int) -> bytes:
