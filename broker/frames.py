@@ -9,7 +9,10 @@ A large request (a Produce carrying a megabyte of batches) gets a buffer of its 
 kernel fills directly with ``recv_into``; its record batches are later written to disk from
 that same memory.  That buffer grows as bytes arrive (doubling, starting at
 ``LARGE_FRAME_FIRST_CHUNK``) instead of being allocated at the declared size, so a hostile
-length prefix costs nothing until the bytes are actually sent.
+length prefix costs little until the bytes are actually sent.  The first chunk (2 MiB) holds
+a whole request at the clients' default 1 MiB request size limit, so ordinary produce
+requests are still received without a copy; and since a buffer never exceeds its frame's
+reserved size, all of them together stay within the budget.
 
 Every frame's declared size is reserved from the broker-wide :class:`MemoryBudget` before its
 body is read, and the body must arrive within the read timeout; a frame over
@@ -27,7 +30,7 @@ from broker.memory_budget import MemoryBudget
 _SIZE = struct.Struct(">i")
 RECEIVE_BUFFER_SIZE = 16 * 1024
 _NO_BUFFER = memoryview(b"")
-LARGE_FRAME_FIRST_CHUNK = 1024 * 1024
+LARGE_FRAME_FIRST_CHUNK = 2 * 1024 * 1024
 
 
 class FrameError(Exception):
