@@ -11,7 +11,13 @@ been in flight for at least that long, and asks the kernel about all their socke
 single ``poll``.  ``POLLRDHUP`` reports the peer's shutdown even when unread pipelined bytes
 are pending (a ``recv(MSG_PEEK)`` would see those bytes instead of the end of the stream);
 ``POLLHUP``/``POLLERR`` cover resets.  A closed peer's request is cancelled and its
-connection closed, which also releases any file descriptors its response held.
+connection closed, which also releases any file descriptors its response held.  A client
+that only shuts down its sending side counts as gone too: Kafka's selector closes a
+connection on end of stream as well, so no Kafka client expects an answer after that.
+
+Cancelling is safe for every handler: the coordinator answers through callbacks (a
+cancelled waiter just leaves its answer unread), Fetch attaches its file regions after its
+last ``await``, and fsyncs run in threads that trio does not abandon.
 """
 
 from __future__ import annotations
