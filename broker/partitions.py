@@ -116,17 +116,23 @@ class PartitionStore:
         clients are served meanwhile however many partitions are asked for.  A partition whose
         directory cannot be made is registered offline (KAFKA_STORAGE_ERROR) and logged.  If the
         topic is deleted meanwhile, what was made is deleted too and creation stops.
+
+        Shielded from cancellation: the registry already lists the partitions, so a request
+        abandoned half-way (its client hung up) must still finish them, as Kafka's controller
+        completes a creation whatever happens to the client that asked for it.  The partition
+        limits bound how long that takes.
         """
-        for first in range(start, end, CREATION_CHUNK):
-            partitions = range(first, min(end, first + CREATION_CHUNK))
-            directories = self._manager.place(topic.name, partitions)
-            logs = await trio.to_thread.run_sync(self._create_logs, directories, topic.name)
-            if self._broker.topics.by_id(topic.topic_id) is not topic:
-                log.info("topic %s was deleted while its partitions were being created", topic.name)
-                await trio.to_thread.run_sync(_discard, logs)
-                return
-            for partition, partition_log in zip(partitions, logs, strict=True):
-                self._manager.add(topic.name, partition, partition_log)
+        with trio.CancelScope(shield=True):
+            for first in range(start, end, CREATION_CHUNK):
+                partitions = range(first, min(end, first + CREATION_CHUNK))
+                directories = self._manager.place(topic.name, partitions)
+                logs = await trio.to_thread.run_sync(self._create_logs, directories, topic.name)
+                if self._broker.topics.by_id(topic.topic_id) is not topic:
+                    log.info("topic %s was deleted while its partitions were being created", topic.name)
+                    await trio.to_thread.run_sync(_discard, logs)
+                    return
+                for partition, partition_log in zip(partitions, logs, strict=True):
+                    self._manager.add(topic.name, partition, partition_log)
         _exempt_from_gc()
 
     def _create_logs(self, directories: list[str], topic: str) -> list[PartitionLog]:
@@ -141,7 +147,8 @@ class PartitionStore:
         at once; their files go in a worker thread (a rename, an fsync and a tree removal per
         partition would stall the event loop for seconds with thousands of partitions)."""
         logs = self._manager.detach(topic.name, range(topic.partitions))
-        await trio.to_thread.run_sync(_discard, logs)
+        with trio.CancelScope(shield=True):  # detached logs must not be left half-deleted
+            await trio.to_thread.run_sync(_discard, logs)
 
     def reconfigure(self, topic: TopicInfo) -> None:
         """Apply changed topic configs to the open logs of ``topic``."""

@@ -143,6 +143,30 @@ def test_other_clients_are_served_while_ten_thousand_partitions_come_and_go(work
         broker.stop()
 
 
+def test_a_creation_whose_client_hangs_up_is_still_completed(workdir: Path) -> None:
+    """The broker cancels requests of clients that closed their connection; a creation the
+    registry already lists must finish anyway, or partitions would be listed but not served."""
+    broker = OdradekProcess(workdir).start()
+    try:
+        with KafkaConnection(broker.bootstrap, timeout=REQUEST_TIMEOUT_S) as admin:
+            assert admin.create_topic("abandoned", 1)["error_code"] == 0
+        impatient = KafkaConnection(broker.bootstrap, timeout=0.5)
+        with contextlib.suppress(OSError):  # the socket timeout: the client gives up and leaves
+            create_partitions(impatient, "abandoned", 1 + BIG)
+        impatient.close()
+        deadline = time.monotonic() + REQUEST_TIMEOUT_S
+        with KafkaConnection(broker.bootstrap, timeout=REQUEST_TIMEOUT_S) as client:
+            while True:
+                answers = produce_to_all(client, "abandoned", 1 + BIG)
+                if set(answers.values()) == {ErrorCode.NONE} or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
+            missing = sorted(p for p, code in answers.items() if code != ErrorCode.NONE)
+            assert not missing, f"{len(missing)} listed partitions are not served, e.g. {missing[:5]}"
+    finally:
+        broker.stop()
+
+
 @pytest.mark.parametrize("how", ["CreateTopics", "CreatePartitions"])
 def test_kill_during_a_big_creation_leaves_registry_and_disk_in_agreement(workdir: Path, how: str) -> None:
     broker = OdradekProcess(workdir).start()
