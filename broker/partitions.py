@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import gc
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 import trio
@@ -62,11 +64,36 @@ def _discard(logs: list[PartitionLog]) -> None:
             log.error("cannot remove %s: %s", partition_log.directory, exc)
 
 
+class _DirectoryLocks:
+    """One lock per topic name while worker threads create or delete its directories.
+
+    Deleting a topic renames and removes ``<topic>-<p>`` in a worker thread after the registry
+    has forgotten it, so a CreateTopics of the same name can arrive meanwhile.  Unserialised,
+    the creator took the old directory for debris of a failed deletion and removed it, and the
+    deleter's rename then failed, or worse, renamed the new topic's directory away.
+    """
+
+    def __init__(self) -> None:
+        self._locks: dict[str, trio.Lock] = {}
+
+    @asynccontextmanager
+    async def hold(self, topic: str) -> AsyncIterator[None]:
+        lock = self._locks.setdefault(topic, trio.Lock())
+        async with lock:
+            try:
+                yield
+            finally:
+                # No checkpoint between this and the release, so nobody can slip in between.
+                if lock.statistics().tasks_waiting == 0:
+                    del self._locks[topic]
+
+
 class PartitionStore:
     """Partition logs of every registered topic, opened (and recovered) at start-up."""
 
     def __init__(self, broker: Broker, log_dirs: list[str]) -> None:
         self._broker = broker
+        self._directory_locks = _DirectoryLocks()
         open_files_max = broker.config.get_int("log.open.files.max")
         OPEN_FILES.reconfigure(open_files_max if open_files_max > 0 else default_capacity())
         self._manager = LogManager(log_dirs, self.log_config)
@@ -123,17 +150,21 @@ class PartitionStore:
         limits bound how long that takes.
         """
         with trio.CancelScope(shield=True):
-            for first in range(start, end, CREATION_CHUNK):
-                partitions = range(first, min(end, first + CREATION_CHUNK))
-                directories = self._manager.place(topic.name, partitions)
-                logs = await trio.to_thread.run_sync(self._create_logs, directories, topic.name)
-                if self._broker.topics.by_id(topic.topic_id) is not topic:
-                    log.info("topic %s was deleted while its partitions were being created", topic.name)
-                    await trio.to_thread.run_sync(_discard, logs)
-                    return
-                for partition, partition_log in zip(partitions, logs, strict=True):
-                    self._manager.add(topic.name, partition, partition_log)
+            async with self._directory_locks.hold(topic.name):
+                await self._create_in_chunks(topic, start, end)
         _exempt_from_gc()
+
+    async def _create_in_chunks(self, topic: TopicInfo, start: int, end: int) -> None:
+        for first in range(start, end, CREATION_CHUNK):
+            partitions = range(first, min(end, first + CREATION_CHUNK))
+            directories = self._manager.place(topic.name, partitions)
+            logs = await trio.to_thread.run_sync(self._create_logs, directories, topic.name)
+            if self._broker.topics.by_id(topic.topic_id) is not topic:
+                log.info("topic %s was deleted while its partitions were being created", topic.name)
+                await trio.to_thread.run_sync(_discard, logs)
+                return
+            for partition, partition_log in zip(partitions, logs, strict=True):
+                self._manager.add(topic.name, partition, partition_log)
 
     def _create_logs(self, directories: list[str], topic: str) -> list[PartitionLog]:
         """Worker thread: create the logs and close their descriptors before handing them over."""
@@ -148,7 +179,8 @@ class PartitionStore:
         partition would stall the event loop for seconds with thousands of partitions)."""
         logs = self._manager.detach(topic.name, range(topic.partitions))
         with trio.CancelScope(shield=True):  # detached logs must not be left half-deleted
-            await trio.to_thread.run_sync(_discard, logs)
+            async with self._directory_locks.hold(topic.name):
+                await trio.to_thread.run_sync(_discard, logs)
 
     def reconfigure(self, topic: TopicInfo) -> None:
         """Apply changed topic configs to the open logs of ``topic``."""

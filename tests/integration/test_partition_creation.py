@@ -167,6 +167,37 @@ def test_a_creation_whose_client_hangs_up_is_still_completed(workdir: Path) -> N
         broker.stop()
 
 
+def test_a_topic_recreated_while_its_deletion_runs_keeps_its_new_partitions(tmp_path: Path) -> None:
+    """DeleteTopics removes directories in a worker thread after the registry forgot the topic;
+    a CreateTopics of the same name meanwhile must wait for it, not race it for the directories.
+    On the real disk (not tmpfs), where a deletion takes long enough to be caught in the act."""
+    broker = OdradekProcess(tmp_path).start()
+    try:
+        with KafkaConnection(broker.bootstrap, timeout=REQUEST_TIMEOUT_S) as admin:
+            assert admin.create_topic("again", 1_000)["error_code"] == 0
+            assert set(produce_to_all(admin, "again", 1_000).values()) == {ErrorCode.NONE}
+        deleting = threading.Thread(target=until_killed(delete_topic_quietly, broker.bootstrap, "again"))
+        deleting.start()
+        with KafkaConnection(broker.bootstrap, timeout=REQUEST_TIMEOUT_S) as admin:
+            deadline = time.monotonic() + REQUEST_TIMEOUT_S
+            while admin.create_topic("again", 1_000)["error_code"] != ErrorCode.NONE:
+                assert time.monotonic() < deadline, "the name never became free again"
+            deleting.join()
+            assert set(produce_to_all(admin, "again", 1_000).values()) == {ErrorCode.NONE}
+            offsets = admin.list_offsets("again", list(range(1_000)), -1)
+            assert set(offsets.values()) == {1}, "every partition is new and holds only its new record"
+        assert partition_dirs(broker.data_dir, "again") == set(range(1_000))
+        errors = [line for line in broker.log_text().splitlines() if " ERROR " in line]
+        assert not errors, errors
+    finally:
+        broker.stop()
+
+
+def delete_topic_quietly(bootstrap: str, topic: str) -> None:
+    with KafkaConnection(bootstrap, timeout=REQUEST_TIMEOUT_S) as admin:
+        assert admin.delete_topic(topic)["error_code"] == 0
+
+
 @pytest.mark.parametrize("how", ["CreateTopics", "CreatePartitions"])
 def test_kill_during_a_big_creation_leaves_registry_and_disk_in_agreement(workdir: Path, how: str) -> None:
     broker = OdradekProcess(workdir).start()
