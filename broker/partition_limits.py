@@ -28,11 +28,6 @@ PER_REQUEST_KEY = "max.partitions.per.request"
 PER_BROKER_KEY = "max.partitions.per.broker"
 
 
-def existing_partitions(broker: Broker) -> int:
-    """Partitions of every registered topic, internal ones included (they use files too)."""
-    return sum(topic.partitions for topic in broker.topics.all())
-
-
 class PartitionBudget:
     """What one request may still add: made once per request, drawn from topic by topic.
 
@@ -59,7 +54,8 @@ class PartitionBudget:
 
     def reserve(self, count: int) -> None:
         """Account for ``count`` new partitions, or raise POLICY_VIOLATION if they do not fit."""
-        used = existing_partitions(self._broker) + self._validated
+        # Every registered topic counts, internal ones too (they use files as well).
+        used = self._broker.topics.partition_count + self._validated
         if used + count > self._limit:
             raise TopicError(
                 ErrorCode.POLICY_VIOLATION,

@@ -92,28 +92,22 @@ def validate_new_topic(broker: Broker, topic: NewTopic) -> NewTopic:
     return topic._replace(partitions=partitions, replication_factor=replication)
 
 
-def register_topic(broker: Broker, topic: NewTopic) -> TopicInfo:
-    """Register and create the partition logs of a topic that :func:`validate_new_topic` passed.
-
-    Client requests check the partition limits (``broker/partition_limits.py``) between the two
-    and use :func:`register_topic_async`.
-    """
-    info = broker.topics.create(topic.name, topic.partitions, topic.configs)
-    broker.partitions.create_partitions_now(info, 0, topic.partitions)
-    return info
-
-
 async def register_topic_async(broker: Broker, topic: NewTopic) -> TopicInfo:
-    """:func:`register_topic` for client requests: the logs are created off the event loop."""
+    """Register a topic that :func:`validate_new_topic` and the partition limits
+    (``broker/partition_limits.py``) passed, and create its logs off the event loop."""
     info = broker.topics.create(topic.name, topic.partitions, topic.configs)
     await broker.partitions.create_partitions(info, 0, topic.partitions)
     return info
 
 
 def create_topic(broker: Broker, topic: NewTopic) -> TopicInfo:
-    """Validate and create one of the broker's own internal topics.
+    """Validate, register and create (on the calling thread) one of the broker's own internal
+    topics.
 
     Not for client requests: the partition limits guard against client input, and the broker
     must be able to create ``__consumer_offsets`` however many partitions clients hold.
     """
-    return register_topic(broker, validate_new_topic(broker, topic))
+    topic = validate_new_topic(broker, topic)
+    info = broker.topics.create(topic.name, topic.partitions, topic.configs)
+    broker.partitions.create_partitions_now(info, 0, topic.partitions)
+    return info

@@ -85,6 +85,8 @@ class TopicRegistry:
         self._path = directory / self.FILE_NAME
         self._topics: dict[str, TopicInfo] = {}
         self._by_id: dict[bytes, TopicInfo] = {}
+        # Kept as topics come and go: the partition limits read it on every reservation.
+        self.partition_count = 0
         if self._path.exists():
             document = json.loads(self._path.read_text(encoding="utf-8"))
             for entry in document.get("topics", []):
@@ -93,6 +95,7 @@ class TopicRegistry:
     def _index(self, topic: TopicInfo) -> None:
         self._topics[topic.name] = topic
         self._by_id[topic.topic_id] = topic
+        self.partition_count += topic.partitions
 
     def _save(self) -> None:
         document = {"version": 1, "topics": [t.to_json() for t in self._topics.values()]}
@@ -131,11 +134,14 @@ class TopicRegistry:
     def delete(self, name: str) -> TopicInfo:
         topic = self._topics.pop(name)
         del self._by_id[topic.topic_id]
+        self.partition_count -= topic.partitions
         self._save()
         return topic
 
     def set_partitions(self, name: str, partitions: int) -> None:
-        self._topics[name].partitions = partitions
+        topic = self._topics[name]
+        self.partition_count += partitions - topic.partitions
+        topic.partitions = partitions
         self._save()
 
     def set_configs(self, name: str, configs: dict[str, str]) -> None:
