@@ -217,9 +217,8 @@ class CleaningJob:
                         self._check_open()
                         if batch.is_control or batch.last_offset < first_dirty:
                             continue
-                        readable = readable_records(
-                            data, batch, self._decompressed_limit, str(segment.log_path)
-                        )
+                        # Quiet: the rebuild pass meets the same batch and logs it once.
+                        readable = readable_records(data, batch, self._decompressed_limit, None)
                         for record in readable[1] if readable else ():
                             if record.key is not None and record.offset >= first_dirty:
                                 self.offset_map[record.key] = record.offset

@@ -23,7 +23,6 @@ import logging
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from wire.bounded_decompress import DEFAULT_DECOMPRESSED_LIMIT
 from wire.errors import DecodeError
 from wire.primitives import encode_varint, encode_varlong, read_varint, read_varlong
 from wire.record_batch import HEADER_SIZE, BatchInfo, InvalidRecordError, assemble_batch, compress, decompress
@@ -54,28 +53,24 @@ def delete_horizon(batch: BatchInfo) -> int | None:
     return batch.base_timestamp if batch.attributes & DELETE_HORIZON_BIT else None
 
 
-def payload_of(data: memoryview | bytes, batch: BatchInfo, limit: int = DEFAULT_DECOMPRESSED_LIMIT) -> bytes:
-    """The batch's records section, decompressed to at most ``limit`` bytes (``data`` holds the
-    batch at ``batch.position``)."""
-    start = batch.position + HEADER_SIZE
-    return decompress(batch.compression, memoryview(data)[start : batch.position + batch.size], limit)
-
-
 def readable_records(
-    data: memoryview | bytes, batch: BatchInfo, limit: int, where: str
+    data: memoryview | bytes, batch: BatchInfo, limit: int, where: str | None
 ) -> tuple[bytes, list[RecordSpan]] | None:
-    """The batch's decompressed payload and its records, or None (logged at ERROR) when they
-    cannot be read within ``limit`` bytes.
+    """The decompressed payload and the records of the batch at ``batch.position`` in ``data``,
+    or None when they cannot be read within ``limit`` bytes (logged at ERROR naming ``where``;
+    ``None`` for a pass that meets the batch again and says so then).
 
     Why None rather than the error: a batch already on disk that does not decompress within the
     bound (written before ``max.message.bytes`` was lowered, or by an older broker) must not stop
     the cleaner, nor make it hold the memory the batch asks for; the cleaner keeps it unchanged.
     """
+    start = batch.position + HEADER_SIZE
     try:
-        payload = payload_of(data, batch, limit)
+        payload = decompress(batch.compression, memoryview(data)[start : batch.position + batch.size], limit)
         return payload, record_spans(payload, batch)
     except RecordBatchError as exc:
-        logger.error("%s: keeping the batch at offset %d uncompacted: %s", where, batch.base_offset, exc)
+        if where is not None:
+            logger.error("%s: keeping the batch at offset %d uncompacted: %s", where, batch.base_offset, exc)
         return None
 
 

@@ -34,7 +34,6 @@ from wire.record_batch_errors import CorruptRecordError
 __all__ = [
     "DEFAULT_DECOMPRESSED_LIMIT",
     "XERIAL_HEADER",
-    "XERIAL_MAGIC",
     "bounded_decompress",
     "decompressed_limit",
 ]
@@ -78,10 +77,12 @@ class _StreamDecompressor(Protocol):
     eof: bool
     unused_data: bytes
 
-    def decompress(self, data: bytes, max_length: int = ...) -> bytes: ...
+    def decompress(self, data: bytes | memoryview, max_length: int = ...) -> bytes: ...
 
 
-def _drain_members(name: str, new: Callable[[], _StreamDecompressor], data: bytes, limit: int) -> bytes:
+def _drain_members(
+    name: str, new: Callable[[], _StreamDecompressor], data: bytes | memoryview, limit: int
+) -> bytes:
     """Decompress concatenated frames/members of one streaming codec, at most ``limit`` bytes."""
     parts: list[bytes] = []
     total = 0
@@ -99,7 +100,7 @@ def _drain_members(name: str, new: Callable[[], _StreamDecompressor], data: byte
             return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
-def _zstd(data: bytes, limit: int) -> bytes:
+def _zstd(data: bytes | memoryview, limit: int) -> bytes:
     declared = zstandard.frame_content_size(data)
     if declared > limit:
         raise _too_large("zstd", limit)
@@ -121,7 +122,7 @@ def _snappy_block(block: memoryview, left: int, limit: int) -> bytes:
     return bytes(cramjam.snappy.decompress_raw(block))
 
 
-def _snappy(data: bytes, limit: int) -> bytes:
+def _snappy(data: bytes | memoryview, limit: int) -> bytes:
     """Raw snappy (librdkafka) or xerial-framed snappy (Java's SnappyOutputStream)."""
     view = memoryview(data)
     if view[: len(XERIAL_MAGIC)] != XERIAL_MAGIC:
@@ -143,29 +144,27 @@ def _snappy(data: bytes, limit: int) -> bytes:
     return b"".join(parts)
 
 
-def _gzip(data: bytes, limit: int) -> bytes:
+def _gzip(data: bytes | memoryview, limit: int) -> bytes:
     return _drain_members("gzip", lambda: zlib.decompressobj(_GZIP_WBITS), data, limit)
 
 
-def _lz4(data: bytes, limit: int) -> bytes:
+def _lz4(data: bytes | memoryview, limit: int) -> bytes:
     return _drain_members("lz4", lz4.frame.LZ4FrameDecompressor, data, limit)
 
 
-_CODECS: dict[int, Callable[[bytes, int], bytes]] = {1: _gzip, 2: _snappy, 3: _lz4, 4: _zstd}
+_CODECS: dict[int, Callable[[bytes | memoryview, int], bytes]] = {1: _gzip, 2: _snappy, 3: _lz4, 4: _zstd}
 _CODEC_ERRORS = (zlib.error, zstandard.ZstdError, RuntimeError, cramjam.DecompressionError)
 
 
 def bounded_decompress(codec: int, data: bytes | memoryview, limit: int) -> bytes:
-    """The records section of a compressed batch (codec ids 1-4), at most ``limit`` bytes.
+    """The records section of a compressed batch (codec ids 1-4, which ``wire.record_batch.
+    decompress`` checks), at most ``limit`` bytes, read in place (no copy of ``data``).
 
     Damaged input and output past ``limit`` both raise ``CorruptRecordError`` (Kafka answers
     CORRUPT_MESSAGE for a payload it cannot decompress).
     """
-    decompress = _CODECS.get(codec)
-    if decompress is None:
-        raise CorruptRecordError(f"unknown compression codec id {codec}")
     try:
-        return decompress(bytes(data), limit)
+        return _CODECS[codec](data, limit)
     except CorruptRecordError:
         raise
     except _CODEC_ERRORS as exc:
