@@ -810,7 +810,11 @@ class PartitionLog:
             return
         self._stop_cleaner()
         try:
-            if self._offline is None and not self._clean_on_disk:
+            if self._offline is None and self._clean_on_disk:
+                # Nothing appended since a clean open, but the cleaner or retention may have
+                # moved the first dirty offset or the log start: written only if they did.
+                self._write_checkpoint(clean_shutdown=True)
+            elif self._offline is None:
                 self.flush()
                 self._segments[-1].seal()
                 for segment in self._segments:
