@@ -54,11 +54,17 @@ def remove_tree(path: str) -> None:
     shutil.rmtree(path, onerror=report)  # onexc needs Python 3.12
 
 
+def rename_aside(directory: str, suffix: str = DELETE_SUFFIX) -> str:
+    """Rename ``directory`` (durably) to its ``<topic>-<p>.<uuid><suffix>`` name; the new path."""
+    parent, name = os.path.split(os.path.abspath(directory))
+    renamed = os.path.join(parent, deletion_name(name, suffix))
+    os.rename(directory, renamed)
+    fsync_directory(parent)
+    return renamed
+
+
 def delete_partition_directory(directory: str) -> str:
     """Rename ``directory`` to its deletion name (durably), then remove it; return the new path."""
-    parent, name = os.path.split(os.path.abspath(directory))
-    doomed = os.path.join(parent, deletion_name(name))
-    os.rename(directory, doomed)
-    fsync_directory(parent)
+    doomed = rename_aside(directory)
     remove_tree(doomed)
     return doomed

@@ -18,9 +18,8 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 
-from log.checkpoint import fsync_directory
 from log.config import LogConfig
-from log.deletion import delete_partition_directory, deletion_name, is_deletion_leftover, remove_tree
+from log.deletion import delete_partition_directory, is_deletion_leftover, remove_tree, rename_aside
 from log.disk_error_report import describe_os_error
 from log.errors import LogError
 from log.partition_log import PartitionLog
@@ -153,11 +152,8 @@ class LogManager:
             log.close()
         except LogError as exc:
             logger.error("closing %s failed: %s", log.directory, exc)
-        parent, name = os.path.split(log.directory)
-        stray = os.path.join(parent, deletion_name(name, STRAY_SUFFIX))
         try:
-            os.rename(log.directory, stray)
-            fsync_directory(parent)
+            stray = rename_aside(log.directory, STRAY_SUFFIX)
         except OSError as exc:
             logger.error("cannot set %s aside: %s", log.directory, describe_os_error(exc))
             return
