@@ -7,14 +7,17 @@ broker is fast, and a clear failure instead of a hang when it never happens.
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from compat_tests.drivers.base import ClientError, Consumer, Received
+from compat_tests.drivers.base import ClientError, Consumer, Received, TopicPartition
 
 T = TypeVar("T")
 WAIT_S = 30.0
+# How long a polling thread may take to notice it should stop (a poll lasts 0.5 s).
+CALL_JOIN_S = 60.0
 
 
 def now_ms() -> int:
@@ -57,3 +60,52 @@ def eventually(check: Callable[[], T], timeout_s: float = WAIT_S, interval_s: fl
             if time.monotonic() >= deadline:
                 raise
         time.sleep(interval_s)
+
+
+def poll_assignments_until(
+    consumers: Sequence[Consumer],
+    done: Callable[[list[set[TopicPartition]]], bool],
+    timeout_s: float = WAIT_S,
+) -> list[set[TopicPartition]]:
+    """Keep every consumer inside ``poll`` at once (one thread each) until ``done(assignments)``.
+
+    A rebalance needs every member to answer it. Polling members in turn leaves each one outside
+    ``poll`` most of the time, and kafka-python 3.0.x drops a JoinGroup/SyncGroup answer that
+    arrives while its consumer is outside ``poll`` (it sends a fresh JoinGroup instead, starting
+    yet another rebalance), so a turn-taking loop can rebalance for ever. Each consumer is only
+    touched by its own thread; the last assignment each one saw is what ``done`` judges.
+    """
+    assignments: list[set[TopicPartition]] = [set() for _ in consumers]
+    errors: list[BaseException] = []
+    stop = threading.Event()
+    lock = threading.Lock()
+
+    def keep_polling(index: int, consumer: Consumer) -> None:
+        try:
+            while not stop.is_set():
+                consumer.poll(10, 0.5)
+                with lock:
+                    assignments[index] = consumer.assignment()
+        except BaseException as exc:  # noqa: BLE001 - handed to the calling thread below
+            errors.append(exc)
+            stop.set()
+
+    threads = [
+        threading.Thread(target=keep_polling, args=(i, c), daemon=True) for i, c in enumerate(consumers)
+    ]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + timeout_s
+    try:
+        while not stop.is_set():
+            with lock:
+                seen = [set(a) for a in assignments]
+            if done(seen):
+                return seen
+            assert time.monotonic() < deadline, f"assignments after {timeout_s}s: {seen}"
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=CALL_JOIN_S)
+    raise errors[0]

@@ -21,8 +21,9 @@ from compat_tests.drivers.base import (
     GroupDescription,
     Message,
     ProducerSettings,
+    TopicPartition,
 )
-from compat_tests.helpers import WAIT_S, eventually, poll_until
+from compat_tests.helpers import WAIT_S, eventually, poll_assignments_until, poll_until
 
 pytestmark = pytest.mark.parametrize("group_protocol", GROUP_PROTOCOLS)
 
@@ -44,14 +45,12 @@ def test_group_rebalance(driver: Driver, admin: Driver, topic: str, group_protoc
             assert time.monotonic() < deadline, f"first member got {first.assignment()}"
             first.poll(10, 0.5)
         second.subscribe([topic])
-        deadline = time.monotonic() + WAIT_S * 1.5
-        while True:
-            mine, theirs = first.assignment(), second.assignment()
-            if mine and theirs and not mine & theirs and mine | theirs == everything:
-                break
-            assert time.monotonic() < deadline, f"after rebalance: {mine} and {theirs}"
-            first.poll(10, 0.3)
-            second.poll(10, 0.3)
+
+        def split(seen: list[set[TopicPartition]]) -> bool:
+            mine, theirs = seen
+            return bool(mine and theirs and not mine & theirs and mine | theirs == everything)
+
+        poll_assignments_until([first, second], split, WAIT_S * 1.5)
         description = eventually(lambda: stable_with(driver, group, 2))
         assert set().union(*description.members) == everything
 
