@@ -3,7 +3,9 @@
 Three loops, each a thin trio shell around decisions made in ``log/``:
 
 - every ``log.flush.offset.checkpoint.interval.ms``: logs that rolled a segment since the last
-  pass are fsynced (Kafka flushes a rolled segment asynchronously), every log's recovery point,
+  pass are fsynced (Kafka flushes a rolled segment asynchronously), and so are logs whose data
+  acknowledgements fdatasynced past the recovery point (their indexes were not synced, see
+  ``broker.durability``), so recovery rescans little; every log's recovery point,
   log start offset and cleaner position are checkpointed (so recovery after a crash rescans
   only what came after), and idempotent-producer state idle for longer than
   ``producer.id.expiration.ms`` is dropped;
@@ -74,7 +76,8 @@ async def _checkpoint_loop(broker: Broker) -> None:
                 continue
             segment_count = len(partition_log.segment_base_offsets)
             try:
-                if segments_seen.get((topic, partition), 1) != segment_count:
+                rolled = segments_seen.get((topic, partition), 1) != segment_count
+                if rolled or partition_log.synced_past_recovery_point:
                     await trio.to_thread.run_sync(partition_log.flush)
                 partition_log.checkpoint()
             except LogError:

@@ -1,7 +1,7 @@
 """One partition's log: an ordered list of segments, offsets, producer state and durability.
 
-Threading model: every method runs on the broker's trio thread except ``flush``, which the
-broker calls from a worker thread so fsync never blocks the event loop, and the cleaner's
+Threading model: every method runs on the broker's trio thread except ``flush`` and
+``sync_data``, which the broker calls from a worker thread so fsync never blocks the event loop, and the cleaner's
 reading and writing (``log.cleaner``), which also runs in a worker thread.  ``flush`` only
 fsyncs file descriptors and advances the recovery point; a lock keeps segment removal and close
 from closing a descriptor under a running fsync.  Appends do not take the lock.  While a
@@ -109,6 +109,7 @@ class PartitionLog:
         self._bases = [s.base_offset for s in segments]
         self._log_start_offset = log_start_offset
         self._recovery_point = 0
+        self._data_synced_to = 0  # offsets below this are fdatasynced (``sync_data``)
         self._producers = ProducerStateManager()
         self._lock = threading.Lock()
         self._offline: KafkaStorageError | None = None
@@ -604,6 +605,30 @@ class PartitionLog:
                 raise self.went_offline(exc) from exc
             self._recovery_point = max(self._recovery_point, target)
             self.fsyncs += 1
+
+    def sync_data(self) -> None:
+        """fdatasync every segment's unsynced data: appends made before this call survive a power
+        cut (worker-thread safe).  The ack path of ``flush.messages``: indexes are not synced and
+        the recovery point does not move, so recovery rebuilds indexes past it; a later
+        ``flush`` (see ``synced_past_recovery_point``) moves it.
+        """
+        target = self.log_end_offset
+        with self._lock:
+            if self._closed:
+                return
+            self._check_online()  # an ack waiting for this sync must not succeed
+            try:
+                for segment in list(self._segments):
+                    segment.sync_data()
+            except OSError as exc:
+                raise self.went_offline(exc) from exc
+            self._data_synced_to = max(self._data_synced_to, target)
+            self.fsyncs += 1
+
+    @property
+    def synced_past_recovery_point(self) -> bool:
+        """Data was fdatasynced beyond the recovery point: a full ``flush`` would move it."""
+        return self._data_synced_to > self._recovery_point
 
     def checkpoint(self) -> None:
         """Persist log start and recovery point if they changed (the broker calls this periodically;

@@ -82,7 +82,8 @@ class Segment:
         self.roll_jitter_ms = config.random_segment_jitter()
         self._first_batch_timestamp: int | None = None
         self._bytes_since_index_entry = 0
-        self.dirty = False
+        self.dirty = False  # written since the last full flush (data and indexes)
+        self.unsynced_data = False  # ``.log`` bytes written since the last fdatasync or flush
 
     @classmethod
     def create(
@@ -264,7 +265,7 @@ class Segment:
         self._bytes_since_index_entry += len(data)
         self.size = position + len(data)
         self.next_offset = last_offset + 1
-        self.dirty = True
+        self.dirty = self.unsynced_data = True
         return position
 
     @property
@@ -343,11 +344,23 @@ class Segment:
     def flush(self) -> None:
         """fsync data then indexes (indexes can always be rebuilt from data, never the reverse)."""
         if self.dirty:
-            self.dirty = False
+            self.dirty = self.unsynced_data = False
             with self._log.pinned() as fd:
                 os.fsync(fd)
         self.offset_index.flush()
         self.time_index.flush()
+
+    def sync_data(self) -> None:
+        """fdatasync the ``.log`` file only: what an acknowledgement needs to be durable.
+
+        Indexes are left to ``flush`` (at roll and checkpoint time): recovery rebuilds them for
+        everything past the recovery point, which this does not move.  The flag is cleared
+        before the sync, so a write that lands meanwhile leaves it set for the next one.
+        """
+        if self.unsynced_data:
+            self.unsynced_data = False
+            with self._log.pinned() as fd:
+                os.fdatasync(fd)
 
     def _files(self) -> tuple[LazyFile, LazyFile, LazyFile]:
         return self._log, self.offset_index.file, self.time_index.file
