@@ -23,6 +23,21 @@ class BrokerUnreachable(ConnectionError):
     """No broker answered at the given address; the message says what to check."""
 
 
+PRODUCE_KEY, PRODUCE_VERSION = 0, 9
+
+
+def produce_body(topic: str, batches: dict[int, bytes], acks: int = -1) -> dict[str, Any]:
+    """A Produce v9 request body: one record batch per partition of ``topic``."""
+    return {
+        "transactional_id": None,
+        "acks": acks,
+        "timeout_ms": 30_000,
+        "topic_data": [
+            {"name": topic, "partition_data": [{"index": p, "records": b} for p, b in batches.items()]}
+        ],
+    }
+
+
 class KafkaConnection:
     """One connection to a broker; ``request`` sends a body and returns the decoded response."""
 
@@ -57,11 +72,19 @@ class KafkaConnection:
         return bytes(data)
 
     def request(self, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
+        return self.receive_response(api_key, version, self.send_request(api_key, version, body))
+
+    def send_request(self, api_key: int, version: int, body: dict[str, Any]) -> int:
+        """Send a request without waiting for its answer (pipelining); returns its correlation id."""
         correlation_id = next(self._correlation)
         payload = encode_request_header(api_key, version, correlation_id, self._client_id) + encode_request(
             api_key, version, body
         )
         self._sock.sendall(struct.pack(">i", len(payload)) + payload)
+        return correlation_id
+
+    def receive_response(self, api_key: int, version: int, correlation_id: int) -> dict[str, Any]:
+        """The next response, which must answer ``correlation_id`` (Kafka answers in order)."""
         (size,) = struct.unpack(">i", self._receive(4))
         response = self._receive(size)
         received_id, offset = decode_response_header(response, 0, response_header_version(api_key, version))
@@ -127,16 +150,7 @@ class KafkaConnection:
 
     def produce(self, topic: str, partition: int, batch: bytes, acks: int = -1) -> dict[str, Any]:
         """Produce one record batch (v9); returns the partition's response."""
-        response = self.request(
-            0,
-            9,
-            {
-                "transactional_id": None,
-                "acks": acks,
-                "timeout_ms": 30_000,
-                "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": batch}]}],
-            },
-        )
+        response = self.request(PRODUCE_KEY, PRODUCE_VERSION, produce_body(topic, {partition: batch}, acks))
         return response["responses"][0]["partition_responses"][0]
 
     def describe_configs(self, topic: str) -> list[dict[str, Any]]:

@@ -1,6 +1,7 @@
 """What a request handler gets besides the request body.
 
-Handlers are ``async def handle(ctx: RequestContext, request: dict) -> dict | None``; they
+Handlers are ``async def handle(ctx: RequestContext, request: dict) -> dict | None`` (or a
+:class:`PendingResponse` when the answer must wait for something after the work is done); they
 reach shared broker state through ``ctx.broker`` rather than globals so that tests can run
 several brokers in one process.
 """
@@ -30,4 +31,21 @@ class RequestContext:
         return self.header.api_version
 
 
-Handler = Callable[[RequestContext, dict[str, Any]], Awaitable[dict[str, Any] | None]]
+class PendingResponse:
+    """A handler's answer that is complete only after a wait the connection need not sit out.
+
+    Produce returns one when its appends are done but must wait for a group-commit sync
+    (``broker.durability``): the connection goes on reading and handling the client's next
+    requests, and sends this answer, in request order, once ``finish`` returns it.
+    """
+
+    __slots__ = ("_finish",)
+
+    def __init__(self, finish: Callable[[], Awaitable[dict[str, Any] | None]]) -> None:
+        self._finish = finish
+
+    async def finish(self) -> dict[str, Any] | None:
+        return await self._finish()
+
+
+Handler = Callable[[RequestContext, dict[str, Any]], Awaitable[dict[str, Any] | PendingResponse | None]]

@@ -12,11 +12,13 @@ import importlib
 import logging
 import pkgutil
 import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from broker import handlers as handlers_package
 from broker.api_support import SUPPORTED, ApiSupport
-from broker.context import Handler, RequestContext
+from broker.context import Handler, PendingResponse, RequestContext
 from log.disk_error_report import describe_os_error
 from wire.codec import decode_request, encode_response_parts
 from wire.error_codes import ErrorCode
@@ -79,18 +81,62 @@ class HandlerFailed(CloseConnection):
 
 def describe_request(header: RequestHeader, client_address: str) -> str:
     """The request as an operator needs it in a log line: API, version, ids and peer."""
-    support = SUPPORTED.get(header.api_key)
-    name = support.name if support else f"API {header.api_key}"
     return (
-        f"{name} v{header.api_version} (correlation id {header.correlation_id}, "
+        f"{_name(header)} v{header.api_version} (correlation id {header.correlation_id}, "
         f"client id {header.client_id!r}) from {client_address}"
     )
 
 
-async def dispatch(
-    broker: Broker, frame: memoryview, client_address: str
-) -> tuple[RequestHeader, list[Any] | None]:
-    """Handle one request frame; returns its header and the response buffers (None: no response).
+class DeferredAnswer:
+    """The connection's side of a :class:`PendingResponse`: its response buffers, once ready."""
+
+    __slots__ = ("_pending", "_header", "_client_address")
+
+    def __init__(self, pending: PendingResponse, header: RequestHeader, client_address: str) -> None:
+        self._pending, self._header, self._client_address = pending, header, client_address
+
+    async def parts(self) -> list[Any] | None:
+        with _handler_errors(self._header, self._client_address):
+            response = await self._pending.finish()
+            return None if response is None else _encode(self._header, response)
+
+
+Answer = list[Any] | DeferredAnswer | None
+
+
+@contextmanager
+def _handler_errors(header: RequestHeader, client_address: str) -> Iterator[None]:
+    """Log a handler's failure once, at ERROR with its request, and close the connection."""
+    try:
+        yield
+    except CloseConnection:
+        raise
+    except OSError as exc:
+        # Handlers do no socket I/O, so this is the disk (EMFILE, ENAMETOOLONG, EIO, ...).
+        log.error("%s hit a disk error: %s", describe_request(header, client_address), describe_os_error(exc))
+        raise HandlerFailed(f"disk error while handling {_name(header)}") from exc
+    except Exception as exc:
+        log.exception(
+            "internal error handling %s; closing its connection", describe_request(header, client_address)
+        )
+        raise HandlerFailed(f"internal error while handling {_name(header)}") from exc
+
+
+def _name(header: RequestHeader) -> str:
+    support = SUPPORTED.get(header.api_key)
+    return support.name if support else f"API {header.api_key}"
+
+
+def _encode(header: RequestHeader, response: dict[str, Any]) -> list[Any]:
+    body = encode_response_parts(header.api_key, header.api_version, response)
+    return frame_response(
+        header.correlation_id, response_header_version(header.api_key, header.api_version), body
+    )
+
+
+async def dispatch(broker: Broker, frame: memoryview, client_address: str) -> tuple[RequestHeader, Answer]:
+    """Handle one request frame; returns its header and the response buffers (None: no response,
+    a ``DeferredAnswer``: buffers that are ready later).
 
     The header is returned so the connection can name the request if answering it fails.
     """
@@ -105,22 +151,10 @@ async def dispatch(
         raise CloseConnection(f"unsupported {support.name} version {header.api_version}")
     request = decode_request(header.api_key, header.api_version, frame, offset)
     ctx = RequestContext(header, broker, client_address)
-    try:
+    with _handler_errors(header, client_address):
         response = await handler(ctx, request)
         if response is None:
             return header, None
-        body = encode_response_parts(header.api_key, header.api_version, response)
-    except CloseConnection:
-        raise
-    except OSError as exc:
-        # Handlers do no socket I/O, so this is the disk (EMFILE, ENAMETOOLONG, EIO, ...).
-        log.error("%s hit a disk error: %s", describe_request(header, client_address), describe_os_error(exc))
-        raise HandlerFailed(f"disk error while handling {support.name}") from exc
-    except Exception as exc:
-        log.exception(
-            "internal error handling %s; closing its connection", describe_request(header, client_address)
-        )
-        raise HandlerFailed(f"internal error while handling {support.name}") from exc
-    return header, frame_response(
-        header.correlation_id, response_header_version(header.api_key, header.api_version), body
-    )
+        if isinstance(response, PendingResponse):
+            return header, DeferredAnswer(response, header, client_address)
+        return header, _encode(header, response)

@@ -1,21 +1,33 @@
-"""When an acknowledgement also means fsynced: Kafka's flush policy with group commit.
+"""When an acknowledgement also means fsynced: Kafka's flush policy with a real group commit.
 
-By default (``flush.messages`` and ``flush.ms`` unlimited) an ack means the batch reached
-the operating system, which survives a crash of the broker process.  When a topic sets
-``flush.messages`` (e.g. 1), acks wait for an fsync.  Group commit makes that affordable:
-an fsync runs in a worker thread while appends continue, and every producer whose data was
-written before that fsync started shares its result, so N concurrent producers cost about
-one fsync per round instead of N (``PartitionLog.fsyncs`` counts the rounds).  ``flush.ms``
-is enforced by a periodic background task.
+By default (``flush.messages`` and ``flush.ms`` unlimited) an ack means the batch reached the
+operating system, which survives a crash of the broker process but not a power cut.  When a
+topic sets ``flush.messages`` (e.g. 1), an append that reaches the threshold is acknowledged
+only after its data is on disk.
 
-If an fsync fails, the partition goes offline and the error propagates to the producers
-waiting for it: their requests fail (the connection is closed) rather than being acknowledged
-as durable, and their retries get KAFKA_STORAGE_ERROR.
+Group commit: a *round* is one worker-thread hop that fdatasyncs the ``.log`` file of every
+partition waiting at the moment the round starts, whatever connection, request or topic their
+appends came from, one thread per log directory so separate disks sync in parallel.  While a
+round runs, new appends queue for the next one; so however many producers and partitions are
+waiting, the broker pays at most one round in flight plus one queued, and a round costs what
+the disk needs for the files it touches.  Only segment data is synced on this path: offset and
+time indexes are rebuilt by recovery from the recovery point on, which a data sync does not
+move; the checkpoint loop fully flushes such logs later (``broker.log_maintenance``).
+
+The produce handler does not wait itself: it returns a :class:`PendingResponse` that waits for
+its round, and the connection keeps reading and appending the client's next requests meanwhile
+(``broker.connection``), answering in request order.
+
+``flush.ms`` is enforced by a periodic background task with a full flush.
+
+If a sync fails, that partition goes offline and only the appends waiting on it are refused
+(KAFKA_STORAGE_ERROR); the other partitions of the round are acknowledged.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -29,90 +41,141 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+PartitionKey = tuple[str, int]
 
-class _SyncState:
-    """Group-commit bookkeeping for one partition log."""
+# Rounds whose failures are remembered for their waiters; a waiter reads its round's result as
+# soon as the round ends, so only a few recent rounds can still matter.
+_FAILURES_KEPT = 64
 
-    __slots__ = ("appended", "synced", "in_progress", "done", "unflushed_messages", "dirty_since")
+
+class _FlushPolicy:
+    """Per-partition counters for ``flush.messages`` and ``flush.ms``."""
+
+    __slots__ = ("unflushed_messages", "dirty_since")
 
     def __init__(self) -> None:
-        self.appended = 0  # appends seen (a sequence number)
-        self.synced = 0  # appends covered by a completed fsync
-        self.in_progress = False
-        self.done = trio.Event()
         self.unflushed_messages = 0
-        self.dirty_since = 0.0  # trio clock time of the oldest append not yet fsynced
+        self.dirty_since: float | None = None  # trio time of the oldest append not yet synced
+
+
+class SyncTicket:
+    """What a produce request waits for: the round that covers its appends."""
+
+    __slots__ = ("round", "keys")
+
+    def __init__(self, round_number: int, keys: list[PartitionKey]) -> None:
+        self.round = round_number
+        self.keys = keys
 
 
 class Durability:
-    """Applies the flush policy after appends."""
+    """Applies the flush policy after appends and runs the group-commit rounds."""
 
     def __init__(self, broker: Broker) -> None:
         self._broker = broker
-        self._states: dict[tuple[str, int], _SyncState] = {}
+        self._policies: dict[PartitionKey, _FlushPolicy] = {}
+        self._waiting: dict[PartitionKey, PartitionLog] = {}  # for the next round
+        self._started = 0  # rounds begun
+        self._completed = 0  # rounds ended
+        self._running = False
+        self._round_ended = trio.Event()
+        self._failures: dict[int, frozenset[PartitionKey]] = {}
 
-    def _state(self, key: tuple[str, int]) -> _SyncState:
-        state = self._states.get(key)
-        if state is None:
-            state = self._states[key] = _SyncState()
-        return state
+    @property
+    def rounds(self) -> int:
+        """Group-commit rounds completed so far (each is one sync of every waiting partition)."""
+        return self._completed
 
-    async def after_append(self, appends: Iterable[tuple[tuple[str, int], int]]) -> set[tuple[str, int]]:
-        """Record appends (partition, record count); wait for fsync where the policy says so.
+    def _policy(self, key: PartitionKey) -> _FlushPolicy:
+        policy = self._policies.get(key)
+        if policy is None:
+            policy = self._policies[key] = _FlushPolicy()
+        return policy
 
-        Returns the partitions whose fsync failed: their appends must not be acknowledged
-        (the log has gone offline and answers KAFKA_STORAGE_ERROR from now on).
-        """
-        waits = []
+    def after_append(self, appends: Iterable[tuple[PartitionKey, int]]) -> SyncTicket | None:
+        """Record appends (partition, record count) that just completed; returns what their
+        acknowledgement must wait for, or None when the flush policy asks for no sync."""
+        keys = []
+        now = trio.current_time()
         for key, messages in appends:
             partition_log = self._broker.partitions.get(*key)
             if partition_log is None:
                 continue
-            state = self._state(key)
-            if state.synced == state.appended:
-                state.dirty_since = trio.current_time()
-            state.appended += 1
-            state.unflushed_messages += messages
-            if state.unflushed_messages >= partition_log.config.flush_messages:
-                waits.append((key, partition_log, state))
-        failed = set()
-        for key, partition_log, state in waits:
-            try:
-                await self._sync(partition_log, state)
-            except LogError:
-                failed.add(key)
-        return failed
+            policy = self._policy(key)
+            if policy.dirty_since is None:
+                policy.dirty_since = now
+            policy.unflushed_messages += messages
+            if policy.unflushed_messages >= partition_log.config.flush_messages:
+                self._waiting[key] = partition_log
+                keys.append(key)
+        # Rounds already started cannot cover these appends: the next one to start will.
+        return SyncTicket(self._started + 1, keys) if keys else None
 
-    async def _sync(self, partition_log: PartitionLog, state: _SyncState) -> None:
-        """Return once an fsync that started after our append has completed."""
-        target = state.appended
-        while state.synced < target:
-            if state.in_progress:
-                await state.done.wait()
-                continue
-            state.in_progress = True
-            covered = state.appended
-            state.unflushed_messages = 0
-            try:
-                await trio.to_thread.run_sync(partition_log.flush)
-            finally:
-                state.in_progress = False
-                done, state.done = state.done, trio.Event()
-                done.set()
-            state.synced = max(state.synced, covered)
+    async def wait(self, ticket: SyncTicket) -> set[PartitionKey]:
+        """Return once the ticket's round has ended; the partitions whose sync failed (their
+        appends must not be acknowledged: the log went offline and says KAFKA_STORAGE_ERROR)."""
+        while self._completed < ticket.round:
+            if self._running:
+                await self._round_ended.wait()
+            else:
+                await self._run_round()
+        return set(ticket.keys) & self._failures.get(ticket.round, frozenset())
+
+    async def _run_round(self) -> None:
+        """Sync everything waiting now, in one hop per log directory; wake every waiter."""
+        self._running = True
+        self._started += 1
+        number = self._started
+        batch, self._waiting = self._waiting, {}
+        for key in batch:
+            policy = self._policy(key)
+            policy.unflushed_messages, policy.dirty_since = 0, None
+        failed: set[PartitionKey] = set()
+        try:
+            async with trio.open_nursery() as nursery:
+                for group in _by_log_directory(batch).values():
+                    nursery.start_soon(_sync_group, group, failed)
+        finally:
+            self._running = False
+            self._completed = number
+            if failed:
+                self._failures[number] = frozenset(failed)
+                self._failures.pop(number - _FAILURES_KEPT, None)
+            ended, self._round_ended = self._round_ended, trio.Event()
+            ended.set()
 
     async def run_periodic_flush(self) -> None:
-        """Background task enforcing ``flush.ms``: fsync logs with data older than that."""
+        """Background task enforcing ``flush.ms``: fully flush logs with data older than that."""
         while True:
             await trio.sleep(1.0)
             now = trio.current_time()
             for topic, partition, partition_log in self._broker.partitions.all_logs():
-                flush_ms = partition_log.config.flush_ms
-                state = self._states.get((topic, partition))
-                if state is None or state.synced >= state.appended or flush_ms >= 2**62:
+                policy = self._policies.get((topic, partition))
+                if policy is None or policy.dirty_since is None or not partition_log.is_online:
                     continue
-                if (now - state.dirty_since) * 1000 >= flush_ms and partition_log.is_online:
+                if (now - policy.dirty_since) * 1000 >= partition_log.config.flush_ms:
+                    policy.unflushed_messages, policy.dirty_since = 0, None
                     try:
-                        await self._sync(partition_log, state)
+                        await trio.to_thread.run_sync(partition_log.flush)
                     except LogError:
                         continue  # the partition went offline and said why; the others go on
+
+
+def _by_log_directory(
+    batch: dict[PartitionKey, PartitionLog],
+) -> dict[str, list[tuple[PartitionKey, PartitionLog]]]:
+    groups: dict[str, list[tuple[PartitionKey, PartitionLog]]] = {}
+    for key, partition_log in batch.items():
+        groups.setdefault(os.path.dirname(partition_log.directory), []).append((key, partition_log))
+    return groups
+
+
+async def _sync_group(group: list[tuple[PartitionKey, PartitionLog]], failed: set[PartitionKey]) -> None:
+    def sync_all() -> None:
+        for key, partition_log in group:
+            try:
+                partition_log.sync_data()
+            except LogError:
+                failed.add(key)  # went offline and logged why; the rest of the round goes on
+
+    await trio.to_thread.run_sync(sync_all)

@@ -626,6 +626,11 @@ class PartitionLog:
             self.fsyncs += 1
 
     @property
+    def synced_offset(self) -> int:
+        """Every offset below this has its data fdatasynced (indexes maybe not)."""
+        return max(self._data_synced_to, self._recovery_point)
+
+    @property
     def synced_past_recovery_point(self) -> bool:
         """Data was fdatasynced beyond the recovery point: a full ``flush`` would move it."""
         return self._data_synced_to > self._recovery_point

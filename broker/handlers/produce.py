@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from broker.context import RequestContext
+from broker.context import PendingResponse, RequestContext
 from broker.dispatch import CloseConnection
 from broker.error_mapping import error_code_of
 from log.compacted_batch import record_spans
@@ -211,7 +211,9 @@ def resolve_topic(
     return name, None
 
 
-async def handle_produce(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any] | None:
+async def handle_produce(
+    ctx: RequestContext, request: dict[str, Any]
+) -> dict[str, Any] | PendingResponse | None:
     acks = request["acks"]
     refusal: tuple[ErrorCode, str] | None = None
     if ctx.api_version < MIN_ACCEPTED_VERSION:
@@ -246,9 +248,13 @@ async def handle_produce(ctx: RequestContext, request: dict[str, Any]) -> dict[s
             else {"name": name}
         )
         responses.append((name, key | {"partition_responses": partitions}))
-    if touched:
-        for topic, index in await ctx.broker.durability.after_append(touched):
-            failed = True
+    ticket = ctx.broker.durability.after_append(touched) if touched else None
+    if ticket is None:
+        return _answer(acks, responses, failed)
+
+    async def after_sync() -> dict[str, Any] | None:
+        unsynced = await ctx.broker.durability.wait(ticket)
+        for topic, index in unsynced:
             storage_error = partition_error(index, ErrorCode.KAFKA_STORAGE_ERROR, "fsync failed")
             for name, topic_response in responses:
                 if name == topic:
@@ -256,6 +262,15 @@ async def handle_produce(ctx: RequestContext, request: dict[str, Any]) -> dict[s
                         storage_error if p["index"] == index else p
                         for p in topic_response["partition_responses"]
                     ]
+        return _answer(acks, responses, failed or bool(unsynced))
+
+    return PendingResponse(after_sync)
+
+
+def _answer(
+    acks: int, responses: list[tuple[str | None, dict[str, Any]]], failed: bool
+) -> dict[str, Any] | None:
+    """The Produce response; none for acks=0, whose failures can only close the connection."""
     if acks == 0:
         if failed:
             raise CloseConnection("an acks=0 produce request failed")

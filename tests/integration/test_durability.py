@@ -13,6 +13,7 @@ from pathlib import Path
 
 import trio
 
+from broker.admin_client import PRODUCE_KEY, PRODUCE_VERSION, produce_body
 from broker.server import Broker
 from log.partition_log import PartitionLog
 from tests.broker.test_server import running_broker
@@ -57,14 +58,14 @@ async def test_fsync_per_message_is_shared_by_concurrent_producers(tmp_path: Pat
             log = partition_log(broker, "durable")
             segment_fd = log.segments[-1].fd
             first_round_may_finish = threading.Event()
-            real_fsync = os.fsync
+            real_fdatasync = os.fdatasync
 
-            def held_fsync(fd: int) -> None:
+            def held_fdatasync(fd: int) -> None:
                 if fd == segment_fd:
                     first_round_may_finish.wait(DEADLINE_S)
-                real_fsync(fd)
+                real_fdatasync(fd)
 
-            monkeypatch.setattr(os, "fsync", held_fsync)
+            monkeypatch.setattr(os, "fdatasync", held_fdatasync)
             results: list[list[int]] = []
 
             async def producer() -> None:
@@ -79,7 +80,7 @@ async def test_fsync_per_message_is_shared_by_concurrent_producers(tmp_path: Pat
             assert results == [[ErrorCode.NONE] * REQUESTS_EACH] * PRODUCERS
             appends = PRODUCERS * REQUESTS_EACH
             assert log.log_end_offset == appends
-            assert log.recovery_point == appends, "every acknowledged record was fsynced"
+            assert log.synced_offset == appends, "every acknowledged record was fdatasynced"
             assert 1 <= log.fsyncs < appends, f"{log.fsyncs} fsyncs for {appends} acknowledged appends"
 
 
@@ -89,7 +90,7 @@ async def test_default_acknowledgement_does_not_wait_for_fsync(tmp_path: Path) -
             await create_topic(port, "fast")
             assert await produce(port, "fast", 10) == [ErrorCode.NONE] * 10
             log = partition_log(broker, "fast")
-            assert (log.log_end_offset, log.recovery_point, log.fsyncs) == (10, 0, 0)
+            assert (log.log_end_offset, log.synced_offset, log.recovery_point, log.fsyncs) == (10, 0, 0, 0)
 
 
 async def test_flush_interval_ms_fsyncs_in_the_background(tmp_path: Path) -> None:
@@ -101,3 +102,82 @@ async def test_flush_interval_ms_fsyncs_in_the_background(tmp_path: Path) -> Non
             while log.recovery_point < 3:  # no client waits: the periodic task does it
                 await trio.sleep(0.05)
             assert log.fsyncs >= 1
+
+
+def hold_first_sync(monkeypatch, fd: int) -> threading.Event:
+    """Make the first fdatasync of ``fd`` wait until the returned event is set (then all pass)."""
+    release = threading.Event()
+    real_fdatasync = os.fdatasync
+
+    def held_fdatasync(descriptor: int) -> None:
+        if descriptor == fd:
+            release.wait(DEADLINE_S)
+        real_fdatasync(descriptor)
+
+    monkeypatch.setattr(os, "fdatasync", held_fdatasync)
+    return release
+
+
+async def test_pipelined_requests_append_while_earlier_ones_wait_and_are_answered_in_order(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """One connection, 20 produce requests and a Metadata request sent without waiting: all are
+    appended while the first sync is held, and the answers come back in request order."""
+    with trio.fail_after(DEADLINE_S):
+        async with running_broker(tmp_path, **{"log.flush.interval.messages": "1"}) as (broker, port):
+            await create_topic(port, "pipelined")
+            log = partition_log(broker, "pipelined")
+            release = hold_first_sync(monkeypatch, log.segments[-1].fd)
+            client = RawClient(f"127.0.0.1:{port}")
+            sent = [
+                client.send_request(
+                    PRODUCE_KEY, PRODUCE_VERSION, produce_body("pipelined", {0: make_batch([b"a"])})
+                )
+            ]
+            sent += [client.send_request(3, 1, {"topics": None})]
+            sent += [
+                client.send_request(
+                    PRODUCE_KEY, PRODUCE_VERSION, produce_body("pipelined", {0: make_batch([b"v"])})
+                )
+                for _ in range(19)
+            ]
+            while log.log_end_offset < 20:  # appended while the first answer still waits for its sync
+                await trio.sleep(0.01)
+            assert log.synced_offset == 0
+            release.set()
+
+            def receive_all() -> list[dict]:
+                with client:
+                    answers = [client.receive_response(PRODUCE_KEY, PRODUCE_VERSION, sent[0])]
+                    answers.append(client.receive_response(3, 1, sent[1]))
+                    answers += [client.receive_response(PRODUCE_KEY, PRODUCE_VERSION, c) for c in sent[2:]]
+                    return answers
+
+            answers = await trio.to_thread.run_sync(receive_all)
+            produced = [answers[0], *answers[2:]]
+            offsets = [a["responses"][0]["partition_responses"][0]["base_offset"] for a in produced]
+            assert offsets == list(range(20))
+            assert [t["name"] for t in answers[1]["topics"]] == ["pipelined"]
+            assert log.synced_offset == 20
+            assert broker.durability.rounds <= 2, "the 19 queued appends share one round"
+
+
+async def test_one_round_syncs_every_partition_of_a_request(tmp_path: Path) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with running_broker(tmp_path, **{"log.flush.interval.messages": "1"}) as (broker, port):
+
+            def produce_to_four() -> dict:
+                with RawClient(f"127.0.0.1:{port}") as client:
+                    client.create_topic("wide", 4)
+                    batches = {p: make_batch([b"x", b"y"]) for p in range(4)}
+                    return client.request(PRODUCE_KEY, PRODUCE_VERSION, produce_body("wide", batches))
+
+            answer = await trio.to_thread.run_sync(produce_to_four)
+            errors = [p["error_code"] for p in answer["responses"][0]["partition_responses"]]
+            assert errors == [ErrorCode.NONE] * 4
+            logs = [broker.partitions.get("wide", p) for p in range(4)]
+            assert [log.synced_offset for log in logs] == [2, 2, 2, 2]
+            assert broker.durability.rounds == 1
+            assert [log.recovery_point for log in logs] == [0, 0, 0, 0], (
+                "indexes wait for the checkpoint flush"
+            )

@@ -34,6 +34,13 @@ def open_fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
+def lowest_free_fd(pid: int) -> int:
+    """An RLIMIT_NOFILE at this value leaves the process no descriptor to open: the kernel
+    hands out the lowest free number, and only numbers below the limit."""
+    used = {int(name) for name in os.listdir(f"/proc/{pid}/fd")}
+    return next(number for number in range(len(used) + 1) if number not in used)
+
+
 def rss_bytes(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -325,7 +332,7 @@ def test_handler_failure_is_logged_once_at_error_with_its_request(tmp_path: Path
         pid = process.process.pid
         with RawClient(process.bootstrap) as client:
             assert client.metadata([])["brokers"]
-            exhausted = open_fds(pid)
+            exhausted = lowest_free_fd(pid)
             resource.prlimit(pid, resource.RLIMIT_NOFILE, (exhausted, exhausted))
             with pytest.raises(ConnectionError):
                 client.create_topic("no-descriptor-left")
