@@ -124,10 +124,10 @@ class _Connection:
         self.to_writer, self.from_reader = trio.open_memory_channel[tuple[RequestHeader, Answer]](
             MAX_WAITING_ANSWERS
         )
-        self.failure: Exception | None = None
 
     async def read_requests(self) -> None:
         broker, reader = self.broker, self.reader
+        self.sock.setsockopt(trio.socket.IPPROTO_TCP, trio.socket.TCP_NODELAY, 1)
         while True:
             with trio.move_on_after(self.idle_seconds) as idle:
                 size = await reader.next_size()
@@ -175,14 +175,30 @@ class _Connection:
     async def guarded(self, work: Callable[[], Awaitable[None]], scope: trio.CancelScope) -> None:
         """Run the reader or the writer; whichever ends (or fails) ends the connection.
 
-        A failure is kept for ``serve_connection`` to log, instead of escaping as an exception
-        group from the nursery.
+        A failure is logged here, where it is caught, and never kept: a stored exception would
+        keep its traceback's frames alive, and with them the buffers of a half-received frame.
         """
         try:
             await work()
+        except HandlerFailed:
+            pass  # dispatch logged it at ERROR with the request's details
+        except (FrameError, CloseConnection, WireError, RequestTooLarge) as exc:
+            log.warning("closing connection from %s: %s", self.peer, exc)
         except Exception as exc:
-            if self.failure is None:
-                self.failure = exc
+            if _is_peer_gone(exc):
+                log.debug("connection from %s lost: %s", self.peer, exc)
+            else:
+                sending = self.sending
+                answering = (
+                    f"the response to {describe_request(sending, self.peer)}" if sending else "no response"
+                )
+                log.error(
+                    "closing connection from %s after %r while sending %s",
+                    self.peer,
+                    exc,
+                    answering,
+                    exc_info=exc,
+                )
         finally:
             scope.cancel()
 
@@ -197,28 +213,13 @@ async def serve_connection(broker: Broker, sock: trio.socket.SocketType, peer: s
 
     Logging: expected disconnects are DEBUG; a client breaking the protocol is WARNING; any
     other failure is ERROR exactly once — handler failures are logged by ``dispatch`` with the
-    request they belong to, socket failures here with the request being answered.
+    request they belong to, socket failures by ``_Connection.guarded`` with the request being
+    answered.
     """
     connection = _Connection(broker, sock, peer)
     try:
-        sock.setsockopt(trio.socket.IPPROTO_TCP, trio.socket.TCP_NODELAY, 1)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(connection.guarded, connection.write_answers, nursery.cancel_scope)
             await connection.guarded(connection.read_requests, nursery.cancel_scope)
-        if connection.failure is not None:
-            raise connection.failure
-    except HandlerFailed:
-        pass  # dispatch logged it at ERROR with the request's details
-    except (FrameError, CloseConnection, WireError, RequestTooLarge) as exc:
-        log.warning("closing connection from %s: %s", peer, exc)
-    except Exception as exc:
-        if _is_peer_gone(exc):
-            log.debug("connection from %s lost: %s", peer, exc)
-        else:
-            sending = connection.sending
-            answering = f"the response to {describe_request(sending, peer)}" if sending else "no response"
-            log.error(
-                "closing connection from %s after %r while sending %s", peer, exc, answering, exc_info=exc
-            )
     finally:
         sock.close()
