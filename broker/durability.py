@@ -14,6 +14,10 @@ the disk needs for the files it touches.  Only segment data is synced on this pa
 time indexes are rebuilt by recovery from the recovery point on, which a data sync does not
 move; the checkpoint loop fully flushes such logs later (``broker.log_maintenance``).
 
+Until its round is done, an append that waits is invisible to consumers: the high watermark
+stops before it (``PartitionLog.hide_last_append_until_synced``), as Kafka's moves only after
+the flush an append triggered, so nothing a consumer reads can vanish in a power cut.
+
 The produce handler does not wait itself: it returns a :class:`PendingResponse` that waits for
 its round, and the connection keeps reading and appending the client's next requests meanwhile
 (``broker.connection``), answering in request order.
@@ -28,7 +32,6 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import trio
@@ -92,24 +95,29 @@ class Durability:
             policy = self._policies[key] = _FlushPolicy()
         return policy
 
-    def after_append(self, appends: Iterable[tuple[PartitionKey, int]]) -> SyncTicket | None:
-        """Record appends (partition, record count) that just completed; returns what their
-        acknowledgement must wait for, or None when the flush policy asks for no sync."""
-        keys = []
-        now = trio.current_time()
-        for key, messages in appends:
-            partition_log = self._broker.partitions.get(*key)
-            if partition_log is None:
-                continue
-            policy = self._policy(key)
-            if policy.dirty_since is None:
-                policy.dirty_since = now
-            policy.unflushed_messages += messages
-            if policy.unflushed_messages >= partition_log.config.flush_messages:
-                self._waiting[key] = partition_log
-                keys.append(key)
-        # Rounds already started cannot cover these appends: the next one to start will.
-        return SyncTicket(self._started + 1, keys) if keys else None
+    def after_append(
+        self, key: PartitionKey, partition_log: PartitionLog, messages: int, wrote: bool
+    ) -> bool:
+        """Record an append of ``messages`` records that just completed (``wrote`` is False for
+        a producer's retry of a batch already in the log); True if its acknowledgement must wait
+        for a sync (then ``ticket`` gives what to wait for).  An append that waits is hidden from
+        consumers until its round has synced it.
+        """
+        policy = self._policy(key)
+        if policy.dirty_since is None:
+            policy.dirty_since = trio.current_time()
+        policy.unflushed_messages += messages
+        if policy.unflushed_messages < partition_log.config.flush_messages:
+            return False
+        self._waiting[key] = partition_log
+        if wrote:
+            partition_log.hide_last_append_until_synced()
+        return True
+
+    def ticket(self, keys: list[PartitionKey]) -> SyncTicket:
+        """What appends that ``after_append`` said must wait are waiting for: rounds already
+        started cannot cover them, the next one to start will."""
+        return SyncTicket(self._started + 1, keys)
 
     async def wait(self, ticket: SyncTicket) -> set[PartitionKey]:
         """Return once the ticket's round has ended; the partitions whose sync failed (their
@@ -131,10 +139,15 @@ class Durability:
             policy = self._policy(key)
             policy.unflushed_messages, policy.dirty_since = 0, None
         failed: set[PartitionKey] = set()
+        marks = {key: partition_log.sync_mark() for key, partition_log in batch.items()}
         try:
             async with trio.open_nursery() as nursery:
                 for group in _by_log_directory(batch).values():
                     nursery.start_soon(_sync_group, group, failed)
+            for key, partition_log in batch.items():
+                if key not in failed:
+                    partition_log.reveal_synced(marks[key])
+                    self._broker.appends.notify(key)  # long-polling fetches may read it now
         finally:
             self._running = False
             self._completed = number

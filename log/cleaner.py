@@ -93,7 +93,9 @@ def cleanable_range(log: PartitionLog, now_ms: int) -> Cleanable:
     if not log.log_start_offset <= first_dirty <= log.log_end_offset:
         first_dirty = log.log_start_offset  # truncated or never cleaned: start over
     dirty = [s for s, end in zip(segments[:-1], ends, strict=False) if end > first_dirty]
-    uncleanable = segments[-1].base_offset
+    # Never what consumers cannot see yet (appends waiting for a sync), as Kafka's bound by
+    # the high watermark.
+    uncleanable = min(segments[-1].base_offset, log.high_watermark)
     if config.min_compaction_lag_ms > 0:
         too_young = (s for s in dirty if s.largest_timestamp > now_ms - config.min_compaction_lag_ms)
         uncleanable = min(uncleanable, next(too_young, segments[-1]).base_offset)

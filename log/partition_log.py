@@ -9,7 +9,9 @@ cleaning pass is under way no segment leaves the log except through the cleaner'
 retention waits for the next pass and DeleteRecords only moves the log start, so the worker
 thread never reads a closed descriptor.
 
-Offsets: the log end offset is the next offset to assign (== high watermark on a single node);
+Offsets: the log end offset is the next offset to assign; the high watermark, what consumers
+read up to, equals it on a single node except while appends wait for the sync their
+acknowledgement needs (``flush.messages``);
 the log start offset only moves forward (DeleteRecords, retention) and is checkpointed.
 
 Removed segments are renamed ``*.deleted`` and their files deleted ``file.delete.delay.ms``
@@ -97,6 +99,14 @@ def _segment_name_offset(name: str, suffix: str) -> int | None:
     return None
 
 
+class SyncMark(NamedTuple):
+    """A batch boundary of the log: its offset, and where it is in which segment."""
+
+    offset: int
+    segment: Segment
+    position: int
+
+
 class PartitionLog:
     """A partition directory of segments (``<topic>-<partition>/``), opened with recovery."""
 
@@ -110,6 +120,12 @@ class PartitionLog:
         self._log_start_offset = log_start_offset
         self._recovery_point = 0
         self._data_synced_to = 0  # offsets below this are fdatasynced (``sync_data``)
+        self._last_append: SyncMark | None = None  # where the newest append starts
+        # Appends whose acknowledgement waits for a sync stay invisible to consumers until it is
+        # done (the high watermark stops at the first of them), as Kafka moves its high watermark
+        # only after the flush an append triggered: nothing read can vanish in a power cut.
+        self._hidden: SyncMark | None = None
+        self._hidden_until = 0
         self._producers = ProducerStateManager()
         self._lock = threading.Lock()
         self._offline: KafkaStorageError | None = None
@@ -289,7 +305,33 @@ class PartitionLog:
         # No segment only in an ``unopenable`` stand-in, which reports an empty log.
         return self._segments[-1].next_offset if self._segments else self._log_start_offset
 
-    high_watermark = log_end_offset
+    @property
+    def high_watermark(self) -> int:
+        """What consumers may read up to: the log end, except appends still waiting for the sync
+        their acknowledgement needs (``hide_last_append_until_synced``)."""
+        return self._hidden.offset if self._hidden is not None else self.log_end_offset
+
+    def hide_last_append_until_synced(self) -> None:
+        """The newest append waits for a sync: keep it, and all after it, from consumers until
+        ``reveal_synced`` is given a mark at or past its end."""
+        if self._hidden is None:
+            self._hidden = self._last_append
+        self._hidden_until = self.log_end_offset
+
+    def sync_mark(self) -> SyncMark:
+        """The log end as a place in the files, taken before a sync (see ``reveal_synced``)."""
+        segment = self._segments[-1]
+        return SyncMark(self.log_end_offset, segment, segment.size)
+
+    def reveal_synced(self, mark: SyncMark) -> None:
+        """A ``sync_data`` that started after ``sync_mark`` returned ``mark`` has completed:
+        consumers may read up to it."""
+        if self._hidden is None:
+            return
+        if self._hidden_until <= mark.offset:
+            self._hidden = None
+        elif mark.offset > self._hidden.offset:
+            self._hidden = mark
 
     @property
     def recovery_point(self) -> int:
@@ -365,11 +407,12 @@ class PartitionLog:
                 self._write_checkpoint(clean_shutdown=False)
             if segment.should_roll(config, now_ms, len(data), max_timestamp, last_offset):
                 segment = self._roll(now_ms)
-            segment.append(
+            position = segment.append(
                 data, last_offset, max_timestamp, offset_of_max_timestamp, config.index_interval_bytes
             )
         except (KafkaStorageError, OSError) as exc:
             raise self.went_offline(exc, segment.log_path) from exc
+        self._last_append = SyncMark(placed[0].first_offset, segment, position)
         self._producers.apply(updated_producers)
         return AppendInfo(placed[0].first_offset, last_offset, log_append_time, self._log_start_offset)
 
@@ -388,9 +431,9 @@ class PartitionLog:
     def read(self, offset: int, max_bytes: int) -> bytes:
         """Whole batches from the one holding ``offset``, up to ``max_bytes`` but at least one.
 
-        Reads stay within one segment, as Kafka's do; the client simply fetches again.
-        ``offset == log_end_offset`` gives ``b""``; outside [log start, log end] raises
-        ``OffsetOutOfRangeError``.
+        Reads stay within one segment, as Kafka's do; the client simply fetches again, and stop
+        at the high watermark.  An offset at or past it (up to the log end) gives ``b""``; outside
+        [log start, log end] raises ``OffsetOutOfRangeError``.
         """
         located = self._locate(offset, max_bytes)
         if located is None:
@@ -412,18 +455,22 @@ class PartitionLog:
     def _locate(self, offset: int, max_bytes: int) -> tuple[Segment, int, int] | None:
         self._check_online()
         end_offset = self.log_end_offset
-        if offset == end_offset:
-            return None
-        if not self._log_start_offset <= offset < end_offset:
+        if not self._log_start_offset <= offset <= end_offset:
             raise OffsetOutOfRangeError(
                 f"offset {offset} is outside [{self._log_start_offset}, {end_offset}] in {self.directory}"
             )
+        hidden = self._hidden
+        if offset >= (end_offset if hidden is None else hidden.offset):
+            return None
         try:
             first = bisect.bisect_right(self._bases, offset) - 1
             for segment in self._segments[first:]:
                 batch = segment.find_batch(offset)
                 if batch is not None:
-                    return segment, batch.position, segment.batches_end(batch.position, max_bytes)
+                    end = segment.batches_end(batch.position, max_bytes)
+                    if hidden is not None and hidden.segment is segment:
+                        end = min(end, hidden.position)
+                    return segment, batch.position, end
         except OSError as exc:
             raise self.went_offline(exc) from exc
         return None
@@ -526,13 +573,16 @@ class PartitionLog:
             return 0
         facts = [SegmentFacts(s.base_offset, s.size, s.largest_timestamp) for s in self._segments]
         deletion = segments_to_delete(facts, self._log_start_offset, self.config, now_ms)
-        if not deletion.count:
+        count = deletion.count
+        if self._hidden is not None:  # keep what consumers cannot see yet, as Kafka's high watermark bound
+            count = min(count, bisect.bisect_right(self._bases, self._hidden.offset) - 1)
+        if not count:
             return 0
         try:
-            if deletion.count == len(self._segments):
+            if count == len(self._segments):
                 self._roll(now_ms)
-            doomed = self._segments[: deletion.count]
-            self._log_start_offset = max(self._log_start_offset, self._segments[deletion.count].base_offset)
+            doomed = self._segments[:count]
+            self._log_start_offset = max(self._log_start_offset, self._segments[count].base_offset)
             self._write_checkpoint(clean_shutdown=False)
             self._remove_segments(doomed, now_ms)
         except OSError as exc:
@@ -540,11 +590,11 @@ class PartitionLog:
         logger.info(
             "%s: deleted %d segment(s) (%s); log start offset is now %d",
             self.directory,
-            deletion.count,
+            count,
             deletion.reason,
             self._log_start_offset,
         )
-        return deletion.count
+        return count
 
     def _remove_segments(self, doomed: Sequence[Segment], now_ms: int) -> None:
         """Take segments out of the log and rename their files ``*.deleted`` for later deletion."""

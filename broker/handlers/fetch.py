@@ -100,10 +100,10 @@ class FetchPlan:
         if isinstance(found, ErrorCode):
             return partition_error(index, found)
         partition_log, _info = found
-        high_watermark = partition_log.log_end_offset
+        high_watermark = partition_log.high_watermark
         log_start = partition_log.log_start_offset
         offset = wanted["fetch_offset"]
-        if offset < log_start or offset > high_watermark:
+        if offset < log_start or offset > partition_log.log_end_offset:
             return partition_error(index, ErrorCode.OFFSET_OUT_OF_RANGE, high_watermark, log_start)
         budget = min(wanted["partition_max_bytes"], self.max_bytes - bytes_so_far)
         records: bytes | FileSlice = b""

@@ -44,7 +44,7 @@ def locate(partition_log: PartitionLog, timestamp: int, leader_epoch: int) -> di
         "leader_epoch": leader_epoch,
     }
     if timestamp == LATEST:
-        result["offset"] = partition_log.log_end_offset
+        result["offset"] = partition_log.high_watermark
     elif timestamp in (EARLIEST, EARLIEST_LOCAL, EARLIEST_TIERED):
         result["offset"] = partition_log.log_start_offset
     elif timestamp == MAX_TIMESTAMP:

@@ -163,35 +163,39 @@ def too_large(batch: BatchInfo, config: LogConfig) -> None:
 
 def append_partition(
     ctx: RequestContext, topic: str, index: int, records: memoryview | None, now_ms: int
-) -> tuple[int, dict[str, Any]]:
-    """Validate and append one partition's record set: (records appended, partition response)."""
+) -> tuple[dict[str, Any], bool]:
+    """Validate and append one partition's record set: (partition response, whether its
+    acknowledgement must wait for a sync, see ``broker.durability``)."""
     broker = ctx.broker
     partition_log = broker.partitions.get(topic, index)
     if partition_log is None:
-        return 0, partition_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return partition_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), False
     if records is None or len(records) == 0:
-        return 0, partition_error(index, ErrorCode.INVALID_RECORD, "Produce request has no record batch")
+        return partition_error(index, ErrorCode.INVALID_RECORD, "Produce request has no record batch"), False
     try:
         records, batches = checked_batch(records, topic, index, partition_log.config, now_ms)
     except RecordErrors as exc:
-        return 0, record_errors_response(index, exc)
+        return record_errors_response(index, exc), False
     except RecordBatchError as exc:
-        return 0, partition_error(index, error_code_of(exc), str(exc))
+        return partition_error(index, error_code_of(exc), str(exc)), False
     except Refused as exc:
-        return 0, partition_error(index, exc.code, str(exc))
+        return partition_error(index, exc.code, str(exc)), False
     info = broker.topics.get(topic)
     try:
         appended = partition_log.append(records, batches, info.leader_epoch if info else 0, now_ms)
     except LogError as exc:
-        return 0, partition_error(index, error_code_of(exc), str(exc))
+        return partition_error(index, error_code_of(exc), str(exc)), False
     broker.appends.notify((topic, index))
-    return batches[0].record_count, {
+    must_sync = broker.durability.after_append(
+        (topic, index), partition_log, batches[0].record_count, wrote=not appended.duplicate
+    )
+    return {
         "index": index,
         "error_code": ErrorCode.NONE,
         "base_offset": appended.first_offset,
         "log_append_time_ms": appended.log_append_time,
         "log_start_offset": appended.log_start_offset,
-    }
+    }, must_sync
 
 
 def resolve_topic(
@@ -224,22 +228,19 @@ async def handle_produce(
         refusal = (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported yet")
     now_ms = int(time.time() * 1000)
     responses: list[tuple[str | None, dict[str, Any]]] = []
-    touched = []
+    must_sync: list[tuple[str, int]] = []
     failed = False
     for topic_data in request["topic_data"]:
         name, topic_refusal = resolve_topic(ctx, topic_data)
         partitions = []
         for partition in topic_data["partition_data"]:
-            appended = 0
             if refusal or topic_refusal:
                 result = partition_error(partition["index"], *(refusal or topic_refusal))
             else:
-                appended, result = append_partition(
-                    ctx, name, partition["index"], partition["records"], now_ms
-                )
-            if result["error_code"] == ErrorCode.NONE:
-                touched.append(((name, partition["index"]), appended))
-            else:
+                result, wait = append_partition(ctx, name, partition["index"], partition["records"], now_ms)
+                if wait:
+                    must_sync.append((name, partition["index"]))
+            if result["error_code"] != ErrorCode.NONE:
                 failed = True
             partitions.append(result)
         key = (
@@ -248,9 +249,9 @@ async def handle_produce(
             else {"name": name}
         )
         responses.append((name, key | {"partition_responses": partitions}))
-    ticket = ctx.broker.durability.after_append(touched) if touched else None
-    if ticket is None:
+    if not must_sync:
         return _answer(acks, responses, failed)
+    ticket = ctx.broker.durability.ticket(must_sync)
 
     async def after_sync() -> dict[str, Any] | None:
         unsynced = await ctx.broker.durability.wait(ticket)

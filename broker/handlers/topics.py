@@ -264,8 +264,8 @@ def delete_partition_records(ctx: RequestContext, topic: str, wanted: dict[str, 
         }
     offset = wanted["offset"]
     if offset == -1:
-        offset = partition_log.log_end_offset
-    if offset < 0 or offset > partition_log.log_end_offset:
+        offset = partition_log.high_watermark
+    if offset < 0 or offset > partition_log.high_watermark:  # Kafka: not past what consumers see
         return {"partition_index": index, "low_watermark": -1, "error_code": ErrorCode.OFFSET_OUT_OF_RANGE}
     try:
         partition_log.delete_records(offset)

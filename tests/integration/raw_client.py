@@ -28,6 +28,33 @@ class RawClient(KafkaConnection):
     def list_offset(self, topic: str, partition: int, timestamp: int) -> int:
         return self.list_offsets(topic, [partition], timestamp)[partition]
 
+    def fetch_partition(self, topic: str, partition: int, offset: int) -> dict[str, Any]:
+        """One Fetch (v12, no wait) of one partition; returns the partition's response."""
+        response = self.request(
+            1,
+            12,
+            {
+                "replica_id": -1,
+                "max_wait_ms": 0,
+                "min_bytes": 0,
+                "max_bytes": 1 << 20,
+                "isolation_level": 0,
+                "session_id": 0,
+                "session_epoch": -1,
+                "topics": [
+                    {
+                        "topic": topic,
+                        "partitions": [
+                            {"partition": partition, "fetch_offset": offset, "partition_max_bytes": 1 << 20}
+                        ],
+                    }
+                ],
+                "forgotten_topics_data": [],
+                "rack_id": "",
+            },
+        )
+        return response["responses"][0]["partitions"][0]
+
 
 def make_batch(
     values: list[bytes],

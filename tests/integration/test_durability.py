@@ -181,3 +181,30 @@ async def test_one_round_syncs_every_partition_of_a_request(tmp_path: Path) -> N
             assert [log.recovery_point for log in logs] == [0, 0, 0, 0], (
                 "indexes wait for the checkpoint flush"
             )
+
+
+async def test_consumers_do_not_see_an_append_before_its_sync(tmp_path: Path, monkeypatch) -> None:
+    """As in Kafka, whose high watermark moves only after the flush an append triggered: a record
+    read before its sync could vanish in a power cut while its offset is reused."""
+    with trio.fail_after(DEADLINE_S):
+        async with running_broker(tmp_path, **{"log.flush.interval.messages": "1"}) as (broker, port):
+            await create_topic(port, "hidden")
+            assert await produce(port, "hidden", 1) == [ErrorCode.NONE]
+            log = partition_log(broker, "hidden")
+            release = hold_first_sync(monkeypatch, log.segments[-1].fd)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(produce, port, "hidden", 1)
+                while log.log_end_offset < 2:
+                    await trio.sleep(0.01)
+
+                def look() -> tuple[dict, int]:
+                    with RawClient(f"127.0.0.1:{port}") as client:
+                        return client.fetch_partition("hidden", 0, 1), client.list_offset("hidden", 0, -1)
+
+                waiting, latest = await trio.to_thread.run_sync(look)
+                assert (waiting["error_code"], waiting["high_watermark"], latest) == (ErrorCode.NONE, 1, 1)
+                assert not waiting["records"]
+                release.set()
+            synced, latest = await trio.to_thread.run_sync(look)
+            assert (synced["high_watermark"], latest) == (2, 2)
+            assert synced["records"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
@@ -31,34 +30,6 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OdradekProcess]
         yield process
     finally:
         process.stop()
-
-
-def fetch(client: RawClient, topic: str, partition: int, offset: int) -> dict[str, Any]:
-    """One Fetch (v12) of one partition; returns the partition's response."""
-    response = client.request(
-        1,
-        12,
-        {
-            "replica_id": -1,
-            "max_wait_ms": 0,
-            "min_bytes": 0,
-            "max_bytes": 1 << 20,
-            "isolation_level": 0,
-            "session_id": 0,
-            "session_epoch": -1,
-            "topics": [
-                {
-                    "topic": topic,
-                    "partitions": [
-                        {"partition": partition, "fetch_offset": offset, "partition_max_bytes": 1 << 20}
-                    ],
-                }
-            ],
-            "forgotten_topics_data": [],
-            "rack_id": "",
-        },
-    )
-    return response["responses"][0]["partitions"][0]
 
 
 def produce(bootstrap: str, topic: str, values: list[bytes], timestamp_ms: int) -> None:
@@ -142,9 +113,9 @@ def test_time_retention_through_a_client(broker: OdradekProcess) -> None:
         (-1, str(KafkaError._AUTO_OFFSET_RESET).encode())
     ], "a consumer positioned below the log start gets out of range"
     with RawClient(broker.bootstrap) as client:
-        below = fetch(client, topic, 0, low - 1)
+        below = client.fetch_partition(topic, 0, low - 1)
         assert below["error_code"] == ErrorCode.OFFSET_OUT_OF_RANGE and below["log_start_offset"] == low
-        assert fetch(client, topic, 0, low)["error_code"] == ErrorCode.NONE
+        assert client.fetch_partition(topic, 0, low)["error_code"] == ErrorCode.NONE
         assert client.list_offset(topic, 0, EARLIEST) == low
 
 
