@@ -5,9 +5,9 @@ operating system, which survives a crash of the broker process but not a power c
 topic sets ``flush.messages`` (e.g. 1), an append that reaches the threshold is acknowledged
 only after its data is on disk.
 
-Group commit: a *round* is one worker-thread hop that fdatasyncs the ``.log`` file of every
-partition waiting at the moment the round starts, whatever connection, request or topic their
-appends came from, one thread per log directory so separate disks sync in parallel.  While a
+Group commit: a *round* fdatasyncs the ``.log`` file of every partition waiting at the moment
+the round starts, whatever connection, request or topic their appends came from, in worker
+threads, several partitions at once (``SYNC_THREADS``).  While a
 round runs, new appends queue for the next one; so however many producers and partitions are
 waiting, the broker pays at most one round in flight plus one queued, and a round costs what
 the disk needs for the files it touches.  Only segment data is synced on this path: offset and
@@ -31,7 +31,6 @@ If a sync fails, that partition goes offline and only the appends waiting on it 
 from __future__ import annotations
 
 import logging
-import os
 from typing import TYPE_CHECKING
 
 import trio
@@ -45,6 +44,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PartitionKey = tuple[str, int]
+
+# Partitions a round syncs at once, each in its own worker thread: concurrent fdatasyncs on
+# one filesystem share journal commits (4 files: ~0.45 ms together against ~0.66 ms one after
+# another here), and a thread needs the interpreter lock only once, after its sync, instead of
+# between syncs while the event loop is busy.
+SYNC_THREADS = 8
 
 # Rounds whose failures are remembered for their waiters; a waiter reads its round's result as
 # soon as the round ends, so only a few recent rounds can still matter.
@@ -83,6 +88,7 @@ class Durability:
         self._running = False
         self._round_ended = trio.Event()
         self._failures: dict[int, frozenset[PartitionKey]] = {}
+        self._sync_threads = trio.CapacityLimiter(SYNC_THREADS)
 
     @property
     def rounds(self) -> int:
@@ -142,8 +148,8 @@ class Durability:
         marks = {key: partition_log.sync_mark() for key, partition_log in batch.items()}
         try:
             async with trio.open_nursery() as nursery:
-                for group in _by_log_directory(batch).values():
-                    nursery.start_soon(_sync_group, group, failed)
+                for key, partition_log in batch.items():
+                    nursery.start_soon(_sync_one, key, partition_log, failed, self._sync_threads)
             for key, partition_log in batch.items():
                 if key not in failed:
                     partition_log.reveal_synced(marks[key])
@@ -174,21 +180,10 @@ class Durability:
                         continue  # the partition went offline and said why; the others go on
 
 
-def _by_log_directory(
-    batch: dict[PartitionKey, PartitionLog],
-) -> dict[str, list[tuple[PartitionKey, PartitionLog]]]:
-    groups: dict[str, list[tuple[PartitionKey, PartitionLog]]] = {}
-    for key, partition_log in batch.items():
-        groups.setdefault(os.path.dirname(partition_log.directory), []).append((key, partition_log))
-    return groups
-
-
-async def _sync_group(group: list[tuple[PartitionKey, PartitionLog]], failed: set[PartitionKey]) -> None:
-    def sync_all() -> None:
-        for key, partition_log in group:
-            try:
-                partition_log.sync_data()
-            except LogError:
-                failed.add(key)  # went offline and logged why; the rest of the round goes on
-
-    await trio.to_thread.run_sync(sync_all)
+async def _sync_one(
+    key: PartitionKey, partition_log: PartitionLog, failed: set[PartitionKey], limiter: trio.CapacityLimiter
+) -> None:
+    try:
+        await trio.to_thread.run_sync(partition_log.sync_data, limiter=limiter)
+    except LogError:
+        failed.add(key)  # went offline and logged why; the rest of the round goes on

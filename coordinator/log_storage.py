@@ -50,7 +50,7 @@ class LogStorage:
         if log is None:
             return
         offset = log.log_start_offset
-        while offset < log.log_end_offset:
+        while offset < log.high_watermark:  # what a read returns (the log end, for these logs)
             data = log.read(offset, READ_CHUNK_BYTES)
             for batch in scan_batches(data, from_client=False):
                 if not batch.is_control:

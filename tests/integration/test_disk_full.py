@@ -22,7 +22,6 @@ import pytest
 from broker.admin_client import KafkaConnection
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient, make_batch
-from tests.integration.test_retention import fetch
 from wire.error_codes import ErrorCode
 from wire.record_batch import decode_records, scan_batches
 
@@ -66,7 +65,7 @@ def fill(directory: Path) -> Path:
 
 def stored_values(client: RawClient, topic: str) -> list[tuple[int, bytes | None]]:
     """(offset, value) of every record of partition 0, read from offset 0."""
-    response = fetch(client, topic, 0, 0)
+    response = client.fetch_partition(topic, 0, 0)
     assert response["error_code"] == ErrorCode.NONE, response
     records = response["records"]
     return [
@@ -105,7 +104,7 @@ def test_a_full_disk_refuses_writes_and_recovers_without_a_restart(tmp_path: Pat
                     assert client.produce("full", 0, big)["error_code"] == ErrorCode.KAFKA_STORAGE_ERROR
                 assert client.metadata(["full"])["topics"][0]["error_code"] == ErrorCode.NONE
                 time.sleep(5 * RETRY_MS / 1000)  # several re-probes while the disk is still full
-                assert fetch(client, "full", 0, 0)["error_code"] == ErrorCode.KAFKA_STORAGE_ERROR
+                assert client.fetch_partition("full", 0, 0)["error_code"] == ErrorCode.KAFKA_STORAGE_ERROR
 
                 errors = re.findall(r"^.* ERROR .*full-0.*$", broker.log_text(), re.MULTILINE)
                 assert len(errors) == 1, errors

@@ -23,7 +23,6 @@ from broker.admin_client import KafkaConnection
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.fast_disk import fast_scratch_dir
 from tests.integration.raw_client import RawClient, make_batch
-from tests.integration.test_retention import fetch
 from wire.record_batch import decode_records, scan_batches
 
 TOPICS = 5
@@ -73,7 +72,7 @@ def sample() -> list[tuple[str, int]]:
 
 
 def values_read_back(client: RawClient, topic: str, partition: int) -> list[bytes | None]:
-    response = fetch(client, topic, partition, 0)
+    response = client.fetch_partition(topic, partition, 0)
     assert response["error_code"] == 0, (topic, partition, response)
     data = bytes(response["records"] or b"")
     return [

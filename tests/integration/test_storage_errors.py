@@ -21,7 +21,6 @@ import trio
 from log.partition_log import PartitionLog
 from tests.broker.test_server import running_broker
 from tests.integration.raw_client import RawClient, make_batch
-from tests.integration.test_retention import fetch
 from wire.error_codes import ErrorCode
 from wire.record_batch import decode_records, scan_batches
 
@@ -71,10 +70,10 @@ async def test_one_failing_partition_does_not_take_the_broker_down(tmp_path: Pat
                     return {
                         "produce broken": client.produce("fragile", 0, make_batch([b"lost"]))["error_code"],
                         "produce again": client.produce("fragile", 0, make_batch([b"lost"]))["error_code"],
-                        "fetch broken": fetch(client, "fragile", 0, 0)["error_code"],
+                        "fetch broken": client.fetch_partition("fragile", 0, 0)["error_code"],
                         "list offsets broken": list_offsets_error(client, "fragile", 0),
                         "produce healthy": client.produce("fragile", 1, make_batch([b"after"]))["error_code"],
-                        "fetch healthy": fetch(client, "fragile", 1, 0)["error_code"],
+                        "fetch healthy": client.fetch_partition("fragile", 1, 0)["error_code"],
                         "metadata": client.metadata(["fragile"])["topics"][0]["error_code"],
                     }
 
@@ -139,7 +138,7 @@ async def test_a_failed_partition_stays_offline_while_its_disk_fails_then_comes_
                 accepted = produce(b"after")
                 assert (accepted["error_code"], accepted["base_offset"]) == (ErrorCode.NONE, 1)
                 with RawClient(f"127.0.0.1:{port}") as client:
-                    records = fetch(client, "flaky", 0, 0)["records"]
+                    records = client.fetch_partition("flaky", 0, 0)["records"]
                 values = [
                     (r.offset, r.value)
                     for b in scan_batches(records, from_client=False)
