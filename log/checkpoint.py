@@ -23,6 +23,8 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
+from log.sync_ledger import replace, sync, sync_directory
+
 CHECKPOINT_FILE = "partition.checkpoint"
 _VERSION = 1
 
@@ -39,21 +41,12 @@ def write_atomically(path: str, data: bytes, *, durable: bool = True) -> None:
     try:
         os.write(fd, data)
         if durable:
-            os.fsync(fd)
+            sync(fd)
     finally:
         os.close(fd)
-    os.replace(temporary, path)
+    replace(temporary, path)
     if durable:
-        fsync_directory(os.path.dirname(path))
-
-
-def fsync_directory(directory: str) -> None:
-    """Persist directory entries (creations, renames, unlinks) in ``directory``."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        sync_directory(os.path.dirname(path))
 
 
 class PartitionCheckpoint(NamedTuple):

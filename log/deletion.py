@@ -16,7 +16,7 @@ import os
 import shutil
 import uuid
 
-from log.checkpoint import fsync_directory
+from log.sync_ledger import replace, sync_directory
 
 logger = logging.getLogger(__name__)
 
@@ -58,8 +58,8 @@ def rename_aside(directory: str, suffix: str = DELETE_SUFFIX) -> str:
     """Rename ``directory`` (durably) to its ``<topic>-<p>.<uuid><suffix>`` name; the new path."""
     parent, name = os.path.split(os.path.abspath(directory))
     renamed = os.path.join(parent, deletion_name(name, suffix))
-    os.rename(directory, renamed)
-    fsync_directory(parent)
+    replace(directory, renamed)
+    sync_directory(parent)
     return renamed
 
 

@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 from log.errors import LogError
 from log.open_files import LazyFile
+from log.sync_ledger import sync
 
 
 class CorruptIndexError(LogError):
@@ -130,7 +131,7 @@ class _SparseIndex:
         if self._dirty:
             self._dirty = False
             with self.file.pinned() as fd:
-                os.fsync(fd)
+                sync(fd)
 
     def close(self) -> None:
         self.file.close()

@@ -31,7 +31,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Literal, NamedTuple
 
-from log.checkpoint import PartitionCheckpoint, fsync_directory, write_atomically
+from log.checkpoint import PartitionCheckpoint, write_atomically
 from log.config import LONG_MAX, LogConfig
 from log.deletion import delete_partition_directory
 from log.disk_error_report import describe_os_error
@@ -42,6 +42,7 @@ from log.retention import SegmentFacts, segments_to_delete
 from log.segment import Segment
 from log.storage_probe import probe_writable
 from log.swap import DELETED, SWAP, finish_interrupted_replacements
+from log.sync_ledger import sync_directory
 from wire.record_batch import (
     BatchInfo,
     InvalidRecordError,
@@ -760,7 +761,7 @@ class PartitionLog:
             return False
         try:
             cleaned.rename(SWAP)
-            fsync_directory(self.directory)
+            sync_directory(self.directory)
             with self._lock:
                 first = self._segments.index(old[0])
                 self._segments[first : first + len(old)] = [cleaned]
@@ -768,7 +769,7 @@ class PartitionLog:
             self._retire(old, _now_ms())
             cleaned.release()
             cleaned.rename("")
-            fsync_directory(self.directory)
+            sync_directory(self.directory)
         except OSError as exc:
             raise self.went_offline(exc) from exc
         return True

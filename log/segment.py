@@ -24,6 +24,7 @@ from log.config import INT_MAX, LogConfig
 from log.errors import KafkaStorageError
 from log.index import CorruptIndexError, OffsetIndex, TimeIndex
 from log.open_files import LazyFile
+from log.sync_ledger import replace, sync
 from wire.record_batch import (
     HEADER_SIZE,
     BatchInfo,
@@ -346,7 +347,7 @@ class Segment:
         if self.dirty:
             self.dirty = self.unsynced_data = False
             with self._log.pinned() as fd:
-                os.fsync(fd)
+                sync(fd)
         self.offset_index.flush()
         self.time_index.flush()
 
@@ -360,7 +361,7 @@ class Segment:
         if self.unsynced_data:
             self.unsynced_data = False
             with self._log.pinned() as fd:
-                os.fdatasync(fd)
+                sync(fd, data_only=True)
 
     def _files(self) -> tuple[LazyFile, LazyFile, LazyFile]:
         return self._log, self.offset_index.file, self.time_index.file
@@ -399,7 +400,7 @@ class Segment:
         for source, target in moves[1:] + moves[:1] if suffix == "" else moves:
             if source != self.log_path and not os.path.exists(source):
                 continue  # an empty segment's index files may not exist yet
-            os.rename(source, target)
+            replace(source, target)
         self._log.path, self.offset_index.file.path, self.time_index.file.path = targets
         self.suffix = suffix
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 import logging
 import os
 
-from log.checkpoint import fsync_directory
 from log.config import LogConfig
 from log.segment import Segment
+from log.sync_ledger import replace, sync_directory
 
 logger = logging.getLogger(__name__)
 
@@ -71,5 +71,5 @@ def finish_interrupted_replacements(directory: str, config: LogConfig, now_ms: i
         parsed = parse_segment_file(name)
         if parsed is not None and parsed[2] == SWAP:
             logger.info("%s: completing the swap of %s", directory, name)
-            os.replace(os.path.join(directory, name), os.path.join(directory, name[: -len(SWAP)]))
-    fsync_directory(directory)
+            replace(os.path.join(directory, name), os.path.join(directory, name[: -len(SWAP)]))
+    sync_directory(directory)

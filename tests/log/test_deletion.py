@@ -42,15 +42,15 @@ def test_a_partition_of_the_longest_topic_name_is_deleted(tmp_path) -> None:
 def test_a_directory_left_by_a_failed_deletion_does_not_come_back(tmp_path, monkeypatch, caplog) -> None:
     manager = LogManager([os.fspath(tmp_path)], lambda topic: LogConfig())
     append(manager.get_or_create("t", 0), produced_batch())
-    real_rename = os.rename
+    real_replace = os.replace
 
-    def failing_rename(source: str, target: str) -> None:
+    def failing_replace(source: str, target: str) -> None:
         raise OSError(errno.EIO, "Input/output error", source)
 
-    monkeypatch.setattr(os, "rename", failing_rename)
+    monkeypatch.setattr(os, "replace", failing_replace)
     assert manager.delete("t", 0)
     assert "EIO" in caplog.text and os.listdir(tmp_path) == ["t-0"]
-    monkeypatch.setattr(os, "rename", real_rename)
+    monkeypatch.setattr(os, "replace", real_replace)
     assert manager.get_or_create("t", 0).log_end_offset == 0, "the old records stay deleted"
     manager.close()
 

@@ -73,7 +73,7 @@ def test_retention_failing_to_rename_takes_the_log_offline(log_dir: str, monkeyp
     def failing_rename(source: str, target: str) -> None:
         raise OSError(errno.EIO, "Input/output error", source)
 
-    monkeypatch.setattr(os, "rename", failing_rename)
+    monkeypatch.setattr(os, "replace", failing_rename)
     with pytest.raises(KafkaStorageError):
         log.delete_old_segments(BASE_TS + 10_000)
     monkeypatch.undo()

@@ -50,7 +50,7 @@ def test_crash_during_a_swap(log_dir: str, monkeypatch, renames_before_crash: in
         calls.append(target)
         real_rename(source, target)
 
-    monkeypatch.setattr(os, "rename", rename_then_crash)
+    monkeypatch.setattr("log.segment.replace", rename_then_crash)  # the segments' renames only
     assert log.begin_cleaning()
     job = CleaningJob(log, cleanable_range(log, BASE_TS), BASE_TS, MAX_MAP_KEYS)
     with pytest.raises(KafkaStorageError):
