@@ -30,29 +30,7 @@ class RawClient(KafkaConnection):
 
     def fetch_partition(self, topic: str, partition: int, offset: int) -> dict[str, Any]:
         """One Fetch (v12, no wait) of one partition; returns the partition's response."""
-        response = self.request(
-            1,
-            12,
-            {
-                "replica_id": -1,
-                "max_wait_ms": 0,
-                "min_bytes": 0,
-                "max_bytes": 1 << 20,
-                "isolation_level": 0,
-                "session_id": 0,
-                "session_epoch": -1,
-                "topics": [
-                    {
-                        "topic": topic,
-                        "partitions": [
-                            {"partition": partition, "fetch_offset": offset, "partition_max_bytes": 1 << 20}
-                        ],
-                    }
-                ],
-                "forgotten_topics_data": [],
-                "rack_id": "",
-            },
-        )
+        response = self.request(1, 12, fetch_body(topic, partition, offset))
         return response["responses"][0]["partitions"][0]
 
 
@@ -76,3 +54,28 @@ def make_batch(
             compression=compression,
         )
     )
+
+
+def fetch_body(
+    topic: str, partition: int, offset: int, max_wait_ms: int = 0, min_bytes: int = 0
+) -> dict[str, Any]:
+    """A Fetch v12 request body for one partition, up to 1 MiB."""
+    return {
+        "replica_id": -1,
+        "max_wait_ms": max_wait_ms,
+        "min_bytes": min_bytes,
+        "max_bytes": 1 << 20,
+        "isolation_level": 0,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [
+            {
+                "topic": topic,
+                "partitions": [
+                    {"partition": partition, "fetch_offset": offset, "partition_max_bytes": 1 << 20}
+                ],
+            }
+        ],
+        "forgotten_topics_data": [],
+        "rack_id": "",
+    }

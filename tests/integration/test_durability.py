@@ -56,16 +56,7 @@ async def test_fsync_per_message_is_shared_by_concurrent_producers(tmp_path: Pat
         async with running_broker(tmp_path, **{"log.flush.interval.messages": "1"}) as (broker, port):
             await create_topic(port, "durable")
             log = partition_log(broker, "durable")
-            segment_fd = log.segments[-1].fd
-            first_round_may_finish = threading.Event()
-            real_fdatasync = os.fdatasync
-
-            def held_fdatasync(fd: int) -> None:
-                if fd == segment_fd:
-                    first_round_may_finish.wait(DEADLINE_S)
-                real_fdatasync(fd)
-
-            monkeypatch.setattr(os, "fdatasync", held_fdatasync)
+            first_round_may_finish = hold_first_sync(monkeypatch, log.segments[-1].fd)
             results: list[list[int]] = []
 
             async def producer() -> None:

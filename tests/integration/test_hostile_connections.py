@@ -19,7 +19,7 @@ import pytest
 from confluent_kafka import Producer
 
 from tests.integration.broker_process import OdradekProcess
-from tests.integration.raw_client import RawClient
+from tests.integration.raw_client import RawClient, fetch_body
 from wire.codec import encode_request
 from wire.header import encode_request_header, request_header_version
 
@@ -67,27 +67,7 @@ def request_frame(api_key: int, version: int, body: dict, correlation_id: int = 
 
 def parked_fetch(topic: str) -> bytes:
     """A Fetch at the log end that waits (almost) forever for one byte."""
-    return request_frame(
-        FETCH,
-        12,
-        {
-            "replica_id": -1,
-            "max_wait_ms": 2**31 - 1,
-            "min_bytes": 1,
-            "max_bytes": 1 << 20,
-            "isolation_level": 0,
-            "session_id": 0,
-            "session_epoch": -1,
-            "topics": [
-                {
-                    "topic": topic,
-                    "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}],
-                }
-            ],
-            "forgotten_topics_data": [],
-            "rack_id": "",
-        },
-    )
+    return request_frame(FETCH, 12, fetch_body(topic, 0, 0, max_wait_ms=2**31 - 1, min_bytes=1))
 
 
 def connect(broker: OdradekProcess) -> socket.socket:
