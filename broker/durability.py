@@ -31,6 +31,8 @@ If a sync fails, that partition goes offline and only the appends waiting on it 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import trio
@@ -89,6 +91,7 @@ class Durability:
         self._round_ended = trio.Event()
         self._failures: dict[int, frozenset[PartitionKey]] = {}
         self._sync_threads = trio.CapacityLimiter(SYNC_THREADS)
+        self._collecting: list[PartitionKey] | None = None
 
     @property
     def rounds(self) -> int:
@@ -118,7 +121,23 @@ class Durability:
         self._waiting[key] = partition_log
         if wrote:
             partition_log.hide_last_append_until_synced()
+        if self._collecting is not None:
+            self._collecting.append(key)
         return True
+
+    @contextmanager
+    def collecting(self) -> Iterator[list[PartitionKey]]:
+        """The partitions whose appends made during the block must be synced before answering.
+
+        For handlers whose appends happen deep inside a sans-IO component (the group
+        coordinator writing ``__consumer_offsets``): the block must not await, so every append
+        in it belongs to the one request.
+        """
+        self._collecting = collected = []
+        try:
+            yield collected
+        finally:
+            self._collecting = None
 
     def ticket(self, keys: list[PartitionKey]) -> SyncTicket:
         """What appends that ``after_append`` said must wait are waiting for: rounds already

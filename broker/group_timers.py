@@ -2,7 +2,8 @@
 
 The coordinator is sans-IO; this module gives it what it needs from the broker — the
 ``__consumer_offsets`` partition logs (the topic is created on first use, as Kafka does),
-the topic registry, the wall clock — and runs the one background task that replays the
+the topic registry, the wall clock, the flush policy for its writes (``broker.durability``:
+under ``flush.messages`` an offset commit is answered once synced) — and runs the one background task that replays the
 offsets topic at start-up and then sleeps until the coordinator's next deadline (a session
 timeout, a rebalance timeout, the initial rebalance delay, the offset retention check).
 """
@@ -60,7 +61,14 @@ def create_group_coordinator(broker: Broker) -> GroupCoordinator:
             )
         return broker.partitions.get(OFFSETS_TOPIC, partition)
 
-    storage = LogStorage(partition_log, lambda partition: broker.appends.notify((OFFSETS_TOPIC, partition)))
+    def appended(partition: int) -> None:
+        key = (OFFSETS_TOPIC, partition)
+        broker.appends.notify(key)
+        written = broker.partitions.get(*key)
+        if written is not None:
+            broker.durability.after_append(key, written, 1, wrote=True)
+
+    storage = LogStorage(partition_log, appended)
     return GroupCoordinator(config, storage, broker.topics, wall_clock_ms)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.context import RequestContext
+from broker.context import PendingResponse, RequestContext
 from broker.handlers.groups import coordinator_of
 from coordinator.offsets import topics_with_error
 from wire.error_codes import ErrorCode
@@ -19,17 +19,36 @@ OFFSET_FETCH = 9
 OFFSET_DELETE = 47
 
 
-async def handle_offset_commit(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    topics = coordinator_of(ctx).commit_offsets(
-        group_id=request["group_id"],
-        generation_id=request.get("generation_id_or_member_epoch", -1),
-        member_id=request.get("member_id", ""),
-        group_instance_id=request.get("group_instance_id"),
-        retention_time_ms=request.get("retention_time_ms", -1),
-        topics=request["topics"],
-        api_version=ctx.api_version,
-    )
-    return {"topics": topics}
+async def handle_offset_commit(
+    ctx: RequestContext, request: dict[str, Any]
+) -> dict[str, Any] | PendingResponse:
+    """Commit through the coordinator; under ``flush.messages`` the answer waits for the sync of
+    the ``__consumer_offsets`` write, as Kafka's does for its append."""
+    durability = ctx.broker.durability
+    with durability.collecting() as must_sync:
+        topics = coordinator_of(ctx).commit_offsets(
+            group_id=request["group_id"],
+            generation_id=request.get("generation_id_or_member_epoch", -1),
+            member_id=request.get("member_id", ""),
+            group_instance_id=request.get("group_instance_id"),
+            retention_time_ms=request.get("retention_time_ms", -1),
+            topics=request["topics"],
+            api_version=ctx.api_version,
+        )
+    if not must_sync:
+        return {"topics": topics}
+    ticket = durability.ticket(must_sync)
+
+    async def after_sync() -> dict[str, Any]:
+        if await durability.wait(ticket):
+            # Kafka answers a failed __consumer_offsets append (KAFKA_STORAGE_ERROR) this way.
+            for topic in topics:
+                for partition in topic["partitions"]:
+                    if partition["error_code"] == ErrorCode.NONE:
+                        partition["error_code"] = ErrorCode.NOT_COORDINATOR
+        return {"topics": topics}
+
+    return PendingResponse(after_sync)
 
 
 async def handle_offset_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:

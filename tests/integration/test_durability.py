@@ -199,3 +199,32 @@ async def test_consumers_do_not_see_an_append_before_its_sync(tmp_path: Path, mo
             synced, latest = await trio.to_thread.run_sync(look)
             assert (synced["high_watermark"], latest) == (2, 2)
             assert synced["records"]
+
+
+async def test_an_offset_commit_is_answered_once_synced(tmp_path: Path) -> None:
+    """Kafka flushes ``__consumer_offsets`` appends like any other under ``flush.messages``."""
+    with trio.fail_after(DEADLINE_S):
+        async with running_broker(tmp_path, **{"log.flush.interval.messages": "1"}) as (broker, port):
+            await create_topic(port, "committed")
+
+            def commit() -> dict:
+                with RawClient(f"127.0.0.1:{port}") as client:
+                    topics = [
+                        {"name": "committed", "partitions": [{"partition_index": 0, "committed_offset": 7}]}
+                    ]
+                    body = {
+                        "group_id": "g",
+                        "generation_id_or_member_epoch": -1,
+                        "member_id": "",
+                        "topics": topics,
+                    }
+                    return client.request(8, 8, {"group_instance_id": None, **body})
+
+            answer = await trio.to_thread.run_sync(commit)
+            assert answer["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NONE
+            offsets_logs = [
+                log for topic, _, log in broker.partitions.all_logs() if topic == "__consumer_offsets"
+            ]
+            written = [log for log in offsets_logs if log.log_end_offset > 0]
+            assert len(written) == 1, "the commit went to the group's partition"
+            assert written[0].synced_offset == written[0].log_end_offset, "synced before it was answered"
