@@ -9,10 +9,11 @@ import json
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from bench.launchers import Launcher, OdradekLauncher, TansuLauncher
+from bench.launchers import ApacheKafkaLauncher, Launcher, OdradekLauncher, TansuLauncher
 from bench.report import as_json, summarize, table
 from bench.throughput import Settings, Trial, run_trial
 
@@ -24,7 +25,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     size.add_argument("--megabytes", type=float, default=1000.0, help="value MB per trial (default 1000)")
     parser.add_argument("--value-size", type=int, default=1024, help="bytes per value (default 1024)")
     parser.add_argument("--partitions", type=int, default=4, help="topic partitions (default 4)")
-    parser.add_argument("--brokers", default="odradek,tansu", help="comma-separated, from: odradek,tansu")
+    parser.add_argument(
+        "--brokers", default="odradek,tansu", help="comma-separated, from: odradek,apache-kafka,tansu"
+    )
     parser.add_argument("--repeat", type=int, default=1, help="trials per broker, interleaved")
     parser.add_argument(
         "--summary", choices=("median", "best"), default="median", help="how to combine repeats"
@@ -34,13 +37,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="config override for odradek serve (repeatable)")  # fmt: skip
+    parser.add_argument("--override-all", action="append", default=[], metavar="KEY=VALUE",
+                        help="config override for Odradek and Apache Kafka alike (repeatable)")  # fmt: skip
     parser.add_argument("--json-out", type=Path, help="also write every trial and the summary as JSON")
     return parser.parse_args(argv)
 
 
-def make_launchers(names: str, overrides: list[str]) -> list[Launcher]:
-    """The requested brokers that can run here; the missing ones are reported, not fatal."""
-    known: dict[str, Launcher] = {"odradek": OdradekLauncher(overrides), "tansu": TansuLauncher()}
+def make_launchers(names: str, overrides: Sequence[str], shared: Sequence[str] = ()) -> list[Launcher]:
+    """The requested brokers that can run here; the missing ones are reported, not fatal.
+
+    ``shared`` settings go to every broker that takes Kafka config keys (not Tansu).
+    """
+    known: dict[str, Launcher] = {
+        "odradek": OdradekLauncher([*shared, *overrides]),
+        "apache-kafka": ApacheKafkaLauncher(shared),
+        "tansu": TansuLauncher(),
+    }
     launchers = []
     for name in (n.strip() for n in names.split(",") if n.strip()):
         if name not in known:
@@ -63,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     messages = args.messages or int(args.megabytes * 1e6 // args.value_size)
     settings = Settings(messages, args.value_size, args.partitions, phase_timeout_s=args.phase_timeout)
-    launchers = make_launchers(args.brokers, args.override)
+    launchers = make_launchers(args.brokers, args.override, args.override_all)
     if not launchers:
         return 2
     mb = messages * args.value_size / 1e6

@@ -7,6 +7,7 @@ while only the command line differs between brokers. A new broker kind is one sm
 
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -101,6 +102,53 @@ class OdradekLauncher:
         return argv
 
 
+class ApacheKafkaLauncher:
+    """Apache Kafka 4.x as one KRaft node (broker and controller), from the jars the compat
+    suite resolves from Maven (``compat_tests.brokers``), with the same ``--override`` settings
+    as Odradek where both know the key (e.g. ``log.flush.interval.messages``).
+
+    KRaft storage must be formatted before the first start, so the command is a short shell
+    line: format, then ``exec`` the broker (the measured pid is the JVM's).
+    """
+
+    name = "apache-kafka"
+    ready_timeout_s = 120.0
+
+    def __init__(self, overrides: Sequence[str] = ()) -> None:
+        self.overrides = dict(override.split("=", 1) for override in overrides)
+
+    def unavailable_reason(self) -> str | None:
+        return None if shutil.which("java") else "java is not installed"
+
+    def command(self, port: int, data_dir: Path) -> list[str]:
+        from compat_tests.brokers import KAFKA_HEAP, KAFKA_SINGLE_NODE, kafka_jars, random_cluster_id
+        from compat_tests.maven import classpath
+
+        controller = free_port()
+        settings = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "listeners": f"PLAINTEXT://{HOST}:{port},CONTROLLER://{HOST}:{controller}",
+            "advertised.listeners": f"PLAINTEXT://{HOST}:{port}",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "controller.quorum.bootstrap.servers": f"{HOST}:{controller}",
+            "log.dirs": str(data_dir),
+            **KAFKA_SINGLE_NODE,
+            **self.overrides,
+        }
+        properties = data_dir.parent / "server.properties"
+        properties.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
+        jvm = ["java", *KAFKA_HEAP, "-cp", classpath(kafka_jars())]
+        fmt = [*jvm, "kafka.tools.StorageTool", "format", "--standalone", "-t", random_cluster_id()]
+        fmt += ["-c", str(properties)]
+        return [
+            "sh",
+            "-c",
+            f"{shlex.join(fmt)} >/dev/null && exec {shlex.join([*jvm, 'kafka.Kafka', str(properties)])}",
+        ]
+
+
 @dataclass(frozen=True)
 class RunningBroker:
     """A started, ready broker: where to connect and which process to measure."""
@@ -144,16 +192,16 @@ def answers_metadata(bootstrap: str, timeout_s: float) -> bool:
     return bool(metadata.brokers)
 
 
-def _wait_ready(proc: subprocess.Popen[bytes], bootstrap: str, log_path: Path) -> None:
+def _wait_ready(proc: subprocess.Popen[bytes], bootstrap: str, log_path: Path, timeout_s: float) -> None:
     """Poll until Metadata is answered; fail fast if the process exits meanwhile."""
-    deadline = time.monotonic() + READY_TIMEOUT_S
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise BrokerFailed(f"exited with code {proc.returncode}:\n{log_tail(log_path)}")
         if answers_metadata(bootstrap, timeout_s=1.0):
             return
         time.sleep(0.1)
-    raise BrokerFailed(f"not answering Metadata after {READY_TIMEOUT_S:.0f}s:\n{log_tail(log_path)}")
+    raise BrokerFailed(f"not answering Metadata after {timeout_s:.0f}s:\n{log_tail(log_path)}")
 
 
 def _raise_if_died(proc: subprocess.Popen[bytes], log_path: Path, cause: BaseException | None) -> None:
@@ -199,7 +247,7 @@ def running(launcher: Launcher) -> Iterator[RunningBroker]:
                 start_new_session=True,
             )
         try:
-            _wait_ready(proc, bootstrap, log_path)
+            _wait_ready(proc, bootstrap, log_path, getattr(launcher, "ready_timeout_s", READY_TIMEOUT_S))
             try:
                 yield RunningBroker(launcher.name, bootstrap, proc.pid, log_path)
             except Exception as exc:
