@@ -7,8 +7,8 @@ only after its data is on disk.
 
 Group commit: a *round* fdatasyncs the ``.log`` file of every partition waiting at the moment
 the round starts, whatever connection, request or topic their appends came from, in worker
-threads, several partitions at once (``SYNC_THREADS``).  While a
-round runs, new appends queue for the next one; so however many producers and partitions are
+threads, several partitions at once (``SYNC_THREADS``).  While a round runs, new appends
+queue for the next one; so however many producers and partitions are
 waiting, the broker pays at most one round in flight plus one queued, and a round costs what
 the disk needs for the files it touches.  Only segment data is synced on this path: offset and
 time indexes are rebuilt by recovery from the recovery point on, which a data sync does not
@@ -155,7 +155,7 @@ class Durability:
         return set(ticket.keys) & self._failures.get(ticket.round, frozenset())
 
     async def _run_round(self) -> None:
-        """Sync everything waiting now, in one hop per log directory; wake every waiter."""
+        """Sync everything waiting now (a worker thread per partition); wake every waiter."""
         self._running = True
         self._started += 1
         number = self._started

@@ -28,7 +28,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Literal, NamedTuple
 
 from log.checkpoint import PartitionCheckpoint, write_atomically
@@ -645,17 +645,8 @@ class PartitionLog:
         target = self.log_end_offset
         if target == self._recovery_point and not any(s.dirty for s in self._segments):
             return
-        with self._lock:
-            if self._closed:
-                return
-            self._check_online()  # an ack waiting for this fsync must not succeed
-            try:
-                for segment in list(self._segments):
-                    segment.flush()
-            except OSError as exc:
-                raise self.went_offline(exc) from exc
+        if self._sync_segments(Segment.flush):
             self._recovery_point = max(self._recovery_point, target)
-            self.fsyncs += 1
 
     def sync_data(self) -> None:
         """fdatasync every segment's unsynced data: appends made before this call survive a power
@@ -664,17 +655,24 @@ class PartitionLog:
         ``flush`` (see ``synced_past_recovery_point``) moves it.
         """
         target = self.log_end_offset
+        if self._sync_segments(Segment.sync_data):
+            self._data_synced_to = max(self._data_synced_to, target)
+
+    def _sync_segments(self, sync: Callable[[Segment], None]) -> bool:
+        """Apply ``sync`` to every segment under the lock; False if the log is closed.  A log
+        that is offline, or fails the sync and goes offline, raises: an ack waiting for this
+        sync must not succeed."""
         with self._lock:
             if self._closed:
-                return
-            self._check_online()  # an ack waiting for this sync must not succeed
+                return False
+            self._check_online()
             try:
                 for segment in list(self._segments):
-                    segment.sync_data()
+                    sync(segment)
             except OSError as exc:
                 raise self.went_offline(exc) from exc
-            self._data_synced_to = max(self._data_synced_to, target)
             self.fsyncs += 1
+            return True
 
     @property
     def synced_offset(self) -> int:

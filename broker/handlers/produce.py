@@ -185,10 +185,11 @@ def append_partition(
         appended = partition_log.append(records, batches, info.leader_epoch if info else 0, now_ms)
     except LogError as exc:
         return partition_error(index, error_code_of(exc), str(exc)), False
-    broker.appends.notify((topic, index))
     must_sync = broker.durability.after_append(
         (topic, index), partition_log, batches[0].record_count, wrote=not appended.duplicate
     )
+    if not must_sync:  # otherwise fetchers are woken when its round makes it visible
+        broker.appends.notify((topic, index))
     return {
         "index": index,
         "error_code": ErrorCode.NONE,
