@@ -86,8 +86,10 @@ def measure(
         if i == warm:
             before = snapshot(broker.pid)
         due = start + i / rate
-        while (now := time.perf_counter()) < due:
-            producer.poll(min(0.0005, due - now))
+        if (now := time.perf_counter()) < due:
+            time.sleep(due - now)
+            now = time.perf_counter()
+        producer.poll(0)
         producer.produce(
             TOPIC,
             _STAMP.pack(now) + padding,

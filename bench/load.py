@@ -12,6 +12,7 @@ result is one JSON object on stdout, progress goes to stderr.
 import argparse
 import json
 import resource
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -85,6 +86,17 @@ class Window:
             "machine_cpu_seconds": machine - self.machine0,
         }
 
+    def settled_cpu_seconds(self) -> float:
+        """Machine CPU from the window's start until nothing is left dirty in the page cache
+        (``sync``, run after ``close``), less the client's: what getting the bytes onto the disk
+        cost, whoever did the writing.  A broker that fsyncs before acks writes them back in its
+        own threads, inside the timed part; otherwise the kernel's flusher threads do the same
+        work, mostly later and outside the broker's process, where its own CPU time misses it.
+        """
+        subprocess.run(["sync"], check=True)  # a child: not in this process's RUSAGE_SELF
+        client, _, machine = self._cpu()
+        return (machine - self.machine0) - (client - self.client0)
+
 
 class Progress:
     """Prints ``phase: n/total`` to stderr at most every PROGRESS_EVERY_S, so long runs show life."""
@@ -147,6 +159,7 @@ def produce(bootstrap: str, broker_pid: int, topic: str, partitions: int, messag
             progress.update(sent)
     remaining = producer.flush(max(0.0, deadline - time.monotonic()))
     measured = window.close()
+    measured["settled_cpu_seconds"] = window.settled_cpu_seconds()
     if remaining:
         raise TimeoutError(f"produce: {remaining} messages unacknowledged after {timeout_s}s")
     if errors:

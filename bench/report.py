@@ -23,6 +23,7 @@ class Summary:
     peak_rss_mb: float
     produce_broker_cpu_s_per_gb: float
     consume_broker_cpu_s_per_gb: float
+    produce_to_disk_cpu_s_per_gb: float
     produce_broker_cores: float
     consume_broker_cores: float
     produce_client_cores: float
@@ -58,6 +59,11 @@ COLUMNS: list[tuple[str, Cell, Ratio | None]] = [
         _pair("produce_broker_cpu_s_per_gb", "consume_broker_cpu_s_per_gb", ".2f"),
         _pair_ratio("produce_broker_cpu_s_per_gb", "consume_broker_cpu_s_per_gb"),
     ),
+    (
+        "to-disk CPU s/GB P",
+        lambda s: f"{s.produce_to_disk_cpu_s_per_gb:.2f}",
+        _ratio("produce_to_disk_cpu_s_per_gb"),
+    ),
     ("broker cores P/C", _pair("produce_broker_cores", "consume_broker_cores", ".2f"), None),
     ("client cores P/C", _pair("produce_client_cores", "consume_client_cores", ".2f"), None),
     ("others' cores P/C", _pair("produce_other_cores", "consume_other_cores", ".2f"), None),
@@ -79,6 +85,7 @@ def summarize(trials: Sequence[Trial], how: str) -> Summary:
         peak_rss_mb=max(t.peak_rss_bytes for t in trials) / MB,
         produce_broker_cpu_s_per_gb=med([t.produce.broker_cpu_s_per_gb for t in trials]),
         consume_broker_cpu_s_per_gb=med([t.consume.broker_cpu_s_per_gb for t in trials]),
+        produce_to_disk_cpu_s_per_gb=med([t.produce.to_disk_cpu_s_per_gb for t in trials]),
         produce_broker_cores=med([t.produce.broker_cores for t in trials]),
         consume_broker_cores=med([t.consume.broker_cores for t in trials]),
         produce_client_cores=med([t.produce.client_cores for t in trials]),

@@ -44,6 +44,7 @@ class Phase:
     broker_cpu_seconds: float
     machine_cpu_seconds: float
     avg_batch_bytes: float = 0.0
+    settled_cpu_seconds: float = 0.0  # produce only: see bench.load.Window.settled_cpu_seconds
 
     @property
     def mb_per_s(self) -> float:
@@ -60,6 +61,13 @@ class Phase:
         """Broker CPU seconds per 10^9 value bytes: the cost of the broker's code, and much
         less sensitive than MB/s to neighbours taking the shared cores."""
         return self.broker_cpu_seconds / (self.bytes / 1e9)
+
+    @property
+    def to_disk_cpu_s_per_gb(self) -> float:
+        """Machine CPU but the client's, until the data was on disk, per 10^9 value bytes: the
+        fair comparison of a broker that fsyncs before acks with one that leaves the writeback
+        to the kernel (it includes neighbours' noise, see ``other_cores``)."""
+        return self.settled_cpu_seconds / (self.bytes / 1e9)
 
     @property
     def client_cores(self) -> float:
