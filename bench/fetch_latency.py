@@ -28,6 +28,7 @@ from typing import Any
 from bench.launchers import OdradekLauncher, RunningBroker, running
 from bench.throughput import Settings, create_topic
 from broker.admin_client import LATEST, KafkaConnection
+from wire.api_keys import ApiKey
 from wire.record_batch import Record, encode_batch
 
 TOPIC = "latency"
@@ -85,7 +86,7 @@ def fetch_once(connection: KafkaConnection, topic: str, offset: int) -> float:
         "rack_id": "",
     }
     started = time.perf_counter()
-    response = connection.request(1, 12, body)
+    response = connection.request(ApiKey.FETCH, 12, body)
     elapsed = time.perf_counter() - started
     partition = response["responses"][0]["partitions"][0]
     if partition["error_code"] or not partition["records"]:

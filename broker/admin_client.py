@@ -13,6 +13,7 @@ import socket
 import struct
 from typing import Any
 
+from wire.api_keys import ApiKey
 from wire.codec import decode_response, encode_request
 from wire.header import decode_response_header, encode_request_header, response_header_version
 
@@ -23,7 +24,7 @@ class BrokerUnreachable(ConnectionError):
     """No broker answered at the given address; the message says what to check."""
 
 
-PRODUCE_KEY, PRODUCE_VERSION = 0, 9
+PRODUCE_VERSION = 9
 
 
 def produce_body(topic: str, batches: dict[int, bytes], acks: int = -1) -> dict[str, Any]:
@@ -96,7 +97,7 @@ class KafkaConnection:
 
     def metadata(self, topics: list[str] | None = None) -> dict[str, Any]:
         return self.request(
-            3,
+            ApiKey.METADATA,
             12,
             {
                 "topics": None if topics is None else [{"name": t} for t in topics],
@@ -109,7 +110,7 @@ class KafkaConnection:
     ) -> dict[str, Any]:
         """CreateTopics for one topic; returns its result entry (error_code, error_message, ...)."""
         response = self.request(
-            19,
+            ApiKey.CREATE_TOPICS,
             7,
             {
                 "topics": [
@@ -127,13 +128,13 @@ class KafkaConnection:
         return response["topics"][0]
 
     def delete_topic(self, name: str) -> dict[str, Any]:
-        response = self.request(20, 6, {"topics": [{"name": name}], "timeout_ms": 30_000})
+        response = self.request(ApiKey.DELETE_TOPICS, 6, {"topics": [{"name": name}], "timeout_ms": 30_000})
         return response["responses"][0]
 
     def list_offsets(self, topic: str, partitions: list[int], timestamp: int) -> dict[int, int]:
         """Offset per partition for a ListOffsets timestamp (LATEST, EARLIEST or a time)."""
         response = self.request(
-            2,
+            ApiKey.LIST_OFFSETS,
             7,
             {
                 "replica_id": -1,
@@ -150,25 +151,29 @@ class KafkaConnection:
 
     def produce(self, topic: str, partition: int, batch: bytes, acks: int = -1) -> dict[str, Any]:
         """Produce one record batch (v9); returns the partition's response."""
-        response = self.request(PRODUCE_KEY, PRODUCE_VERSION, produce_body(topic, {partition: batch}, acks))
+        response = self.request(
+            ApiKey.PRODUCE, PRODUCE_VERSION, produce_body(topic, {partition: batch}, acks)
+        )
         return response["responses"][0]["partition_responses"][0]
 
     def describe_configs(self, topic: str) -> list[dict[str, Any]]:
         response = self.request(
-            32, 4, {"resources": [{"resource_type": 2, "resource_name": topic, "configuration_keys": None}]}
+            ApiKey.DESCRIBE_CONFIGS,
+            4,
+            {"resources": [{"resource_type": 2, "resource_name": topic, "configuration_keys": None}]},
         )
         return response["results"][0]["configs"]
 
     def list_groups(self) -> list[dict[str, Any]]:
-        return self.request(16, 4, {"states_filter": []})["groups"]
+        return self.request(ApiKey.LIST_GROUPS, 4, {"states_filter": []})["groups"]
 
     def describe_group(self, group: str) -> dict[str, Any]:
-        return self.request(15, 5, {"groups": [group]})["groups"][0]
+        return self.request(ApiKey.DESCRIBE_GROUPS, 5, {"groups": [group]})["groups"][0]
 
     def committed_offsets(self, group: str) -> dict[tuple[str, int], int]:
         """Every committed offset of ``group`` (OffsetFetch v8, all topics)."""
         response = self.request(
-            9, 8, {"groups": [{"group_id": group, "topics": None}], "require_stable": False}
+            ApiKey.OFFSET_FETCH, 8, {"groups": [{"group_id": group, "topics": None}], "require_stable": False}
         )
         committed = {}
         for topic in response["groups"][0]["topics"]:

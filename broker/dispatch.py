@@ -12,14 +12,15 @@ import importlib
 import logging
 import pkgutil
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from broker import handlers as handlers_package
-from broker.api_support import SUPPORTED, ApiSupport
-from broker.context import Handler, PendingResponse, RequestContext
+from broker.api_support import ApiSupport, Served
+from broker.context import PendingResponse, RequestContext
 from log.disk_error_report import describe_os_error
+from wire.api_keys import ApiKey, api_name
 from wire.codec import decode_request, encode_response_parts
 from wire.error_codes import ErrorCode
 from wire.header import RequestHeader, decode_request_header, encode_response_header, response_header_version
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-API_VERSIONS_KEY = 18
 _SIZE = struct.Struct(">i")
 
 
@@ -37,27 +37,22 @@ class CloseConnection(Exception):
     """The request cannot be answered; Kafka closes the connection in these cases."""
 
 
-def load_handlers() -> dict[int, Handler]:
+def load_handlers() -> dict[ApiKey, Served]:
     """Collect ``HANDLERS`` from every module in ``broker.handlers`` (one per API family)."""
-    found: dict[int, Handler] = {}
+    found: dict[ApiKey, Served] = {}
     for module_info in pkgutil.iter_modules(handlers_package.__path__):
         module = importlib.import_module(f"{handlers_package.__name__}.{module_info.name}")
-        for key, handler in getattr(module, "HANDLERS", {}).items():
+        for key, served in getattr(module, "HANDLERS", {}).items():
             if key in found:
-                raise RuntimeError(f"two handlers for API key {key}: {module_info.name} and another module")
-            found[key] = handler
+                raise RuntimeError(f"two handlers for {key.api_name}: {module_info.name} and another module")
+            found[key] = served
     return found
 
 
-def advertised_apis(handlers: dict[int, Handler]) -> list[ApiSupport]:
-    """The ApiVersions table: supported APIs that have a handler installed."""
-    return [support for key, support in sorted(SUPPORTED.items()) if key in handlers]
-
-
-def api_versions_fallback(header: RequestHeader, apis: list[ApiSupport]) -> list[Any]:
+def api_versions_fallback(header: RequestHeader, apis: Iterable[ApiSupport]) -> list[Any]:
     """A v0 ApiVersions response with UNSUPPORTED_VERSION, for a version we do not speak."""
     body = encode_response_parts(
-        API_VERSIONS_KEY,
+        ApiKey.API_VERSIONS,
         0,
         {
             "error_code": ErrorCode.UNSUPPORTED_VERSION,
@@ -123,8 +118,7 @@ def _handler_errors(header: RequestHeader, client_address: str) -> Iterator[None
 
 
 def _name(header: RequestHeader) -> str:
-    support = SUPPORTED.get(header.api_key)
-    return support.name if support else f"API {header.api_key}"
+    return api_name(header.api_key)
 
 
 def _encode(header: RequestHeader, response: dict[str, Any]) -> list[Any]:
@@ -141,14 +135,14 @@ async def dispatch(broker: Broker, frame: memoryview, client_address: str) -> tu
     The header is returned so the connection can name the request if answering it fails.
     """
     header, offset = decode_request_header(frame)
-    support = SUPPORTED.get(header.api_key)
-    handler = broker.handlers.get(header.api_key)
-    if support is None or handler is None:
-        raise CloseConnection(f"unknown API key {header.api_key}")
+    support = broker.supported.get(header.api_key)
+    if support is None:
+        raise CloseConnection(f"unsupported API {api_name(header.api_key)} (key {header.api_key})")
     if not support.min_version <= header.api_version <= support.max_version:
-        if header.api_key == API_VERSIONS_KEY:
-            return header, api_versions_fallback(header, broker.advertised)
+        if header.api_key == ApiKey.API_VERSIONS:
+            return header, api_versions_fallback(header, broker.supported.values())
         raise CloseConnection(f"unsupported {support.name} version {header.api_version}")
+    handler = broker.served[support.key].handler
     request = decode_request(header.api_key, header.api_version, frame, offset)
     ctx = RequestContext(header, broker, client_address)
     with _handler_errors(header, client_address):

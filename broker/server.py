@@ -19,12 +19,11 @@ from pathlib import Path
 import trio
 
 from broker.accept import ConnectionLimits, accept_loop, default_max_connections
-from broker.api_support import ApiSupport
+from broker.api_support import ApiSupport, Served, supported_apis
 from broker.appends import AppendNotifier
 from broker.config import BrokerConfig, Listener
 from broker.connection import serve_connection
-from broker.context import Handler
-from broker.dispatch import advertised_apis, load_handlers
+from broker.dispatch import load_handlers
 from broker.durability import Durability
 from broker.group_timers import install_group_coordinator
 from broker.log_maintenance import run_log_maintenance
@@ -35,6 +34,7 @@ from broker.producer_ids import ProducerIdAllocator
 from broker.topics import TopicRegistry
 from coordinator.coordinator import GroupCoordinator
 from log.checkpoint import write_atomically
+from wire.api_keys import ApiKey
 
 log = logging.getLogger(__name__)
 
@@ -81,8 +81,8 @@ class Broker:
         self.producer_ids = ProducerIdAllocator(self.data_dir)
         self.appends = AppendNotifier()
         self.durability = Durability(self)
-        self.handlers: dict[int, Handler] = load_handlers()
-        self.advertised: list[ApiSupport] = advertised_apis(self.handlers)
+        self.served: dict[ApiKey, Served] = load_handlers()
+        self.supported: dict[ApiKey, ApiSupport] = supported_apis(self.served)
         self.listeners: list[Listener] = []
         self.coordinator: GroupCoordinator | None = None
         queued_bytes = config.get_int("queued.max.request.bytes")

@@ -19,11 +19,10 @@ from __future__ import annotations
 import struct
 from typing import Any, NamedTuple
 
+from wire.api_keys import ApiKey
 from wire.errors import DecodeError
 from wire.primitives import EMPTY_TAGGED_FIELDS, INT32, encode_string, read_string, skip_tagged_fields
 from wire.schemas import ALL_APIS
-
-API_VERSIONS_KEY = 18
 
 _FIXED = struct.Struct(">hhi")
 
@@ -47,7 +46,7 @@ def request_header_version(api_key: int, api_version: int) -> int:
 
 def response_header_version(api_key: int, api_version: int) -> int:
     """1 for flexible response versions, else 0; ApiVersions always uses 0."""
-    if api_key == API_VERSIONS_KEY:
+    if api_key == ApiKey.API_VERSIONS:
         return 0
     return 1 if _is_flexible(api_key, api_version) else 0
 

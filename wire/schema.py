@@ -19,8 +19,10 @@ Field types:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+from wire.api_keys import ApiKey
 
 PRIMITIVE_TYPES = frozenset(
     {"bool", "int8", "int16", "int32", "int64", "uint16", "float64", "string", "bytes", "records", "uuid"}
@@ -159,24 +161,27 @@ def F(
 
 @dataclass(frozen=True)
 class Api:
-    """One Kafka API: key, name, the versions we have schemas for, and its fields.
+    """One Kafka API: its key, the versions we have schemas for, and its fields.
 
     ``flexible`` is the first version using compact types and tagged fields
-    (Kafka's ``flexibleVersions``), or ``"none"``.
+    (Kafka's ``flexibleVersions``), or ``"none"``.  Which of the versions the broker serves
+    is the handler's business (``broker.api_support``), not the schema's.
     """
 
-    key: int
-    name: str
+    key: ApiKey
     versions: Versions
     flexible: Versions
     request: tuple[Field, ...]
     response: tuple[Field, ...]
-    notes: str = field(default="", compare=False)
+
+    @property
+    def name(self) -> str:
+        """Kafka's name of the API, e.g. ``OffsetForLeaderEpoch``."""
+        return self.key.api_name
 
 
 def api(
-    key: int,
-    name: str,
+    key: ApiKey,
     versions: str,
     *,
     flexible: str,
@@ -186,7 +191,6 @@ def api(
     """Declare an API (see :class:`Api`)."""
     return Api(
         key=key,
-        name=name,
         versions=Versions.parse(versions),
         flexible=Versions.parse(flexible),
         request=tuple(request),

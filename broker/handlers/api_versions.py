@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from broker.api_support import Served
 from broker.context import RequestContext
+from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
-API_VERSIONS = 18
 # KIP-511: client software name and version must look like this, or Kafka answers INVALID_REQUEST.
 _SOFTWARE_FIELD = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
@@ -23,9 +24,9 @@ async def handle_api_versions(ctx: RequestContext, request: dict[str, Any]) -> d
         "error_code": ErrorCode.NONE,
         "api_keys": [
             {"api_key": a.key, "min_version": a.min_version, "max_version": a.max_version}
-            for a in ctx.broker.advertised
+            for a in ctx.broker.supported.values()
         ],
     }
 
 
-HANDLERS = {API_VERSIONS: handle_api_versions}
+HANDLERS = {ApiKey.API_VERSIONS: Served(handle_api_versions)}

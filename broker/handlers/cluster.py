@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.api_support import Served
 from broker.context import RequestContext
+from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
-DESCRIBE_CLUSTER = 60
 BROKERS_ENDPOINT = 1  # KIP-919 endpoint type; 2 (controllers) is not served by a broker
 
 
@@ -33,4 +34,8 @@ async def handle_describe_cluster(ctx: RequestContext, request: dict[str, Any]) 
     }
 
 
-HANDLERS = {DESCRIBE_CLUSTER: handle_describe_cluster}
+DESCRIBE_CLUSTER_V2 = "DescribeCluster v2 (KIP-1073) adds fenced brokers to the answer; a single node is never fenced, and no client has been tested against it yet"
+
+HANDLERS = {
+    ApiKey.DESCRIBE_CLUSTER: Served(handle_describe_cluster, highest=1, why_not_newer=DESCRIBE_CLUSTER_V2)
+}

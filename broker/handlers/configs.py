@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.api_support import Served
 from broker.config import BrokerConfig
 from broker.config_defs import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource, ConfigType
 from broker.context import RequestContext
 from broker.topic_admin import TopicError, validate_configs
+from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
-DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
 TOPIC, BROKER = 2, 4
 _KAFKA_DEFAULTS = BrokerConfig({})  # what each key would be with an empty server.properties
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -239,7 +240,7 @@ async def handle_incremental_alter_configs(ctx: RequestContext, request: dict[st
 
 
 HANDLERS = {
-    DESCRIBE_CONFIGS: handle_describe_configs,
-    ALTER_CONFIGS: handle_alter_configs,
-    INCREMENTAL_ALTER_CONFIGS: handle_incremental_alter_configs,
+    ApiKey.DESCRIBE_CONFIGS: Served(handle_describe_configs, lowest=1),
+    ApiKey.ALTER_CONFIGS: Served(handle_alter_configs),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: Served(handle_incremental_alter_configs),
 }

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.api_support import Served
 from broker.context import RequestContext
 from broker.handlers.groups import client_host, coordinator_of
 from coordinator.consumer_heartbeat import HeartbeatRequest
 from coordinator.coordinator import GROUP_AUTHORIZED_OPERATIONS
+from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-
-CONSUMER_GROUP_HEARTBEAT = 68
-CONSUMER_GROUP_DESCRIBE = 69
 
 
 def _enabled(ctx: RequestContext) -> bool:
@@ -61,6 +60,6 @@ async def handle_consumer_group_describe(ctx: RequestContext, request: dict[str,
 
 
 HANDLERS = {
-    CONSUMER_GROUP_HEARTBEAT: handle_consumer_group_heartbeat,
-    CONSUMER_GROUP_DESCRIBE: handle_consumer_group_describe,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: Served(handle_consumer_group_heartbeat),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: Served(handle_consumer_group_describe),
 }

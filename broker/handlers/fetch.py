@@ -17,15 +17,16 @@ from typing import Any
 
 import trio
 
+from broker.api_support import Served
 from broker.context import RequestContext
 from broker.error_mapping import error_code_of
 from broker.file_region import FileRegion
 from broker.partition_requests import find_partition
 from log.errors import LogError
 from log.partition_log import FileSlice
+from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
-FETCH = 1
 FIRST_TOPIC_ID_VERSION = 13
 READ_COMMITTED = 1
 
@@ -157,4 +158,4 @@ async def handle_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
 
 
-HANDLERS = {FETCH: handle_fetch}
+HANDLERS = {ApiKey.FETCH: Served(handle_fetch, lowest=4)}

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.api_support import Served
 from broker.context import PendingResponse, RequestContext
 from broker.handlers.groups import coordinator_of
 from coordinator.offsets import topics_with_error
+from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-
-OFFSET_COMMIT = 8
-OFFSET_FETCH = 9
-OFFSET_DELETE = 47
 
 
 async def handle_offset_commit(
@@ -84,7 +82,7 @@ async def handle_offset_delete(ctx: RequestContext, request: dict[str, Any]) -> 
 
 
 HANDLERS = {
-    OFFSET_COMMIT: handle_offset_commit,
-    OFFSET_FETCH: handle_offset_fetch,
-    OFFSET_DELETE: handle_offset_delete,
+    ApiKey.OFFSET_COMMIT: Served(handle_offset_commit, lowest=2),
+    ApiKey.OFFSET_FETCH: Served(handle_offset_fetch, lowest=1),
+    ApiKey.OFFSET_DELETE: Served(handle_offset_delete),
 }

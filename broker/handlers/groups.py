@@ -15,24 +15,16 @@ from typing import Any
 
 import trio
 
+from broker.api_support import Served
 from broker.context import RequestContext
 from coordinator.classic_group import Responder
 from coordinator.classic_protocol import JoinRequest, SyncRequest
 from coordinator.coordinator import GroupCoordinator
+from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-
-FIND_COORDINATOR = 10
-JOIN_GROUP = 11
-HEARTBEAT = 12
-LEAVE_GROUP = 13
-SYNC_GROUP = 14
-DESCRIBE_GROUPS = 15
-LIST_GROUPS = 16
-DELETE_GROUPS = 42
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
-END_TXN = 26
 
 
 def coordinator_of(ctx: RequestContext) -> GroupCoordinator:
@@ -79,7 +71,7 @@ def _coordinator_entry(ctx: RequestContext, key_type: int, key: str) -> dict[str
     if key_type == GROUP_KEY_TYPE:
         error = ErrorCode.NONE if ctx.broker.coordinator is not None else ErrorCode.COORDINATOR_NOT_AVAILABLE
     elif key_type == TRANSACTION_KEY_TYPE:
-        advertised = any(api.key == END_TXN for api in ctx.broker.advertised)
+        advertised = ApiKey.END_TXN in ctx.broker.supported
         error = ErrorCode.NONE if advertised else ErrorCode.COORDINATOR_NOT_AVAILABLE
     else:  # share groups (KIP-932) and anything newer
         error = ErrorCode.INVALID_REQUEST
@@ -189,12 +181,12 @@ async def handle_delete_groups(ctx: RequestContext, request: dict[str, Any]) -> 
 
 
 HANDLERS = {
-    FIND_COORDINATOR: handle_find_coordinator,
-    JOIN_GROUP: handle_join_group,
-    HEARTBEAT: handle_heartbeat,
-    LEAVE_GROUP: handle_leave_group,
-    SYNC_GROUP: handle_sync_group,
-    DESCRIBE_GROUPS: handle_describe_groups,
-    LIST_GROUPS: handle_list_groups,
-    DELETE_GROUPS: handle_delete_groups,
+    ApiKey.FIND_COORDINATOR: Served(handle_find_coordinator),
+    ApiKey.JOIN_GROUP: Served(handle_join_group),
+    ApiKey.HEARTBEAT: Served(handle_heartbeat),
+    ApiKey.LEAVE_GROUP: Served(handle_leave_group),
+    ApiKey.SYNC_GROUP: Served(handle_sync_group),
+    ApiKey.DESCRIBE_GROUPS: Served(handle_describe_groups),
+    ApiKey.LIST_GROUPS: Served(handle_list_groups),
+    ApiKey.DELETE_GROUPS: Served(handle_delete_groups),
 }

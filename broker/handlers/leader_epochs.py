@@ -10,11 +10,11 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+from broker.api_support import Served
 from broker.context import RequestContext
 from broker.partition_requests import find_partition, per_partition
+from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-
-OFFSET_FOR_LEADER_EPOCH = 23
 
 
 def end_offset(ctx: RequestContext, topic: str, wanted: dict[str, Any]) -> dict[str, Any]:
@@ -41,4 +41,4 @@ async def handle_offset_for_leader_epoch(ctx: RequestContext, request: dict[str,
     }
 
 
-HANDLERS = {OFFSET_FOR_LEADER_EPOCH: handle_offset_for_leader_epoch}
+HANDLERS = {ApiKey.OFFSET_FOR_LEADER_EPOCH: Served(handle_offset_for_leader_epoch, lowest=2)}

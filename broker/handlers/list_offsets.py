@@ -11,14 +11,15 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+from broker.api_support import Served
 from broker.context import RequestContext
 from broker.error_mapping import error_code_of
 from broker.partition_requests import find_partition, per_partition
 from log.errors import LogError
 from log.partition_log import PartitionLog
+from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
-LIST_OFFSETS = 2
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_TIERED = -1, -2, -3, -4, -5
 
 
@@ -66,4 +67,8 @@ async def handle_list_offsets(ctx: RequestContext, request: dict[str, Any]) -> d
     return {"throttle_time_ms": 0, "topics": per_partition(request["topics"], partial(lookup, ctx))}
 
 
-HANDLERS = {LIST_OFFSETS: handle_list_offsets}
+LIST_OFFSETS_V10 = "ListOffsets v10 (KIP-1075) adds timeout_ms for offsets that tiered storage must look up; there is no tiered storage here and no client has been tested against it yet"
+
+HANDLERS = {
+    ApiKey.LIST_OFFSETS: Served(handle_list_offsets, lowest=1, highest=9, why_not_newer=LIST_OFFSETS_V10)
+}

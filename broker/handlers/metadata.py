@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.api_support import Served
 from broker.context import RequestContext
 from broker.partition_limits import PartitionBudget
 from broker.topic_admin import NewTopic, TopicError, register_topic_async, validate_new_topic
 from broker.topics import TopicInfo, topic_name_error
+from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
-METADATA = 3
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 # Without an authorizer Kafka grants every operation; these are AclOperation codes
 # READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS.
@@ -133,4 +134,6 @@ async def handle_metadata(ctx: RequestContext, request: dict[str, Any]) -> dict[
     }
 
 
-HANDLERS = {METADATA: handle_metadata}
+METADATA_V13 = "Metadata v13 (KIP-1102) adds a top-level error code that tells a client to rebootstrap; nothing here sets it and no client has been tested against it yet"
+
+HANDLERS = {ApiKey.METADATA: Served(handle_metadata, highest=12, why_not_newer=METADATA_V13)}

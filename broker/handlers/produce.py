@@ -20,19 +20,20 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from broker.api_support import Served
 from broker.context import PendingResponse, RequestContext
 from broker.dispatch import CloseConnection
 from broker.error_mapping import error_code_of
 from log.compacted_batch import record_spans
 from log.config import LONG_MAX, LogConfig
 from log.errors import LogError
+from wire.api_keys import ApiKey
 from wire.bounded_decompress import decompressed_limit
 from wire.error_codes import ErrorCode
 from wire.record_batch import BatchInfo, Compression, encode_batch, records_of_payload, scan_batches
 from wire.record_batch_errors import RecordBatchError, RecordErrors
 from wire.record_validation import checked_payload
 
-PRODUCE = 0
 MIN_ACCEPTED_VERSION = 3
 FIRST_TOPIC_ID_VERSION = 13
 
@@ -280,4 +281,4 @@ def _answer(
     return {"responses": [response for _, response in responses], "throttle_time_ms": 0}
 
 
-HANDLERS = {PRODUCE: handle_produce}
+HANDLERS = {ApiKey.PRODUCE: Served(handle_produce)}

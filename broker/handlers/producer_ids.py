@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.api_support import Served
 from broker.context import RequestContext
+from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-
-INIT_PRODUCER_ID = 22
 
 
 async def handle_init_producer_id(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
@@ -32,4 +32,4 @@ async def handle_init_producer_id(ctx: RequestContext, request: dict[str, Any]) 
     }
 
 
-HANDLERS = {INIT_PRODUCER_ID: handle_init_producer_id}
+HANDLERS = {ApiKey.INIT_PRODUCER_ID: Served(handle_init_producer_id)}

@@ -12,6 +12,7 @@ from collections import Counter
 from functools import partial
 from typing import Any
 
+from broker.api_support import Served
 from broker.config_defs import TOPIC_CONFIGS
 from broker.context import RequestContext
 from broker.error_mapping import error_code_of
@@ -20,9 +21,9 @@ from broker.partition_requests import per_partition
 from broker.topic_admin import NewTopic, TopicError, register_topic_async, validate_new_topic
 from broker.topics import INTERNAL_TOPICS, TopicInfo
 from log.errors import LogError
+from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
-CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS, CREATE_PARTITIONS = 19, 20, 21, 37
 ZERO_UUID = bytes(16)
 
 
@@ -286,8 +287,8 @@ async def handle_delete_records(ctx: RequestContext, request: dict[str, Any]) ->
 
 
 HANDLERS = {
-    CREATE_TOPICS: handle_create_topics,
-    DELETE_TOPICS: handle_delete_topics,
-    CREATE_PARTITIONS: handle_create_partitions,
-    DELETE_RECORDS: handle_delete_records,
+    ApiKey.CREATE_TOPICS: Served(handle_create_topics, lowest=2),
+    ApiKey.DELETE_TOPICS: Served(handle_delete_topics, lowest=1),
+    ApiKey.CREATE_PARTITIONS: Served(handle_create_partitions),
+    ApiKey.DELETE_RECORDS: Served(handle_delete_records),
 }

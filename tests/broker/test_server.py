@@ -15,6 +15,7 @@ import trio
 
 from broker.config import BrokerConfig
 from broker.server import Broker, serve
+from wire.api_keys import ApiKey
 from wire.codec import decode_response, encode_request
 from wire.error_codes import ErrorCode
 from wire.header import encode_request_header, request_header_version
@@ -82,7 +83,7 @@ async def test_api_versions_v3_advertises_what_is_served(tmp_path: Path) -> None
             response = await receive_frame(stream)
             correlation_id = struct.unpack_from(">i", response)[0]
             assert correlation_id == 7
-            body = decode_response(18, 3, response, 4)  # response header v0 even for v3
+            body = decode_response(ApiKey.API_VERSIONS, 3, response, 4)  # response header v0 even for v3
             assert body["error_code"] == ErrorCode.NONE
             ranges = {a["api_key"]: (a["min_version"], a["max_version"]) for a in body["api_keys"]}
             assert ranges[0] == (0, 13)  # Produce: min 0 advertised for old librdkafka
@@ -101,7 +102,7 @@ async def test_api_versions_unknown_version_gets_v0_error_with_ranges(tmp_path: 
             await stream.send_all(struct.pack(">i", len(payload)) + payload)
             response = await receive_frame(stream)
             assert struct.unpack_from(">i", response)[0] == 11
-            body = decode_response(18, 0, response, 4)
+            body = decode_response(ApiKey.API_VERSIONS, 0, response, 4)
             assert body["error_code"] == ErrorCode.UNSUPPORTED_VERSION
             assert any(a["api_key"] == 18 and a["max_version"] == 4 for a in body["api_keys"])
 
@@ -114,7 +115,7 @@ async def test_oversized_frame_closes_only_that_connection(tmp_path: Path) -> No
             await hostile.send_all(struct.pack(">i", 1_000_000_000))
             assert await closed_by_peer(hostile)
             await bystander.send_all(frame(18, 0, {}))
-            body = decode_response(18, 0, await receive_frame(bystander), 4)
+            body = decode_response(ApiKey.API_VERSIONS, 0, await receive_frame(bystander), 4)
             assert body["error_code"] == ErrorCode.NONE
 
 
@@ -136,7 +137,10 @@ async def test_garbage_and_unknown_apis_close_the_connection(tmp_path: Path) -> 
             assert await closed_by_peer(stream)
             healthy = await connect(port)
             await healthy.send_all(frame(18, 0, {}))
-            assert decode_response(18, 0, await receive_frame(healthy), 4)["error_code"] == ErrorCode.NONE
+            assert (
+                decode_response(ApiKey.API_VERSIONS, 0, await receive_frame(healthy), 4)["error_code"]
+                == ErrorCode.NONE
+            )
 
 
 async def test_pipelined_requests_are_answered_in_order(tmp_path: Path) -> None:
@@ -161,5 +165,8 @@ async def test_connection_limit_is_enforced(tmp_path: Path) -> None:
             third = await connect(port)
             assert await closed_by_peer(third)
             await first.send_all(frame(18, 0, {}))
-            assert decode_response(18, 0, await receive_frame(first), 4)["error_code"] == ErrorCode.NONE
+            assert (
+                decode_response(ApiKey.API_VERSIONS, 0, await receive_frame(first), 4)["error_code"]
+                == ErrorCode.NONE
+            )
             await second.aclose()

@@ -26,13 +26,15 @@ import random
 import struct
 from dataclasses import dataclass
 
-from broker.api_support import SUPPORTED
+from broker.api_support import supported_apis
+from broker.dispatch import load_handlers
 from tests.fuzz.messages import INTERESTING_INTS, MessageGenerator
 from wire import codec
+from wire.api_keys import ApiKey
 from wire.errors import WireError
 from wire.header import decode_request_header, encode_request_header
 
-FETCH, JOIN_GROUP, SYNC_GROUP, PRODUCE = 1, 11, 14, 0
+SUPPORTED = supported_apis(load_handlers())
 PARKING_FETCH_MS = 1_000
 MAX_REQUEST_BYTES = 104_857_600  # socket.request.max.bytes default: larger prefixes are refused
 _SIZE = struct.Struct(">i")
@@ -47,7 +49,7 @@ _HUGE_VARINTS = (
 _BOGUS_SIZES = (-1, -(2**31), 0, 1, 3, 2**31 - 1, MAX_REQUEST_BYTES, MAX_REQUEST_BYTES + 1, 50_000_000)
 _ADVERTISED = tuple(SUPPORTED.values())
 # Produce and Fetch are the hot path and carry record sets: draw them more often.
-_API_WEIGHTS = tuple(6 if s.key in (PRODUCE, FETCH) else 1 for s in _ADVERTISED)
+_API_WEIGHTS = tuple(6 if s.key in (ApiKey.PRODUCE, ApiKey.FETCH) else 1 for s in _ADVERTISED)
 
 
 @dataclass(frozen=True)
@@ -99,11 +101,11 @@ def _api_name(frame: bytes) -> str:
 def _may_park(frame: bytes) -> bool:
     try:
         header, offset = decode_request_header(frame)
-        if header.api_key in (JOIN_GROUP, SYNC_GROUP):
+        if header.api_key in (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP):
             return True
-        if header.api_key != FETCH:
+        if header.api_key != ApiKey.FETCH:
             return False
-        request = codec.decode_request(FETCH, header.api_version, frame, offset)
+        request = codec.decode_request(ApiKey.FETCH, header.api_version, frame, offset)
     except (WireError, KeyError, ValueError):
         return False
     return request["max_wait_ms"] > PARKING_FETCH_MS
@@ -183,9 +185,9 @@ def _wrong_version(rng: random.Random, messages: MessageGenerator) -> bytes:
 def _parked_fetch(rng: random.Random, messages: MessageGenerator) -> bytes:
     """A Fetch that waits as long as the protocol allows (huge ``max_wait_ms`` and
     ``min_bytes``); the harness hangs up on it, and the broker must then let it go."""
-    version = rng.randint(SUPPORTED[FETCH].min_version, SUPPORTED[FETCH].max_version)
-    request = messages.request(FETCH, version) | {"max_wait_ms": 2**31 - 1, "min_bytes": 2**31 - 1}
-    return _framed(_encoded(rng, FETCH, version, request))
+    version = rng.randint(SUPPORTED[ApiKey.FETCH].min_version, SUPPORTED[ApiKey.FETCH].max_version)
+    request = messages.request(ApiKey.FETCH, version) | {"max_wait_ms": 2**31 - 1, "min_bytes": 2**31 - 1}
+    return _framed(_encoded(rng, ApiKey.FETCH, version, request))
 
 
 def _pipelined(rng: random.Random, messages: MessageGenerator) -> bytes:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.admin_client import KafkaConnection
+from wire.api_keys import ApiKey
 from wire.record_batch import Compression, Record, encode_batch
 
 
@@ -30,7 +31,7 @@ class RawClient(KafkaConnection):
 
     def fetch_partition(self, topic: str, partition: int, offset: int) -> dict[str, Any]:
         """One Fetch (v12, no wait) of one partition; returns the partition's response."""
-        response = self.request(1, 12, fetch_body(topic, partition, offset))
+        response = self.request(ApiKey.FETCH, 12, fetch_body(topic, partition, offset))
         return response["responses"][0]["partitions"][0]
 
 

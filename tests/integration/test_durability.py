@@ -13,11 +13,12 @@ from pathlib import Path
 
 import trio
 
-from broker.admin_client import PRODUCE_KEY, PRODUCE_VERSION, produce_body
+from broker.admin_client import PRODUCE_VERSION, produce_body
 from broker.server import Broker
 from log.partition_log import PartitionLog
 from tests.broker.test_server import running_broker
 from tests.integration.raw_client import RawClient, make_batch
+from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
 DEADLINE_S = 60
@@ -122,13 +123,13 @@ async def test_pipelined_requests_append_while_earlier_ones_wait_and_are_answere
             client = RawClient(f"127.0.0.1:{port}")
             sent = [
                 client.send_request(
-                    PRODUCE_KEY, PRODUCE_VERSION, produce_body("pipelined", {0: make_batch([b"a"])})
+                    ApiKey.PRODUCE, PRODUCE_VERSION, produce_body("pipelined", {0: make_batch([b"a"])})
                 )
             ]
-            sent += [client.send_request(3, 1, {"topics": None})]
+            sent += [client.send_request(ApiKey.METADATA, 1, {"topics": None})]
             sent += [
                 client.send_request(
-                    PRODUCE_KEY, PRODUCE_VERSION, produce_body("pipelined", {0: make_batch([b"v"])})
+                    ApiKey.PRODUCE, PRODUCE_VERSION, produce_body("pipelined", {0: make_batch([b"v"])})
                 )
                 for _ in range(19)
             ]
@@ -139,9 +140,9 @@ async def test_pipelined_requests_append_while_earlier_ones_wait_and_are_answere
 
             def receive_all() -> list[dict]:
                 with client:
-                    answers = [client.receive_response(PRODUCE_KEY, PRODUCE_VERSION, sent[0])]
-                    answers.append(client.receive_response(3, 1, sent[1]))
-                    answers += [client.receive_response(PRODUCE_KEY, PRODUCE_VERSION, c) for c in sent[2:]]
+                    answers = [client.receive_response(ApiKey.PRODUCE, PRODUCE_VERSION, sent[0])]
+                    answers.append(client.receive_response(ApiKey.METADATA, 1, sent[1]))
+                    answers += [client.receive_response(ApiKey.PRODUCE, PRODUCE_VERSION, c) for c in sent[2:]]
                     return answers
 
             answers = await trio.to_thread.run_sync(receive_all)
@@ -161,7 +162,7 @@ async def test_one_round_syncs_every_partition_of_a_request(tmp_path: Path) -> N
                 with RawClient(f"127.0.0.1:{port}") as client:
                     client.create_topic("wide", 4)
                     batches = {p: make_batch([b"x", b"y"]) for p in range(4)}
-                    return client.request(PRODUCE_KEY, PRODUCE_VERSION, produce_body("wide", batches))
+                    return client.request(ApiKey.PRODUCE, PRODUCE_VERSION, produce_body("wide", batches))
 
             answer = await trio.to_thread.run_sync(produce_to_four)
             errors = [p["error_code"] for p in answer["responses"][0]["partition_responses"]]
@@ -218,7 +219,7 @@ async def test_an_offset_commit_is_answered_once_synced(tmp_path: Path) -> None:
                         "member_id": "",
                         "topics": topics,
                     }
-                    return client.request(8, 8, {"group_instance_id": None, **body})
+                    return client.request(ApiKey.OFFSET_COMMIT, 8, {"group_instance_id": None, **body})
 
             answer = await trio.to_thread.run_sync(commit)
             assert answer["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NONE

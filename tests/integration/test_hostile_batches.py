@@ -21,6 +21,7 @@ from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient, make_batch
 from tests.integration.test_retention import wait_for
 from tests.wire.test_record_validation import ATTACKS, LIMIT, batch_of, zstd_bomb
+from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 from wire.record_batch import Compression, Record, encode_batch
 
@@ -143,7 +144,6 @@ def test_decompression_bomb_is_refused_without_the_memory_it_asks_for(broker: Od
     assert growth < 2 * LIMIT + 50 * MIB, f"peak RSS grew by {growth / MIB:.0f} MiB for an 8 KB request"
 
 
-ALTER_CONFIGS = 33
 TOPIC_RESOURCE = 2
 COMPACTED = {
     "cleanup.policy": "compact",
@@ -185,7 +185,7 @@ def test_cleaner_keeps_a_stored_batch_over_the_bound_and_compacts_the_rest(tmp_p
             ]
             resource = {"resource_type": TOPIC_RESOURCE, "resource_name": topic, "configs": entries}
             body = {"resources": [resource], "validate_only": False}
-            (answer,) = client.request(ALTER_CONFIGS, 2, body)["responses"]
+            (answer,) = client.request(ApiKey.ALTER_CONFIGS, 2, body)["responses"]
             assert answer["error_code"] == 0, answer
             # The batch above sits alone in the active segment until now: no pass has seen it.
             for round_ in range(40):

@@ -10,15 +10,15 @@ from typing import Any
 
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient
+from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
-CONSUMER_GROUP_HEARTBEAT = 68
 BACKTRACKING_TOPIC = "a" * 60 + "-"
 
 
 def _join(client: RawClient, group: str, regex: str) -> dict[str, Any]:
     return client.request(
-        CONSUMER_GROUP_HEARTBEAT,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
         1,
         {
             "group_id": group,

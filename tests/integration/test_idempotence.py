@@ -11,13 +11,16 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient, make_batch
+from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
 LATEST = -1
 
 
 def init_producer_id(client: RawClient) -> tuple[int, int]:
-    response = client.request(22, 4, {"transactional_id": None, "transaction_timeout_ms": 60_000})
+    response = client.request(
+        ApiKey.INIT_PRODUCER_ID, 4, {"transactional_id": None, "transaction_timeout_ms": 60_000}
+    )
     assert response["error_code"] == ErrorCode.NONE
     return response["producer_id"], response["producer_epoch"]
 

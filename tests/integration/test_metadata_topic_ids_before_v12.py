@@ -12,9 +12,8 @@ import pytest
 
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient
+from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-
-METADATA = 3
 
 
 @pytest.mark.parametrize("version", [10, 11])
@@ -23,7 +22,7 @@ def test_topic_ids_before_v12_are_an_invalid_request(odradek_broker: OdradekProc
         client.create_topic("named")
         topic_id = client.metadata(["named"])["topics"][0]["topic_id"]
         response = client.request(
-            METADATA,
+            ApiKey.METADATA,
             version,
             {"topics": [{"name": None, "topic_id": topic_id}, {"name": "named", "topic_id": topic_id}]},
         )

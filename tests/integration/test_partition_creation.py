@@ -20,6 +20,7 @@ from broker.admin_client import KafkaConnection
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.fast_disk import fast_scratch_dir
 from tests.integration.raw_client import make_batch
+from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
 REQUEST_TIMEOUT_S = 120.0
@@ -46,14 +47,16 @@ def until_killed(request: Callable[..., object], *args: object) -> Callable[[], 
 
 def api_versions(client: KafkaConnection) -> None:
     assert (
-        client.request(18, 3, {"client_software_name": "t", "client_software_version": "1"})["error_code"]
+        client.request(ApiKey.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"})[
+            "error_code"
+        ]
         == 0
     )
 
 
 def create_partitions(client: KafkaConnection, topic: str, count: int) -> dict[str, Any]:
     response = client.request(
-        37,
+        ApiKey.CREATE_PARTITIONS,
         3,
         {
             "topics": [{"name": topic, "count": count, "assignments": None}],
@@ -68,7 +71,7 @@ def produce_to_all(client: KafkaConnection, topic: str, partitions: int) -> dict
     """One Produce request with a record for every partition; error code per partition."""
     batch = make_batch([b"v"])
     response = client.request(
-        0,
+        ApiKey.PRODUCE,
         9,
         {
             "transactional_id": None,

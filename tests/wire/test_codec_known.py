@@ -12,17 +12,16 @@ import time
 import pytest
 
 from wire import codec
+from wire.api_keys import ApiKey
 from wire.errors import DecodeError, EncodeError, UnsupportedVersion
 from wire.schema import F, api
 from wire.schemas import ALL_APIS
 
-API_VERSIONS = 18
-
-# A made-up API covering what the real declarations may not: every nullable kind, a
-# nullable struct, tagged fields in a nested struct and an array element, uuid, float64.
+# A made-up schema covering what the real declarations may not: every nullable kind, a
+# nullable struct, tagged fields in a nested struct and an array element, uuid, float64.  It
+# borrows the key of Envelope, a controller-only API no broker schema here declares.
 SAMPLE = api(
-    1000,
-    "Sample",
+    ApiKey.ENVELOPE,
     "0-1",
     flexible="1+",
     request=(
@@ -108,13 +107,13 @@ def _sample_v1_message() -> dict:
 def test_api_versions_v3_request_bytes() -> None:
     body = {"client_software_name": "apache-kafka-java", "client_software_version": "3.7.0"}
     expected = b"\x12apache-kafka-java" + b"\x063.7.0" + b"\x00"
-    assert codec.encode_request(API_VERSIONS, 3, body) == expected
-    assert codec.decode_request(API_VERSIONS, 3, expected) == body
+    assert codec.encode_request(ApiKey.API_VERSIONS, 3, body) == expected
+    assert codec.decode_request(ApiKey.API_VERSIONS, 3, expected) == body
 
 
 def test_api_versions_v0_request_is_empty() -> None:
-    assert codec.encode_request(API_VERSIONS, 0, {}) == b""
-    assert codec.decode_request(API_VERSIONS, 0, b"") == {
+    assert codec.encode_request(ApiKey.API_VERSIONS, 0, {}) == b""
+    assert codec.decode_request(ApiKey.API_VERSIONS, 0, b"") == {
         "client_software_name": "",
         "client_software_version": "",
     }
@@ -123,8 +122,8 @@ def test_api_versions_v0_request_is_empty() -> None:
 def test_api_versions_v0_response_bytes() -> None:
     body = {"error_code": 35, "api_keys": [{"api_key": 18, "min_version": 0, "max_version": 4}]}
     expected = bytes.fromhex("0023" "00000001" "0012" "0000" "0004")  # fmt: skip
-    assert codec.encode_response(API_VERSIONS, 0, body) == expected
-    decoded = codec.decode_response(API_VERSIONS, 0, expected)
+    assert codec.encode_response(ApiKey.API_VERSIONS, 0, body) == expected
+    decoded = codec.decode_response(ApiKey.API_VERSIONS, 0, expected)
     assert decoded["api_keys"] == body["api_keys"]
     assert decoded["throttle_time_ms"] == 0  # not in v0: filled with its default
     assert decoded["finalized_features_epoch"] == -1
@@ -148,8 +147,8 @@ def test_flexible_array_with_tagged_fields_bytes() -> None:
         "finalized_features_epoch": 7,
         "finalized_features": [],  # equal to the default: not written
     }
-    assert codec.encode_response(API_VERSIONS, 3, body) == API_VERSIONS_V3_RESPONSE
-    decoded = codec.decode_response(API_VERSIONS, 3, API_VERSIONS_V3_RESPONSE)
+    assert codec.encode_response(ApiKey.API_VERSIONS, 3, body) == API_VERSIONS_V3_RESPONSE
+    decoded = codec.decode_response(ApiKey.API_VERSIONS, 3, API_VERSIONS_V3_RESPONSE)
     assert decoded == {**body, "throttle_time_ms": 0, "zk_migration_ready": False}
 
 
@@ -158,14 +157,14 @@ def test_unknown_tagged_fields_are_skipped() -> None:
     data = bytearray(API_VERSIONS_V3_RESPONSE)
     data[data.index(b"\x02\x00\x08")] = 3
     data += b"\x09\x03abc"
-    decoded = codec.decode_response(API_VERSIONS, 3, bytes(data))
+    decoded = codec.decode_response(ApiKey.API_VERSIONS, 3, bytes(data))
     assert decoded["finalized_features_epoch"] == 7
 
 
 def test_tagged_field_overrunning_its_size_is_an_error() -> None:
     data = API_VERSIONS_V3_RESPONSE.replace(b"\x01\x08\x00\x00", b"\x01\x04\x00\x00")
     with pytest.raises(DecodeError):
-        codec.decode_response(API_VERSIONS, 3, data)
+        codec.decode_response(ApiKey.API_VERSIONS, 3, data)
 
 
 @pytest.mark.parametrize(
@@ -198,29 +197,31 @@ def test_produce_records_are_not_copied(version: int) -> None:
     batch = bytes(4 << 20)  # a 4 MiB record set, as a big producer sends it
     body = {"acks": -1, "timeout_ms": 30000, "topic_data": [{"name": "t", "partition_data": []}]}
     body["topic_data"][0]["partition_data"] = [{"index": 0, "records": batch}]
-    frame = codec.encode_request(0, version, body)
-    records = codec.decode_request(0, version, frame)["topic_data"][0]["partition_data"][0]["records"]
+    frame = codec.encode_request(ApiKey.PRODUCE, version, body)
+    records = codec.decode_request(ApiKey.PRODUCE, version, frame)["topic_data"][0]["partition_data"][0][
+        "records"
+    ]
     assert records.obj is frame
     assert records.nbytes == len(batch)
 
 
 def test_trailing_bytes_after_a_body_are_ignored() -> None:
     body = {"client_software_name": "a", "client_software_version": "b"}
-    encoded = codec.encode_request(API_VERSIONS, 3, body)
-    assert codec.decode_request(API_VERSIONS, 3, encoded + b"future fields") == body
+    encoded = codec.encode_request(ApiKey.API_VERSIONS, 3, body)
+    assert codec.decode_request(ApiKey.API_VERSIONS, 3, encoded + b"future fields") == body
 
 
 def test_decode_from_offset() -> None:
     body = {"client_software_name": "a", "client_software_version": "b"}
-    encoded = codec.encode_request(API_VERSIONS, 3, body)
-    assert codec.decode_request(API_VERSIONS, 3, b"hdr" + encoded, 3) == body
+    encoded = codec.encode_request(ApiKey.API_VERSIONS, 3, body)
+    assert codec.decode_request(ApiKey.API_VERSIONS, 3, b"hdr" + encoded, 3) == body
 
 
 def test_huge_array_count_fails_fast() -> None:
     data = bytes.fromhex("0000" "7fffffff" "0012")  # fmt: skip
     start = time.perf_counter()
     with pytest.raises(DecodeError):
-        codec.decode_response(API_VERSIONS, 0, data)
+        codec.decode_response(ApiKey.API_VERSIONS, 0, data)
     assert time.perf_counter() - start < 0.5
 
 
@@ -237,14 +238,14 @@ def test_huge_array_count_fails_fast() -> None:
 )
 def test_malformed_flexible_input(data: bytes) -> None:
     with pytest.raises(DecodeError):
-        codec.decode_request(API_VERSIONS, 3, data)
+        codec.decode_request(ApiKey.API_VERSIONS, 3, data)
 
 
 def test_unknown_api_or_version() -> None:
     with pytest.raises(UnsupportedVersion):
         codec.decode_request(9999, 0, b"")
     with pytest.raises(UnsupportedVersion):
-        codec.encode_response(API_VERSIONS, 99, {})
+        codec.encode_response(ApiKey.API_VERSIONS, 99, {})
 
 
 @pytest.mark.parametrize(
@@ -265,7 +266,7 @@ def test_unencodable_values(sample: int, field: str, value: object) -> None:
 
 def test_public_encode_wraps_errors() -> None:
     with pytest.raises(EncodeError, match="ApiVersions v0 response"):
-        codec.encode_response(API_VERSIONS, 0, {"error_code": 1 << 20})
+        codec.encode_response(ApiKey.API_VERSIONS, 0, {"error_code": 1 << 20})
 
 
 def test_prepare_all_generates_every_codec() -> None:

@@ -13,11 +13,9 @@ import struct
 import pytest
 
 from wire import codec
+from wire.api_keys import ApiKey
 from wire.codegen import MAX_REQUEST_ELEMENTS
 from wire.errors import DecodeError
-
-DELETE_GROUPS = 42
-FETCH = 1
 
 
 def _delete_groups_v0(names: int) -> bytes:
@@ -36,22 +34,24 @@ def _fetch_v4(partitions_per_topic: list[int]) -> bytes:
 
 def test_one_array_past_the_limit_is_refused() -> None:
     with pytest.raises(DecodeError, match="more array elements than a request may hold"):
-        codec.decode_request(DELETE_GROUPS, 0, _delete_groups_v0(MAX_REQUEST_ELEMENTS + 1))
+        codec.decode_request(ApiKey.DELETE_GROUPS, 0, _delete_groups_v0(MAX_REQUEST_ELEMENTS + 1))
 
 
 def test_the_limit_itself_decodes() -> None:
-    names = codec.decode_request(DELETE_GROUPS, 0, _delete_groups_v0(MAX_REQUEST_ELEMENTS))["groups_names"]
+    names = codec.decode_request(ApiKey.DELETE_GROUPS, 0, _delete_groups_v0(MAX_REQUEST_ELEMENTS))[
+        "groups_names"
+    ]
     assert len(names) == MAX_REQUEST_ELEMENTS
 
 
 def test_nested_arrays_count_together() -> None:
     body = _fetch_v4([3, 3])  # 2 topics + 6 partitions
-    assert len(codec.decode_request(FETCH, 4, body, max_elements=8)["topics"]) == 2
+    assert len(codec.decode_request(ApiKey.FETCH, 4, body, max_elements=8)["topics"]) == 2
     with pytest.raises(DecodeError):
-        codec.decode_request(FETCH, 4, body, max_elements=7)
+        codec.decode_request(ApiKey.FETCH, 4, body, max_elements=7)
 
 
 def test_every_partition_of_a_full_broker_fits() -> None:
     """100,000 partitions (max.partitions.per.broker) in 10,000 topics, in one Fetch."""
-    topics = codec.decode_request(FETCH, 4, _fetch_v4([10] * 10_000))["topics"]
+    topics = codec.decode_request(ApiKey.FETCH, 4, _fetch_v4([10] * 10_000))["topics"]
     assert sum(len(topic["partitions"]) for topic in topics) == 100_000

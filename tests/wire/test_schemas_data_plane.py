@@ -24,6 +24,7 @@ import uuid
 
 import pytest
 
+from wire.api_keys import ApiKey
 from wire.schema import Api, Field
 from wire.schemas.alter_configs import ALTER_CONFIGS
 from wire.schemas.create_partitions import CREATE_PARTITIONS
@@ -525,7 +526,7 @@ def test_produce_v3_request_from_hand_written_struct(codec):
     batch = _record_batch(b"hello", b"world")
     request = ProduceRequest_v3(None, -1, 30000, [("events", [(0, batch), (2, None)])])
     data = request.encode()
-    decoded = codec.decode_request(0, 3, data)
+    decoded = codec.decode_request(ApiKey.PRODUCE, 3, data)
     assert decoded["transactional_id"] is None
     assert (decoded["acks"], decoded["timeout_ms"]) == (-1, 30000)
     [topic] = decoded["topic_data"]
@@ -535,7 +536,7 @@ def test_produce_v3_request_from_hand_written_struct(codec):
     assert isinstance(first["records"], memoryview)
     assert bytes(first["records"]) == batch
     assert second == {"index": 2, "records": None}
-    assert codec.encode_request(0, 3, decoded) == data
+    assert codec.encode_request(ApiKey.PRODUCE, 3, decoded) == data
 
 
 def test_produce_v9_request_from_kafka_python(codec):
@@ -554,7 +555,7 @@ def test_produce_v9_request_from_kafka_python(codec):
         ],
         version=9,
     )
-    decoded = codec.decode_request(0, 9, request.encode())
+    decoded = codec.decode_request(ApiKey.PRODUCE, 9, request.encode())
     assert decoded["transactional_id"] == "txn-1"
     assert decoded["acks"] == 1
     partition = decoded["topic_data"][0]["partition_data"][0]
@@ -582,7 +583,7 @@ def test_produce_v12_not_leader_response_read_by_kafka_python(codec):
         ],
         "node_endpoints": [{"node_id": 2, "host": "broker-2", "port": 9092, "rack": None}],
     }
-    response = ProduceResponse.decode(codec.encode_response(0, 12, body), version=12)
+    response = ProduceResponse.decode(codec.encode_response(ApiKey.PRODUCE, 12, body), version=12)
     failed, ok = response.responses[0].partition_responses
     assert (failed.error_code, failed.current_leader.leader_id, failed.current_leader.leader_epoch) == (
         6,
@@ -617,7 +618,7 @@ def test_fetch_v4_response_read_by_hand_written_struct(codec):
             }
         ]
     }
-    decoded = FetchResponse_v4.decode(codec.encode_response(1, 4, body))
+    decoded = FetchResponse_v4.decode(codec.encode_response(ApiKey.FETCH, 4, body))
     assert decoded.throttle_time_ms == 0
     [(topic, partitions)] = decoded.responses
     assert topic == "events"
@@ -654,7 +655,7 @@ def test_fetch_v15_consumer_request_from_kafka_python(codec):
         rack_id="",
         version=15,
     )
-    decoded = codec.decode_request(1, 15, request.encode())
+    decoded = codec.decode_request(ApiKey.FETCH, 15, request.encode())
     assert decoded["cluster_id"] is None
     assert decoded["replica_state"] == {"replica_id": -1, "replica_epoch": -1}
     assert (decoded["max_wait_ms"], decoded["min_bytes"], decoded["isolation_level"]) == (500, 1, 1)
@@ -668,8 +669,8 @@ def test_fetch_v15_consumer_request_from_kafka_python(codec):
 
 def test_fetch_v12_absent_tagged_fields_decode_to_kafka_defaults(codec):
     body = {"responses": [{"topic": "t", "partitions": [{"partition_index": 0, "records": b""}]}]}
-    data = codec.encode_response(1, 12, body)
-    partition = codec.decode_response(1, 12, data)["responses"][0]["partitions"][0]
+    data = codec.encode_response(ApiKey.FETCH, 12, body)
+    partition = codec.decode_response(ApiKey.FETCH, 12, data)["responses"][0]["partitions"][0]
     assert partition["diverging_epoch"] == {"epoch": -1, "end_offset": -1}
     assert partition["current_leader"] == {"leader_id": -1, "leader_epoch": -1}
     assert partition["snapshot_id"] == {"end_offset": -1, "epoch": -1}
@@ -681,8 +682,8 @@ def test_fetch_v12_absent_tagged_fields_decode_to_kafka_defaults(codec):
 def test_metadata_null_topics_means_all(codec, version):
     from kafka.protocol.metadata import MetadataRequest
 
-    data = codec.encode_request(3, version, {"topics": None})
-    assert codec.decode_request(3, version, data)["topics"] is None
+    data = codec.encode_request(ApiKey.METADATA, version, {"topics": None})
+    assert codec.decode_request(ApiKey.METADATA, version, data)["topics"] is None
     assert MetadataRequest.decode(data, version=version).topics is None
 
 
@@ -690,10 +691,10 @@ def test_metadata_v0_request_is_a_list_of_names(codec):
     from kafka.protocol.old.metadata import MetadataRequest_v0
 
     data = MetadataRequest_v0(["a", "b"]).encode()
-    decoded = codec.decode_request(3, 0, data)
+    decoded = codec.decode_request(ApiKey.METADATA, 0, data)
     assert project(METADATA.request, 0, decoded) == {"topics": [{"name": "a"}, {"name": "b"}]}
     # v0 has no null array: an empty list asks for all topics
-    assert codec.encode_request(3, 0, {"topics": []}) == MetadataRequest_v0([]).encode()
+    assert codec.encode_request(ApiKey.METADATA, 0, {"topics": []}) == MetadataRequest_v0([]).encode()
 
 
 def test_metadata_v13_response_read_by_kafka_python(codec):
@@ -721,7 +722,7 @@ def test_metadata_v13_response_read_by_kafka_python(codec):
         ],
         "error_code": 0,
     }
-    response = MetadataResponse.decode(codec.encode_response(3, 13, body), version=13)
+    response = MetadataResponse.decode(codec.encode_response(ApiKey.METADATA, 13, body), version=13)
     assert response.cluster_id == "odradek-cluster"
     assert response.brokers[0].host == "localhost"
     [topic] = response.topics
@@ -736,15 +737,21 @@ def test_list_offsets_v0_old_style_offsets(codec):
     from kafka.protocol.old.list_offsets import ListOffsetsResponse_v0
 
     body = {"topics": [{"name": "t", "partitions": [{"partition_index": 0, "old_style_offsets": [10, 0]}]}]}
-    assert ListOffsetsResponse_v0.decode(codec.encode_response(2, 0, body)).topics == [
+    assert ListOffsetsResponse_v0.decode(codec.encode_response(ApiKey.LIST_OFFSETS, 0, body)).topics == [
         ("t", [(0, 0, [10, 0])])
     ]
 
 
 def test_describe_topic_partitions_cursor_is_a_nullable_struct(codec):
-    data = codec.encode_request(75, 0, {"topics": [{"name": "a"}], "cursor": None})
-    assert codec.decode_request(75, 0, data)["cursor"] is None
-    data = codec.encode_request(75, 0, {"topics": [], "cursor": {"topic_name": "a", "partition_index": 7}})
-    decoded = codec.decode_request(75, 0, data)
+    data = codec.encode_request(
+        ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, {"topics": [{"name": "a"}], "cursor": None}
+    )
+    assert codec.decode_request(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, data)["cursor"] is None
+    data = codec.encode_request(
+        ApiKey.DESCRIBE_TOPIC_PARTITIONS,
+        0,
+        {"topics": [], "cursor": {"topic_name": "a", "partition_index": 7}},
+    )
+    decoded = codec.decode_request(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, data)
     assert decoded["cursor"] == {"topic_name": "a", "partition_index": 7}
     assert decoded["response_partition_limit"] == 2000

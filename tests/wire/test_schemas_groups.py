@@ -14,6 +14,7 @@ import struct
 import pytest
 
 from tests.wire.test_schemas_data_plane import KP_CLASSES, _names, kp_decode, kp_encode, project, sample
+from wire.api_keys import ApiKey
 from wire.codec import decode_request, decode_response, encode_request, encode_response
 from wire.schema import Api, Field
 from wire.schemas import ALL_APIS
@@ -152,8 +153,8 @@ def test_consumer_group_heartbeat_v1_request_bytes() -> None:
             b"\x00",  # no tagged fields
         ]
     )
-    assert bytes(encode_request(68, 1, body)) == expected
-    assert decode_request(68, 1, expected) == body
+    assert bytes(encode_request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, body)) == expected
+    assert decode_request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, expected) == body
 
 
 def test_consumer_group_heartbeat_response_null_and_present_assignment() -> None:
@@ -162,14 +163,20 @@ def test_consumer_group_heartbeat_response_null_and_present_assignment() -> None
     )
     without = {"error_message": None, "member_id": "m", "member_epoch": 3, "heartbeat_interval_ms": 5000}
     null_assignment = head + b"\xff" + b"\x00"
-    assert bytes(encode_response(68, 0, {**without, "assignment": None})) == null_assignment
+    assert (
+        bytes(encode_response(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, {**without, "assignment": None}))
+        == null_assignment
+    )
     topic_id = bytes(16)
     present = (
         head + b"\x01" + b"\x02" + topic_id + b"\x02" + struct.pack(">i", 4) + b"\x00" + b"\x00" + b"\x00"
     )
     assignment = {"topic_partitions": [{"topic_id": topic_id, "partitions": [4]}]}
-    assert bytes(encode_response(68, 0, {**without, "assignment": assignment})) == present
-    assert decode_response(68, 0, present)["assignment"] == assignment
+    assert (
+        bytes(encode_response(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, {**without, "assignment": assignment}))
+        == present
+    )
+    assert decode_response(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, present)["assignment"] == assignment
 
 
 def test_consumer_group_describe_v1_adds_member_type() -> None:
@@ -190,8 +197,12 @@ def test_consumer_group_describe_v1_adds_member_type() -> None:
         "assignment_epoch": 2,
         "members": [member],
     }
-    v0 = bytes(encode_response(69, 0, {"groups": [group]}))
-    v1 = bytes(encode_response(69, 1, {"groups": [group]}))
+    v0 = bytes(encode_response(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, {"groups": [group]}))
+    v1 = bytes(encode_response(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, {"groups": [group]}))
     assert len(v1) == len(v0) + 1
-    assert decode_response(69, 1, v1)["groups"][0]["members"][0]["member_type"] == 1
-    assert decode_response(69, 0, v0)["groups"][0]["members"][0]["member_type"] == -1
+    assert (
+        decode_response(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, v1)["groups"][0]["members"][0]["member_type"] == 1
+    )
+    assert (
+        decode_response(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, v0)["groups"][0]["members"][0]["member_type"] == -1
+    )

@@ -10,11 +10,12 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from wire.api_keys import ApiKey
 from wire.schema import Api
 
 
-def _collect() -> dict[int, Api]:
-    apis: dict[int, Api] = {}
+def _collect() -> dict[ApiKey, Api]:
+    apis: dict[ApiKey, Api] = {}
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda info: info.name):
         module = importlib.import_module(f"{__name__}.{info.name}")
         for value in vars(module).values():
@@ -27,4 +28,4 @@ def _collect() -> dict[int, Api]:
     return dict(sorted(apis.items()))
 
 
-ALL_APIS: dict[int, Api] = _collect()
+ALL_APIS: dict[ApiKey, Api] = _collect()

@@ -8,11 +8,11 @@ Quirks clients rely on:
   without changing.
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 ALTER_CONFIGS = api(
-    33,
-    "AlterConfigs",
+    ApiKey.ALTER_CONFIGS,
     "0-2",
     flexible="2+",
     request=(

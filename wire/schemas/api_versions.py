@@ -1,10 +1,10 @@
 """ApiVersions (key 18): the first request of every client; see KAFKA-FACTS.md."""
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 API_VERSIONS = api(
-    18,
-    "ApiVersions",
+    ApiKey.API_VERSIONS,
     "0-4",
     flexible="3+",
     request=(

@@ -3,6 +3,7 @@
 v1 adds each member's type (0 classic, 1 consumer) for groups mixing both protocols.
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, Field, api
 from wire.schemas.describe_groups import AUTHORIZED_OPERATIONS_OMITTED
 
@@ -25,8 +26,7 @@ def _assignment(name: str) -> Field:
 
 
 CONSUMER_GROUP_DESCRIBE = api(
-    69,
-    "ConsumerGroupDescribe",
+    ApiKey.CONSUMER_GROUP_DESCRIBE,
     "0-1",
     flexible="0+",
     request=(

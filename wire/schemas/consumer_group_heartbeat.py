@@ -6,11 +6,11 @@ when it changed, the partitions the member may own now.  Epoch 0 joins, -1 leave
 temporarily as a static member.
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 CONSUMER_GROUP_HEARTBEAT = api(
-    68,
-    "ConsumerGroupHeartbeat",
+    ApiKey.CONSUMER_GROUP_HEARTBEAT,
     "0-1",
     flexible="0+",
     request=(

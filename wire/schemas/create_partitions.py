@@ -10,11 +10,11 @@ Quirks clients rely on:
 - Spark's failOnDataLoss treats a new partition that does not start at offset 0 as loss.
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 CREATE_PARTITIONS = api(
-    37,
-    "CreatePartitions",
+    ApiKey.CREATE_PARTITIONS,
     "0-3",
     flexible="2+",
     request=(

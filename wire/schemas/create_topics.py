@@ -14,11 +14,11 @@ Quirks clients rely on:
   the snake_case names are the same either way.
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 CREATE_TOPICS = api(
-    19,
-    "CreateTopics",
+    ApiKey.CREATE_TOPICS,
     "0-7",
     flexible="5+",
     request=(

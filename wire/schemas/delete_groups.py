@@ -1,10 +1,10 @@
 """DeleteGroups (key 42): remove empty groups together with their committed offsets."""
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 DELETE_GROUPS = api(
-    42,
-    "DeleteGroups",
+    ApiKey.DELETE_GROUPS,
     "0-2",
     flexible="2+",
     request=(F("groups_names", "[]string"),),

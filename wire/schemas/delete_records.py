@@ -8,11 +8,11 @@ Quirks clients rely on:
   ListOffsets earliest must return it, and fetches below it ``OFFSET_OUT_OF_RANGE``.
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 DELETE_RECORDS = api(
-    21,
-    "DeleteRecords",
+    ApiKey.DELETE_RECORDS,
     "0-2",
     flexible="2+",
     request=(

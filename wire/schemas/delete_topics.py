@@ -11,11 +11,11 @@ Quirks clients rely on:
   for error responses.
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 DELETE_TOPICS = api(
-    20,
-    "DeleteTopics",
+    ApiKey.DELETE_TOPICS,
     "0-6",
     flexible="4+",
     request=(

@@ -10,11 +10,11 @@ Quirks clients rely on (see KAFKA-FACTS.md):
 - ``cluster_authorized_operations`` defaults to INT32_MIN ("not requested").
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 DESCRIBE_CLUSTER = api(
-    60,
-    "DescribeCluster",
+    ApiKey.DESCRIBE_CLUSTER,
     "0-2",
     flexible="0+",
     request=(

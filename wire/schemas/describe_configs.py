@@ -13,11 +13,11 @@ Quirks clients rely on:
 - Kafka 4.x accepts only DescribeConfigs >= 1; v0 is declared for error responses.
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 DESCRIBE_CONFIGS = api(
-    32,
-    "DescribeConfigs",
+    ApiKey.DESCRIBE_CONFIGS,
     "0-4",
     flexible="4+",
     request=(

@@ -4,14 +4,14 @@ Member metadata and assignment are returned as the opaque bytes the members exch
 admin client decodes them itself.
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 # Kafka's "operations not requested" marker for ``authorized_operations``.
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 DESCRIBE_GROUPS = api(
-    15,
-    "DescribeGroups",
+    ApiKey.DESCRIBE_GROUPS,
     "0-5",
     flexible="5+",
     request=(

@@ -10,11 +10,11 @@ Quirks clients rely on:
   ``is_cordoned``) is not declared.
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 DESCRIBE_LOG_DIRS = api(
-    35,
-    "DescribeLogDirs",
+    ApiKey.DESCRIBE_LOG_DIRS,
     "0-4",
     flexible="2+",
     request=(

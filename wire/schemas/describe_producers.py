@@ -9,11 +9,11 @@ Quirks clients rely on:
   ``last_timestamp`` and ``current_txn_start_offset`` default to -1.
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 DESCRIBE_PRODUCERS = api(
-    61,
-    "DescribeProducers",
+    ApiKey.DESCRIBE_PRODUCERS,
     "0",
     flexible="0+",
     request=(

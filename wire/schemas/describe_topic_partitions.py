@@ -11,11 +11,11 @@ Quirks clients rely on (see KAFKA-FACTS.md):
   ``topic_authorized_operations`` defaults to INT32_MIN ("not requested").
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 DESCRIBE_TOPIC_PARTITIONS = api(
-    75,
-    "DescribeTopicPartitions",
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS,
     "0",
     flexible="0+",
     request=(

@@ -20,11 +20,11 @@ Quirks clients rely on (see KAFKA-FACTS.md):
   ``replica_directory_id`` (KIP-853).  Fetch 18 (Kafka 4.1, KIP-1166) is not declared.
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 FETCH = api(
-    1,
-    "Fetch",
+    ApiKey.FETCH,
     "0-17",
     flexible="12+",
     request=(

@@ -5,11 +5,11 @@ itself, so the interesting part is the error per key (e.g. COORDINATOR_NOT_AVAIL
 ``__consumer_offsets`` is loading).
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 FIND_COORDINATOR = api(
-    10,
-    "FindCoordinator",
+    ApiKey.FIND_COORDINATOR,
     "0-6",
     flexible="3+",
     request=(

@@ -3,11 +3,11 @@
 The answer is also how a stable member learns of a rebalance (REBALANCE_IN_PROGRESS).
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 HEARTBEAT = api(
-    12,
-    "Heartbeat",
+    ApiKey.HEARTBEAT,
     "0-4",
     flexible="4+",
     request=(

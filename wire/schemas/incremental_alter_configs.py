@@ -8,11 +8,11 @@ Quirks clients rely on:
   admin client and kafka-configs.sh use for topic configs.
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 INCREMENTAL_ALTER_CONFIGS = api(
-    44,
-    "IncrementalAlterConfigs",
+    ApiKey.INCREMENTAL_ALTER_CONFIGS,
     "0-1",
     flexible="1+",
     request=(

@@ -11,11 +11,11 @@ Quirks clients rely on (see KAFKA-FACTS.md):
 - Version 6 (KIP-939 two-phase commit, unstable in Kafka 4.x) is not declared.
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 INIT_PRODUCER_ID = api(
-    22,
-    "InitProducerId",
+    ApiKey.INIT_PRODUCER_ID,
     "0-5",
     flexible="2+",
     request=(

@@ -6,11 +6,11 @@ identify (KIP-394).  v5 adds static membership (``group_instance_id``, KIP-345);
 the protocol type; v9 lets the coordinator tell a static leader to skip the assignment.
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 JOIN_GROUP = api(
-    11,
-    "JoinGroup",
+    ApiKey.JOIN_GROUP,
     "0-9",
     flexible="6+",
     request=(

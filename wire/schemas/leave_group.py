@@ -4,11 +4,11 @@ Up to v2 one member leaves; v3+ (KIP-345) takes a batch of members, identified b
 or, for static members, by group instance id, each with its own error code.
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 LEAVE_GROUP = api(
-    13,
-    "LeaveGroup",
+    ApiKey.LEAVE_GROUP,
     "0-5",
     flexible="4+",
     request=(

@@ -3,11 +3,11 @@
 v4 adds a state filter (KIP-518), v5 a group type filter ("classic" / "consumer", KIP-848).
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 LIST_GROUPS = api(
-    16,
-    "ListGroups",
+    ApiKey.LIST_GROUPS,
     "0-5",
     flexible="3+",
     request=(

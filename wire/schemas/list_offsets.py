@@ -15,11 +15,11 @@ Quirks clients rely on (see KAFKA-FACTS.md):
   Version 11 (Kafka 4.1, KIP-1023) is not declared.
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 LIST_OFFSETS = api(
-    2,
-    "ListOffsets",
+    ApiKey.LIST_OFFSETS,
     "0-10",
     flexible="6+",
     request=(

@@ -17,13 +17,13 @@ Quirks clients rely on (see KAFKA-FACTS.md):
   kafka-python infers "broker 0.11" from Metadata v4.
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 METADATA = api(
-    3,
-    "Metadata",
+    ApiKey.METADATA,
     "0-13",
     flexible="9+",
     request=(

@@ -6,11 +6,11 @@ commit timestamp); 2-4 let the client pick a retention time, which brokers since
 member epoch.
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 OFFSET_COMMIT = api(
-    8,
-    "OffsetCommit",
+    ApiKey.OFFSET_COMMIT,
     "0-9",
     flexible="8+",
     request=(

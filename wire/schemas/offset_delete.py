@@ -4,11 +4,11 @@ Refused per partition with GROUP_SUBSCRIBED_TO_TOPIC while a live member subscri
 topic (KIP-496).
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 OFFSET_DELETE = api(
-    47,
-    "OffsetDelete",
+    ApiKey.OFFSET_DELETE,
     "0",
     flexible="none",
     request=(

@@ -5,11 +5,11 @@ batches several groups, each with its own topics and error code.  v9 adds the KI
 member id / epoch so that a member of a consumer-protocol group can be fenced.
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 OFFSET_FETCH = api(
-    9,
-    "OffsetFetch",
+    ApiKey.OFFSET_FETCH,
     "0-9",
     flexible="6+",
     request=(

@@ -13,11 +13,11 @@ Quirks clients rely on (see KAFKA-FACTS.md):
   error responses.  Note the response puts ``error_code`` before ``partition``.
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 OFFSET_FOR_LEADER_EPOCH = api(
-    23,
-    "OffsetForLeaderEpoch",
+    ApiKey.OFFSET_FOR_LEADER_EPOCH,
     "0-4",
     flexible="4+",
     request=(

@@ -18,11 +18,11 @@ Quirks clients rely on (see KAFKA-FACTS.md):
   request, ``responses`` / ``partition_responses`` / ``index`` in the response.
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 PRODUCE = api(
-    0,
-    "Produce",
+    ApiKey.PRODUCE,
     "0-13",
     flexible="9+",
     request=(

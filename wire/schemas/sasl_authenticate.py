@@ -9,11 +9,11 @@ Quirks clients rely on:
   client re-authenticates before it elapses.  Version 2 is the first flexible version.
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 SASL_AUTHENTICATE = api(
-    36,
-    "SaslAuthenticate",
+    ApiKey.SASL_AUTHENTICATE,
     "0-2",
     flexible="2+",
     request=(F("auth_bytes", "bytes"),),

@@ -10,11 +10,11 @@ Quirks clients rely on:
   ``mechanisms`` listed.
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 SASL_HANDSHAKE = api(
-    17,
-    "SaslHandshake",
+    ApiKey.SASL_HANDSHAKE,
     "0-1",
     flexible="none",
     request=(F("mechanism", "string"),),

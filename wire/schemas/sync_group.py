@@ -4,11 +4,11 @@ v5 sends the protocol type and name so the coordinator can reject a member that 
 with the group (INCONSISTENT_GROUP_PROTOCOL) and echoes them back.
 """
 
+from wire.api_keys import ApiKey
 from wire.schema import F, api
 
 SYNC_GROUP = api(
-    14,
-    "SyncGroup",
+    ApiKey.SYNC_GROUP,
     "0-5",
     flexible="4+",
     request=(
