@@ -85,8 +85,7 @@ class FrameReader:
                 if self._end != self._start:
                     raise FrameError("connection closed in the middle of a frame size")
                 return None
-        assert self._buffer is not None
-        (size,) = _SIZE.unpack_from(self._buffer, self._start)
+        (size,) = _SIZE.unpack_from(self._view, self._start)
         if size < 0 or size > self._max:
             raise FrameError(f"frame of {size} bytes exceeds socket.request.max.bytes={self._max}")
         return size

@@ -23,17 +23,13 @@ from coordinator.config import CoordinatorConfig
 from coordinator.coordinator import GroupCoordinator
 from coordinator.log_storage import LogStorage
 from coordinator.offsets_topic import OFFSETS_TOPIC
+from log.clock import Clock
 from log.partition_log import PartitionLog
 
 if TYPE_CHECKING:
     from broker.server import Broker
 
 log = logging.getLogger(__name__)
-
-
-def wall_clock_ms() -> int:
-    """Commit timestamps and retention are wall-clock times, persisted across restarts."""
-    return time.time_ns() // 1_000_000
 
 
 def create_group_coordinator(broker: Broker) -> GroupCoordinator:
@@ -69,7 +65,7 @@ def create_group_coordinator(broker: Broker) -> GroupCoordinator:
             broker.durability.after_append(key, written, 1, wrote=True)
 
     storage = LogStorage(partition_log, appended)
-    return GroupCoordinator(config, storage, broker.topics, wall_clock_ms)
+    return GroupCoordinator(config, storage, broker.topics, broker.clock)
 
 
 def install_group_coordinator(broker: Broker) -> GroupCoordinator:
@@ -78,13 +74,13 @@ def install_group_coordinator(broker: Broker) -> GroupCoordinator:
     broker.coordinator = coordinator
 
     async def run() -> None:
-        await run_group_coordinator(coordinator)
+        await run_group_coordinator(coordinator, broker.clock)
 
     broker.background_tasks.append(run)
     return coordinator
 
 
-async def run_group_coordinator(coordinator: GroupCoordinator) -> None:
+async def run_group_coordinator(coordinator: GroupCoordinator, clock: Clock) -> None:
     """Replay ``__consumer_offsets`` partition by partition, then fire timers on time forever.
 
     Loading yields between partitions so the broker keeps serving other requests; groups of
@@ -95,20 +91,20 @@ async def run_group_coordinator(coordinator: GroupCoordinator) -> None:
         coordinator.load_partition(partition)
         await trio.sleep(0)
     log.info("group coordinator loaded in %.2f s", time.monotonic() - started)
-    await drive_timers(coordinator)
+    await drive_timers(coordinator, clock)
 
 
-async def drive_timers(coordinator: GroupCoordinator) -> None:
+async def drive_timers(coordinator: GroupCoordinator, clock: Clock) -> None:
     """Sleep until the next deadline (or an earlier one gets scheduled), then fire what is due."""
     while True:
         wake = trio.Event()
         coordinator.set_wakeup(wake.set)
         try:
-            coordinator.on_time(wall_clock_ms())
+            coordinator.on_time(clock())
         except Exception:
             # A bug in one timer callback must not take the broker down with it.
             log.exception("group coordinator timer failed")
         deadline = coordinator.next_deadline()
-        timeout = math.inf if deadline is None else max(0, deadline - wall_clock_ms()) / 1000
+        timeout = math.inf if deadline is None else max(0, deadline - clock()) / 1000
         with trio.move_on_after(timeout):
             await wake.wait()

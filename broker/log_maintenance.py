@@ -26,7 +26,6 @@ the others.
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING
 
 import trio
@@ -49,11 +48,6 @@ _MIN_OFFLINE_RETRY_MS = 100
 _PURGE_CHECK_MS = 10_000
 
 
-def _wall_clock_ms() -> int:
-    """Retention and compaction compare record timestamps, which are wall-clock times."""
-    return time.time_ns() // 1_000_000
-
-
 async def run_log_maintenance(broker: Broker) -> None:
     """Background task: checkpoints, retention and (if enabled) the log cleaner."""
     async with trio.open_nursery() as nursery:
@@ -70,7 +64,7 @@ async def _checkpoint_loop(broker: Broker) -> None:
     segments_seen: dict[tuple[str, int], int] = {}
     while True:
         await trio.sleep(interval_s)
-        now_ms = _wall_clock_ms()
+        now_ms = broker.clock()
         for topic, partition, partition_log in broker.partitions.all_logs():
             if not partition_log.is_online:
                 continue
@@ -88,9 +82,9 @@ async def _checkpoint_loop(broker: Broker) -> None:
 
 async def _retention_loop(broker: Broker) -> None:
     interval_ms = broker.config.get_int("log.retention.check.interval.ms")
-    next_check_ms = _wall_clock_ms() + interval_ms
+    next_check_ms = broker.clock() + interval_ms
     while True:
-        now_ms = _wall_clock_ms()
+        now_ms = broker.clock()
         logs = [partition_log for _, _, partition_log in broker.partitions.all_logs()]
         if now_ms >= next_check_ms:
             next_check_ms = now_ms + interval_ms
@@ -113,7 +107,7 @@ async def _cleaner_loop(broker: Broker) -> None:
     backoff_s = broker.config.get_int("log.cleaner.backoff.ms") / 1000
     while True:
         logs = [partition_log for _, _, partition_log in broker.partitions.all_logs()]
-        job = cleaner.next_job(logs, _wall_clock_ms())
+        job = cleaner.next_job(logs, broker.clock())
         if job is None:
             await trio.sleep(backoff_s)
             continue

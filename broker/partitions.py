@@ -96,7 +96,7 @@ class PartitionStore:
         self._directory_locks = _DirectoryLocks()
         open_files_max = broker.config.get_int("log.open.files.max")
         OPEN_FILES.reconfigure(open_files_max if open_files_max > 0 else default_capacity())
-        self._manager = LogManager(log_dirs, self.log_config)
+        self._manager = LogManager(log_dirs, self.log_config, broker.clock)
         self._drop_unregistered()
         for topic in broker.topics.all():
             self.create_partitions_now(topic, 0, topic.partitions)

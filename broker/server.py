@@ -34,6 +34,7 @@ from broker.producer_ids import ProducerIdAllocator
 from broker.topics import TopicRegistry
 from coordinator.coordinator import GroupCoordinator
 from log.checkpoint import write_atomically
+from log.clock import Clock, wall_clock_ms
 from wire.api_keys import ApiKey
 
 log = logging.getLogger(__name__)
@@ -68,8 +69,9 @@ def _load_cluster_id(directory: Path, node_id: int, configured: str | None) -> s
 class Broker:
     """Shared state of one broker node."""
 
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, clock: Clock = wall_clock_ms) -> None:
         self.config = config
+        self.clock = clock  # every wall-clock reading of the broker and its logs (``log.clock``)
         self.node_id = config.node_id
         dirs = [Path(d) for d in config.log_dirs]
         for directory in dirs:

@@ -40,7 +40,8 @@ class LogStorage:
 
     def append(self, partition: int, records: Sequence[Record], now_ms: int) -> None:
         log = self._partition_log(partition, True)
-        assert log is not None
+        if log is None:  # ``create`` makes the partition, or raises why it cannot
+            raise RuntimeError(f"__consumer_offsets partition {partition} was not created")
         self._append_batch(log, records, now_ms)
         if self._on_append is not None:
             self._on_append(partition)

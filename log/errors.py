@@ -1,54 +1,56 @@
 """Typed failures of the storage engine, each naming the Kafka error code the broker answers with.
 
-The engine knows nothing about the wire, so instead of importing an error-code enum every
-exception carries ``error_name`` (Kafka's name, e.g. ``"OFFSET_OUT_OF_RANGE"``); the broker maps
-it to a code with one lookup.  Record format errors come from ``wire.record_batch`` and follow
-the same convention.
+Every exception carries ``error_code``, the :class:`~wire.error_codes.ErrorCode` member the
+broker answers with (an enum member, not a name resolved later, so a misspelling fails at
+import rather than turning into UNKNOWN_SERVER_ERROR on the wire).  Record format errors come
+from ``wire.record_batch`` and follow the same convention.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+from wire.error_codes import ErrorCode
+
 
 class LogError(Exception):
     """Base of every error the storage engine raises on purpose."""
 
-    error_name: ClassVar[str] = "UNKNOWN_SERVER_ERROR"
+    error_code: ClassVar[ErrorCode] = ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 class OffsetOutOfRangeError(LogError):
     """A read asked for an offset below the log start or above the log end."""
 
-    error_name = "OFFSET_OUT_OF_RANGE"
+    error_code = ErrorCode.OFFSET_OUT_OF_RANGE
 
 
 class MessageTooLargeError(LogError):
     """A batch is larger than the topic's max.message.bytes."""
 
-    error_name = "MESSAGE_TOO_LARGE"
+    error_code = ErrorCode.MESSAGE_TOO_LARGE
 
 
 class OutOfOrderSequenceError(LogError):
     """An idempotent producer skipped or repeated sequence numbers (not one of the last 5 batches)."""
 
-    error_name = "OUT_OF_ORDER_SEQUENCE_NUMBER"
+    error_code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
 
 
 class InvalidProducerEpochError(LogError):
     """An idempotent producer wrote with an epoch older than the one the partition has seen."""
 
-    error_name = "INVALID_PRODUCER_EPOCH"
+    error_code = ErrorCode.INVALID_PRODUCER_EPOCH
 
 
 class InvalidConfigError(LogError):
     """A topic or broker log setting has an unknown name or a value Kafka would reject."""
 
-    error_name = "INVALID_CONFIG"
+    error_code = ErrorCode.INVALID_CONFIG
 
 
 class KafkaStorageError(LogError):
     """The disk failed under the log; the partition stays offline until its disk takes writes
     again (``PartitionLog.reopen_after_disk_error``, retried every ``log.offline.retry.ms``)."""
 
-    error_name = "KAFKA_STORAGE_ERROR"
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR

@@ -18,6 +18,7 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 
+from log.clock import Clock, wall_clock_ms
 from log.config import LogConfig
 from log.deletion import delete_partition_directory, is_deletion_leftover, remove_tree, rename_aside
 from log.disk_error_report import describe_os_error
@@ -44,11 +45,17 @@ def parse_partition_dir(name: str) -> TopicPartition | None:
 class LogManager:
     """Opens, creates, finds and deletes ``PartitionLog``s across the broker's log directories."""
 
-    def __init__(self, log_dirs: Sequence[str], config_for_topic: Callable[[str], LogConfig]) -> None:
+    def __init__(
+        self,
+        log_dirs: Sequence[str],
+        config_for_topic: Callable[[str], LogConfig],
+        clock: Clock = wall_clock_ms,
+    ) -> None:
         if not log_dirs:
             raise ValueError("at least one log directory is required")
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
         self.config_for_topic = config_for_topic
+        self.clock = clock
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._per_dir: Counter[str] = Counter()  # partitions per log directory, for placement
         for log_dir in self.log_dirs:
@@ -68,7 +75,7 @@ class LogManager:
     def _open_or_offline(self, directory: str, topic: str) -> PartitionLog:
         config = self.config_for_topic(topic)
         try:
-            return PartitionLog.open(directory, config)
+            return PartitionLog.open(directory, config, self.clock)
         except Exception as exc:  # whatever it is, one partition must not keep the rest down
             logger.error(
                 "cannot open %s, serving it as offline: %s",
@@ -76,7 +83,7 @@ class LogManager:
                 describe_os_error(exc, directory),
                 exc_info=not isinstance(exc, OSError | LogError),
             )
-            return PartitionLog.unopenable(directory, config, exc)
+            return PartitionLog.unopenable(directory, config, exc, self.clock)
 
     def get(self, topic: str, partition: int) -> PartitionLog | None:
         return self._logs.get((topic, partition))

@@ -27,11 +27,11 @@ import bisect
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Literal, NamedTuple
 
 from log.checkpoint import PartitionCheckpoint, write_atomically
+from log.clock import Clock, wall_clock_ms
 from log.config import LONG_MAX, LogConfig
 from log.deletion import delete_partition_directory
 from log.disk_error_report import describe_os_error
@@ -84,10 +84,6 @@ class FileSlice(NamedTuple):
         return self.file.fd
 
 
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 def _close_all(segments: Sequence[Segment]) -> None:
     for segment in segments:
         segment.close()
@@ -112,10 +108,16 @@ class PartitionLog:
     """A partition directory of segments (``<topic>-<partition>/``), opened with recovery."""
 
     def __init__(
-        self, directory: str, config: LogConfig, segments: list[Segment], log_start_offset: int
+        self,
+        directory: str,
+        config: LogConfig,
+        segments: list[Segment],
+        log_start_offset: int,
+        clock: Clock = wall_clock_ms,
     ) -> None:
         self.directory = directory
         self.config = config
+        self.clock = clock
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
         self._log_start_offset = log_start_offset
@@ -146,14 +148,14 @@ class PartitionLog:
     # Opening and recovery
 
     @classmethod
-    def open(cls, directory: str, config: LogConfig, now_ms: int | None = None) -> PartitionLog:
+    def open(cls, directory: str, config: LogConfig, clock: Clock = wall_clock_ms) -> PartitionLog:
         """Open (or create) the log in ``directory``, recovering it if it was not closed cleanly.
 
         After an unclean shutdown every segment from the one holding the checkpointed recovery
         point onwards is validated batch by batch (header + CRC); the first invalid batch and
         everything after it are cut off, indexes are rebuilt, and the result is fsynced.
         """
-        log, found = cls._load(directory, config, now_ms)
+        log, found = cls._load(directory, config, clock)
         if found == "new":
             # DEBUG: one CreateTopics may make 10,000 of these; the request itself is the news.
             logger.debug("%s: created a new log", log.directory)
@@ -166,21 +168,23 @@ class PartitionLog:
         return log
 
     @classmethod
-    def unopenable(cls, directory: str, config: LogConfig, exc: Exception) -> PartitionLog:
+    def unopenable(
+        cls, directory: str, config: LogConfig, exc: Exception, clock: Clock = wall_clock_ms
+    ) -> PartitionLog:
         """Stand-in for a log whose files could not be opened at all (EMFILE, EACCES, a file
         where its directory should be, unreadable metadata): it holds no segment and answers
         KAFKA_STORAGE_ERROR, so the broker starts and serves every other partition.  The
         offline re-probe (``reopen_after_disk_error``) brings it back once it can be opened."""
-        log = cls(directory, config, [], 0)
+        log = cls(directory, config, [], 0, clock)
         log._offline = KafkaStorageError(f"cannot open {directory}: {exc}")
         return log
 
     @classmethod
     def _load(
-        cls, directory: str, config: LogConfig, now_ms: int | None = None
+        cls, directory: str, config: LogConfig, clock: Clock
     ) -> tuple[PartitionLog, Literal["new", "clean", "unclean"]]:
         """``open`` without its report; also says what was found: no log yet, or how it was shut."""
-        now_ms = _now_ms() if now_ms is None else now_ms
+        now_ms = clock()
         directory = os.fspath(directory)
         os.makedirs(directory, exist_ok=True)
         names = os.listdir(directory)
@@ -206,7 +210,7 @@ class PartitionLog:
                 for segment in doomed:
                     segment.delete()
                 segments = [Segment.create(directory, log_start, config, now_ms)]
-            log = cls(directory, config, segments, max(log_start, segments[0].base_offset))
+            log = cls(directory, config, segments, max(log_start, segments[0].base_offset), clock)
             log.first_dirty_offset = checkpoint.first_dirty_offset if checkpoint else 0
             log._load_producer_state()
             log.flush()  # recovered data becomes durable before the recovery point claims it
@@ -562,7 +566,7 @@ class PartitionLog:
         ):
             count += 1
         if count and not self._cleaning:
-            self._remove_segments(self._segments[:count], _now_ms())
+            self._remove_segments(self._segments[:count], self.clock())
 
     def delete_old_segments(self, now_ms: int) -> int:
         """Retention (Kafka's deleteOldSegments, rules in ``log.retention``): returns segments removed.
@@ -764,7 +768,7 @@ class PartitionLog:
                 first = self._segments.index(old[0])
                 self._segments[first : first + len(old)] = [cleaned]
                 self._bases[first : first + len(old)] = [cleaned.base_offset]
-            self._retire(old, _now_ms())
+            self._retire(old, self.clock())
             cleaned.release()
             cleaned.rename("")
             sync_directory(self.directory)
@@ -833,7 +837,7 @@ class PartitionLog:
             if self._offline is None or self._closed or self._cleaning:
                 return None
             probe_writable(self.directory)
-            recovered, _ = PartitionLog._load(self.directory, self.config)
+            recovered, _ = PartitionLog._load(self.directory, self.config, self.clock)
             return recovered
 
     def adopt_recovered(self, recovered: PartitionLog) -> bool:

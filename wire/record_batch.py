@@ -64,7 +64,6 @@ __all__ = [
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = _HEADER.size  # 61
-assert HEADER_SIZE == 61
 
 # Byte offsets of the fields that get patched or checksummed.
 _BASE_OFFSET_AT = 0

@@ -1,33 +1,37 @@
-"""The two typed record batch errors, in their own module so that every ``wire`` module that
+r"""The two typed record batch errors, in their own module so that every ``wire`` module that
 reads batches (framing, decompression, validation) can raise them without import cycles.
 
-Each carries the Kafka error name the broker answers with: Kafka's CorruptRecordException
-becomes CORRUPT_MESSAGE, its InvalidRecordException INVALID_RECORD.
+Each carries the Kafka error code the broker answers with: Kafka's CorruptRecordException
+becomes CORRUPT_MESSAGE, its InvalidRecordException INVALID_RECORD.  They are
+:class:`~wire.errors.WireError`\ s: a peer's bad bytes, like every other decoding failure.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+from wire.error_codes import ErrorCode
+from wire.errors import WireError
+
 __all__ = ["CorruptRecordError", "InvalidRecordError", "RecordBatchError", "RecordErrors"]
 
 
-class RecordBatchError(ValueError):
-    """Base of the record batch errors; ``error_name`` is the Kafka error code name to answer."""
+class RecordBatchError(WireError):
+    """Base of the record batch errors; ``error_code`` is the Kafka error code to answer."""
 
-    error_name: ClassVar[str] = "CORRUPT_MESSAGE"
+    error_code: ClassVar[ErrorCode] = ErrorCode.CORRUPT_MESSAGE
 
 
 class CorruptRecordError(RecordBatchError):
     """The bytes are damaged: bad CRC, impossible length, batch cut short, undecodable payload."""
 
-    error_name = "CORRUPT_MESSAGE"
+    error_code = ErrorCode.CORRUPT_MESSAGE
 
 
 class InvalidRecordError(RecordBatchError):
     """The bytes are intact but break a protocol rule (count vs offsets, control batch, ...)."""
 
-    error_name = "INVALID_RECORD"
+    error_code = ErrorCode.INVALID_RECORD
 
 
 class RecordErrors(InvalidRecordError):

@@ -212,7 +212,8 @@ async def alter(ctx: RequestContext, request: dict[str, Any], incremental: bool)
             responses.append(result | {"error_code": problem[0], "error_message": problem[1]})
             continue
         info = ctx.broker.topics.get(name)
-        assert info is not None
+        if info is None:  # resource_error just found it, and nothing awaited since
+            raise RuntimeError(f"topic {name} vanished between its check and its use")
         try:
             if incremental:
                 updated = apply_incremental(info.configs, resource["configs"])

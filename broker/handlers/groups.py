@@ -29,9 +29,8 @@ TRANSACTION_KEY_TYPE = 1
 
 def coordinator_of(ctx: RequestContext) -> GroupCoordinator:
     coordinator = ctx.broker.coordinator
-    assert isinstance(coordinator, GroupCoordinator), (
-        "broker.group_timers.install_group_coordinator not called"
-    )
+    if coordinator is None:
+        raise RuntimeError("broker.group_timers.install_group_coordinator was not called")
     return coordinator
 
 

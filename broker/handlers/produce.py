@@ -17,7 +17,6 @@ past bound on timestamps pays for decoding too.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from broker.api_support import Served
@@ -228,7 +227,7 @@ async def handle_produce(
         refusal = (ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not one of 0, 1, -1 (all)")
     elif request.get("transactional_id") is not None:
         refusal = (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported yet")
-    now_ms = int(time.time() * 1000)
+    now_ms = ctx.broker.clock()
     responses: list[tuple[str | None, dict[str, Any]]] = []
     must_sync: list[tuple[str, int]] = []
     failed = False

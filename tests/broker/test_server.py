@@ -15,6 +15,7 @@ import trio
 
 from broker.config import BrokerConfig
 from broker.server import Broker, serve
+from log.clock import Clock, wall_clock_ms
 from wire.api_keys import ApiKey
 from wire.codec import decode_response, encode_request
 from wire.error_codes import ErrorCode
@@ -24,10 +25,12 @@ DEADLINE_S = 20
 
 
 @asynccontextmanager
-async def running_broker(tmp_path: Path, **overrides: str) -> AsyncIterator[tuple[Broker, int]]:
+async def running_broker(
+    tmp_path: Path, *, clock: Clock = wall_clock_ms, **overrides: str
+) -> AsyncIterator[tuple[Broker, int]]:
     settings = {"log.dirs": str(tmp_path / "data"), "listeners": "PLAINTEXT://127.0.0.1:0"}
     settings.update({k.replace("_", "."): v for k, v in overrides.items()})
-    broker = Broker(BrokerConfig.load(overrides=settings, environ={}))
+    broker = Broker(BrokerConfig.load(overrides=settings, environ={}), clock)
     try:
         async with trio.open_nursery() as nursery:
             listeners = await nursery.start(serve, broker)

@@ -6,6 +6,7 @@ import pytest
 
 from log import InvalidConfigError, LogConfig
 from log.config import LONG_MAX
+from wire.error_codes import ErrorCode
 
 
 def test_kafka_defaults() -> None:
@@ -55,7 +56,7 @@ def test_topic_properties_override_a_base() -> None:
 def test_bad_values_are_invalid_config(key: str, value: str) -> None:
     with pytest.raises(InvalidConfigError) as info:
         LogConfig.from_properties({key: value})
-    assert info.value.error_name == "INVALID_CONFIG"
+    assert info.value.error_code == ErrorCode.INVALID_CONFIG
 
 
 def test_segment_jitter_stays_below_the_roll_time() -> None:

@@ -14,6 +14,7 @@ from log import (
     PartitionLog,
 )
 from tests.log.conftest import BASE_TS, append, produced_batch
+from wire.error_codes import ErrorCode
 from wire.record_batch import decode_records, scan_batches
 
 
@@ -135,7 +136,7 @@ def test_max_message_bytes(log_dir: str) -> None:
     log = PartitionLog.open(log_dir, LogConfig(max_message_bytes=500))
     with pytest.raises(MessageTooLargeError) as info:
         append(log, produced_batch(value_size=600))
-    assert info.value.error_name == "MESSAGE_TOO_LARGE"
+    assert info.value.error_code == ErrorCode.MESSAGE_TOO_LARGE
     assert log.log_end_offset == 0
 
 
@@ -237,7 +238,7 @@ def test_disk_failure_takes_the_partition_offline(log_dir: str, monkeypatch) -> 
     monkeypatch.setattr(os, "pwrite", failing_pwrite)
     with pytest.raises(KafkaStorageError) as info:
         append(log, produced_batch())
-    assert info.value.error_name == "KAFKA_STORAGE_ERROR"
+    assert info.value.error_code == ErrorCode.KAFKA_STORAGE_ERROR
     monkeypatch.undo()
     with pytest.raises(KafkaStorageError):
         log.read(0, 100)

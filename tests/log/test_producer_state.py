@@ -9,6 +9,7 @@ import pytest
 from log import InvalidProducerEpochError, LogConfig, OutOfOrderSequenceError, PartitionLog
 from log.producer_state import PlacedBatch, ProducerStateManager
 from tests.log.conftest import append, crash, produced_batch
+from wire.error_codes import ErrorCode
 from wire.record_batch import scan_batches
 
 PID = 1000
@@ -42,7 +43,7 @@ def test_sequence_gap_is_out_of_order(log_dir: str) -> None:
     send(log, 0)
     with pytest.raises(OutOfOrderSequenceError) as info:
         send(log, 5)
-    assert info.value.error_name == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+    assert info.value.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
     with pytest.raises(OutOfOrderSequenceError):
         send(log, 1, count=2)  # overlaps but is not an exact retry
     assert log.log_end_offset == 2
@@ -53,7 +54,7 @@ def test_epochs(log_dir: str) -> None:
     send(log, 0, epoch=3)
     with pytest.raises(InvalidProducerEpochError) as info:
         send(log, 2, epoch=2)
-    assert info.value.error_name == "INVALID_PRODUCER_EPOCH"
+    assert info.value.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
     with pytest.raises(OutOfOrderSequenceError):
         send(log, 7, epoch=4)  # a new epoch starts at 0
     send(log, 0, epoch=4)

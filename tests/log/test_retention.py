@@ -64,7 +64,7 @@ def test_rules_chain_and_an_empty_last_segment_stays() -> None:
 
 def log_with_segments(log_dir: str, config: LogConfig, timestamps: list[int]) -> PartitionLog:
     """One two-record batch per timestamp, each batch in its own segment."""
-    log = PartitionLog.open(log_dir, config, now_ms=BASE_TS)
+    log = PartitionLog.open(log_dir, config, clock=lambda: BASE_TS)
     for ts in timestamps:
         append(log, produced_batch(count=2, value_size=300, timestamp=ts), now_ms=max(ts, BASE_TS))
     return log

@@ -19,6 +19,6 @@ def test_jitter_rolls_a_segment_early(log_dir: str, monkeypatch) -> None:
 
 
 def test_an_empty_segment_never_rolls_by_time(log_dir: str) -> None:
-    log = PartitionLog.open(log_dir, LogConfig(segment_ms=1), now_ms=BASE_TS)
+    log = PartitionLog.open(log_dir, LogConfig(segment_ms=1), clock=lambda: BASE_TS)
     append(log, produced_batch(timestamp=BASE_TS + 10_000), now_ms=BASE_TS + 10_000)
     assert log.segment_base_offsets == (0,)

@@ -151,11 +151,6 @@ def test_truncated_and_bad_length_and_magic() -> None:
             scan_batches(bad)
 
 
-def test_error_names_map_to_kafka_codes() -> None:
-    assert CorruptRecordError.error_name == "CORRUPT_MESSAGE"
-    assert InvalidRecordError.error_name == "INVALID_RECORD"
-
-
 @settings(max_examples=300, deadline=None)
 @given(data=st.binary(max_size=300), from_client=st.booleans())
 def test_scanning_random_bytes_raises_only_typed_errors(data: bytes, from_client: bool) -> None:
