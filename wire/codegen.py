@@ -19,12 +19,17 @@ so the generated code carries no per-field bounds checks for fixed-width fields.
 
 Generated encoders take the message dict and read each field with ``.get(name, default)``.
 Tagged fields are written only when their value differs from the default, in tag order.
+With ``ODRADEK_STRICT_MESSAGES=1`` in the environment (the test suites set it) encoders also
+refuse a dict holding a key that no version of its struct declares: a misspelt
+``'eror_code'`` would otherwise be sent as ``error_code`` 0, an error turned into a success.
+The check costs a set comparison per struct, so production encoders leave it out.
 Unknown tagged fields seen on decode are skipped, not preserved.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -133,6 +138,11 @@ def _default(field: Field) -> Any:
     return field.default_value()
 
 
+def strict_messages() -> bool:
+    """Whether encoders generated now refuse undeclared keys (see the module docstring)."""
+    return os.environ.get("ODRADEK_STRICT_MESSAGES") == "1"
+
+
 class _Generator:
     """Accumulates the source and namespace of one generated module."""
 
@@ -146,6 +156,7 @@ class _Generator:
         self.namespace.update(DecodeError=DecodeError, EncodeError=EncodeError)
         self._counter = itertools.count()
         self._structs: dict[str, str] = {}
+        self.strict = strict_messages()
 
     # --- bookkeeping -----------------------------------------------------------------
 
@@ -338,6 +349,14 @@ class _Generator:
 
     def encode_struct(self, fields: tuple[Field, ...], source: str, w: str, indent: int, path: str) -> None:
         """Emit code that writes the struct held in dict variable ``source`` through ``w``."""
+        if self.strict:
+            known = self.const(frozenset(f.name for f in fields))
+            self.emit(indent, f"if not {source}.keys() <= {known}:")
+            self.emit(
+                indent + 1,
+                f"raise EncodeError({(path or 'message') + ' has undeclared fields '!r}"
+                f" + repr(sorted({source}.keys() - {known})))",
+            )
         regular, tagged = self.split(fields)
         groups = [(fixed, list(run)) for fixed, run in itertools.groupby(regular, key=_is_fixed)]
         tagged_done = False

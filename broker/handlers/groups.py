@@ -61,12 +61,14 @@ async def handle_find_coordinator(ctx: RequestContext, request: dict[str, Any]) 
     key_type = request.get("key_type", GROUP_KEY_TYPE)
     if ctx.api_version >= 4:
         return {
-            "coordinators": [_coordinator_entry(ctx, key_type, key) for key in request["coordinator_keys"]]
+            "coordinators": [
+                {"key": key} | _coordinator_entry(ctx, key_type) for key in request["coordinator_keys"]
+            ]
         }
-    return _coordinator_entry(ctx, key_type, request["key"])
+    return _coordinator_entry(ctx, key_type)  # v0-3 answer for the one key at the top level
 
 
-def _coordinator_entry(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
+def _coordinator_entry(ctx: RequestContext, key_type: int) -> dict[str, Any]:
     if key_type == GROUP_KEY_TYPE:
         error = ErrorCode.NONE if ctx.broker.coordinator is not None else ErrorCode.COORDINATOR_NOT_AVAILABLE
     elif key_type == TRANSACTION_KEY_TYPE:
@@ -76,7 +78,6 @@ def _coordinator_entry(ctx: RequestContext, key_type: int, key: str) -> dict[str
         error = ErrorCode.INVALID_REQUEST
     if error is not ErrorCode.NONE:
         return {
-            "key": key,
             "error_code": error,
             "error_message": error.name,
             "node_id": -1,
@@ -85,7 +86,6 @@ def _coordinator_entry(ctx: RequestContext, key_type: int, key: str) -> dict[str
         }
     endpoint = ctx.broker.endpoint
     return {
-        "key": key,
         "error_code": error,
         "error_message": None,
         "node_id": ctx.broker.node_id,
