@@ -28,7 +28,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 from log.checkpoint import PartitionCheckpoint, write_atomically
 from log.clock import Clock, wall_clock_ms
@@ -36,12 +36,13 @@ from log.config import LONG_MAX, LogConfig
 from log.deletion import delete_partition_directory
 from log.disk_error_report import describe_os_error
 from log.errors import KafkaStorageError, MessageTooLargeError, OffsetOutOfRangeError
+from log.loader import Found, close_all, load_files, segment_name_offset
 from log.open_files import LazyFile
 from log.producer_state import PlacedBatch, ProducerStateManager
 from log.retention import SegmentFacts, segments_to_delete
 from log.segment import Segment
 from log.storage_probe import probe_writable
-from log.swap import DELETED, SWAP, finish_interrupted_replacements
+from log.swap import DELETED, SWAP
 from log.sync_ledger import sync_directory
 from wire.record_batch import (
     BatchInfo,
@@ -82,18 +83,6 @@ class FileSlice(NamedTuple):
     @property
     def fd(self) -> int:
         return self.file.fd
-
-
-def _close_all(segments: Sequence[Segment]) -> None:
-    for segment in segments:
-        segment.close()
-
-
-def _segment_name_offset(name: str, suffix: str) -> int | None:
-    stem = name[: -len(suffix)]
-    if name.endswith(suffix) and len(stem) == 20 and stem.isdigit():
-        return int(stem)
-    return None
 
 
 class SyncMark(NamedTuple):
@@ -149,12 +138,10 @@ class PartitionLog:
 
     @classmethod
     def open(cls, directory: str, config: LogConfig, clock: Clock = wall_clock_ms) -> PartitionLog:
-        """Open (or create) the log in ``directory``, recovering it if it was not closed cleanly.
-
-        After an unclean shutdown every segment from the one holding the checkpointed recovery
-        point onwards is validated batch by batch (header + CRC); the first invalid batch and
-        everything after it are cut off, indexes are rebuilt, and the result is fsynced.
-        """
+        """Open (or create) the log in ``directory``, recovering it if it was not closed cleanly
+        (``log.loader``: after an unclean shutdown every segment from the one holding the
+        checkpointed recovery point onwards is validated batch by batch and cut at the first
+        invalid batch); the recovered data is fsynced before the log serves."""
         log, found = cls._load(directory, config, clock)
         if found == "new":
             # DEBUG: one CreateTopics may make 10,000 of these; the request itself is the news.
@@ -180,100 +167,35 @@ class PartitionLog:
         return log
 
     @classmethod
-    def _load(
-        cls, directory: str, config: LogConfig, clock: Clock
-    ) -> tuple[PartitionLog, Literal["new", "clean", "unclean"]]:
-        """``open`` without its report; also says what was found: no log yet, or how it was shut."""
-        now_ms = clock()
+    def _load(cls, directory: str, config: LogConfig, clock: Clock) -> tuple[PartitionLog, Found]:
+        """``open`` without its report; also says what was found: no log yet, or how it was shut.
+
+        The files are made consistent first (``log.loader``); this builds the log's state on
+        them: producers, the flush that makes recovered data durable, the checkpoint.
+        """
         directory = os.fspath(directory)
-        os.makedirs(directory, exist_ok=True)
-        names = os.listdir(directory)
-        for name in names:
-            if name.endswith(".tmp"):
-                os.unlink(os.path.join(directory, name))
-        finish_interrupted_replacements(directory, config, now_ms)
-        names = os.listdir(directory)
-        checkpoint = PartitionCheckpoint.read(directory)
-        clean = checkpoint is not None and checkpoint.clean_shutdown
-        log_start = checkpoint.log_start_offset if checkpoint else 0
-        bases = sorted(b for b in (_segment_name_offset(n, ".log") for n in names) if b is not None)
-        cls._remove_orphan_indexes(directory, names, set(bases))
-        segments = cls._open_segments(directory, config, bases, checkpoint, clean, now_ms)
+        files = load_files(directory, config, clock())
+        checkpoint = files.checkpoint
         try:
-            if not segments:
-                segments = [Segment.create(directory, log_start, config, now_ms)]
-            if log_start > segments[-1].next_offset:
-                logger.warning(
-                    "%s: log start %d is past the recovered end; restarting there", directory, log_start
-                )
-                doomed, segments = segments, []  # closed by delete: not to be closed again
-                for segment in doomed:
-                    segment.delete()
-                segments = [Segment.create(directory, log_start, config, now_ms)]
-            log = cls(directory, config, segments, max(log_start, segments[0].base_offset), clock)
+            log = cls(directory, config, files.segments, files.log_start_offset, clock)
             log.first_dirty_offset = checkpoint.first_dirty_offset if checkpoint else 0
             log._load_producer_state()
             log.flush()  # recovered data becomes durable before the recovery point claims it
-            if clean:
+            if files.found == "clean":
                 # Nothing changed since the clean shutdown: no rewrite now (one durable write per
                 # partition made starting many partitions take minutes); ``append`` marks the log
                 # unclean before its first write.
                 log._checkpointed, log._clean_on_disk = checkpoint, True
-            elif checkpoint is None and not bases:
+            elif files.found == "new":
                 # A new, empty log is consistent as it is; if this write is lost in a crash, the
                 # next start merely recovers an empty segment.
                 log._write_checkpoint(clean_shutdown=True, durable=False)
             else:
                 log._write_checkpoint(clean_shutdown=False)
         except BaseException:
-            _close_all(segments)  # a failed (re)open must not leak descriptors
+            close_all(files.segments)  # a failed (re)open must not leak descriptors
             raise
-        if checkpoint is None and not bases:
-            return log, "new"
-        return log, "clean" if clean else "unclean"
-
-    @staticmethod
-    def _remove_orphan_indexes(directory: str, names: Sequence[str], bases: set[int]) -> None:
-        for name in names:
-            for suffix in (".index", ".timeindex"):
-                base = _segment_name_offset(name, suffix)
-                if base is not None and base not in bases:
-                    os.unlink(os.path.join(directory, name))
-
-    @staticmethod
-    def _open_segments(
-        directory: str,
-        config: LogConfig,
-        bases: list[int],
-        checkpoint: PartitionCheckpoint | None,
-        clean: bool,
-        now_ms: int,
-    ) -> list[Segment]:
-        recovery_point = checkpoint.recovery_point if checkpoint else 0
-        # Recover from the segment holding the recovery point (everything before it was fsynced).
-        recover_from = bases[max(0, bisect.bisect_right(bases, recovery_point) - 1)] if bases else 0
-        segments: list[Segment] = []
-        try:
-            for i, base in enumerate(bases):
-                segment = Segment(directory, base, config, now_ms)
-                segments.append(segment)
-                if clean or base < recover_from:
-                    segment.load(config.index_interval_bytes)
-                    continue
-                truncated = segment.recover(config.index_interval_bytes)
-                segment.dirty = True  # validated but maybe never fsynced: flush before trusting it
-                if truncated and i + 1 < len(bases):
-                    break
-            else:
-                return segments
-        except BaseException:
-            _close_all(segments)
-            raise
-        # A segment was cut short: anything after it is unreachable and must go.
-        for base in bases[len(segments) :]:
-            logger.warning("%s: deleting segment %d after a truncated segment", directory, base)
-            Segment(directory, base, config, now_ms).delete()
-        return segments
+        return log, files.found
 
     def _load_producer_state(self) -> None:
         """Newest intact snapshot at or below the log end, then replay of later batch headers."""
@@ -706,7 +628,7 @@ class PartitionLog:
             self._checkpointed = checkpoint
             self._clean_on_disk = clean_shutdown
 
-    def remove_expired_producers(self, now_ms: int, expiration_ms: int = 86_400_000) -> None:
+    def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> None:
         """Forget idle idempotent producers (the broker's producer.id.expiration.ms task)."""
         self._producers.remove_expired(now_ms, expiration_ms)
 
@@ -717,7 +639,7 @@ class PartitionLog:
         return os.path.join(self.directory, f"{offset:020d}{_SNAPSHOT_SUFFIX}")
 
     def _snapshot_offsets(self) -> list[int]:
-        offsets = (_segment_name_offset(n, _SNAPSHOT_SUFFIX) for n in os.listdir(self.directory))
+        offsets = (segment_name_offset(n, _SNAPSHOT_SUFFIX) for n in os.listdir(self.directory))
         return sorted(o for o in offsets if o is not None)
 
     def _write_snapshot(self, durable: bool) -> None:
@@ -862,7 +784,7 @@ class PartitionLog:
                 self.release_descriptors()  # opened by the worker thread: hand them over
             else:
                 stale = recovered._segments
-        _close_all(stale)
+        close_all(stale)
         if adopted:
             logger.warning(
                 "%s: back online after a disk error, log end offset %d", self.directory, self.log_end_offset
