@@ -22,8 +22,17 @@ import importlib
 import itertools
 import uuid
 
+# kafka-python's protocol internals are the independent implementation these tests check
+# against; the test extra pins the kafka-python release that has them, so a missing one
+# fails the import here instead of skipping the cross-check.
+import kafka.protocol.api_message as kp_api_message
+import kafka.protocol.schemas.fields.codecs as kp_codecs
 import pytest
+from kafka.protocol.old.types import BitField as KP_OLD_BITFIELD
+from kafka.protocol.old.types import Schema as KP_OLD_SCHEMA
+from kafka.protocol.old.types import TaggedFields as KP_OLD_TAGGED_FIELDS
 
+from wire import codec as wire_codec
 from wire.api_keys import ApiKey
 from wire.schema import Api, Field
 from wire.schemas.alter_configs import ALTER_CONFIGS
@@ -45,12 +54,6 @@ from wire.schemas.offset_for_leader_epoch import OFFSET_FOR_LEADER_EPOCH
 from wire.schemas.produce import PRODUCE
 from wire.schemas.sasl_authenticate import SASL_AUTHENTICATE
 from wire.schemas.sasl_handshake import SASL_HANDSHAKE
-
-kp_api_message = pytest.importorskip("kafka.protocol.api_message")
-kp_codecs = pytest.importorskip("kafka.protocol.schemas.fields.codecs")
-KP_OLD_TAGGED_FIELDS = pytest.importorskip("kafka.protocol.old.types").TaggedFields
-KP_OLD_SCHEMA = pytest.importorskip("kafka.protocol.old.types").Schema
-KP_OLD_BITFIELD = pytest.importorskip("kafka.protocol.old.types").BitField
 
 APIS: list[Api] = [
     PRODUCE,
@@ -458,7 +461,7 @@ def test_old_structs_agree_with_our_field_order(api, kind, version):
 
 @pytest.fixture(scope="module")
 def codec():
-    return pytest.importorskip("wire.codec")
+    return wire_codec
 
 
 def _encode(codec, api: Api, kind: str, version: int, body: dict) -> bytes:
