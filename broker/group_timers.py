@@ -59,10 +59,13 @@ def create_group_coordinator(broker: Broker) -> GroupCoordinator:
 
     def appended(partition: int) -> None:
         key = (OFFSETS_TOPIC, partition)
-        broker.appends.notify(key)
         written = broker.partitions.get(*key)
-        if written is not None:
-            broker.durability.after_append(key, written, 1, wrote=True)
+        if written is not None and broker.durability.after_append(key, written, 1, wrote=True):
+            # Hidden until synced; an OffsetCommit waits for that itself, the coordinator's other
+            # writes (group metadata, expiry) have the next round run without a waiter.
+            broker.durability.sync_soon(key)
+        else:
+            broker.appends.notify(key)
 
     storage = LogStorage(partition_log, appended)
     return GroupCoordinator(config, storage, broker.topics, broker.clock)

@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 
 import trio
+from kafka import KafkaConsumer
 
 from broker.admin_client import PRODUCE_VERSION, produce_body
 from broker.server import Broker
@@ -229,3 +230,35 @@ async def test_an_offset_commit_is_answered_once_synced(tmp_path: Path) -> None:
             written = [log for log in offsets_logs if log.log_end_offset > 0]
             assert len(written) == 1, "the commit went to the group's partition"
             assert written[0].synced_offset == written[0].log_end_offset, "synced before it was answered"
+
+
+async def test_the_coordinators_unawaited_writes_become_visible(tmp_path: Path) -> None:
+    """A group's metadata record (written when a member joins) has no request waiting for its
+    sync; a round still covers it, so ``__consumer_offsets`` readers and its cleaner see it."""
+    with trio.fail_after(DEADLINE_S):
+        async with running_broker(tmp_path, **{"log.flush.interval.messages": "1"}) as (broker, port):
+            await create_topic(port, "joined")
+
+            def join_and_leave() -> None:
+                consumer = KafkaConsumer(
+                    "joined",
+                    bootstrap_servers=f"127.0.0.1:{port}",
+                    group_id="members",
+                    enable_auto_commit=False,  # no OffsetCommit: nothing waits for a round
+                )
+                try:
+                    while not consumer.assignment():
+                        consumer.poll(timeout_ms=100)
+                finally:
+                    consumer.close()
+
+            await trio.to_thread.run_sync(join_and_leave)
+            written = [
+                log
+                for topic, _, log in broker.partitions.all_logs()
+                if topic == "__consumer_offsets" and log.log_end_offset > 0
+            ]
+            assert written, "joining wrote the group's metadata"
+            while any(log.high_watermark < log.log_end_offset for log in written):
+                await trio.sleep(0.01)
+            assert all(log.synced_offset == log.log_end_offset for log in written)
