@@ -92,8 +92,7 @@ class Durability:
         self._failures: dict[int, frozenset[PartitionKey]] = {}
         self._sync_threads = trio.CapacityLimiter(SYNC_THREADS)
         self._collecting: list[PartitionKey] | None = None
-        self._unawaited: set[PartitionKey] = set()  # waiting for a round nobody else waits for
-        self._unawaited_added = trio.Event()
+        self._round_wanted = trio.Event()  # set by ``sync_soon``
 
     @property
     def rounds(self) -> int:
@@ -156,20 +155,18 @@ class Durability:
                 await self._run_round()
         return set(ticket.keys) & self._failures.get(ticket.round, frozenset())
 
-    def sync_soon(self, key: PartitionKey) -> None:
-        """Have a round cover an append that no request waits for (the coordinator's own
-        writes): a round runs only in a waiter, and until one covers it the append stays hidden
+    def sync_soon(self) -> None:
+        """Have the next round run although no request waits for it (the coordinator's own
+        writes): a round runs only in a waiter, and until one covers an append it stays hidden
         from consumers and from the cleaner, which stop at the high watermark."""
-        self._unawaited.add(key)
-        self._unawaited_added.set()
+        self._round_wanted.set()
 
     async def run_unawaited_rounds(self) -> None:
         """Background task: wait, on behalf of nobody, for the rounds ``sync_soon`` asked for."""
         while True:
-            await self._unawaited_added.wait()
-            self._unawaited_added = trio.Event()
-            keys, self._unawaited = list(self._unawaited), set()
-            await self.wait(self.ticket(keys))
+            await self._round_wanted.wait()
+            self._round_wanted = trio.Event()
+            await self.wait(self.ticket([]))
 
     async def _run_round(self) -> None:
         """Sync everything waiting now (a worker thread per partition); wake every waiter."""

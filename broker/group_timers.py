@@ -63,7 +63,7 @@ def create_group_coordinator(broker: Broker) -> GroupCoordinator:
         if written is not None and broker.durability.after_append(key, written, 1, wrote=True):
             # Hidden until synced; an OffsetCommit waits for that itself, the coordinator's other
             # writes (group metadata, expiry) have the next round run without a waiter.
-            broker.durability.sync_soon(key)
+            broker.durability.sync_soon()
         else:
             broker.appends.notify(key)
 
