@@ -10,7 +10,6 @@ def test_a_small_trial_moves_every_byte_and_counts_the_writeback() -> None:
     settings = Settings(messages=2000, value_size=1024, partitions=2, phase_timeout_s=60)
     trial = run_trial(OdradekLauncher(["log.flush.interval.messages=1"]), settings)
     assert trial.produce.bytes == trial.consume.bytes == 2000 * 1024
-    assert trial.produce.broker_cpu_seconds > 0
     # Until the page cache is clean the machine did at least the broker's work (the client's
     # own CPU is left out of both), so the to-disk figure cannot be below the broker's; /proc
     # counts in 10 ms ticks per core, hence the slack.
