@@ -4,9 +4,8 @@ Clients negotiate from the ApiVersions ranges and some infer features from them 
 KAFKA-FACTS.md), so they must be honest: an API is advertised only when a handler for it is
 installed, and only with versions whose codecs exist (``wire.schemas``) and that the handler
 serves.  A handler module says so in its ``HANDLERS`` table with one :class:`Served` per API:
-by default every declared version; ``lowest`` where Kafka 4 no longer serves the old versions
-its schemas still declare (KIP-896); ``highest``, always with the reason, where a declared
-newer version is not served yet.
+by default every declared version (the declarations start where Kafka 4 does, KIP-896);
+``highest``, always with the reason, where a declared newer version is not served yet.
 
 A handler may still refuse some advertised versions itself, as Kafka 4 does: it advertises
 Produce from 0 but answers v0-2 with UNSUPPORTED_VERSION (old librdkafka builds enable
@@ -28,7 +27,6 @@ class Served:
     """A handler, and the declared versions of its API it serves when that is not all."""
 
     handler: Handler
-    lowest: int | None = None
     highest: int | None = None
     why_not_newer: str = ""
 
@@ -58,7 +56,7 @@ def supported_apis(served: Mapping[ApiKey, Served]) -> dict[ApiKey, ApiSupport]:
         if declared is None or declared.versions.high is None:
             raise ValueError(f"{key.api_name} has a handler but no closed range of declared versions")
         route = served[key]
-        low = max(declared.versions.low, route.lowest or 0)
+        low = declared.versions.low
         high = declared.versions.high if route.highest is None else min(declared.versions.high, route.highest)
         if low > high:
             raise ValueError(f"{key.api_name}: no declared version is served ({low}-{high})")

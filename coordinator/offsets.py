@@ -116,12 +116,11 @@ class Offsets:
                     results.append(_partition_result(partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
                     continue
                 key = OffsetCommitKey(group_id, topic["name"], partition["partition_index"])
-                commit_timestamp = partition.get("commit_timestamp", -1)
                 value = OffsetAndMetadata(
                     offset=partition["committed_offset"],
                     leader_epoch=partition.get("committed_leader_epoch", NO_LEADER_EPOCH),
                     metadata=metadata or "",
-                    commit_timestamp_ms=now if commit_timestamp == -1 else commit_timestamp,
+                    commit_timestamp_ms=now,
                     expire_timestamp_ms=expire,
                 )
                 records.append(encode_offset_commit(key, value))

@@ -1,35 +1,31 @@
 """Keys and values of the records in ``__consumer_offsets``, in Apache Kafka's format.
 
-Each record's key starts with an int16 *key version* that says what it describes:
-0 and 1 an offset commit (group, topic, partition), 2 a classic group's metadata (group).
-The value starts with its own int16 version; a null value is a tombstone, which is what
-lets log compaction drop deleted offsets and groups.  Using Kafka's layout (OffsetCommitKey
-v1, OffsetCommitValue v1/v3, GroupMetadataKey v2, GroupMetadataValue v3) means Kafka's own
-tools can read Odradek's offsets topic, and the format question is settled by the
-specification rather than by us.  Values of versions 0-3 are read; flexible v4 values, which
-Kafka writes only with tagged fields we have no use for, are rejected as undecodable.
+Each record's key starts with an int16 *record type* that says what it describes: 0 and 1
+an offset commit (group, topic, partition), 2 a classic group's metadata (group).  The value
+starts with its own int16 version; a null value is a tombstone, which is what lets log
+compaction drop deleted offsets and groups.  Using Kafka's layout (OffsetCommitKey type 1,
+OffsetCommitValue v1/v3, GroupMetadataKey type 2, GroupMetadataValue v3) means Kafka's own
+tools can read Odradek's offsets topic.  The layout itself is not written here: the codecs
+come from declarations generated from Kafka's specs (``wire/internal_records``), so every
+version Kafka defines is read, the flexible v4 values Kafka 4 writes included.  This module
+only maps those records to the coordinator's own types.
 """
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
+from wire import stored_records
 from wire.errors import DecodeError
-from wire.primitives import (
-    INT16,
-    INT32,
-    INT64,
-    Buffer,
-    bytes_length,
-    encode_string,
-    read_array_length,
-    read_bytes,
-    read_string,
+from wire.internal_records.consumer_offsets import (
+    GROUP_METADATA_KEY,
+    GROUP_METADATA_VALUE,
+    LEGACY_OFFSET_COMMIT_KEY,
+    OFFSET_COMMIT_KEY,
+    OFFSET_COMMIT_VALUE,
 )
+from wire.primitives import Buffer
 
-OFFSET_COMMIT_KEY_VERSION = 1
-GROUP_METADATA_KEY_VERSION = 2
 # OffsetCommitValue v3 adds the leader epoch; v1 is the only one with an expire timestamp,
 # which Kafka still writes when an old client (OffsetCommit v2-4) asked for a retention time.
 OFFSET_VALUE_VERSION = 3
@@ -90,172 +86,114 @@ class GroupMetadata:
 
 RecordKey = OffsetCommitKey | GroupMetadataKey
 
+_KEYS = {
+    schema.record_type: schema for schema in (LEGACY_OFFSET_COMMIT_KEY, OFFSET_COMMIT_KEY, GROUP_METADATA_KEY)
+}
+
 
 def encode_offset_commit(key: OffsetCommitKey, value: OffsetAndMetadata | None) -> tuple[bytes, bytes | None]:
     """The (key, value) of an offset commit record; ``value`` None makes a tombstone."""
-    key_bytes = b"".join(
-        (
-            INT16.pack(OFFSET_COMMIT_KEY_VERSION),
-            encode_string(key.group),
-            encode_string(key.topic),
-            INT32.pack(key.partition),
-        )
+    key_bytes = stored_records.encode(
+        OFFSET_COMMIT_KEY,
+        stored_records.KEY_VERSION,
+        {"group": key.group, "topic": key.topic, "partition": key.partition},
     )
     if value is None:
         return key_bytes, None
+    fields = {
+        "offset": value.offset,
+        "metadata": value.metadata,
+        "commit_timestamp": value.commit_timestamp_ms,
+    }
     if value.expire_timestamp_ms is not None:
-        value_bytes = b"".join(
-            (
-                INT16.pack(OFFSET_VALUE_VERSION_WITH_EXPIRY),
-                INT64.pack(value.offset),
-                encode_string(value.metadata),
-                INT64.pack(value.commit_timestamp_ms),
-                INT64.pack(value.expire_timestamp_ms),
-            )
-        )
+        version = OFFSET_VALUE_VERSION_WITH_EXPIRY
+        fields["expire_timestamp"] = value.expire_timestamp_ms
     else:
-        value_bytes = b"".join(
-            (
-                INT16.pack(OFFSET_VALUE_VERSION),
-                INT64.pack(value.offset),
-                INT32.pack(value.leader_epoch),
-                encode_string(value.metadata),
-                INT64.pack(value.commit_timestamp_ms),
-            )
-        )
-    return key_bytes, value_bytes
+        version = OFFSET_VALUE_VERSION
+        fields["leader_epoch"] = value.leader_epoch
+    return key_bytes, stored_records.encode(OFFSET_COMMIT_VALUE, version, fields)
 
 
 def encode_group_metadata(key: GroupMetadataKey, value: GroupMetadata | None) -> tuple[bytes, bytes | None]:
     """The (key, value) of a group metadata record; ``value`` None makes a tombstone."""
-    key_bytes = INT16.pack(GROUP_METADATA_KEY_VERSION) + encode_string(key.group)
+    key_bytes = stored_records.encode(GROUP_METADATA_KEY, stored_records.KEY_VERSION, {"group": key.group})
     if value is None:
         return key_bytes, None
-    parts = [
-        INT16.pack(GROUP_VALUE_VERSION),
-        encode_string(value.protocol_type),
-        INT32.pack(value.generation),
-        encode_string(value.protocol),
-        encode_string(value.leader),
-        INT64.pack(value.current_state_timestamp_ms),
-        INT32.pack(len(value.members)),
+    members = [
+        {
+            "member_id": member.member_id,
+            "group_instance_id": member.group_instance_id,
+            "client_id": member.client_id,
+            "client_host": member.client_host,
+            "rebalance_timeout": member.rebalance_timeout_ms,
+            "session_timeout": member.session_timeout_ms,
+            "subscription": member.subscription,
+            "assignment": member.assignment,
+        }
+        for member in value.members
     ]
-    for member in value.members:
-        parts += (
-            encode_string(member.member_id),
-            encode_string(member.group_instance_id),
-            encode_string(member.client_id),
-            encode_string(member.client_host),
-            INT32.pack(member.rebalance_timeout_ms),
-            INT32.pack(member.session_timeout_ms),
-            bytes_length(member.subscription),
-            member.subscription,
-            bytes_length(member.assignment),
-            member.assignment,
-        )
-    return key_bytes, b"".join(parts)
-
-
-class _Reader:
-    """Sequential reader over one key or value; every read is bounds-checked."""
-
-    def __init__(self, buf: Buffer) -> None:
-        self.buf = buf
-        self.pos = 0
-
-    def int16(self) -> int:
-        return self._fixed(INT16)
-
-    def int32(self) -> int:
-        return self._fixed(INT32)
-
-    def int64(self) -> int:
-        return self._fixed(INT64)
-
-    def _fixed(self, codec: struct.Struct) -> int:
-        if self.pos + codec.size > len(self.buf):
-            raise DecodeError(f"truncated record at offset {self.pos}")
-        (value,) = codec.unpack_from(self.buf, self.pos)
-        self.pos += codec.size
-        return value
-
-    def nullable_string(self) -> str | None:
-        value, self.pos = read_string(self.buf, self.pos)
-        return value
-
-    def string(self) -> str:
-        value = self.nullable_string()
-        if value is None:
-            raise DecodeError(f"null string at offset {self.pos}")
-        return value
-
-    def bytes(self) -> bytes:
-        value, self.pos = read_bytes(self.buf, self.pos)
-        return b"" if value is None else value
-
-    def count(self) -> int:
-        count, self.pos = read_array_length(self.buf, self.pos, 1)
-        return count or 0
-
-    def value_version(self, what: str) -> int:
-        """The int16 version a value starts with; 0-3 are read (see the module docstring)."""
-        version = self.int16()
-        if not 0 <= version <= 3:
-            raise DecodeError(f"unsupported {what} value version {version}")
-        return version
+    fields = {
+        "protocol_type": value.protocol_type,
+        "generation": value.generation,
+        "protocol": value.protocol,
+        "leader": value.leader,
+        "current_state_timestamp": value.current_state_timestamp_ms,
+        "members": members,
+    }
+    return key_bytes, stored_records.encode(GROUP_METADATA_VALUE, GROUP_VALUE_VERSION, fields)
 
 
 def decode_key(key: Buffer) -> RecordKey:
-    """Parse a record key; raises :class:`DecodeError` for unknown key versions."""
-    reader = _Reader(key)
-    version = reader.int16()
-    if version in (0, 1):
-        return OffsetCommitKey(reader.string(), reader.string(), reader.int32())
-    if version == GROUP_METADATA_KEY_VERSION:
-        return GroupMetadataKey(reader.string())
-    raise DecodeError(f"unknown __consumer_offsets key version {version}")
+    """Parse a record key; raises :class:`DecodeError` for record types we do not keep."""
+    record_type = stored_records.read_prefix(key)
+    schema = _KEYS.get(record_type)
+    if schema is None:
+        raise DecodeError(f"unknown __consumer_offsets record type {record_type}")
+    fields = stored_records.decode(schema, key)
+    if schema is GROUP_METADATA_KEY:
+        return GroupMetadataKey(fields["group"])
+    return OffsetCommitKey(fields["group"], fields["topic"], fields["partition"])
 
 
 def decode_offset_value(value: Buffer) -> OffsetAndMetadata:
-    """Parse an OffsetCommitValue of version 0-3."""
-    reader = _Reader(value)
-    version = reader.value_version("offset commit")
-    offset = reader.int64()
-    leader_epoch = reader.int32() if version >= 3 else NO_LEADER_EPOCH
-    metadata = reader.string()
-    commit_timestamp = reader.int64()
-    expire_timestamp = reader.int64() if version == 1 else None
-    return OffsetAndMetadata(offset, leader_epoch, metadata, commit_timestamp, expire_timestamp)
+    """Parse an OffsetCommitValue of any version Kafka defines."""
+    version = stored_records.read_prefix(value)
+    fields = stored_records.decode(OFFSET_COMMIT_VALUE, value)
+    return OffsetAndMetadata(
+        offset=fields["offset"],
+        leader_epoch=fields["leader_epoch"],
+        metadata=fields["metadata"],
+        commit_timestamp_ms=fields["commit_timestamp"],
+        expire_timestamp_ms=fields["expire_timestamp"]
+        if version == OFFSET_VALUE_VERSION_WITH_EXPIRY
+        else None,
+    )
 
 
 def decode_group_value(value: Buffer) -> GroupMetadata:
-    """Parse a GroupMetadataValue of version 0-3."""
-    reader = _Reader(value)
-    version = reader.value_version("group metadata")
-    protocol_type = reader.string()
-    generation = reader.int32()
-    protocol = reader.nullable_string()
-    leader = reader.nullable_string()
-    timestamp = reader.int64() if version >= 2 else -1
-    members = []
-    for _ in range(reader.count()):
-        member_id = reader.string()
-        instance_id = reader.nullable_string() if version >= 3 else None
-        client_id = reader.string()
-        client_host = reader.string()
-        rebalance_timeout = reader.int32() if version >= 1 else -1
-        session_timeout = reader.int32()
-        members.append(
-            MemberMetadata(
-                member_id=member_id,
-                group_instance_id=instance_id,
-                client_id=client_id,
-                client_host=client_host,
-                # Kafka reads a missing rebalance timeout (v0) as the session timeout.
-                rebalance_timeout_ms=session_timeout if rebalance_timeout == -1 else rebalance_timeout,
-                session_timeout_ms=session_timeout,
-                subscription=reader.bytes(),
-                assignment=reader.bytes(),
-            )
+    """Parse a GroupMetadataValue of any version Kafka defines."""
+    fields = stored_records.decode(GROUP_METADATA_VALUE, value)
+    members = tuple(
+        MemberMetadata(
+            member_id=member["member_id"],
+            group_instance_id=member["group_instance_id"],
+            client_id=member["client_id"],
+            client_host=member["client_host"],
+            # Kafka reads a missing rebalance timeout (v0) as the session timeout.
+            rebalance_timeout_ms=member["session_timeout"]
+            if member["rebalance_timeout"] == -1
+            else member["rebalance_timeout"],
+            session_timeout_ms=member["session_timeout"],
+            subscription=bytes(member["subscription"]),
+            assignment=bytes(member["assignment"]),
         )
-    return GroupMetadata(protocol_type, generation, protocol, leader, timestamp, tuple(members))
+        for member in fields["members"]
+    )
+    return GroupMetadata(
+        fields["protocol_type"],
+        fields["generation"],
+        fields["protocol"],
+        fields["leader"],
+        fields["current_state_timestamp"],
+        members,
+    )

@@ -23,8 +23,8 @@ from wire.schemas import ALL_APIS
 
 # What generated code raises when the input or a value is bad rather than our code:
 # reading past the end of the input, invalid UTF-8, wrong value types, out-of-range ints.
-_DECODE_FAILURES = (struct.error, IndexError, ValueError, OverflowError, MemoryError, RecursionError)
-_ENCODE_FAILURES = (EncodeError, struct.error, TypeError, AttributeError, ValueError, OverflowError)
+DECODE_FAILURES = (struct.error, IndexError, ValueError, OverflowError, MemoryError, RecursionError)
+ENCODE_FAILURES = (EncodeError, struct.error, TypeError, AttributeError, ValueError, OverflowError)
 
 
 @functools.cache
@@ -90,7 +90,7 @@ def _decode(generated: Codec, buf: Any, offset: int, *limits: int) -> Message:
         raise ValueError(f"offset {offset} outside a buffer of {len(view)} bytes")
     try:
         message, _end = generated.decode(view, offset, *limits)
-    except _DECODE_FAILURES as exc:
+    except DECODE_FAILURES as exc:
         raise DecodeError(f"{generated.label}: {exc}") from exc
     return message
 
@@ -98,5 +98,5 @@ def _decode(generated: Codec, buf: Any, offset: int, *limits: int) -> Message:
 def _encode_parts(generated: Codec, body: Message) -> list[Any]:
     try:
         return generated.encode_parts(body)
-    except _ENCODE_FAILURES as exc:
+    except ENCODE_FAILURES as exc:
         raise EncodeError(f"{generated.label}: {exc}") from exc

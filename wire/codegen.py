@@ -111,11 +111,23 @@ def generate(api: Api, version: int, direction: Direction) -> Codec:
     if version not in api.versions:
         raise ValueError(f"{api.name} has no version {version}")
     fields = api.request if direction == "request" else api.response
-    gen = _Generator(api, version, direction)
+    label = f"{api.name} v{version} {direction}"
+    return generate_struct(label, fields, version, version in api.flexible, direction == "request")
+
+
+def generate_struct(
+    label: str, fields: tuple[Field, ...], version: int, flexible: bool, counts_elements: bool = False
+) -> Codec:
+    """The codec of any versioned struct: a message body, or a record of an internal topic.
+
+    ``counts_elements`` bounds the arrays' elements in all (see :data:`MAX_REQUEST_ELEMENTS`),
+    for input that comes from clients.
+    """
+    gen = _Generator(label, version, flexible, counts_elements)
     source = gen.module(fields)
     namespace = gen.namespace
-    exec(compile(source, f"<wire {gen.label}>", "exec"), namespace)
-    return Codec(gen.label, namespace["encode"], namespace["decode"], source, namespace["encode_parts"])
+    exec(compile(source, f"<wire {label}>", "exec"), namespace)
+    return Codec(label, namespace["encode"], namespace["decode"], source, namespace["encode_parts"])
 
 
 def _literal(value: Any) -> str:
@@ -146,11 +158,11 @@ def strict_messages() -> bool:
 class _Generator:
     """Accumulates the source and namespace of one generated module."""
 
-    def __init__(self, api: Api, version: int, direction: Direction) -> None:
+    def __init__(self, label: str, version: int, flexible: bool, counts_elements: bool) -> None:
         self.version = version
-        self.flexible = version in api.flexible
-        self.counts_elements = direction == "request"
-        self.label = f"{api.name} v{version} {direction}"
+        self.flexible = flexible
+        self.counts_elements = counts_elements
+        self.label = label
         self.lines: list[str] = []
         self.namespace: dict[str, Any] = {name: getattr(primitives, name) for name in _HELPERS}
         self.namespace.update(DecodeError=DecodeError, EncodeError=EncodeError)

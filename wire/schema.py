@@ -20,7 +20,7 @@ Field types:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from wire.api_keys import ApiKey
 
@@ -60,6 +60,14 @@ class Versions:
             low, high = text.split("-", 1)
             return cls(int(low), int(high))
         return cls(int(text), int(text))
+
+    def text(self) -> str:
+        """Kafka's notation for this range, as :meth:`parse` reads it."""
+        if self.high is None:
+            return f"{self.low}+"
+        if self.high < self.low:
+            return "none"
+        return str(self.low) if self.high == self.low else f"{self.low}-{self.high}"
 
     def __contains__(self, version: object) -> bool:
         if not isinstance(version, int):
@@ -195,4 +203,36 @@ def api(
         flexible=Versions.parse(flexible),
         request=tuple(request),
         response=tuple(response),
+    )
+
+
+@dataclass(frozen=True)
+class RecordSchema:
+    """A versioned key or value of the records in an internal topic (Kafka's coordinator
+    records: ``OffsetCommitKey`` and ``OffsetCommitValue`` in ``__consumer_offsets``).
+
+    A stored key starts with the int16 ``record_type`` (Kafka's ``apiKey`` of the record),
+    then the key struct at version 0; a stored value starts with its int16 version.
+    """
+
+    name: str
+    record_type: int
+    part: Literal["key", "value"]
+    versions: Versions
+    flexible: Versions
+    fields: tuple[Field, ...]
+
+
+def record(
+    name: str,
+    record_type: int,
+    part: Literal["key", "value"],
+    versions: str,
+    *,
+    flexible: str,
+    fields: tuple[Field, ...],
+) -> RecordSchema:
+    """Declare an internal topic's key or value (see :class:`RecordSchema`)."""
+    return RecordSchema(
+        name, record_type, part, Versions.parse(versions), Versions.parse(flexible), tuple(fields)
     )

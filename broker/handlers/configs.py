@@ -37,7 +37,6 @@ def config_entry(
         "name": name,
         "value": value,
         "read_only": read_only,
-        "is_default": source == ConfigSource.DEFAULT_CONFIG,
         "config_source": source,
         "is_sensitive": False,
         "synonyms": synonyms,
@@ -241,7 +240,7 @@ async def handle_incremental_alter_configs(ctx: RequestContext, request: dict[st
 
 
 HANDLERS = {
-    ApiKey.DESCRIBE_CONFIGS: Served(handle_describe_configs, lowest=1),
+    ApiKey.DESCRIBE_CONFIGS: Served(handle_describe_configs),
     ApiKey.ALTER_CONFIGS: Served(handle_alter_configs),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: Served(handle_incremental_alter_configs),
 }

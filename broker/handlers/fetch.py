@@ -158,4 +158,6 @@ async def handle_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
 
 
-HANDLERS = {ApiKey.FETCH: Served(handle_fetch, lowest=4)}
+FETCH_V18 = "Fetch v18 (KIP-1166) adds the high watermark a follower has seen, which only replication uses; a consumer's fetch is the same as v17, and no client has been tested against it yet"
+
+HANDLERS = {ApiKey.FETCH: Served(handle_fetch, highest=17, why_not_newer=FETCH_V18)}

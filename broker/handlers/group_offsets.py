@@ -81,8 +81,10 @@ async def handle_offset_delete(ctx: RequestContext, request: dict[str, Any]) -> 
     return {"error_code": error, "topics": topics}
 
 
+GROUP_OFFSETS_V10 = "OffsetCommit and OffsetFetch v10 (KIP-848) name topics by id instead of by name; the coordinator keys offsets by name and does not translate ids yet"
+
 HANDLERS = {
-    ApiKey.OFFSET_COMMIT: Served(handle_offset_commit, lowest=2),
-    ApiKey.OFFSET_FETCH: Served(handle_offset_fetch, lowest=1),
+    ApiKey.OFFSET_COMMIT: Served(handle_offset_commit, highest=9, why_not_newer=GROUP_OFFSETS_V10),
+    ApiKey.OFFSET_FETCH: Served(handle_offset_fetch, highest=9, why_not_newer=GROUP_OFFSETS_V10),
     ApiKey.OFFSET_DELETE: Served(handle_offset_delete),
 }

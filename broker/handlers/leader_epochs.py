@@ -41,4 +41,4 @@ async def handle_offset_for_leader_epoch(ctx: RequestContext, request: dict[str,
     }
 
 
-HANDLERS = {ApiKey.OFFSET_FOR_LEADER_EPOCH: Served(handle_offset_for_leader_epoch, lowest=2)}
+HANDLERS = {ApiKey.OFFSET_FOR_LEADER_EPOCH: Served(handle_offset_for_leader_epoch)}

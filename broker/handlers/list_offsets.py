@@ -69,6 +69,4 @@ async def handle_list_offsets(ctx: RequestContext, request: dict[str, Any]) -> d
 
 LIST_OFFSETS_V10 = "ListOffsets v10 (KIP-1075) adds timeout_ms for offsets that tiered storage must look up; there is no tiered storage here and no client has been tested against it yet"
 
-HANDLERS = {
-    ApiKey.LIST_OFFSETS: Served(handle_list_offsets, lowest=1, highest=9, why_not_newer=LIST_OFFSETS_V10)
-}
+HANDLERS = {ApiKey.LIST_OFFSETS: Served(handle_list_offsets, highest=9, why_not_newer=LIST_OFFSETS_V10)}

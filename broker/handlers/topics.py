@@ -286,8 +286,8 @@ async def handle_delete_records(ctx: RequestContext, request: dict[str, Any]) ->
 
 
 HANDLERS = {
-    ApiKey.CREATE_TOPICS: Served(handle_create_topics, lowest=2),
-    ApiKey.DELETE_TOPICS: Served(handle_delete_topics, lowest=1),
+    ApiKey.CREATE_TOPICS: Served(handle_create_topics),
+    ApiKey.DELETE_TOPICS: Served(handle_delete_topics),
     ApiKey.CREATE_PARTITIONS: Served(handle_create_partitions),
     ApiKey.DELETE_RECORDS: Served(handle_delete_records),
 }

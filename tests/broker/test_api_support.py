@@ -40,6 +40,6 @@ def test_a_capped_range_needs_a_reason_and_a_handler_needs_a_declaration() -> No
     with pytest.raises(ValueError, match="must say why"):
         Served(_unused, highest=1)
     with pytest.raises(ValueError, match="no closed range of declared versions"):
-        supported_apis({ApiKey.END_TXN: Served(_unused)})  # no schema declared yet
+        supported_apis({ApiKey.VOTE: Served(_unused)})  # a controller's API: brokers declare none
     with pytest.raises(ValueError, match="no declared version is served"):
-        supported_apis({ApiKey.HEARTBEAT: Served(_unused, lowest=7)})
+        supported_apis({ApiKey.HEARTBEAT: Served(_unused, highest=-1, why_not_newer="test")})

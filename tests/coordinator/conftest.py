@@ -221,7 +221,6 @@ class Harness:
                     "partition_index": partition,
                     "committed_offset": offset,
                     "committed_leader_epoch": -1,
-                    "commit_timestamp": -1,
                     "committed_metadata": metadata,
                 }
             )

@@ -47,6 +47,13 @@ def test_old_offset_value_versions_decode() -> None:
     assert decode_offset_value(v0) == OffsetAndMetadata(7, -1, "md", 11)
 
 
+def test_kafka_4_flexible_offset_value_decodes() -> None:
+    """Kafka 4 writes OffsetCommitValue v4 (compact strings, the topic id as tagged field 0)."""
+    topic_id = bytes(range(16))
+    v4 = struct.pack(">hqiB2sqBBB16s", 4, 7, 3, 3, b"md", 11, 1, 0, 16, topic_id)
+    assert decode_offset_value(v4) == OffsetAndMetadata(7, 3, "md", 11)
+
+
 def test_group_metadata_round_trip_and_tombstone() -> None:
     value = GroupMetadata(
         protocol_type="consumer",

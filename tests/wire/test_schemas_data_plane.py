@@ -35,6 +35,7 @@ from kafka.protocol.old.types import TaggedFields as KP_OLD_TAGGED_FIELDS
 from wire import codec as wire_codec
 from wire.api_keys import ApiKey
 from wire.schema import Api, Field
+from wire.schemas import ALL_APIS
 from wire.schemas.alter_configs import ALTER_CONFIGS
 from wire.schemas.create_partitions import CREATE_PARTITIONS
 from wire.schemas.create_topics import CREATE_TOPICS
@@ -76,28 +77,6 @@ APIS: list[Api] = [
     SASL_HANDSHAKE,
     SASL_AUTHENTICATE,
 ]
-
-EXPECTED_RANGES = {
-    "Produce": (0, 0, 13),
-    "Fetch": (1, 0, 17),
-    "ListOffsets": (2, 0, 10),
-    "Metadata": (3, 0, 13),
-    "OffsetForLeaderEpoch": (23, 0, 4),
-    "InitProducerId": (22, 0, 5),
-    "CreateTopics": (19, 0, 7),
-    "DeleteTopics": (20, 0, 6),
-    "DeleteRecords": (21, 0, 2),
-    "CreatePartitions": (37, 0, 3),
-    "DescribeConfigs": (32, 0, 4),
-    "AlterConfigs": (33, 0, 2),
-    "IncrementalAlterConfigs": (44, 0, 1),
-    "DescribeCluster": (60, 0, 2),
-    "DescribeTopicPartitions": (75, 0, 0),
-    "DescribeProducers": (61, 0, 0),
-    "DescribeLogDirs": (35, 0, 4),
-    "SaslHandshake": (17, 0, 1),
-    "SaslAuthenticate": (36, 0, 2),
-}
 
 # kafka-python's JSON-driven classes rename a few fields (they patch authorized-operation
 # ints into bit sets); everything else must carry Kafka's name in snake_case, as ours do.
@@ -423,17 +402,9 @@ def old_encode(cls, api: Api, kind: str, version: int, body: dict) -> bytes:
 # --------------------------------------------------------------------------------------
 
 
-def test_declared_ranges():
-    assert {a.name: (a.key, a.versions.low, a.versions.high) for a in APIS} == EXPECTED_RANGES
-
-
 def test_registered_in_all_apis():
-    schemas = importlib.import_module("wire.schemas")
-    all_apis = getattr(schemas, "ALL_APIS", None)
-    if all_apis is None:
-        pytest.skip("wire.schemas.ALL_APIS not available yet")
     for a in APIS:
-        assert all_apis[a.key] == a
+        assert ALL_APIS[a.key] is a
 
 
 @pytest.mark.parametrize(("api", "kind", "version"), CASES)
@@ -444,12 +415,14 @@ def test_names_match_kafka_python(api, kind, version):
     assert list(_names(_fields(api, kind), cls._struct, version, "")) == []
 
 
-@pytest.mark.parametrize(("api", "kind", "version"), CASES)
+# The versions kafka-python also has a hand-written Struct for.
+OLD_STRUCT_CASES = [case for case in CASES if _old_struct(case.values[0].key, *case.values[1:]) is not None]
+
+
+@pytest.mark.parametrize(("api", "kind", "version"), OLD_STRUCT_CASES)
 def test_old_structs_agree_with_our_field_order(api, kind, version):
     """kafka-python's hand-written Struct, fed in our field order, encodes like its JSON codec."""
     cls = _old_struct(api.key, kind, version)
-    if cls is None:
-        pytest.skip("no hand-written kafka-python Struct for this version")
     body = sample(_fields(api, kind), version, tagged=False)
     assert old_encode(cls, api, kind, version, body) == kp_encode(api, kind, version, body)
 
@@ -487,11 +460,9 @@ def test_round_trip_and_kafka_python(codec, api, kind, version, nulls):
     assert kp_decode(api, kind, version, data) == project(fields, version, body)
 
 
-@pytest.mark.parametrize(("api", "kind", "version"), CASES)
+@pytest.mark.parametrize(("api", "kind", "version"), OLD_STRUCT_CASES)
 def test_old_structs_bytes(codec, api, kind, version):
     cls = _old_struct(api.key, kind, version)
-    if cls is None:
-        pytest.skip("no hand-written kafka-python Struct for this version")
     fields = _fields(api, kind)
     body = sample(fields, version, tagged=False)
     data = old_encode(cls, api, kind, version, body)
@@ -734,15 +705,6 @@ def test_metadata_v13_response_read_by_kafka_python(codec):
     assert (partition.leader_id, partition.leader_epoch, partition.isr_nodes) == (1, 0, [1])
     assert response.error_code == 0
     assert topic.authorized_operations is None  # INT32_MIN: not requested
-
-
-def test_list_offsets_v0_old_style_offsets(codec):
-    from kafka.protocol.old.list_offsets import ListOffsetsResponse_v0
-
-    body = {"topics": [{"name": "t", "partitions": [{"partition_index": 0, "old_style_offsets": [10, 0]}]}]}
-    assert ListOffsetsResponse_v0.decode(codec.encode_response(ApiKey.LIST_OFFSETS, 0, body)).topics == [
-        ("t", [(0, 0, [10, 0])])
-    ]
 
 
 def test_describe_topic_partitions_cursor_is_a_nullable_struct(codec):
