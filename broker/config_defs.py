@@ -11,8 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
-LONG_MAX = 9223372036854775807
-INT_MAX = 2147483647
+from log.config import INT_MAX, LONG_MAX, LogConfig
+
+KAFKA_TOPIC_DEFAULTS = LogConfig().to_properties()
+"""Kafka's topic-level defaults as the log engine declares them. A broker key that a topic key
+inherits in the same unit (``log.segment.bytes`` -> ``segment.bytes``) takes its default from
+here, so each default value is written once."""
+
+
+def _topic_default(topic_key: str) -> str:
+    return KAFKA_TOPIC_DEFAULTS[topic_key]
 
 
 class ConfigType(IntEnum):
@@ -181,19 +189,42 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("log.retention.hours", T.INT, "168", "Retention time in hours (lowest precedence)."),
         ConfigDef("log.retention.minutes", T.INT, None, "Retention time in minutes (overrides hours)."),
         ConfigDef("log.retention.ms", T.LONG, None, "Retention time in ms (overrides minutes and hours)."),
-        ConfigDef("log.retention.bytes", T.LONG, "-1", "Per-partition size limit; -1 = none."),
+        ConfigDef(
+            "log.retention.bytes",
+            T.LONG,
+            _topic_default("retention.bytes"),
+            "Per-partition size limit; -1 = none.",
+        ),
         ConfigDef("log.retention.check.interval.ms", T.LONG, "300000", "How often retention runs."),
         ConfigDef("log.roll.hours", T.INT, "168", "Roll a segment after this many hours."),
         ConfigDef("log.roll.ms", T.LONG, None, "Roll a segment after this many ms (overrides hours)."),
         ConfigDef("log.roll.jitter.hours", T.INT, "0", "Random jitter subtracted from roll time."),
         ConfigDef("log.roll.jitter.ms", T.LONG, None, "Jitter in ms (overrides hours)."),
-        ConfigDef("log.segment.bytes", T.INT, "1073741824", "Segment size."),
+        ConfigDef("log.segment.bytes", T.INT, _topic_default("segment.bytes"), "Segment size."),
         ConfigDef(
-            "log.segment.delete.delay.ms", T.LONG, "60000", "Delay before a deleted segment's files go."
+            "log.segment.delete.delay.ms",
+            T.LONG,
+            _topic_default("file.delete.delay.ms"),
+            "Delay before a deleted segment's files go.",
         ),
-        ConfigDef("log.index.interval.bytes", T.INT, "4096", "Bytes between offset-index entries."),
-        ConfigDef("log.index.size.max.bytes", T.INT, "10485760", "Largest index file; a full index rolls."),
-        ConfigDef("log.flush.interval.messages", T.LONG, str(LONG_MAX), "Fsync after this many messages."),
+        ConfigDef(
+            "log.index.interval.bytes",
+            T.INT,
+            _topic_default("index.interval.bytes"),
+            "Bytes between offset-index entries.",
+        ),
+        ConfigDef(
+            "log.index.size.max.bytes",
+            T.INT,
+            _topic_default("segment.index.bytes"),
+            "Largest index file; a full index rolls.",
+        ),
+        ConfigDef(
+            "log.flush.interval.messages",
+            T.LONG,
+            _topic_default("flush.messages"),
+            "Fsync after this many messages.",
+        ),
         ConfigDef("log.flush.interval.ms", T.LONG, None, "Fsync data older than this (default: no fsync)."),
         ConfigDef("log.flush.scheduler.interval.ms", T.LONG, str(LONG_MAX), "Flush check interval."),
         ConfigDef(
@@ -222,27 +253,70 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "disk takes writes again (a full disk that was freed) and, if so, recovers its files as at "
             "start-up and comes back online. Values below 100 are read as 100.",
         ),
-        ConfigDef("log.cleanup.policy", T.LIST, "delete", "delete, compact, or both."),
+        ConfigDef(
+            "log.cleanup.policy", T.LIST, _topic_default("cleanup.policy"), "delete, compact, or both."
+        ),
         ConfigDef("log.cleaner.enable", T.BOOLEAN, "true", "Run the log cleaner for compacted topics."),
         ConfigDef("log.cleaner.threads", T.INT, "1", "Accepted for compatibility."),
         ConfigDef("log.cleaner.backoff.ms", T.LONG, "15000", "Cleaner sleep when nothing is cleanable."),
-        ConfigDef("log.cleaner.delete.retention.ms", T.LONG, "86400000", "Tombstone retention."),
-        ConfigDef("log.cleaner.min.cleanable.ratio", T.DOUBLE, "0.5", "Dirty ratio that triggers cleaning."),
-        ConfigDef("log.cleaner.min.compaction.lag.ms", T.LONG, "0", "Minimum age before compaction."),
         ConfigDef(
-            "log.cleaner.max.compaction.lag.ms", T.LONG, str(LONG_MAX), "Maximum age before compaction."
-        ),
-        ConfigDef("log.message.timestamp.type", T.STRING, "CreateTime", "CreateTime or LogAppendTime."),
-        ConfigDef(
-            "log.message.timestamp.before.max.ms", T.LONG, str(LONG_MAX), "Oldest accepted CreateTime."
+            "log.cleaner.delete.retention.ms",
+            T.LONG,
+            _topic_default("delete.retention.ms"),
+            "Tombstone retention.",
         ),
         ConfigDef(
-            "log.message.timestamp.after.max.ms", T.LONG, "3600000", "Furthest future CreateTime (Kafka 4)."
+            "log.cleaner.min.cleanable.ratio",
+            T.DOUBLE,
+            _topic_default("min.cleanable.dirty.ratio"),
+            "Dirty ratio that triggers cleaning.",
+        ),
+        ConfigDef(
+            "log.cleaner.min.compaction.lag.ms",
+            T.LONG,
+            _topic_default("min.compaction.lag.ms"),
+            "Minimum age before compaction.",
+        ),
+        ConfigDef(
+            "log.cleaner.max.compaction.lag.ms",
+            T.LONG,
+            _topic_default("max.compaction.lag.ms"),
+            "Maximum age before compaction.",
+        ),
+        ConfigDef(
+            "log.message.timestamp.type",
+            T.STRING,
+            _topic_default("message.timestamp.type"),
+            "CreateTime or LogAppendTime.",
+        ),
+        ConfigDef(
+            "log.message.timestamp.before.max.ms",
+            T.LONG,
+            _topic_default("message.timestamp.before.max.ms"),
+            "Oldest accepted CreateTime.",
+        ),
+        ConfigDef(
+            "log.message.timestamp.after.max.ms",
+            T.LONG,
+            _topic_default("message.timestamp.after.max.ms"),
+            "Furthest future CreateTime (Kafka 4).",
         ),
         ConfigDef("log.preallocate", T.BOOLEAN, "false", "Preallocate segment files."),
-        ConfigDef("message.max.bytes", T.INT, "1048588", "Largest record batch accepted."),
-        ConfigDef("compression.type", T.STRING, "producer", "Broker-side compression (producer = keep)."),
-        ConfigDef("min.insync.replicas", T.INT, "1", "Replicas that must ack acks=all."),
+        ConfigDef(
+            "message.max.bytes", T.INT, _topic_default("max.message.bytes"), "Largest record batch accepted."
+        ),
+        ConfigDef(
+            "compression.type",
+            T.STRING,
+            _topic_default("compression.type"),
+            "Broker-side compression (producer = keep).",
+        ),
+        ConfigDef(
+            "min.insync.replicas",
+            T.INT,
+            _topic_default("min.insync.replicas"),
+            "Replicas that must ack acks=all.",
+        ),
         ConfigDef("unclean.leader.election.enable", T.BOOLEAN, "false", "Accepted for compatibility."),
         ConfigDef("offsets.topic.num.partitions", T.INT, "50", "Partitions of __consumer_offsets."),
         ConfigDef(
@@ -311,7 +385,9 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             "file.delete.delay.ms", T.LONG, "log.segment.delete.delay.ms", "Segment delete delay."
         ),
         TopicConfigDef("flush.messages", T.LONG, "log.flush.interval.messages", "Fsync every N messages."),
-        TopicConfigDef("flush.ms", T.LONG, "log.flush.interval.ms", "Fsync interval.", default=str(LONG_MAX)),
+        TopicConfigDef(
+            "flush.ms", T.LONG, "log.flush.interval.ms", "Fsync interval.", default=_topic_default("flush.ms")
+        ),
         TopicConfigDef("index.interval.bytes", T.INT, "log.index.interval.bytes", "Offset index density."),
         TopicConfigDef(
             "max.compaction.lag.ms", T.LONG, "log.cleaner.max.compaction.lag.ms", "Compaction lag cap."

@@ -45,7 +45,7 @@ def create_group_coordinator(broker: Broker) -> GroupCoordinator:
         if OFFSETS_TOPIC not in broker.topics:
             if not create:
                 return None
-            segment_bytes = broker.config.get("offsets.topic.segment.bytes") or "104857600"
+            segment_bytes = str(broker.config.get_int("offsets.topic.segment.bytes"))
             create_topic(
                 broker,
                 NewTopic(
