@@ -20,9 +20,11 @@ from typing import NoReturn, Self
 
 import pytest
 
+from wire.error_codes import ErrorCode
+
 TopicPartition = tuple[str, int]
 
-OP_TIMEOUT_S = 20.0
+OP_TIMEOUT_S = 30.0
 """Upper bound for one client call (metadata wait, delivery, admin request): a broker that never
 answers makes the call fail in bounded time instead of hanging the suite."""
 
@@ -139,12 +141,33 @@ def classify(text: str) -> ErrorKind:
 
 
 class ClientError(Exception):
-    """A client call failed; ``kind`` is what scenarios assert on, the message keeps the detail."""
+    """A client call failed.
 
-    def __init__(self, kind: ErrorKind, detail: str) -> None:
-        super().__init__(f"{kind}: {detail}")
+    ``kind`` is the classified failure the compatibility scenarios assert on; ``error`` is
+    Kafka's name for the error code wherever the client exposes the code (``MESSAGE_TOO_LARGE``,
+    ``OFFSET_OUT_OF_RANGE``), else the client's own name for the failure (librdkafka's
+    ``_MSG_TIMED_OUT``), which the integration tests assert on; ``client`` names the client.
+    """
+
+    def __init__(self, kind: ErrorKind, detail: str, *, client: str = "", error: str = "") -> None:
         self.kind = kind
         self.detail = detail
+        self.client = client
+        self.error = error or str(kind)
+        super().__init__(f"{client}: {self.error}: {detail}" if client else f"{self.error}: {detail}")
+
+
+def client_failure(client: str, error: str, detail: str) -> ClientError:
+    """A :class:`ClientError` for a failure the client named (``error``), classified from its text."""
+    return ClientError(classify(f"{error}: {detail}"), detail, client=client, error=error)
+
+
+def kafka_error_name(code: int) -> str:
+    """Kafka's name for a protocol error code (``UNKNOWN_<n>`` for a code we do not know)."""
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"UNKNOWN_{code}"
 
 
 @contextmanager

@@ -1,18 +1,28 @@
-"""confluent-kafka (librdkafka) driver; it also serves as the suite's setup client.
+"""confluent-kafka (librdkafka): its compatibility driver, bulk client and admin client.
 
 librdkafka is the most widely deployed non-Java client, and its AdminClient is complete and fast,
-so scenarios create their topics through it whichever client they test.
+so scenarios create their topics through it whichever client they test. Its failures become
+:class:`~compat_tests.drivers.base.ClientError` with Kafka's name for the error code.
 """
 
 from __future__ import annotations
 
+import functools
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future
+from contextlib import closing, contextmanager
 from typing import Any
 
 from confluent_kafka import Consumer as RdConsumer
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, Producer, TopicCollection, libversion
+from confluent_kafka import (
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicCollection,
+    libversion,
+)
 from confluent_kafka import Message as RdMessage
 from confluent_kafka import TopicPartition as RdPartition
 from confluent_kafka.admin import (
@@ -20,12 +30,14 @@ from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
+    ConfigSource,
     NewPartitions,
     NewTopic,
     OffsetSpec,
     ResourceType,
 )
 
+from compat_tests.drivers.admin import Admin, AdminDriver, BrokerInfo, ConfigValue, TopicInfo
 from compat_tests.drivers.base import (
     GROUP_PROTOCOLS,
     NO_OFFSET,
@@ -33,26 +45,44 @@ from compat_tests.drivers.base import (
     ClientError,
     Consumer,
     ConsumerSettings,
-    Driver,
     GroupDescription,
     Message,
     ProducerSettings,
     Received,
     TopicPartition,
-    classify,
     client_errors,
+    client_failure,
+    kafka_error_name,
     kafka_state_name,
 )
+from compat_tests.drivers.bulk import BulkClient, Fetch, Send
+from compat_tests.drivers.records import Consumed, Delivered, Record
 
+NAME = "confluent-kafka"
 RESET = {"earliest": "earliest", "latest": "latest", "none": "error"}
 """librdkafka spells Kafka's auto.offset.reset=none as 'error'."""
 KIP_848_LIBRDKAFKA = 0x020C0000
 """librdkafka 2.12, where group.protocol=consumer became generally available (earlier: early access)."""
 
 
-def _raise_for(error: KafkaError) -> None:
-    text = f"{error.name()}: {error.str()}"
-    raise ClientError(classify(text), text)
+def _failure(error: KafkaError) -> ClientError:
+    """A librdkafka error: Kafka's name for a broker error code, librdkafka's own name otherwise."""
+    code = error.code()
+    name = kafka_error_name(code) if code >= 0 else error.name()
+    return client_failure(NAME, name, f"{error.name()}: {error.str()}")
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Every failure of a librdkafka call as a :class:`ClientError`."""
+    with client_errors():
+        try:
+            yield
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            if isinstance(error, KafkaError):
+                raise _failure(error) from exc
+            raise
 
 
 def _received(msg: RdMessage) -> Received:
@@ -66,6 +96,16 @@ def _received(msg: RdMessage) -> Received:
         headers=tuple((k, v or b"") for k, v in msg.headers() or ()),
         timestamp_ms=timestamp,
     )
+
+
+def _delivered(
+    reports: list[Delivered | KafkaError | None], index: int, error: KafkaError | None, message: RdMessage
+) -> None:
+    reports[index] = error if error is not None else Delivered(message.partition(), message.offset())
+
+
+def _record(message: RdMessage) -> Record:
+    return Record(message.key(), message.value(), tuple(message.headers() or ()), message.timestamp()[1])
 
 
 class ConfluentConsumer(Consumer):
@@ -84,11 +124,11 @@ class ConfluentConsumer(Consumer):
             # With the consumer protocol the broker owns the session timeout, and librdkafka
             # refuses to create a consumer that sets it.
             config["session.timeout.ms"] = 10000
-        with client_errors():
+        with _errors():
             self._consumer = RdConsumer(config)
 
     def assign(self, positions: Mapping[TopicPartition, int | None]) -> None:
-        with client_errors():
+        with _errors():
             self._consumer.assign(
                 [
                     RdPartition(t, p) if offset is None else RdPartition(t, p, offset)
@@ -97,23 +137,23 @@ class ConfluentConsumer(Consumer):
             )
 
     def subscribe(self, topics: Sequence[str]) -> None:
-        with client_errors():
+        with _errors():
             self._consumer.subscribe(list(topics))
 
     def poll(self, max_records: int, timeout_s: float) -> list[Received]:
-        with client_errors():
+        with _errors():
             messages = self._consumer.consume(num_messages=max_records, timeout=timeout_s)
         for msg in messages:
             if msg.error() is not None:
-                _raise_for(msg.error())
+                raise _failure(msg.error())
         return [_received(m) for m in messages]
 
     def assignment(self) -> set[TopicPartition]:
-        with client_errors():
+        with _errors():
             return {(tp.topic, tp.partition) for tp in self._consumer.assignment()}
 
     def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        with client_errors():
+        with _errors():
             self._consumer.commit(
                 offsets=[RdPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False
             )
@@ -122,24 +162,252 @@ class ConfluentConsumer(Consumer):
         self._consumer.close()
 
 
-class ConfluentDriver(Driver):
+class ConfluentClient(BulkClient):
+    """librdkafka through confluent-kafka: the most widely deployed non-Java client."""
+
+    name = NAME
+
+    def _produce(self, send: Send) -> list[Delivered]:
+        config: dict[str, Any] = {
+            "bootstrap.servers": self.bootstrap,
+            "acks": send.acks,
+            "enable.idempotence": send.idempotent,
+            "compression.type": send.codec,
+            "linger.ms": 20,
+            "batch.size": 1_000_000,
+            "batch.num.messages": 100_000,
+            "queue.buffering.max.messages": 2_000_000,
+            "queue.buffering.max.kbytes": 1_048_576,
+            "message.timeout.ms": int(send.timeout_s * 1000),
+            "topic.metadata.propagation.max.ms": 2000,
+        }
+        if send.codec == "gzip":
+            config["compression.level"] = 1  # level 6 doubles the test's time for no extra coverage
+        producer = Producer(config)
+        reports: list[Delivered | KafkaError | None] = [None] * len(send.records)
+        target = -1 if send.partition is None else send.partition
+        with _errors():
+            for index, r in enumerate(send.records):
+                producer.produce(
+                    send.topic,
+                    value=r.value,
+                    key=r.key,
+                    partition=target,
+                    timestamp=r.timestamp_ms,
+                    headers=list(r.headers) or None,
+                    on_delivery=functools.partial(_delivered, reports, index),
+                )
+                if index % 20_000 == 0:
+                    producer.poll(0)
+            left = producer.flush(send.timeout_s + 5)
+        if left:
+            raise client_failure(self.name, "TIMEOUT", f"{left} messages undelivered after {send.timeout_s}s")
+        delivered: list[Delivered] = []
+        for report in reports:
+            if not isinstance(report, Delivered):
+                assert report is not None, "flush returned but a delivery report is missing"
+                raise _failure(report)
+            delivered.append(report)
+        return delivered
+
+    def _consumer(self, reset: str, fetch_bytes: int | None) -> RdConsumer:
+        config: dict[str, Any] = {
+            "bootstrap.servers": self.bootstrap,
+            # librdkafka insists on a group id even for assign(); nothing is committed to it.
+            "group.id": f"it-assign-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": {"none": "error"}.get(reset, reset),
+            "fetch.wait.max.ms": 100,
+            "queued.max.messages.kbytes": 262_144,
+            "socket.timeout.ms": 20_000,
+        }
+        if fetch_bytes is not None:
+            config["max.partition.fetch.bytes"] = fetch_bytes
+            config["fetch.max.bytes"] = fetch_bytes
+            # librdkafka requires fetch.max.bytes >= message.max.bytes (whose minimum is 1000).
+            config["message.max.bytes"] = max(1000, min(fetch_bytes, 1_000_000))
+        else:
+            config["max.partition.fetch.bytes"] = 16_777_216
+        return RdConsumer(config)
+
+    def _fetch(self, fetch: Fetch) -> None:
+        with _errors(), closing(self._consumer(fetch.reset, fetch.fetch_bytes)) as consumer:
+            consumer.assign([RdPartition(fetch.topic, p, o) for p, o in fetch.positions.items()])
+            for wait in fetch.polls():
+                for message in consumer.consume(num_messages=50_000, timeout=wait):
+                    error = message.error()
+                    if error is not None:
+                        raise _failure(error)
+                    fetch.received[message.partition()].append(
+                        Consumed(message.partition(), message.offset(), _record(message))
+                    )
+
+    def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:
+        """Earliest/latest by ``get_watermark_offsets`` (a ListOffsets each), timestamps by
+        ``offsets_for_times``; librdkafka reports "no such offset" as -1 (OFFSET_END)."""
+        with _errors(), closing(self._consumer("earliest", None)) as consumer:
+            if isinstance(spec, int):
+                found = consumer.offsets_for_times(
+                    [RdPartition(topic, p, spec) for p in partitions],
+                    timeout=OP_TIMEOUT_S,
+                )
+                for tp in found:
+                    if tp.error is not None:
+                        raise _failure(tp.error)
+                return {tp.partition: tp.offset for tp in found}
+            result: dict[int, int] = {}
+            for p in partitions:
+                low, high = consumer.get_watermark_offsets(
+                    RdPartition(topic, p), timeout=OP_TIMEOUT_S, cached=False
+                )
+                result[p] = low if spec == "earliest" else high
+            return result
+
+
+class ConfluentAdmin(Admin):
+    """confluent-kafka's AdminClient (librdkafka)."""
+
+    name = NAME
+
+    def __init__(self, bootstrap: str) -> None:
+        super().__init__(bootstrap)
+        self.admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000})
+
+    @staticmethod
+    def _wait(futures: Mapping[Any, Future[Any]] | Sequence[Future[Any]]) -> list[Any]:
+        """Resolve admin futures in order, raising the first failure."""
+        values = futures.values() if isinstance(futures, Mapping) else futures
+        with _errors():
+            return [f.result(timeout=OP_TIMEOUT_S) for f in values]
+
+    def create_topic(
+        self,
+        topic: str,
+        partitions: int,
+        replication_factor: int = 1,
+        configs: Mapping[str, str] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        new = NewTopic(topic, partitions, replication_factor, config=dict(configs or {}))
+        self._wait(
+            self.admin.create_topics([new], operation_timeout=OP_TIMEOUT_S, validate_only=validate_only)
+        )
+
+    def delete_topic(self, topic: str) -> None:
+        self._wait(self.admin.delete_topics([topic], operation_timeout=OP_TIMEOUT_S))
+
+    def create_partitions(self, topic: str, total: int) -> None:
+        self._wait(
+            self.admin.create_partitions([NewPartitions(topic, total)], operation_timeout=OP_TIMEOUT_S)
+        )
+
+    def describe_topic(self, topic: str) -> TopicInfo:
+        with _errors():
+            (description,) = self.admin.describe_topics(TopicCollection([topic])).values()
+            result = description.result(timeout=OP_TIMEOUT_S)
+        return TopicInfo(len(result.partitions), str(result.topic_id))
+
+    def list_topics(self) -> set[str]:
+        with _errors():
+            return set(self.admin.list_topics(timeout=OP_TIMEOUT_S).topics)
+
+    def _configs(self, kind: ResourceType, name: str) -> dict[str, ConfigValue]:
+        resource = ConfigResource(kind, name)
+        (entries,) = self._wait(self.admin.describe_configs([resource]))
+        return {
+            key: ConfigValue(entry.value, ConfigSource(entry.source).name) for key, entry in entries.items()
+        }
+
+    def topic_configs(self, topic: str) -> dict[str, ConfigValue]:
+        return self._configs(ResourceType.TOPIC, topic)
+
+    def broker_configs(self, node_id: int) -> dict[str, ConfigValue]:
+        return self._configs(ResourceType.BROKER, str(node_id))
+
+    def alter_topic_configs(
+        self, topic: str, configs: Mapping[str, str | None], *, incremental: bool
+    ) -> None:
+        kind = ResourceType.TOPIC
+        op = AlterConfigOpType
+        if incremental:
+            entries = [
+                ConfigEntry(k, v, incremental_operation=op.SET if v is not None else op.DELETE)
+                for k, v in configs.items()
+            ]
+            resource = ConfigResource(kind, topic, incremental_configs=entries)
+            self._wait(self.admin.incremental_alter_configs([resource]))
+        else:
+            resource = ConfigResource(kind, topic, set_config=dict(configs))
+            self._wait(self.admin.alter_configs([resource]))
+
+    def delete_records(self, topic: str, before: Mapping[int, int]) -> dict[int, int]:
+        tps = [RdPartition(topic, p, o) for p, o in before.items()]
+        futures = self.admin.delete_records(tps, operation_timeout=OP_TIMEOUT_S)
+        results = self._wait(futures)
+        return {tp.partition: r.low_watermark for tp, r in zip(futures, results, strict=True)}
+
+    def brokers(self) -> list[BrokerInfo]:
+        with _errors():
+            result = self.admin.describe_cluster(request_timeout=OP_TIMEOUT_S).result(timeout=OP_TIMEOUT_S)
+        return [BrokerInfo(n.id, n.host, n.port) for n in result.nodes]
+
+    def list_offsets(
+        self, topic: str, partitions: Sequence[int], spec: str | int
+    ) -> dict[int, tuple[int, int]]:
+        offset_spec = OffsetSpec
+        wire = (
+            offset_spec.for_timestamp(spec)
+            if isinstance(spec, int)
+            else {
+                "earliest": offset_spec.earliest(),
+                "latest": offset_spec.latest(),
+                "max_timestamp": offset_spec.max_timestamp(),
+            }[spec]
+        )
+        futures = self.admin.list_offsets(
+            {RdPartition(topic, p): wire for p in partitions},
+            request_timeout=OP_TIMEOUT_S,
+        )
+        results = self._wait(futures)
+        return {tp.partition: (r.offset, r.timestamp) for tp, r in zip(futures, results, strict=True)}
+
+    def describe_group(self, group: str) -> GroupDescription:
+        (description,) = self._wait(self.admin.describe_consumer_groups([group]))
+        members = [
+            frozenset((tp.topic, tp.partition) for tp in m.assignment.topic_partitions)
+            for m in description.members
+        ]
+        return GroupDescription(kafka_state_name(description.state.name), members)
+
+    def group_offsets(self, group: str) -> dict[TopicPartition, int]:
+        (result,) = self._wait(self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)]))
+        return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions}
+
+    def close(self) -> None:
+        """librdkafka's AdminClient has no close: its handle goes with the last reference."""
+
+    def metadata_allowing_creation(self, topic: str) -> TopicInfo:
+        """librdkafka producers request Metadata with allow_auto_topic_creation=true."""
+        producer = Producer({"bootstrap.servers": self.bootstrap})
+        with _errors():
+            metadata = producer.list_topics(topic, timeout=OP_TIMEOUT_S).topics[topic]
+        if metadata.error is not None:
+            raise _failure(metadata.error)
+        return TopicInfo(len(metadata.partitions), "")
+
+
+class ConfluentDriver(AdminDriver):
     """Drives confluent-kafka's Producer, Consumer and AdminClient."""
 
-    name = "confluent-kafka"
+    name = NAME
     group_protocols = frozenset(GROUP_PROTOCOLS if libversion()[1] >= KIP_848_LIBRDKAFKA else {"classic"})
     group_protocol_gap = f"librdkafka {libversion()[0]} predates KIP-848 (generally available from 2.12)"
 
     def __init__(self, bootstrap: str) -> None:
         super().__init__(bootstrap)
         self.common: dict[str, Any] = {"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000}
-        self._admin = AdminClient(self.common)
-
-    @staticmethod
-    def _wait(futures: Mapping[Any, Future[Any]] | Sequence[Future[Any]]) -> list[Any]:
-        """Resolve admin futures in order, raising the first failure as a ClientError."""
-        values = futures.values() if isinstance(futures, Mapping) else futures
-        with client_errors():
-            return [f.result(timeout=OP_TIMEOUT_S) for f in values]
 
     def produce(self, topic: str, messages: Sequence[Message], settings: ProducerSettings) -> list[int]:
         config: dict[str, Any] = {
@@ -160,7 +428,7 @@ class ConfluentDriver(Driver):
         def on_delivery(index: int) -> Any:
             return lambda err, msg: reports.__setitem__(index, (err, msg))
 
-        with client_errors():
+        with _errors():
             producer = Producer(config)
             for index, m in enumerate(messages):
                 producer.produce(
@@ -175,13 +443,13 @@ class ConfluentDriver(Driver):
                 producer.poll(0)
             remaining = producer.flush(OP_TIMEOUT_S + 5)
         if remaining:
-            raise ClientError(classify("timed out"), f"{remaining} messages undelivered after flush")
+            raise client_failure(self.name, "TIMEOUT", f"{remaining} messages undelivered after flush")
         offsets = []
         for report in reports:
             assert report is not None
             err, msg = report
             if err is not None:
-                _raise_for(err)
+                raise _failure(err)
             offset = msg.offset()  # None with acks=0
             offsets.append(offset if offset is not None and offset >= 0 else NO_OFFSET)
         return offsets
@@ -189,56 +457,5 @@ class ConfluentDriver(Driver):
     def open_consumer(self, settings: ConsumerSettings) -> Consumer:
         return ConfluentConsumer(self, settings)
 
-    def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:
-        if spec == "earliest":
-            offset_spec = OffsetSpec.earliest()
-        elif spec == "latest":
-            offset_spec = OffsetSpec.latest()
-        else:
-            offset_spec = OffsetSpec.for_timestamp(int(spec))
-        futures = self._admin.list_offsets({RdPartition(topic, p): offset_spec for p in partitions})
-        results = self._wait({tp: f for tp, f in futures.items()})
-        return {tp.partition: r.offset for tp, r in zip(futures, results, strict=True)}
-
-    def list_topics(self) -> set[str]:
-        with client_errors():
-            return set(self._admin.list_topics(timeout=OP_TIMEOUT_S).topics)
-
-    def partition_count(self, topic: str) -> int:
-        futures = self._admin.describe_topics(TopicCollection([topic]))
-        (description,) = self._wait(futures)
-        return len(description.partitions)
-
-    def create_topic(self, topic: str, partitions: int, configs: Mapping[str, str] | None = None) -> None:
-        new = NewTopic(topic, num_partitions=partitions, replication_factor=1, config=dict(configs or {}))
-        self._wait(self._admin.create_topics([new], operation_timeout=OP_TIMEOUT_S))
-
-    def delete_topic(self, topic: str) -> None:
-        self._wait(self._admin.delete_topics([topic], operation_timeout=OP_TIMEOUT_S))
-
-    def create_partitions(self, topic: str, total: int) -> None:
-        self._wait(self._admin.create_partitions([NewPartitions(topic, total)]))
-
-    def delete_records(self, topic: str, partition: int, before_offset: int) -> None:
-        self._wait(self._admin.delete_records([RdPartition(topic, partition, before_offset)]))
-
-    def describe_configs(self, topic: str) -> dict[str, str]:
-        (entries,) = self._wait(self._admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)]))
-        return {name: entry.value for name, entry in entries.items()}
-
-    def alter_configs(self, topic: str, configs: Mapping[str, str]) -> None:
-        entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()]
-        resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=entries)
-        self._wait(self._admin.incremental_alter_configs([resource]))
-
-    def describe_group(self, group: str) -> GroupDescription:
-        (description,) = self._wait(self._admin.describe_consumer_groups([group]))
-        members = [
-            frozenset((tp.topic, tp.partition) for tp in m.assignment.topic_partitions)
-            for m in description.members
-        ]
-        return GroupDescription(kafka_state_name(description.state.name), members)
-
-    def group_offsets(self, group: str) -> dict[TopicPartition, int]:
-        (result,) = self._wait(self._admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)]))
-        return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions}
+    def make_admin(self) -> ConfluentAdmin:
+        return ConfluentAdmin(self.bootstrap)

@@ -1,36 +1,59 @@
-"""kafka-python driver.
+"""kafka-python: its compatibility driver, bulk client and admin client.
 
 kafka-python derives a "broker version" from the ApiVersions ranges a broker advertises and
 gates features on it (record format, idempotence, admin APIs), so it catches dishonest
-ApiVersions answers that other clients tolerate.
+ApiVersions answers that other clients tolerate. Its failures become
+:class:`~compat_tests.drivers.base.ClientError` with Kafka's name for the error code.
 """
 
 from __future__ import annotations
 
+import base64
+import re
+import time
+import uuid
 from collections.abc import Mapping, Sequence
+from contextlib import closing
+from typing import Any
 
-from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, codec
+from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata
 from kafka import TopicPartition as KpPartition
-from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, OffsetSpec
+from kafka import codec as kp_codec
+from kafka.admin import (
+    AlterConfigOp,
+    ConfigResource,
+    ConfigResourceType,
+    KafkaAdminClient,
+    OffsetSpec,
+)
+from kafka.net.compat import KafkaNetClient
+from kafka.protocol.admin import DescribeConfigsRequest
+from kafka.protocol.metadata import MetadataRequest
+from kafka.protocol.producer import ProduceRequest
+from kafka.record.memory_records import MemoryRecordsBuilder
 
 from compat_tests.drivers import kafka_python_api
+from compat_tests.drivers.admin import Admin, AdminDriver, BrokerInfo, ConfigValue, TopicInfo
 from compat_tests.drivers.base import (
     NO_OFFSET,
     OP_TIMEOUT_S,
-    ClientError,
     Consumer,
     ConsumerSettings,
-    Driver,
-    ErrorKind,
     GroupDescription,
     Message,
     ProducerSettings,
     Received,
     TopicPartition,
     client_errors,
+    client_failure,
+    kafka_error_name,
     kafka_state_name,
 )
+from compat_tests.drivers.bulk import BulkClient, Fetch, Send
 from compat_tests.drivers.kafka_python_api import TIMEOUT_MS
+from compat_tests.drivers.records import Delivered
+
+NAME = "kafka-python"
 
 
 def subscribe_with_metadata(consumer: KafkaConsumer, topics: Sequence[str]) -> None:
@@ -84,27 +107,249 @@ class KafkaPythonConsumer(Consumer):
         self._consumer.close()
 
 
-class KafkaPythonDriver(Driver):
-    """Drives kafka-python's KafkaProducer, KafkaConsumer and KafkaAdminClient."""
+_KP_CODEC_LIBRARY = {"snappy": "python-snappy", "lz4": "lz4", "zstd": "zstandard"}
 
-    name = "kafka-python"
+
+class KafkaPythonClient(BulkClient):
+    """kafka-python 3.x: pure Python, infers the broker version from ApiVersions ranges."""
+
+    name = NAME
+
+    def codec_unavailable(self, codec: str) -> str | None:
+        has = {"none": True, "gzip": True}.get(codec) or getattr(kp_codec, f"has_{codec}")()
+        if has:
+            return None
+        return f"kafka-python needs the optional '{_KP_CODEC_LIBRARY[codec]}' package for {codec}"
+
+    def _produce(self, send: Send) -> list[Delivered]:
+        with kafka_python_api.errors(NAME):
+            producer = KafkaProducer(
+                **kafka_python_api.bulk_producer_config(self.bootstrap, send),
+                batch_size=1_000_000,
+                max_block_ms=int(send.timeout_s * 1000),
+                delivery_timeout_ms=int(send.timeout_s * 1000) + 1000,
+            )
+            try:
+                futures = [
+                    producer.send(
+                        send.topic,
+                        value=r.value,
+                        key=r.key,
+                        partition=send.partition,
+                        timestamp_ms=r.timestamp_ms,
+                        headers=list(r.headers),
+                    )
+                    for r in send.records
+                ]
+                producer.flush(timeout=send.timeout_s)
+                failures = [f.exception for f in futures if f.failed()]
+                if failures:
+                    # A batch rejected for one record fails the other records with a generic
+                    # KafkaError; report the error that carries the broker's code.
+                    raise next(
+                        (e for e in failures if isinstance(getattr(e, "errno", None), int)), failures[0]
+                    )
+                return [Delivered(m.partition, m.offset) for m in (f.get(timeout=0) for f in futures)]
+            finally:
+                producer.close(timeout=5)
+
+    def _consumer(self, reset: str, fetch_bytes: int | None) -> KafkaConsumer:
+        return KafkaConsumer(
+            **kafka_python_api.bulk_consumer_config(self.bootstrap, reset, fetch_bytes),
+            max_poll_records=50_000,
+        )
+
+    def _fetch(self, fetch: Fetch) -> None:
+        with (
+            kafka_python_api.errors(NAME),
+            closing(self._consumer(fetch.reset, fetch.fetch_bytes)) as consumer,
+        ):
+            kafka_python_api.assign_fetch(consumer, KpPartition, fetch)
+            for wait in fetch.polls():
+                kafka_python_api.take(fetch, consumer.poll(timeout_ms=int(wait * 1000)))
+
+    def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:
+        with kafka_python_api.errors(NAME), closing(self._consumer("earliest", None)) as consumer:
+            query, argument = kafka_python_api.offset_query(consumer, KpPartition, topic, partitions, spec)
+            return kafka_python_api.offsets_by_partition(query(argument, timeout_ms=TIMEOUT_MS))
+
+
+def _topic_id_text(raw: bytes) -> str:
+    """Kafka's printed form of a topic id (URL-safe base64 without padding), as librdkafka shows it."""
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def _raise_for(code: int, what: str) -> None:
+    if code:
+        raise client_failure(NAME, kafka_error_name(code), what)
+
+
+def _net_client(bootstrap: str) -> KafkaNetClient:
+    """kafka-python's bare network client, for requests its admin and producer never send as needed."""
+    return KafkaNetClient(bootstrap_servers=bootstrap, request_timeout_ms=TIMEOUT_MS)
+
+
+def _request(client: KafkaNetClient, request: Any) -> dict[str, Any]:
+    """Send one request built from kafka-python's protocol classes to any broker; the answer as a dict."""
+    with kafka_python_api.errors(NAME):
+        client.check_version(timeout_ms=TIMEOUT_MS)
+        node = client.least_loaded_node(bootstrap_fallback=True)
+        response = client.send_and_receive(node, request, timeout_ms=TIMEOUT_MS)
+    result: dict[str, Any] = response.to_dict()
+    return result
+
+
+class KafkaPythonAdmin(Admin):
+    """kafka-python's KafkaAdminClient."""
+
+    name = NAME
 
     def __init__(self, bootstrap: str) -> None:
         super().__init__(bootstrap)
-        self._admin_client: KafkaAdminClient | None = None
+        with kafka_python_api.errors(NAME):
+            self.admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=TIMEOUT_MS)
+        self._net: KafkaNetClient | None = None
 
-    @property
-    def _admin(self) -> KafkaAdminClient:
-        """Created on first use: the admin client connects eagerly and not every scenario needs it."""
-        if self._admin_client is None:
-            with client_errors():
-                self._admin_client = KafkaAdminClient(
-                    bootstrap_servers=self.bootstrap, request_timeout_ms=TIMEOUT_MS
-                )
-        return self._admin_client
+    def create_topic(
+        self,
+        topic: str,
+        partitions: int,
+        replication_factor: int = 1,
+        configs: Mapping[str, str] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        spec = {
+            "num_partitions": partitions,
+            "replication_factor": replication_factor,
+            "configs": dict(configs or {}),
+        }
+        with kafka_python_api.errors(NAME):
+            self.admin.create_topics({topic: spec}, validate_only=validate_only)
+
+    def delete_topic(self, topic: str) -> None:
+        with kafka_python_api.errors(NAME):
+            self.admin.delete_topics([topic])
+
+    def create_partitions(self, topic: str, total: int) -> None:
+        with kafka_python_api.errors(NAME):
+            self.admin.create_partitions({topic: total})
+
+    def describe_topic(self, topic: str) -> TopicInfo:
+        with kafka_python_api.errors(NAME):
+            (description,) = self.admin.describe_topics([topic])
+        _raise_for(description["error_code"], f"describe_topics {topic}")
+        topic_id = description["topic_id"]
+        raw = topic_id.bytes if isinstance(topic_id, uuid.UUID) else uuid.UUID(str(topic_id)).bytes
+        return TopicInfo(len(description["partitions"]), _topic_id_text(raw))
+
+    def list_topics(self) -> set[str]:
+        with kafka_python_api.errors(NAME):
+            return set(self.admin.list_topics())
+
+    def _configs(self, kind: ConfigResourceType, name: str) -> dict[str, ConfigValue]:
+        with kafka_python_api.errors(NAME):
+            result = self.admin.describe_configs([ConfigResource(kind, name)], config_filter="all")
+        (entries,) = result[kind.name.lower()].values()
+        if not entries:
+            # KafkaAdminClient drops a resource's error code and returns no entries; every real
+            # resource has entries, so ask again raw to report the broker's error.
+            resource = DescribeConfigsRequest.DescribeConfigsResource(
+                resource_type=int(kind), resource_name=name, configuration_keys=None
+            )
+            (raw,) = self._send(DescribeConfigsRequest(resources=[resource]))["results"]
+            _raise_for(raw["error_code"], f"describe_configs {name}")
+        return {key: ConfigValue(entry["value"], entry["config_source"]) for key, entry in entries.items()}
+
+    def topic_configs(self, topic: str) -> dict[str, ConfigValue]:
+        return self._configs(ConfigResourceType.TOPIC, topic)
+
+    def broker_configs(self, node_id: int) -> dict[str, ConfigValue]:
+        return self._configs(ConfigResourceType.BROKER, str(node_id))
+
+    def alter_topic_configs(
+        self, topic: str, configs: Mapping[str, str | None], *, incremental: bool
+    ) -> None:
+        ops = {k: v if v is not None else (AlterConfigOp.DELETE, None) for k, v in configs.items()}
+        resource = ConfigResource(ConfigResourceType.TOPIC, topic, ops)
+        with kafka_python_api.errors(NAME):
+            result = self.admin.alter_configs([resource], incremental=incremental, raise_on_unknown=False)
+        outcome = str(result["topic"][topic])
+        if outcome != "OK":
+            # kafka-python reports a failed resource as the text of its exception, "[Error 40] ...".
+            code = re.search(r"\[Error (-?\d+)\]", outcome)
+            raise client_failure(
+                self.name, kafka_error_name(int(code.group(1))) if code else outcome, outcome
+            )
+
+    def delete_records(self, topic: str, before: Mapping[int, int]) -> dict[int, int]:
+        with kafka_python_api.errors(NAME):
+            result = self.admin.delete_records({KpPartition(topic, p): o for p, o in before.items()})
+        return {tp.partition: r["low_watermark"] for tp, r in result.items()}
+
+    def brokers(self) -> list[BrokerInfo]:
+        with kafka_python_api.errors(NAME):
+            cluster = self.admin.describe_cluster()
+        return [BrokerInfo(b["broker_id"], b["host"], b["port"]) for b in cluster["brokers"]]
+
+    def list_offsets(
+        self, topic: str, partitions: Sequence[int], spec: str | int
+    ) -> dict[int, tuple[int, int]]:
+        wire = spec if isinstance(spec, int) else OffsetSpec[spec.upper()]
+        with kafka_python_api.errors(NAME):
+            found = self.admin.list_partition_offsets({KpPartition(topic, p): wire for p in partitions})
+        return {tp.partition: (r.offset, r.timestamp) for tp, r in found.items()}
+
+    def _send(self, request: Any) -> dict[str, Any]:
+        """Send one request built from kafka-python's protocol classes through its network client.
+
+        For the few answers whose error codes KafkaAdminClient drops or never sees.
+        """
+        if self._net is None:
+            self._net = _net_client(self.bootstrap)
+        return _request(self._net, request)
+
+    def metadata_allowing_creation(self, topic: str) -> TopicInfo:
+        """kafka-python's producer only times out on an unknown topic, so the Metadata request
+        (allow_auto_topic_creation=true, as producers send it) goes out raw to see the error code."""
+        request = MetadataRequest(
+            topics=[MetadataRequest.MetadataRequestTopic(name=topic)], allow_auto_topic_creation=True
+        )
+        (found,) = (t for t in self._send(request)["topics"] if t["name"] == topic)
+        _raise_for(found["error_code"], f"metadata {topic}")
+        return TopicInfo(len(found["partitions"]), "")
+
+    def describe_group(self, group: str) -> GroupDescription:
+        with kafka_python_api.errors(NAME):
+            description = self.admin.describe_groups([group])[group]
+        members = [
+            frozenset(
+                (assigned["topic"], p)
+                for assigned in m["member_assignment"]["assigned_partitions"]
+                for p in assigned["partitions"]
+            )
+            for m in description["members"]
+        ]
+        return GroupDescription(kafka_state_name(description["group_state"]), members)
+
+    def group_offsets(self, group: str) -> dict[TopicPartition, int]:
+        with kafka_python_api.errors(NAME):
+            result = self.admin.list_group_offsets({group: None})[group]
+        return {(tp.topic, tp.partition): meta.offset for tp, meta in result.items()}
+
+    def close(self) -> None:
+        self.admin.close()
+        if self._net is not None:
+            self._net.close()
+
+
+class KafkaPythonDriver(AdminDriver):
+    """Drives kafka-python's KafkaProducer, KafkaConsumer and KafkaAdminClient."""
+
+    name = NAME
 
     def produce(self, topic: str, messages: Sequence[Message], settings: ProducerSettings) -> list[int]:
-        if settings.compression != "none" and not getattr(codec, f"has_{settings.compression}")():
+        if settings.compression != "none" and not getattr(kp_codec, f"has_{settings.compression}")():
             self.unsupported(
                 f"{settings.compression} compression (its optional codec library is not installed)"
             )
@@ -126,79 +371,33 @@ class KafkaPythonDriver(Driver):
     def open_consumer(self, settings: ConsumerSettings) -> Consumer:
         return KafkaPythonConsumer(self, settings)
 
-    def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:
-        wire_spec = {"earliest": OffsetSpec.EARLIEST, "latest": OffsetSpec.LATEST}.get(str(spec), spec)
-        with client_errors():
-            result = self._admin.list_partition_offsets(
-                {KpPartition(topic, p): wire_spec for p in partitions}
-            )
-        return {tp.partition: r.offset for tp, r in result.items()}
+    def make_admin(self) -> KafkaPythonAdmin:
+        return KafkaPythonAdmin(self.bootstrap)
 
-    def list_topics(self) -> set[str]:
-        with client_errors():
-            return set(self._admin.list_topics())
 
-    def partition_count(self, topic: str) -> int:
-        with client_errors():
-            (description,) = self._admin.describe_topics([topic])
-        if description["error_code"]:
-            raise ClientError(ErrorKind.UNKNOWN_TOPIC, f"describe_topics: {description}")
-        return len(description["partitions"])
+def raw_produce(bootstrap: str, topic: str, partition: int) -> str:
+    """Send one Produce request (acks=all, one record) without asking Metadata first, and return
+    the partition's error name ("NONE" on success).
 
-    def create_topic(self, topic: str, partitions: int, configs: Mapping[str, str] | None = None) -> None:
-        with client_errors():
-            self._admin.create_topics(
-                {
-                    topic: {
-                        "num_partitions": partitions,
-                        "replication_factor": 1,
-                        "configs": dict(configs or {}),
-                    }
-                },
-                timeout_ms=TIMEOUT_MS,
-            )
-
-    def delete_topic(self, topic: str) -> None:
-        with client_errors():
-            self._admin.delete_topics([topic], timeout_ms=TIMEOUT_MS)
-
-    def create_partitions(self, topic: str, total: int) -> None:
-        with client_errors():
-            self._admin.create_partitions({topic: total}, timeout_ms=TIMEOUT_MS)
-
-    def describe_configs(self, topic: str) -> dict[str, str]:
-        with client_errors():
-            result = self._admin.describe_configs(
-                [ConfigResource(ConfigResourceType.TOPIC, topic)], config_filter="all"
-            )
-        return {key: data["value"] for key, data in result["topic"][topic].items()}
-
-    def delete_records(self, topic: str, partition: int, before_offset: int) -> None:
-        with client_errors():
-            self._admin.delete_records({KpPartition(topic, partition): before_offset}, timeout_ms=TIMEOUT_MS)
-
-    def alter_configs(self, topic: str, configs: Mapping[str, str]) -> None:
-        with client_errors():
-            self._admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, dict(configs))])
-
-    def describe_group(self, group: str) -> GroupDescription:
-        with client_errors():
-            description = self._admin.describe_groups([group])[group]
-        members = [
-            frozenset(
-                (assigned["topic"], p)
-                for assigned in m["member_assignment"]["assigned_partitions"]
-                for p in assigned["partitions"]
-            )
-            for m in description["members"]
-        ]
-        return GroupDescription(kafka_state_name(description["group_state"]), members)
-
-    def group_offsets(self, group: str) -> dict[TopicPartition, int]:
-        with client_errors():
-            result = self._admin.list_group_offsets({group: None})[group]
-        return {(tp.topic, tp.partition): meta.offset for tp, meta in result.items()}
-
-    def close(self) -> None:
-        if self._admin_client is not None:
-            self._admin_client.close()
+    Stock producers never send to a topic Metadata did not list, so this is the only way to see
+    what the broker itself answers for an unknown topic or partition. The request and its record
+    batch are built by kafka-python's protocol and record classes.
+    """
+    builder = MemoryRecordsBuilder(magic=2, compression_type=0, batch_size=1 << 20)
+    builder.append(timestamp=int(time.time() * 1000), key=b"k", value=b"v", headers=[])
+    builder.close()
+    partition_data = ProduceRequest.TopicProduceData.PartitionProduceData(
+        index=partition, records=builder.buffer()
+    )
+    request = ProduceRequest(
+        max_version=12,  # v13 names topics by id; this checks what a name that was never created gets
+        transactional_id=None,
+        acks=-1,
+        timeout_ms=TIMEOUT_MS,
+        topic_data=[ProduceRequest.TopicProduceData(name=topic, partition_data=[partition_data])],
+    )
+    with closing(_net_client(bootstrap)) as client:
+        response = _request(client, request)
+    codes = [p["error_code"] for t in response["responses"] for p in t["partition_responses"]]
+    assert len(codes) == 1, response
+    return kafka_error_name(codes[0])

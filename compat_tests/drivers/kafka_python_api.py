@@ -1,4 +1,4 @@
-"""The kafka-python API, which aiokafka copies: what its two drivers translate the same way.
+"""The kafka-python API, which aiokafka copies: what their drivers and bulk clients translate alike.
 
 aiokafka started as an asyncio port of kafka-python and kept its keyword arguments, its
 ``TopicPartition`` tuples, its ``assign``/``seek`` calls and its ``ConsumerRecord`` shape. So the
@@ -8,17 +8,27 @@ once; each driver adds only what its client does differently (timeouts, awaiting
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
+
+import aiokafka.errors
+import kafka.errors
 
 from compat_tests.drivers.base import (
     OP_TIMEOUT_S,
+    ClientError,
     ConsumerSettings,
     Message,
     ProducerSettings,
     Received,
     TopicPartition,
+    client_errors,
+    client_failure,
+    kafka_error_name,
 )
+from compat_tests.drivers.bulk import Fetch, Send
+from compat_tests.drivers.records import Consumed, Record
 
 TIMEOUT_MS = int(OP_TIMEOUT_S * 1000)
 
@@ -87,3 +97,98 @@ def received(batches: Mapping[Any, Sequence[Any]]) -> list[Received]:
         for records in batches.values()
         for record in records
     ]
+
+
+# Bulk clients (compat_tests.drivers.bulk) -----------------------------------------------------
+
+
+def failure(exc: BaseException, client: str) -> ClientError:
+    """A kafka-python or aiokafka exception: Kafka's error name from its ``errno`` where it has one."""
+    errno = getattr(exc, "errno", None)
+    name = kafka_error_name(errno) if isinstance(errno, int) and errno >= 0 else type(exc).__name__
+    return client_failure(client, name, f"{type(exc).__name__}: {exc}")
+
+
+@contextmanager
+def errors(client: str) -> Iterator[None]:
+    """Every failure of a kafka-python or aiokafka call as a :class:`ClientError`."""
+    with client_errors():
+        try:
+            yield
+        except (kafka.errors.KafkaError, aiokafka.errors.KafkaError) as exc:
+            raise failure(exc, client) from exc
+
+
+def bulk_producer_config(bootstrap: str, send: Send) -> dict[str, Any]:
+    """The producer keywords both clients spell alike (their batch size keywords differ)."""
+    return {
+        "bootstrap_servers": bootstrap,
+        "acks": send.acks if send.acks == "all" else int(send.acks),
+        "enable_idempotence": send.idempotent,
+        "compression_type": None if send.codec == "none" else send.codec,
+        "linger_ms": 20,
+        "max_request_size": 16_777_216,
+        "request_timeout_ms": int(min(send.timeout_s, 30) * 1000),
+    }
+
+
+def bulk_consumer_config(bootstrap: str, reset: str, fetch_bytes: int | None) -> dict[str, Any]:
+    """Consumer keywords for assign() without a group: nothing is ever committed."""
+    return {
+        "bootstrap_servers": bootstrap,
+        "group_id": None,
+        "enable_auto_commit": False,
+        "auto_offset_reset": reset,
+        "fetch_max_wait_ms": 100,
+        "fetch_max_bytes": fetch_bytes or 52_428_800,
+        "max_partition_fetch_bytes": fetch_bytes or 16_777_216,
+        "request_timeout_ms": 30_000,
+    }
+
+
+def assign_fetch(consumer: Any, partition: Callable[[str, int], Any], fetch: Fetch) -> None:
+    """Assign the fetch's partitions and seek each to its start (``partition`` builds the tuples)."""
+    assign(consumer, partition, {(fetch.topic, p): offset for p, offset in fetch.positions.items()})
+
+
+def take(fetch: Fetch, batches: Mapping[Any, Sequence[Any]]) -> None:
+    """Append a ``poll``/``getmany`` result (records by TopicPartition) to ``fetch.received``.
+
+    Both clients hand out header values as bytes already; only the container differs.
+    """
+    for tp, messages in batches.items():
+        fetch.received[tp.partition].extend(
+            Consumed(tp.partition, m.offset, Record(m.key, m.value, tuple(m.headers or ()), m.timestamp))
+            for m in messages
+        )
+
+
+def offset_query(
+    consumer: Any,
+    partition: Callable[[str, int], Any],
+    topic: str,
+    partitions: Sequence[int],
+    spec: str | int,
+) -> tuple[Callable[..., Any], Any]:
+    """The consumer method that answers ``spec`` and its argument, for the caller to call (or await)."""
+    tps = [partition(topic, p) for p in partitions]
+    if spec == "earliest":
+        return consumer.beginning_offsets, tps
+    if spec == "latest":
+        return consumer.end_offsets, tps
+    return consumer.offsets_for_times, {tp: int(spec) for tp in tps}
+
+
+def offsets_by_partition(found: Mapping[Any, Any]) -> dict[int, int]:
+    """Offsets by partition number from what the query answered.
+
+    beginning/end_offsets answer offsets; offsets_for_times answers an OffsetAndTimestamp, or None
+    where no record is that recent, which becomes -1 as librdkafka reports it.
+    """
+    offsets: dict[int, int] = {}
+    for tp, answer in found.items():
+        if answer is None:
+            offsets[tp.partition] = -1
+        else:
+            offsets[tp.partition] = answer if isinstance(answer, int) else answer.offset
+    return offsets

@@ -1,20 +1,22 @@
 """Helpers shared by the Spark tests: produce and inspect records with a stock client.
 
 Test data is produced with confluent-kafka (librdkafka) and, where it matters, read back with it
-too, so that what Spark reads or writes is checked against an independent client.
+too, so that what Spark reads or writes is checked against an independent client: through the
+same drivers as the integration tests and the compatibility suite (:mod:`compat_tests.drivers`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
+
+from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentClient
+from compat_tests.drivers.records import Record as DriverRecord
 
 TIMEOUT_S = 30.0
 BASE_TIME_MS = (int(time.time()) - 3600) * 1000
@@ -59,72 +61,36 @@ def numbered_records(count: int, partitions: int, first: int = 0) -> list[Record
 
 def produce(bootstrap: str, topic: str, records: Iterable[Record]) -> list[Record]:
     """Produce ``records`` to their partitions in order; return them with their offsets."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    acknowledged: list[Record] = []
-    failures: list[str] = []
-
-    def delivered(record: Record) -> Callable[[KafkaError | None, Message], None]:
-        def on_delivery(error: KafkaError | None, message: Message) -> None:
-            if error is not None:
-                failures.append(str(error))
-            else:
-                acknowledged.append(replace(record, offset=message.offset()))
-
-        return on_delivery
-
-    sent = 0
+    client = ConfluentClient(bootstrap)
+    by_partition: dict[int, list[Record]] = {}
     for record in records:
-        sent += 1
-        producer.produce(
-            topic,
-            key=record.key,
-            value=record.value,
-            partition=record.partition,
-            timestamp=record.timestamp,
-            headers=list(record.headers) or None,
-            on_delivery=delivered(record),
-        )
-    producer.flush(TIMEOUT_S)
-    assert not failures, failures
-    assert len(acknowledged) == sent, f"{sent - len(acknowledged)} records unacknowledged"
+        by_partition.setdefault(record.partition, []).append(record)
+    acknowledged = []
+    for partition, batch in by_partition.items():
+        sent = [DriverRecord(r.key, r.value, r.headers, r.timestamp) for r in batch]
+        delivered = client.produce(topic, sent, partition=partition, timeout_s=TIMEOUT_S)
+        acknowledged += [replace(r, offset=d.offset) for r, d in zip(batch, delivered, strict=True)]
     return in_log_order(acknowledged)
 
 
 def consume_all(bootstrap: str, topic: str, partitions: int) -> list[Record]:
     """Every record of ``topic`` up to its current high watermarks, without a consumer group."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False})
-    try:
-        ends = [
-            consumer.get_watermark_offsets(TopicPartition(topic, p), TIMEOUT_S)[1] for p in range(partitions)
-        ]
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        records: list[Record] = []
-        deadline = time.monotonic() + TIMEOUT_S
-        while len(records) < sum(ends) and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None or message.error():
-                continue
-            records.append(
-                Record(
-                    partition=message.partition(),
-                    key=message.key(),
-                    value=message.value(),
-                    timestamp=message.timestamp()[1],
-                    headers=tuple(message.headers() or ()),
-                    offset=message.offset(),
-                )
-            )
-    finally:
-        consumer.close()
-    return in_log_order(records)
+    client = ConfluentClient(bootstrap)
+    ends = client.list_offsets(topic, range(partitions), "latest")
+    consumed = client.consume(
+        topic, dict.fromkeys(range(partitions), 0), until=ends, timeout_s=TIMEOUT_S, reset="earliest"
+    )
+    return in_log_order(
+        Record(c.partition, c.record.key, c.record.value, c.record.timestamp_ms, c.record.headers, c.offset)
+        for records in consumed.values()
+        for c in records
+    )
 
 
 def delete_records(bootstrap: str, topic: str, partition: int, before_offset: int) -> None:
     """Move the partition's log start offset to ``before_offset`` (the DeleteRecords API)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.delete_records([TopicPartition(topic, partition, before_offset)])
-    for future in futures.values():
-        assert future.result(TIMEOUT_S).low_watermark == before_offset
+    with ConfluentAdmin(bootstrap) as admin:
+        assert admin.delete_records(topic, {partition: before_offset}) == {partition: before_offset}
 
 
 def spark_records(frame: DataFrame) -> list[Record]:

@@ -16,17 +16,17 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.broker_process import OdradekProcess
-from tests.integration.clients import (
-    CLIENTS,
+from compat_tests.drivers.catalog import CLIENTS
+from compat_tests.drivers.confluent import ConfluentAdmin
+from compat_tests.drivers.records import (
     CODECS,
-    ConfluentAdmin,
     Record,
     by_partition,
     first_difference,
     make_records,
     unique_topic,
 )
+from tests.integration.broker_process import OdradekProcess
 
 RECORD_COUNT = 100_000
 PARTITIONS = 4

@@ -10,9 +10,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentClient
+from compat_tests.drivers.records import make_records
 from log.deletion import deletion_name
 from tests.integration.broker_process import OdradekProcess
-from tests.integration.clients import ConfluentAdmin, ConfluentClient, make_records
 
 LONGEST = ("a-topic-name-at-kafkas-limit." * 9)[:249]  # Kafka's limit: 249 characters
 PARTITIONS = 2

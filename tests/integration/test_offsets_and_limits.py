@@ -17,25 +17,19 @@ from pathlib import Path
 
 import pytest
 
+from compat_tests.drivers.admin import Admin
+from compat_tests.drivers.base import ClientError
+from compat_tests.drivers.bulk import BulkClient
+from compat_tests.drivers.catalog import ADMINS, CLIENTS
+from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentClient
+from compat_tests.drivers.records import Record, make_records, unique_topic
 from tests.integration.broker_process import OdradekProcess
-from tests.integration.clients import (
-    ADMINS,
-    CLIENTS,
-    Admin,
-    Client,
-    ClientFailure,
-    ConfluentAdmin,
-    ConfluentClient,
-    Record,
-    make_records,
-    unique_topic,
-)
 
 pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture(params=list(CLIENTS))
-def client(request: pytest.FixtureRequest, shared_broker: OdradekProcess) -> Client:
+def client(request: pytest.FixtureRequest, shared_broker: OdradekProcess) -> BulkClient:
     """Each test runs once per client, against the module's shared broker."""
     return CLIENTS[request.param](shared_broker.bootstrap)
 
@@ -53,7 +47,7 @@ def writer(shared_broker: OdradekProcess) -> ConfluentClient:
     return ConfluentClient(shared_broker.bootstrap)
 
 
-def is_offset_out_of_range(failure: ClientFailure) -> bool:
+def is_offset_out_of_range(failure: ClientError) -> bool:
     """OFFSET_OUT_OF_RANGE as each client reports it with auto.offset.reset=none.
 
     kafka-python and aiokafka raise the broker's error (code 1); librdkafka wraps it in its local
@@ -76,7 +70,7 @@ def timed_records(count: int, base_ts: int, step_ms: int = 1000) -> list[Record]
 
 @pytest.mark.parametrize("codec", ["none", "gzip"])
 def test_list_offsets_earliest_latest_and_by_time(
-    client: Client, setup: ConfluentAdmin, writer: ConfluentClient, codec: str
+    client: BulkClient, setup: ConfluentAdmin, writer: ConfluentClient, codec: str
 ) -> None:
     """Earliest is 0, latest is the record count, by-time is the first offset whose timestamp is
     >= the target (inside a batch too, compressed or not), and a target after the last record has
@@ -135,7 +129,7 @@ def test_admin_list_offsets_with_max_timestamp(
     assert admin.list_offsets(topic, [0, 1], base + 9001) == {0: (-1, -1), 1: (-1, -1)}
 
 
-def test_empty_topic_offsets(client: Client, setup: ConfluentAdmin) -> None:
+def test_empty_topic_offsets(client: BulkClient, setup: ConfluentAdmin) -> None:
     """A new topic has earliest == latest == 0 and no offset for any timestamp."""
     topic = unique_topic("empty")
     setup.create_topic(topic, 3)
@@ -145,7 +139,7 @@ def test_empty_topic_offsets(client: Client, setup: ConfluentAdmin) -> None:
 
 
 @pytest.mark.parametrize("codec", ["none", "lz4"])
-def test_log_append_time_topic(client: Client, setup: ConfluentAdmin, codec: str) -> None:
+def test_log_append_time_topic(client: BulkClient, setup: ConfluentAdmin, codec: str) -> None:
     """On a message.timestamp.type=LogAppendTime topic consumers see the broker's clock, not the
     producer's timestamps (compressed batches too, which the broker must mark without
     recompressing), and ListOffsets by time searches those append times."""
@@ -170,7 +164,7 @@ def test_log_append_time_topic(client: Client, setup: ConfluentAdmin, codec: str
 
 
 def test_fetch_at_high_watermark_waits_without_error(
-    client: Client, setup: ConfluentAdmin, writer: ConfluentClient
+    client: BulkClient, setup: ConfluentAdmin, writer: ConfluentClient
 ) -> None:
     """Fetching at the high watermark returns nothing and no error (with auto.offset.reset=none,
     so an OFFSET_OUT_OF_RANGE would surface); records produced later arrive on the same fetch
@@ -192,21 +186,21 @@ def test_fetch_at_high_watermark_waits_without_error(
 
 
 def test_fetch_beyond_end_is_offset_out_of_range(
-    client: Client, setup: ConfluentAdmin, writer: ConfluentClient
+    client: BulkClient, setup: ConfluentAdmin, writer: ConfluentClient
 ) -> None:
     """A position past the high watermark gets OFFSET_OUT_OF_RANGE, which a consumer with
     auto.offset.reset=none reports as an error instead of silently moving."""
     topic = unique_topic("beyond")
     setup.create_topic(topic, 1)
     writer.produce(topic, make_records(5), partition=0)
-    with pytest.raises(ClientFailure) as failure:
+    with pytest.raises(ClientError) as failure:
         client.consume(topic, {0: 50}, timeout_s=20)
     assert is_offset_out_of_range(failure.value), failure.value
 
 
 @pytest.mark.parametrize(("reset", "expected"), [("earliest", 5), ("latest", 0)])
 def test_out_of_range_position_resets(
-    client: Client, setup: ConfluentAdmin, writer: ConfluentClient, reset: str, expected: int
+    client: BulkClient, setup: ConfluentAdmin, writer: ConfluentClient, reset: str, expected: int
 ) -> None:
     """With auto.offset.reset earliest/latest the out-of-range position moves to the log start
     (all 5 records follow) or to the high watermark (nothing follows), without an error."""
@@ -239,21 +233,21 @@ def single_record_batch_size(value_size: int) -> int:
     return BATCH_OVERHEAD + 3 + body
 
 
-def test_message_larger_than_max_message_bytes_is_rejected(client: Client, setup: ConfluentAdmin) -> None:
+def test_message_larger_than_max_message_bytes_is_rejected(client: BulkClient, setup: ConfluentAdmin) -> None:
     """With max.message.bytes=10000 a 20,000-byte record fails promptly with MESSAGE_TOO_LARGE;
     a batch of exactly 10,000 bytes is accepted, one byte more is not (the limit is on the batch)."""
     topic = unique_topic("too-large")
     setup.create_topic(topic, 1, configs={"max.message.bytes": "10000"})
     now = int(time.time() * 1000)
 
-    with pytest.raises(ClientFailure) as failure:
+    with pytest.raises(ClientError) as failure:
         client.produce(topic, [Record(None, b"x" * 20_000, (), now)], timeout_s=20)
     # The broker's code, not a delivery timeout: the rejection came back as an answer.
     assert failure.value.error == "MESSAGE_TOO_LARGE", failure.value
 
     fits = 10_000 - single_record_batch_size(0)
     assert single_record_batch_size(fits) == 10_000
-    with pytest.raises(ClientFailure) as failure:
+    with pytest.raises(ClientError) as failure:
         client.produce(topic, [Record(None, b"y" * (fits + 1), (), now)], timeout_s=20)
     assert failure.value.error == "MESSAGE_TOO_LARGE", failure.value
 
@@ -262,7 +256,7 @@ def test_message_larger_than_max_message_bytes_is_rejected(client: Client, setup
     assert client.consume(topic, {0: 0}, until={0: 1}, timeout_s=20)[0][0].record == accepted
 
 
-def test_max_message_bytes_limits_the_compressed_batch(client: Client, setup: ConfluentAdmin) -> None:
+def test_max_message_bytes_limits_the_compressed_batch(client: BulkClient, setup: ConfluentAdmin) -> None:
     """The limit applies to the batch as stored: 20,000 compressible bytes gzip far below 10,000.
     Raising max.message.bytes takes effect on the live topic without a restart."""
     topic = unique_topic("limit-compressed")
@@ -272,7 +266,7 @@ def test_max_message_bytes_limits_the_compressed_batch(client: Client, setup: Co
     assert [d.offset for d in client.produce(topic, [compressible], codec="gzip", timeout_s=20)] == [0]
 
     incompressible = Record(None, random.Random(5).randbytes(20_000), (), now)
-    with pytest.raises(ClientFailure) as failure:
+    with pytest.raises(ClientError) as failure:
         client.produce(topic, [incompressible], timeout_s=20)
     assert failure.value.error == "MESSAGE_TOO_LARGE", failure.value
 
@@ -286,7 +280,7 @@ def test_max_message_bytes_limits_the_compressed_batch(client: Client, setup: Co
 # Record validation
 
 
-def test_create_time_bounds(client: Client, setup: ConfluentAdmin) -> None:
+def test_create_time_bounds(client: BulkClient, setup: ConfluentAdmin) -> None:
     """CreateTime timestamps outside [now - message.timestamp.before.max.ms, now +
     message.timestamp.after.max.ms] (Kafka 4 default for the latter: one hour) are
     INVALID_TIMESTAMP; timestamps inside are stored as given."""
@@ -294,7 +288,7 @@ def test_create_time_bounds(client: Client, setup: ConfluentAdmin) -> None:
     setup.create_topic(topic, 1, configs={"message.timestamp.before.max.ms": "3600000"})
     now = int(time.time() * 1000)
     for label, offset_ms in (("2h old", -7_200_000), ("2h ahead", 7_200_000)):
-        with pytest.raises(ClientFailure) as failure:
+        with pytest.raises(ClientError) as failure:
             client.produce(topic, [Record(b"k", b"v", (), now + offset_ms)], partition=0, timeout_s=20)
         assert failure.value.error == "INVALID_TIMESTAMP", (label, failure.value)
     inside = [Record(b"k", b"old", (), now - 600_000), Record(b"k", b"ahead", (), now + 600_000)]
@@ -302,7 +296,7 @@ def test_create_time_bounds(client: Client, setup: ConfluentAdmin) -> None:
     assert [c.record for c in client.consume(topic, {0: 0}, until={0: 2}, timeout_s=20)[0]] == inside
 
 
-def test_create_time_bounds_apply_to_every_record(client: Client, setup: ConfluentAdmin) -> None:
+def test_create_time_bounds_apply_to_every_record(client: BulkClient, setup: ConfluentAdmin) -> None:
     """Kafka checks every record's timestamp: one too-old record in the middle of a batch makes
     the whole batch INVALID_TIMESTAMP, and nothing is stored."""
     topic = unique_topic("ts-mid-batch")
@@ -313,13 +307,13 @@ def test_create_time_bounds_apply_to_every_record(client: Client, setup: Conflue
         Record(b"k", b"b", (), now - 7_200_000),
         Record(b"k", b"c", (), now),
     ]
-    with pytest.raises(ClientFailure) as failure:
+    with pytest.raises(ClientError) as failure:
         client.produce(topic, batch, partition=0, timeout_s=20)
     assert failure.value.error == "INVALID_TIMESTAMP", failure.value
     assert client.list_offsets(topic, [0], "latest") == {0: 0}
 
 
-def test_log_append_time_topic_ignores_producer_clock(client: Client, setup: ConfluentAdmin) -> None:
+def test_log_append_time_topic_ignores_producer_clock(client: BulkClient, setup: ConfluentAdmin) -> None:
     """A LogAppendTime topic exists so producers' clocks do not matter: a timestamp two hours
     ahead is accepted and replaced by the broker's time."""
     topic = unique_topic("append-time-skew")
@@ -330,14 +324,14 @@ def test_log_append_time_topic_ignores_producer_clock(client: Client, setup: Con
     assert before - 1000 <= consumed.record.timestamp_ms <= int(time.time() * 1000) + 1000
 
 
-def test_compacted_topic_rejects_records_without_key(client: Client, setup: ConfluentAdmin) -> None:
+def test_compacted_topic_rejects_records_without_key(client: BulkClient, setup: ConfluentAdmin) -> None:
     """cleanup.policy=compact needs a key on every record: a batch with a null key anywhere is
     INVALID_RECORD and nothing of it is stored; keyed records are accepted."""
     topic = unique_topic("compact-keys")
     setup.create_topic(topic, 1, configs={"cleanup.policy": "compact"})
     now = int(time.time() * 1000)
     batch = [Record(b"k1", b"a", (), now), Record(None, b"b", (), now), Record(b"k2", b"c", (), now)]
-    with pytest.raises(ClientFailure) as failure:
+    with pytest.raises(ClientError) as failure:
         client.produce(topic, batch, partition=0, timeout_s=20)
     # aiokafka has no class for error 87 and reports any code it does not know as UnknownError.
     expected = "UnknownError" if client.name == "aiokafka" else "INVALID_RECORD"
@@ -349,7 +343,7 @@ def test_compacted_topic_rejects_records_without_key(client: Client, setup: Conf
 
 
 @pytest.mark.parametrize("acks", ["0", "1", "all"])
-def test_every_acks_level_delivers(client: Client, setup: ConfluentAdmin, acks: str) -> None:
+def test_every_acks_level_delivers(client: BulkClient, setup: ConfluentAdmin, acks: str) -> None:
     """acks=0 (no response at all), acks=1 and acks=all each store every record exactly once."""
     topic = unique_topic(f"acks-{acks}")
     setup.create_topic(topic, 2)
@@ -374,7 +368,7 @@ def test_every_acks_level_delivers(client: Client, setup: ConfluentAdmin, acks: 
     assert client.list_offsets(topic, [0, 1], "latest") == {p: ends.get(p, 0) for p in (0, 1)}
 
 
-def test_fetch_limit_smaller_than_a_batch_still_progresses(client: Client, setup: ConfluentAdmin) -> None:
+def test_fetch_limit_smaller_than_a_batch_still_progresses(client: BulkClient, setup: ConfluentAdmin) -> None:
     """KIP-74: with fetch limits (per partition and per request) of 1,024 bytes the consumer still
     receives batches of tens of kilobytes, whole, and reads to the end."""
     topic = unique_topic("kip74")
@@ -413,14 +407,14 @@ def test_delete_records_moves_log_start(
         assert reader.list_offsets(topic, [0, 1], "latest") == {0: 30, 1: 10}, name
     consumed = writer.consume(topic, {0: 15}, until={0: 30}, timeout_s=20)
     assert [(c.offset, c.record) for c in consumed[0]] == list(zip(range(15, 30), records[15:], strict=True))
-    with pytest.raises(ClientFailure) as failure:
+    with pytest.raises(ClientError) as failure:
         writer.consume(topic, {0: 5}, timeout_s=20)
     assert is_offset_out_of_range(failure.value), failure.value
 
     assert admin.delete_records(topic, {0: 3}) == {0: 15}
     assert admin.delete_records(topic, {1: -1}) == {1: 10}
     assert writer.list_offsets(topic, [1], "earliest") == {1: 10}
-    with pytest.raises(ClientFailure) as failure:
+    with pytest.raises(ClientError) as failure:
         admin.delete_records(topic, {0: 31})
     assert failure.value.error == "OFFSET_OUT_OF_RANGE", failure.value
     assert writer.list_offsets(topic, [0], "earliest") == {0: 15}

@@ -18,20 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from compat_tests.drivers.admin import Admin, BrokerInfo, ConfigValue
+from compat_tests.drivers.base import ClientError
+from compat_tests.drivers.catalog import ADMINS, CLIENTS
+from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentClient
+from compat_tests.drivers.kafka_python import raw_produce
+from compat_tests.drivers.records import make_records, unique_topic
 from tests.integration.broker_process import OdradekProcess
-from tests.integration.clients import (
-    ADMINS,
-    CLIENTS,
-    Admin,
-    BrokerInfo,
-    ClientFailure,
-    ConfigValue,
-    ConfluentAdmin,
-    ConfluentClient,
-    make_records,
-    raw_produce,
-    unique_topic,
-)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -66,10 +59,10 @@ def no_autocreate_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[O
         broker.stop()
 
 
-def expect_failure(error: str, call: object, *args: object, **kwargs: object) -> ClientFailure:
-    """Run ``call`` and return the ClientFailure it must raise with Kafka error ``error``."""
+def expect_failure(error: str, call: object, *args: object, **kwargs: object) -> ClientError:
+    """Run ``call`` and return the ClientError it must raise with Kafka error ``error``."""
     assert callable(call)
-    with pytest.raises(ClientFailure) as failure:
+    with pytest.raises(ClientError) as failure:
         call(*args, **kwargs)
     assert failure.value.error == error, failure.value
     return failure.value
@@ -186,7 +179,7 @@ def test_metadata_auto_creates_topic_when_enabled(admin: Admin) -> None:
         try:
             info = admin.metadata_allowing_creation(topic)
             break
-        except ClientFailure as failure:
+        except ClientError as failure:
             assert failure.error in {"UNKNOWN_TOPIC_OR_PARTITION", "LEADER_NOT_AVAILABLE"}, failure
             assert time.monotonic() < deadline, "topic never became available"
             time.sleep(0.2)
@@ -269,7 +262,7 @@ def test_produce_to_unknown_topic_fails_cleanly(
     """
     client = CLIENTS[client_name](no_autocreate_broker.bootstrap)
     topic = unique_topic("unknown")
-    with pytest.raises(ClientFailure) as failure:
+    with pytest.raises(ClientError) as failure:
         client.produce(topic, make_records(3), timeout_s=5)
     # kafka-python's producer waits for the topic to appear in Metadata until max_block_ms.
     expected = "KafkaTimeoutError" if client_name == "kafka-python" else "UNKNOWN_TOPIC_OR_PARTITION"

@@ -1,0 +1,186 @@
+"""Admin clients behind one interface (:class:`Admin`): topics, partitions, configs, records, cluster.
+
+Implemented by the confluent-kafka and kafka-python modules of this package. The integration
+tests parametrize over :data:`compat_tests.drivers.catalog.ADMINS`; the compatibility drivers of
+those clients do their admin calls through the same classes, so each call is written once.
+Failures raise :class:`~compat_tests.drivers.base.ClientError` whose ``error`` is Kafka's name
+for the broker's error code.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Self
+
+from compat_tests.drivers.base import Driver, GroupDescription, TopicPartition
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigValue:
+    """One DescribeConfigs entry: its value and Kafka's name for its source."""
+
+    value: str | None
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    """What Metadata/DescribeTopics says about a topic."""
+
+    partitions: int
+    topic_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    """One broker as DescribeCluster lists it."""
+
+    node_id: int
+    host: str
+    port: int
+
+
+class Admin(ABC):
+    """An admin client: topics, partitions, configs, records, cluster."""
+
+    name: ClassVar[str]
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+
+    @abstractmethod
+    def create_topic(
+        self,
+        topic: str,
+        partitions: int,
+        replication_factor: int = 1,
+        configs: Mapping[str, str] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        """CreateTopics for one topic; the broker's error raises :class:`~compat_tests.drivers.base.ClientError`."""
+
+    @abstractmethod
+    def delete_topic(self, topic: str) -> None:
+        """DeleteTopics for one topic."""
+
+    @abstractmethod
+    def create_partitions(self, topic: str, total: int) -> None:
+        """CreatePartitions: grow ``topic`` to ``total`` partitions."""
+
+    @abstractmethod
+    def describe_topic(self, topic: str) -> TopicInfo:
+        """Partition count and topic id; an unknown topic raises UNKNOWN_TOPIC_OR_PARTITION."""
+
+    @abstractmethod
+    def list_topics(self) -> set[str]:
+        """Names of every topic in Metadata."""
+
+    @abstractmethod
+    def topic_configs(self, topic: str) -> dict[str, ConfigValue]:
+        """DescribeConfigs for a topic: every key with its value and source."""
+
+    @abstractmethod
+    def broker_configs(self, node_id: int) -> dict[str, ConfigValue]:
+        """DescribeConfigs for a broker: every key with its value and source."""
+
+    @abstractmethod
+    def alter_topic_configs(
+        self, topic: str, configs: Mapping[str, str | None], *, incremental: bool
+    ) -> None:
+        """IncrementalAlterConfigs (SET each key, DELETE where the value is None) or the legacy
+        whole-set AlterConfigs."""
+
+    @abstractmethod
+    def delete_records(self, topic: str, before: Mapping[int, int]) -> dict[int, int]:
+        """DeleteRecords: drop records below the given offsets; returns the new low watermarks."""
+
+    @abstractmethod
+    def brokers(self) -> list[BrokerInfo]:
+        """DescribeCluster's broker list."""
+
+    @abstractmethod
+    def list_offsets(
+        self, topic: str, partitions: Sequence[int], spec: str | int
+    ) -> dict[int, tuple[int, int]]:
+        """AdminClient ListOffsets: ``spec`` is "earliest", "latest", "max_timestamp" or a
+        timestamp; returns (offset, timestamp) per partition, (-1, -1) where there is none."""
+
+    @abstractmethod
+    def describe_group(self, group: str) -> GroupDescription:
+        """State and member assignments of a consumer group."""
+
+    @abstractmethod
+    def group_offsets(self, group: str) -> dict[TopicPartition, int]:
+        """Committed offsets of a consumer group."""
+
+    @abstractmethod
+    def metadata_allowing_creation(self, topic: str) -> TopicInfo:
+        """Metadata for ``topic`` with allow_auto_topic_creation=true (what producers send)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the client."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AdminDriver(Driver):
+    """A compatibility driver whose admin calls go through its client's :class:`Admin`, so each
+    admin call of a client is written once for the integration tests and the scenarios alike."""
+
+    _admin_client: Admin | None = None
+
+    @abstractmethod
+    def make_admin(self) -> Admin:
+        """The client's admin client (created on first use: admin clients connect eagerly, and
+        not every scenario needs one)."""
+
+    @property
+    def admin(self) -> Admin:
+        if self._admin_client is None:
+            self._admin_client = self.make_admin()
+        return self._admin_client
+
+    def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:
+        return {p: offset for p, (offset, _) in self.admin.list_offsets(topic, partitions, spec).items()}
+
+    def list_topics(self) -> set[str]:
+        return self.admin.list_topics()
+
+    def partition_count(self, topic: str) -> int:
+        return self.admin.describe_topic(topic).partitions
+
+    def create_topic(self, topic: str, partitions: int, configs: Mapping[str, str] | None = None) -> None:
+        self.admin.create_topic(topic, partitions, configs=configs)
+
+    def delete_topic(self, topic: str) -> None:
+        self.admin.delete_topic(topic)
+
+    def create_partitions(self, topic: str, total: int) -> None:
+        self.admin.create_partitions(topic, total)
+
+    def delete_records(self, topic: str, partition: int, before_offset: int) -> None:
+        self.admin.delete_records(topic, {partition: before_offset})
+
+    def describe_configs(self, topic: str) -> dict[str, str | None]:
+        return {name: entry.value for name, entry in self.admin.topic_configs(topic).items()}
+
+    def alter_configs(self, topic: str, configs: Mapping[str, str]) -> None:
+        self.admin.alter_topic_configs(topic, configs, incremental=True)
+
+    def describe_group(self, group: str) -> GroupDescription:
+        return self.admin.describe_group(group)
+
+    def group_offsets(self, group: str) -> dict[TopicPartition, int]:
+        return self.admin.group_offsets(group)
+
+    def close(self) -> None:
+        if self._admin_client is not None:
+            self._admin_client.close()
