@@ -121,6 +121,12 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "auto.create.topics.enable", T.BOOLEAN, "true", "Create unknown topics on Metadata requests."
         ),
         ConfigDef(
+            "max.request.partition.size.limit",
+            T.INT,
+            "2000",
+            "Most partitions one DescribeTopicPartitions answer lists; clients page through the rest.",
+        ),
+        ConfigDef(
             "max.partitions.per.request",
             T.INT,
             "10000",

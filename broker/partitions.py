@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
@@ -121,6 +121,15 @@ class PartitionStore:
         info = self._broker.topics.get(topic)
         overrides = info.configs if info is not None else {}
         return LogConfig.from_properties(self._broker.config.topic_defaults() | overrides)
+
+    @property
+    def log_dirs(self) -> list[str]:
+        """The log directories (``log.dirs``), as absolute paths."""
+        return list(self._manager.log_dirs)
+
+    def logs(self) -> Iterator[tuple[tuple[str, int], PartitionLog]]:
+        """Every open partition log, by (topic, partition)."""
+        return self._manager.partitions()
 
     def get(self, topic: str, partition: int) -> PartitionLog | None:
         """The log of a registered partition, or None if the topic or partition is unknown."""

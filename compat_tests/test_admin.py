@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
-from compat_tests.drivers.base import ClientError, Driver, ErrorKind, Message, ProducerSettings
+from compat_tests.drivers.base import (
+    ClientError,
+    Driver,
+    ErrorKind,
+    GroupDescription,
+    Message,
+    ProducerSettings,
+)
 from compat_tests.helpers import eventually
 
 
@@ -54,3 +63,26 @@ def test_create_partitions(driver: Driver, admin: Driver, topic: str) -> None:
 
 def assert_partitions(driver: Driver, topic: str, count: int) -> None:
     assert driver.partition_count(topic) == count
+
+
+def test_describe_group_nobody_joined(driver: Driver) -> None:
+    """A group nobody ever joined: older clients (DescribeGroups v5 and below, or clients that
+    ignore the code) describe it as Dead with no members; clients that negotiate DescribeGroups v6
+    and honour its GROUP_ID_NOT_FOUND (the Java client from 4.0) report the group as not found."""
+    group = f"compat-nobody-{uuid.uuid4().hex[:8]}"
+
+    def described() -> GroupDescription | ClientError:
+        # On a fresh broker the coordinator is not available until __consumer_offsets exists,
+        # and some admin clients report that instead of retrying.
+        try:
+            return driver.describe_group(group)
+        except ClientError as failure:
+            if failure.kind != ErrorKind.GROUP_NOT_FOUND:
+                raise
+            return failure
+
+    answer = eventually(described)
+    if isinstance(answer, ClientError):
+        assert f"Group {group} not found." in answer.detail
+    else:
+        assert (answer.state, answer.members) == ("Dead", [])

@@ -421,10 +421,11 @@ class ConsumerGroups:
     def describe(self, group_id: str) -> dict[str, Any]:
         group = self.group(group_id)
         if group is None:
+            what = "not found" if self._groups.get(group_id) is None else "is not a consumer group"
             return {
                 "group_id": group_id,
                 "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
-                "error_message": f"Group {group_id} not found or is not a consumer group.",
+                "error_message": f"Group {group_id} {what}.",
             }
         return {
             "error_code": ErrorCode.NONE,

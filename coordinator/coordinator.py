@@ -354,11 +354,18 @@ class GroupCoordinator:
     # --- administration ------------------------------------------------------------------
 
     def describe_groups(
-        self, group_ids: list[str], include_authorized_operations: bool
+        self, group_ids: list[str], include_authorized_operations: bool, missing_is_error: bool = False
     ) -> list[dict[str, Any]]:
-        return [self._describe_group(group_id, include_authorized_operations) for group_id in group_ids]
+        """DescribeGroups: a group that is not a classic group is described as Dead, or with
+        ``missing_is_error`` (DescribeGroups v6+, KIP-1043) answered GROUP_ID_NOT_FOUND."""
+        return [
+            self._describe_group(group_id, include_authorized_operations, missing_is_error)
+            for group_id in group_ids
+        ]
 
-    def _describe_group(self, group_id: str, include_authorized_operations: bool) -> dict[str, Any]:
+    def _describe_group(
+        self, group_id: str, include_authorized_operations: bool, missing_is_error: bool
+    ) -> dict[str, Any]:
         described: dict[str, Any] = {
             "error_code": self.availability(group_id),
             "group_id": group_id,
@@ -368,7 +375,15 @@ class GroupCoordinator:
             "members": [],
         }
         group = self._groups.get(group_id)
-        if described["error_code"] is not ErrorCode.NONE or not isinstance(group, ClassicGroup):
+        if described["error_code"] is not ErrorCode.NONE:
+            return described
+        if not isinstance(group, ClassicGroup):
+            if missing_is_error:
+                what = "not found" if group is None else "is not a classic group"
+                described.update(
+                    error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                    error_message=f"Group {group_id} {what}.",
+                )
             return described
         stable = group.is_in(GroupState.STABLE)
         described.update(

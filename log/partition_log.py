@@ -38,7 +38,7 @@ from log.disk_error_report import describe_os_error
 from log.errors import KafkaStorageError, MessageTooLargeError, OffsetOutOfRangeError
 from log.loader import Found, close_all, load_files, segment_name_offset
 from log.open_files import LazyFile
-from log.producer_state import PlacedBatch, ProducerStateManager
+from log.producer_state import PlacedBatch, ProducerEntry, ProducerStateManager
 from log.retention import SegmentFacts, segments_to_delete
 from log.segment import Segment
 from log.storage_probe import probe_writable
@@ -627,6 +627,10 @@ class PartitionLog:
             checkpoint.write(self.directory, durable=durable)
             self._checkpointed = checkpoint
             self._clean_on_disk = clean_shutdown
+
+    def active_producers(self) -> list[ProducerEntry]:
+        """The idempotent producers this partition remembers (DescribeProducers)."""
+        return list(self._producers.entries.values())
 
     def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> None:
         """Forget idle idempotent producers (the broker's producer.id.expiration.ms task)."""

@@ -34,8 +34,4 @@ async def handle_describe_cluster(ctx: RequestContext, request: dict[str, Any]) 
     }
 
 
-DESCRIBE_CLUSTER_V2 = "DescribeCluster v2 (KIP-1073) adds fenced brokers to the answer; a single node is never fenced, and no client has been tested against it yet"
-
-HANDLERS = {
-    ApiKey.DESCRIBE_CLUSTER: Served(handle_describe_cluster, highest=1, why_not_newer=DESCRIBE_CLUSTER_V2)
-}
+HANDLERS = {ApiKey.DESCRIBE_CLUSTER: Served(handle_describe_cluster)}

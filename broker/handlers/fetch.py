@@ -7,7 +7,8 @@ follow KIP-74: the first non-empty partition of a response always gets at least 
 batch, even one larger than ``max_bytes``/``partition_max_bytes``; later partitions only
 get what fits.  A response with less than ``min_bytes`` waits (up to ``max_wait_ms``) for
 an append to any of its partitions.  Fetch sessions (KIP-227) are declined by answering
-``session_id`` 0, which every client handles by sending full fetches.  From v13 topics are
+``session_id`` 0, which every client handles by sending full fetches; a full fetch is served
+whatever session id it names (Go clients send -1 with epoch -1).  From v13 topics are
 named by their (persistent) topic ids; an unknown id is UNKNOWN_TOPIC_ID.
 """
 
@@ -141,8 +142,14 @@ def attach_regions(responses: list[dict[str, Any]]) -> None:
                 partition["records"] = FileRegion(located.fd, located.position, located.length)
 
 
+FULL_FETCH_EPOCHS = (0, -1)
+"""KIP-227: epoch 0 asks for a new session, -1 for none; both are full fetches whatever the
+session id (Kafka closes the named session on -1). Only a later epoch continues a session."""
+
+
 async def handle_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    if request.get("session_id", 0) != 0:
+    if request["session_epoch"] not in FULL_FETCH_EPOCHS:
+        # An incremental fetch in a session: this broker never creates one.
         return {"error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND, "session_id": 0, "responses": []}
     plan = FetchPlan(ctx, request)
     deadline = trio.current_time() + max(0, request["max_wait_ms"]) / 1000
@@ -158,6 +165,4 @@ async def handle_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
 
 
-FETCH_V18 = "Fetch v18 (KIP-1166) adds the high watermark a follower has seen, which only replication uses; a consumer's fetch is the same as v17, and no client has been tested against it yet"
-
-HANDLERS = {ApiKey.FETCH: Served(handle_fetch, highest=17, why_not_newer=FETCH_V18)}
+HANDLERS = {ApiKey.FETCH: Served(handle_fetch)}

@@ -2,7 +2,10 @@
 
 OffsetFetch changed shape twice: v2 added a group-level error (before it, such errors are
 repeated on every partition) and v8 batches several groups per request.  The coordinator
-answers per group; this module folds that into each version's layout.
+answers per group; this module folds that into each version's layout.  From v10 both APIs
+name topics by id (KIP-848): the coordinator keeps offsets by topic name, as Kafka's does, so
+ids are translated here; an id no topic has is UNKNOWN_TOPIC_ID for its partitions, and a
+topic without an id any more (deleted) is left out of a fetch of everything.
 """
 
 from __future__ import annotations
@@ -17,12 +20,63 @@ from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
 
+def _by_name(
+    ctx: RequestContext, topics: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Request topics named by id (v10+) with their names added, and those whose id is unknown."""
+    known, unknown = [], []
+    for topic in topics:
+        info = ctx.broker.topics.by_id(topic["topic_id"])
+        if info is None:
+            unknown.append(topic)
+        else:
+            known.append(topic | {"name": info.name})
+    return known, unknown
+
+
+def _with_ids(ctx: RequestContext, topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Response topics with their ids added; topics that have no id (deleted) are left out."""
+    found = []
+    for topic in topics:
+        info = ctx.broker.topics.get(topic["name"])
+        if info is not None:
+            found.append(topic | {"topic_id": info.topic_id})
+    return found
+
+
+_NO_OFFSET = {"committed_offset": -1, "committed_leader_epoch": -1, "metadata": ""}
+"""What OffsetFetch answers for a partition without an offset, beside its error."""
+
+
+def _unknown_ids(
+    topics: list[dict[str, Any]], partitions_key: str, answer: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """UNKNOWN_TOPIC_ID (with ``answer``'s fields) for every partition of request topics whose id is unknown."""
+    return [
+        {
+            "topic_id": topic["topic_id"],
+            "partitions": [
+                {
+                    "partition_index": p["partition_index"] if isinstance(p, dict) else p,
+                    "error_code": ErrorCode.UNKNOWN_TOPIC_ID,
+                    **(answer or {}),
+                }
+                for p in topic[partitions_key]
+            ],
+        }
+        for topic in topics
+    ]
+
+
 async def handle_offset_commit(
     ctx: RequestContext, request: dict[str, Any]
 ) -> dict[str, Any] | PendingResponse:
     """Commit through the coordinator; under ``flush.messages`` the answer waits for the sync of
     the ``__consumer_offsets`` write, as Kafka's does for its append."""
     durability = ctx.broker.durability
+    requested, unknown = (
+        _by_name(ctx, request["topics"]) if ctx.api_version >= 10 else (request["topics"], [])
+    )
     with durability.collecting() as must_sync:
         topics = coordinator_of(ctx).commit_offsets(
             group_id=request["group_id"],
@@ -30,9 +84,11 @@ async def handle_offset_commit(
             member_id=request.get("member_id", ""),
             group_instance_id=request.get("group_instance_id"),
             retention_time_ms=request.get("retention_time_ms", -1),
-            topics=request["topics"],
+            topics=requested,
             api_version=ctx.api_version,
         )
+    if ctx.api_version >= 10:
+        topics = _with_ids(ctx, topics) + _unknown_ids(unknown, "partitions")
     if not must_sync:
         return {"topics": topics}
     ticket = durability.ticket(must_sync)
@@ -51,6 +107,8 @@ async def handle_offset_commit(
 
 async def handle_offset_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     coordinator = coordinator_of(ctx)
+    if ctx.api_version >= 10:
+        return {"groups": [_fetch_offsets_by_id(ctx, group) for group in request["groups"]]}
     if ctx.api_version >= 8:
         return {
             "groups": [
@@ -76,15 +134,26 @@ async def handle_offset_fetch(ctx: RequestContext, request: dict[str, Any]) -> d
     return {"topics": result["topics"], "error_code": error}
 
 
+def _fetch_offsets_by_id(ctx: RequestContext, group: dict[str, Any]) -> dict[str, Any]:
+    """One group of an OffsetFetch v10+, whose topics are named by id."""
+    requested, unknown = _by_name(ctx, group["topics"]) if group["topics"] is not None else (None, [])
+    result = coordinator_of(ctx).fetch_offsets(
+        group["group_id"], requested, group["member_id"], group["member_epoch"]
+    )
+    if result["error_code"] is ErrorCode.NONE:
+        result["topics"] = _with_ids(ctx, result["topics"]) + _unknown_ids(
+            unknown, "partition_indexes", _NO_OFFSET
+        )
+    return result
+
+
 async def handle_offset_delete(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     error, topics = coordinator_of(ctx).delete_offsets(request["group_id"], request["topics"])
     return {"error_code": error, "topics": topics}
 
 
-GROUP_OFFSETS_V10 = "OffsetCommit and OffsetFetch v10 (KIP-848) name topics by id instead of by name; the coordinator keys offsets by name and does not translate ids yet"
-
 HANDLERS = {
-    ApiKey.OFFSET_COMMIT: Served(handle_offset_commit, highest=9, why_not_newer=GROUP_OFFSETS_V10),
-    ApiKey.OFFSET_FETCH: Served(handle_offset_fetch, highest=9, why_not_newer=GROUP_OFFSETS_V10),
+    ApiKey.OFFSET_COMMIT: Served(handle_offset_commit),
+    ApiKey.OFFSET_FETCH: Served(handle_offset_fetch),
     ApiKey.OFFSET_DELETE: Served(handle_offset_delete),
 }

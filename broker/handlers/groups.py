@@ -161,7 +161,9 @@ async def handle_leave_group(ctx: RequestContext, request: dict[str, Any]) -> di
 
 async def handle_describe_groups(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     groups = coordinator_of(ctx).describe_groups(
-        request["groups"], bool(request.get("include_authorized_operations"))
+        request["groups"],
+        bool(request.get("include_authorized_operations")),
+        missing_is_error=ctx.api_version >= 6,
     )
     return {"groups": groups}
 
@@ -179,15 +181,13 @@ async def handle_delete_groups(ctx: RequestContext, request: dict[str, Any]) -> 
     return {"results": coordinator_of(ctx).delete_groups(group_ids)}
 
 
-DESCRIBE_GROUPS_V6 = "DescribeGroups v6 (KIP-1043) answers GROUP_ID_NOT_FOUND for a group that does not exist, where v5 describes it as Dead; not done yet"
-
 HANDLERS = {
     ApiKey.FIND_COORDINATOR: Served(handle_find_coordinator),
     ApiKey.JOIN_GROUP: Served(handle_join_group),
     ApiKey.HEARTBEAT: Served(handle_heartbeat),
     ApiKey.LEAVE_GROUP: Served(handle_leave_group),
     ApiKey.SYNC_GROUP: Served(handle_sync_group),
-    ApiKey.DESCRIBE_GROUPS: Served(handle_describe_groups, highest=5, why_not_newer=DESCRIBE_GROUPS_V6),
+    ApiKey.DESCRIBE_GROUPS: Served(handle_describe_groups),
     ApiKey.LIST_GROUPS: Served(handle_list_groups),
     ApiKey.DELETE_GROUPS: Served(handle_delete_groups),
 }

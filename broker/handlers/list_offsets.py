@@ -67,6 +67,6 @@ async def handle_list_offsets(ctx: RequestContext, request: dict[str, Any]) -> d
     return {"throttle_time_ms": 0, "topics": per_partition(request["topics"], partial(lookup, ctx))}
 
 
-LIST_OFFSETS_V10 = "ListOffsets v10 (KIP-1075) adds timeout_ms for offsets that tiered storage must look up; there is no tiered storage here and no client has been tested against it yet"
+LIST_OFFSETS_V11 = "ListOffsets v11 (KIP-1023) adds the earliest offset not yet uploaded to tiered storage (timestamp -6); there is no tiered storage here and what Kafka answers for it without any was not checked yet"
 
-HANDLERS = {ApiKey.LIST_OFFSETS: Served(handle_list_offsets, highest=9, why_not_newer=LIST_OFFSETS_V10)}
+HANDLERS = {ApiKey.LIST_OFFSETS: Served(handle_list_offsets, highest=10, why_not_newer=LIST_OFFSETS_V11)}

@@ -134,6 +134,54 @@ async def handle_metadata(ctx: RequestContext, request: dict[str, Any]) -> dict[
     }
 
 
-METADATA_V13 = "Metadata v13 (KIP-1102) adds a top-level error code that tells a client to rebootstrap; nothing here sets it and no client has been tested against it yet"
+async def handle_describe_topic_partitions(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    """DescribeTopicPartitions (KIP-966): Metadata's topics, paged by partitions.
 
-HANDLERS = {ApiKey.METADATA: Served(handle_metadata, highest=12, why_not_newer=METADATA_V13)}
+    As Kafka: an empty topic list means every topic; topics go out sorted by name from the
+    cursor's topic (its partitions from the cursor's index), at most
+    ``min(max.request.partition.size.limit, response_partition_limit)`` partitions, with a
+    cursor to the first partition left out; a named topic before the cursor is skipped, and a
+    cursor naming a topic the list lacks makes the request invalid.
+    """
+    registry = ctx.broker.topics
+    cursor = request["cursor"]
+    after = cursor["topic_name"] if cursor is not None else ""
+    listing_all = not request["topics"]
+    names = [t.name for t in registry.all()] if listing_all else [t["name"] for t in request["topics"]]
+    wanted = sorted({name for name in names if name >= after})
+    if cursor is not None and not listing_all and cursor["topic_name"] not in wanted:
+        return {"topics": [error_entry(t["name"], ErrorCode.INVALID_REQUEST) for t in request["topics"]]}
+    remaining = min(
+        ctx.broker.config.get_int("max.request.partition.size.limit"), request["response_partition_limit"]
+    )
+    topics: list[dict[str, Any]] = []
+    next_cursor = None
+    for name in wanted:
+        if remaining <= 0:
+            next_cursor = {"topic_name": name, "partition_index": 0}
+            break
+        topic = registry.get(name)
+        if topic is None:
+            code = (
+                ErrorCode.INVALID_TOPIC_EXCEPTION
+                if topic_name_error(name)
+                else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            )
+            topics.append(error_entry(name, code) | {"topic_authorized_operations": ALL_TOPIC_OPERATIONS})
+            continue
+        start = cursor["partition_index"] if cursor is not None and name == cursor["topic_name"] else 0
+        entry = topic_entry(ctx, topic, with_operations=True)
+        partitions = [p | {"eligible_leader_replicas": [], "last_known_elr": []} for p in entry["partitions"]]
+        entry["partitions"] = partitions[start : start + remaining]
+        topics.append(entry)
+        if start + remaining < len(partitions):
+            next_cursor = {"topic_name": name, "partition_index": start + remaining}
+            break
+        remaining -= len(entry["partitions"])
+    return {"topics": topics, "next_cursor": next_cursor}
+
+
+HANDLERS = {
+    ApiKey.METADATA: Served(handle_metadata),
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: Served(handle_describe_topic_partitions),
+}

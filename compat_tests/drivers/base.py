@@ -107,6 +107,7 @@ class ErrorKind(StrEnum):
     OFFSET_RESET_NONE = "OFFSET_RESET_NONE"
     """A position was needed (none committed, or out of range) and auto.offset.reset=none."""
     UNKNOWN_TOPIC = "UNKNOWN_TOPIC"
+    GROUP_NOT_FOUND = "GROUP_NOT_FOUND"
     TIMEOUT = "TIMEOUT"
     OTHER = "OTHER"
 
@@ -124,6 +125,7 @@ _PATTERNS: list[tuple[ErrorKind, re.Pattern[str]]] = [
         ErrorKind.UNKNOWN_TOPIC,
         re.compile(r"UnknownTopicOrPartition|UNKNOWN_TOPIC|Unknown topic|not present in metadata", re.I),
     ),
+    (ErrorKind.GROUP_NOT_FOUND, re.compile(r"GroupIdNotFound|GROUP_ID_NOT_FOUND", re.I)),
     (ErrorKind.TIMEOUT, re.compile(r"time.?out|timed.?out", re.I)),
 ]
 

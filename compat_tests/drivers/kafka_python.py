@@ -28,6 +28,7 @@ from kafka.admin import (
 )
 from kafka.net.compat import KafkaNetClient
 from kafka.protocol.admin import DescribeConfigsRequest
+from kafka.protocol.consumer import FetchRequest
 from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.producer import ProduceRequest
 from kafka.record.memory_records import MemoryRecordsBuilder
@@ -322,6 +323,9 @@ class KafkaPythonAdmin(Admin):
     def describe_group(self, group: str) -> GroupDescription:
         with kafka_python_api.errors(NAME):
             description = self.admin.describe_groups([group])[group]
+        if description["error"]:
+            # kafka-python returns a group's error code as text beside its (empty) description.
+            raise client_failure(NAME, "describe_groups", description["error"])
         members = [
             frozenset(
                 (assigned["topic"], p)
@@ -401,3 +405,39 @@ def raw_produce(bootstrap: str, topic: str, partition: int) -> str:
     codes = [p["error_code"] for t in response["responses"] for p in t["partition_responses"]]
     assert len(codes) == 1, response
     return kafka_error_name(codes[0])
+
+
+def raw_fetch(
+    bootstrap: str, topic: str, partition: int, *, session_id: int, session_epoch: int
+) -> tuple[str, int]:
+    """Send one Fetch v12 (from offset 0, not waiting) naming the given fetch session, and return
+    the top-level error name and how many record bytes came back for the partition.
+
+    Stock clients choose their own session ids and epochs; this sends what other clients do
+    (a Go client's sessionless full fetch names session -1 with epoch -1).
+    """
+    fetch_partition = FetchRequest.FetchTopic.FetchPartition(
+        partition=partition,
+        current_leader_epoch=-1,
+        fetch_offset=0,
+        last_fetched_epoch=-1,
+        log_start_offset=-1,
+        partition_max_bytes=1 << 20,
+    )
+    request = FetchRequest(
+        max_version=12,
+        replica_id=-1,
+        max_wait_ms=0,
+        min_bytes=0,
+        max_bytes=1 << 20,
+        isolation_level=0,
+        session_id=session_id,
+        session_epoch=session_epoch,
+        topics=[FetchRequest.FetchTopic(topic=topic, partitions=[fetch_partition])],
+        forgotten_topics_data=[],
+        rack_id="",
+    )
+    with closing(_net_client(bootstrap)) as client:
+        response = _request(client, request)
+    received = sum(len(p["records"] or b"") for t in response["responses"] for p in t["partitions"])
+    return kafka_error_name(response["error_code"]), received

@@ -90,8 +90,8 @@ async def test_api_versions_v3_advertises_what_is_served(tmp_path: Path) -> None
             assert body["error_code"] == ErrorCode.NONE
             ranges = {a["api_key"]: (a["min_version"], a["max_version"]) for a in body["api_keys"]}
             assert ranges[0] == (0, 13)  # Produce: min 0 advertised for old librdkafka
-            assert ranges[1] == (4, 17)  # Fetch 13+ addresses topics by their persistent ids
-            assert ranges[3] == (0, 12)
+            assert ranges[1] == (4, 18)  # Fetch 13+ addresses topics by their persistent ids
+            assert ranges[3] == (0, 13)
             assert 18 in ranges and 22 in ranges
 
 

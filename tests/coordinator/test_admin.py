@@ -37,6 +37,14 @@ def test_describe_an_unknown_group_says_dead(h: Harness) -> None:
     assert described["members"] == []
 
 
+def test_describe_groups_v6_says_an_unknown_group_is_not_found(h: Harness) -> None:
+    [described] = h.coordinator.describe_groups(["nobody"], False, missing_is_error=True)
+    assert (described["error_code"], described["error_message"]) == (
+        E.GROUP_ID_NOT_FOUND,
+        "Group nobody not found.",
+    )
+
+
 def test_list_groups_with_state_and_type_filters(h: Harness) -> None:
     h.stable_group("busy", "a")
     h.commit("idle", {("orders", 0): 1})

@@ -6,6 +6,7 @@ import uuid
 
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient, make_batch
+from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 from wire.record_batch import decode_records, scan_batches
 
@@ -80,3 +81,67 @@ def test_produce_v13_by_topic_id(odradek_broker: OdradekProcess) -> None:
         records = bytes(partition["records"])
         (batch,) = scan_batches(records, from_client=False)
         assert [r.value for r in decode_records(records, batch)] == [b"z"]
+
+
+def commit_by_id(client: RawClient, group: str, topic_id: bytes, offset: int) -> dict:
+    """OffsetCommit v10 (topics by id) for a simple consumer (no generation)."""
+    response = client.request(
+        ApiKey.OFFSET_COMMIT,
+        10,
+        {
+            "group_id": group,
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "topics": [
+                {
+                    "topic_id": topic_id,
+                    "partitions": [
+                        {"partition_index": 0, "committed_offset": offset, "committed_metadata": "m"}
+                    ],
+                }
+            ],
+        },
+    )
+    (topic,) = response["topics"]
+    return topic
+
+
+def fetch_committed_by_id(client: RawClient, group: str, topic_ids: list[bytes] | None) -> list[dict]:
+    """OffsetFetch v10 of ``topic_ids`` (None: everything the group committed)."""
+    topics = None if topic_ids is None else [{"topic_id": t, "partition_indexes": [0]} for t in topic_ids]
+    response = client.request(
+        ApiKey.OFFSET_FETCH, 10, {"groups": [{"group_id": group, "member_epoch": -1, "topics": topics}]}
+    )
+    (found,) = response["groups"]
+    assert found["error_code"] == ErrorCode.NONE, found
+    return found["topics"]
+
+
+def test_offsets_are_committed_and_fetched_by_topic_id(odradek_broker: OdradekProcess) -> None:
+    """OffsetCommit/OffsetFetch v10 (KIP-848) name topics by id; an id no topic has is
+    UNKNOWN_TOPIC_ID, and what v10 commits, a client asking by name (v9) reads back."""
+    unknown_id = uuid.uuid4().bytes
+    with RawClient(odradek_broker.bootstrap) as client:
+        client.create_topic("offsets-by-id")
+        topic_id = client.metadata(["offsets-by-id"])["topics"][0]["topic_id"]
+        committed = commit_by_id(client, "g-by-id", topic_id, 42)
+        assert committed["topic_id"] == topic_id
+        assert committed["partitions"] == [{"partition_index": 0, "error_code": ErrorCode.NONE}]
+        refused = commit_by_id(client, "g-by-id", unknown_id, 7)
+        assert refused["partitions"] == [{"partition_index": 0, "error_code": ErrorCode.UNKNOWN_TOPIC_ID}]
+
+        for asked in ([topic_id], None):
+            (topic,) = fetch_committed_by_id(client, "g-by-id", asked)
+            assert topic["topic_id"] == topic_id
+            (partition,) = topic["partitions"]
+            assert (partition["committed_offset"], partition["metadata"]) == (42, "m")
+        (unknown,) = fetch_committed_by_id(client, "g-by-id", [unknown_id])
+        assert unknown["partitions"][0]["error_code"] == ErrorCode.UNKNOWN_TOPIC_ID
+
+        by_name = client.request(
+            ApiKey.OFFSET_FETCH,
+            9,
+            {"groups": [{"group_id": "g-by-id", "member_epoch": -1, "topics": None}]},
+        )
+        (topic,) = by_name["groups"][0]["topics"]
+        assert (topic["name"], topic["partitions"][0]["committed_offset"]) == ("offsets-by-id", 42)

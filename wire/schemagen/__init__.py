@@ -52,6 +52,9 @@ INTERNAL_TOPICS = (
             "GroupMetadataValue",
         ),
     ),
+    InternalTopic(
+        "transaction_state", "kafka-transaction-coordinator", ("TransactionLogKey", "TransactionLogValue")
+    ),
 )
 
 

@@ -90,15 +90,15 @@ def _translate_field(spec: Spec, common: Mapping[str, list[Spec]]) -> Field:
         if not fields:
             raise SpecError(f"{name}: struct type {struct_name} has no fields")
         nested = translate_fields(fields, common)
+    # A tagged field may give only its taggedVersions, which are then its versions.
+    versions = spec.get("versions", spec.get("taggedVersions"))
     tag = spec.get("tag")
-    if tag is not None and Versions.parse(spec.get("taggedVersions", spec["versions"])) != Versions.parse(
-        spec["versions"]
-    ):
+    if tag is not None and Versions.parse(spec.get("taggedVersions", versions)) != Versions.parse(versions):
         raise SpecError(f"{name}: tagged in only some of its versions")
     return F(
         name,
         kind,
-        spec["versions"],
+        versions,
         *nested,
         nullable=spec.get("nullableVersions", "none"),
         tag=tag,
