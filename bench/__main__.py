@@ -39,6 +39,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="config override for odradek serve (repeatable)")  # fmt: skip
     parser.add_argument("--override-all", action="append", default=[], metavar="KEY=VALUE",
                         help="config override for Odradek and Apache Kafka alike (repeatable)")  # fmt: skip
+    parser.add_argument(
+        "--transaction-records",
+        type=int,
+        default=0,
+        metavar="N",
+        help="produce transactionally, committing every N records (acks=all, idempotent)",
+    )
     parser.add_argument("--json-out", type=Path, help="also write every trial and the summary as JSON")
     return parser.parse_args(argv)
 
@@ -74,14 +81,22 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     messages = args.messages or int(args.megabytes * 1e6 // args.value_size)
-    settings = Settings(messages, args.value_size, args.partitions, phase_timeout_s=args.phase_timeout)
+    settings = Settings(
+        messages,
+        args.value_size,
+        args.partitions,
+        phase_timeout_s=args.phase_timeout,
+        transaction_records=args.transaction_records,
+    )
     launchers = make_launchers(args.brokers, args.override, args.override_all)
     if not launchers:
         return 2
     mb = messages * args.value_size / 1e6
     names = ", ".join(la.name for la in launchers)
+    mode = (f"transactions of {args.transaction_records} records (acks=all)" if args.transaction_records
+            else "acks=1")  # fmt: skip
     print(f"{messages} messages x {args.value_size} B = {mb:.0f} MB, {args.partitions} partitions, "
-          f"acks=1, no compression; brokers: {names}", flush=True)  # fmt: skip
+          f"{mode}, no compression; brokers: {names}", flush=True)  # fmt: skip
 
     trials: dict[str, list[Trial]] = {la.name: [] for la in launchers}
     failures: list[dict[str, str]] = []
@@ -103,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     summaries = [summarize(ts, args.summary) for ts in trials.values() if ts]
     if summaries:
         print()
-        print(table(summaries, ratio=("odradek", "tansu")))
+        reference = next((la.name for la in launchers if la.name != "odradek"), "tansu")
+        print(table(summaries, ratio=("odradek", reference)))
         print(f"\n{args.summary} of {args.repeat} run(s); MB = 10^6 value bytes; "
               "cores = CPU seconds / wall seconds during produce/consume; "
               "others' cores = the rest of the machine (noise).")  # fmt: skip

@@ -115,12 +115,23 @@ class Progress:
               file=sys.stderr, flush=True)  # fmt: skip
 
 
+# A transactional producer must be idempotent with acks=all; its id is fixed, each trial
+# runs on a fresh broker.
+TRANSACTIONAL_CONFIG: dict[str, Any] = {
+    "transactional.id": "bench",
+    "enable.idempotence": True,
+    "acks": "all",
+}
+
+
 def produce(bootstrap: str, broker_pid: int, topic: str, partitions: int, messages: int,
-            value_size: int, timeout_s: float) -> dict[str, Any]:  # fmt: skip
+            value_size: int, timeout_s: float, transaction_records: int = 0) -> dict[str, Any]:  # fmt: skip
     """Send ``messages`` values round-robin over the partitions and wait for every ack.
 
     The clock starts after Metadata is known, so connection set-up is not counted, and stops
-    when flush() returns, i.e. when the broker has acknowledged every message.
+    when flush() returns, i.e. when the broker has acknowledged every message.  With
+    ``transaction_records`` every that many messages are one transaction (init before the
+    clock starts; each commit waits for its records, its markers and the coordinator).
     """
     batches = {"bytes": 0, "count": 0}
     errors: list[str] = []
@@ -136,10 +147,14 @@ def produce(bootstrap: str, broker_pid: int, topic: str, partitions: int, messag
         if err is not None and len(errors) < 10:
             errors.append(str(err))
 
+    config = {**PRODUCER_CONFIG, **(TRANSACTIONAL_CONFIG if transaction_records else {})}
     producer = Producer(
-        {"bootstrap.servers": bootstrap, "stats_cb": on_stats, "on_delivery": on_delivery, **PRODUCER_CONFIG}
+        {"bootstrap.servers": bootstrap, "stats_cb": on_stats, "on_delivery": on_delivery, **config}
     )
     producer.list_topics(topic, timeout=10)
+    if transaction_records:
+        producer.init_transactions(timeout_s)
+        producer.begin_transaction()
     value = b"x" * value_size
     progress = Progress("produce", messages, value_size)
     window = Window(broker_pid)
@@ -154,9 +169,14 @@ def produce(bootstrap: str, broker_pid: int, topic: str, partitions: int, messag
             progress.update(sent)
             if time.monotonic() > deadline:
                 raise TimeoutError(f"produce: only {sent}/{messages} queued in {timeout_s}s") from None
+        if transaction_records and not sent % transaction_records:
+            producer.commit_transaction(max(0.0, deadline - time.monotonic()))
+            producer.begin_transaction()
         if not sent % 10_000:
             producer.poll(0)
             progress.update(sent)
+    if transaction_records:
+        producer.commit_transaction(max(0.0, deadline - time.monotonic()))
     remaining = producer.flush(max(0.0, deadline - time.monotonic()))
     measured = window.close()
     measured["settled_cpu_seconds"] = window.settled_cpu_seconds()
@@ -224,7 +244,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--messages", type=int, required=True)
     parser.add_argument("--value-size", type=int, required=True)
     parser.add_argument("--timeout", type=float, required=True)
+    parser.add_argument("--transaction-records", type=int, default=0, help="produce: records per transaction")
     args = parser.parse_args(argv)
+    extra = {"transaction_records": args.transaction_records} if args.phase == "produce" else {}
     result = PHASES[args.phase](
         args.bootstrap,
         args.broker_pid,
@@ -233,6 +255,7 @@ def main(argv: list[str] | None = None) -> None:
         args.messages,
         args.value_size,
         args.timeout,
+        **extra,
     )
     print(json.dumps(result), flush=True)
 

@@ -32,6 +32,8 @@ class Settings:
     partitions: int = 4
     topic: str = "bench"
     phase_timeout_s: float = 300.0
+    transaction_records: int = 0
+    """Produce in transactions of this many records (0: no transactions, acks=1)."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,8 @@ def run_phase(broker: RunningBroker, phase: str, settings: Settings) -> Phase:
     argv += ["--broker-pid", str(broker.pid), "--topic", settings.topic]
     argv += ["--partitions", str(settings.partitions), "--messages", str(settings.messages)]
     argv += ["--value-size", str(settings.value_size), "--timeout", str(settings.phase_timeout_s)]
+    if phase == "produce" and settings.transaction_records:
+        argv += ["--transaction-records", str(settings.transaction_records)]
     done = subprocess.run(
         argv,
         cwd=REPO_ROOT,

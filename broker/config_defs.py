@@ -360,6 +360,24 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "transaction.state.log.replication.factor", T.SHORT, "1", "Replication of __transaction_state."
         ),
         ConfigDef("transactional.id.expiration.ms", T.INT, "604800000", "Idle transactional id expiry."),
+        ConfigDef(
+            "transaction.state.log.segment.bytes", T.INT, "104857600", "Segment size of __transaction_state."
+        ),
+        ConfigDef(
+            "transaction.max.timeout.ms", T.INT, "900000", "Longest transaction timeout a producer may ask."
+        ),
+        ConfigDef(
+            "transaction.remove.expired.transaction.cleanup.interval.ms",
+            T.INT,
+            "3600000",
+            "How often idle transactional ids expire.",
+        ),
+        ConfigDef(
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+            T.INT,
+            "10000",
+            "Accepted for compatibility: Odradek aborts each transaction at its own deadline.",
+        ),
         ConfigDef("producer.id.expiration.ms", T.INT, "86400000", "Idle idempotent producer state expiry."),
         ConfigDef(
             "max.incremental.fetch.session.cache.slots",

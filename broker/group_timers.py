@@ -1,11 +1,12 @@
-"""The group coordinator inside the broker: creating it, loading it, and firing its timers.
+"""The coordinators inside the broker: creating them, loading them, and firing their timers.
 
-The coordinator is sans-IO; this module gives it what it needs from the broker — the
-``__consumer_offsets`` partition logs (the topic is created on first use, as Kafka does),
-the topic registry, the wall clock, the flush policy for its writes (``broker.durability``:
-under ``flush.messages`` an offset commit is answered once synced) — and runs the one background task that replays the
-offsets topic at start-up and then sleeps until the coordinator's next deadline (a session
-timeout, a rebalance timeout, the initial rebalance delay, the offset retention check).
+The coordinators are sans-IO; this module gives them what they need from the broker — the
+partition logs of their internal topic (``__consumer_offsets``, ``__transaction_state``:
+created on first use, as Kafka does), the topic registry, the wall clock, the flush policy for
+their writes (``broker.durability``: under ``flush.messages`` an offset commit is answered once
+synced) — and runs, per coordinator, the one background task that replays its topic at
+start-up and then sleeps until its next deadline (a session timeout, a rebalance timeout, the
+initial rebalance delay, the offset retention check, a transaction timeout).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from coordinator.config import CoordinatorConfig
 from coordinator.coordinator import GroupCoordinator
 from coordinator.log_storage import LogStorage
 from coordinator.offsets_topic import OFFSETS_TOPIC
+from coordinator.partitioned import PartitionedCoordinator
 from log.clock import Clock
 from log.partition_log import PartitionLog
 
@@ -32,42 +34,51 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def internal_topic_storage(broker: Broker, topic: str, partitions: int, segment_bytes_key: str) -> LogStorage:
+    """Coordinator storage over a compacted internal topic, created on first use (as Kafka does)."""
+
+    def partition_log(partition: int, create: bool) -> PartitionLog | None:
+        if topic not in broker.topics:
+            if not create:
+                return None
+            segment_bytes = str(broker.config.get_int(segment_bytes_key))
+            create_topic(
+                broker,
+                NewTopic(topic, partitions, 1, {"cleanup.policy": "compact", "segment.bytes": segment_bytes}),
+            )
+        return broker.partitions.get(topic, partition)
+
+    return LogStorage(partition_log, lambda partition: announce_append(broker, (topic, partition)))
+
+
+def announce_append(broker: Broker, key: tuple[str, int]) -> None:
+    """A coordinator wrote to ``key``: have it synced under the flush policy, and wake fetchers."""
+    written = broker.partitions.get(*key)
+    if written is not None and broker.durability.after_append(key, written, 1, wrote=True):
+        # Hidden until synced; an OffsetCommit waits for that itself, the coordinator's other
+        # writes (group metadata, expiry, transaction state and markers) have the next round
+        # run without a waiter.
+        broker.durability.sync_soon()
+    else:
+        broker.appends.notify(key)
+
+
+def partitions_of(broker: Broker, topic: str, configured: int) -> int:
+    """How many partitions a coordinator's topic has: keys map to partitions by the topic's
+    real size, so changing the setting later must not move them (Kafka, too, reads the count
+    from the existing topic)."""
+    existing = broker.topics.get(topic)
+    return existing.partitions if existing is not None else configured
+
+
 def create_group_coordinator(broker: Broker) -> GroupCoordinator:
     """A coordinator over this broker's ``__consumer_offsets`` (not yet loaded)."""
     config = CoordinatorConfig.from_config(broker.config)
-    existing = broker.topics.get(OFFSETS_TOPIC)
-    if existing is not None and existing.partitions != config.offsets_topic_partitions:
-        # Groups map to partitions by the topic's real size; changing the setting later
-        # must not move them (Kafka, too, reads the count from the existing topic).
-        config = dataclasses.replace(config, offsets_topic_partitions=existing.partitions)
-
-    def partition_log(partition: int, create: bool) -> PartitionLog | None:
-        if OFFSETS_TOPIC not in broker.topics:
-            if not create:
-                return None
-            segment_bytes = str(broker.config.get_int("offsets.topic.segment.bytes"))
-            create_topic(
-                broker,
-                NewTopic(
-                    OFFSETS_TOPIC,
-                    config.offsets_topic_partitions,
-                    1,
-                    {"cleanup.policy": "compact", "segment.bytes": segment_bytes},
-                ),
-            )
-        return broker.partitions.get(OFFSETS_TOPIC, partition)
-
-    def appended(partition: int) -> None:
-        key = (OFFSETS_TOPIC, partition)
-        written = broker.partitions.get(*key)
-        if written is not None and broker.durability.after_append(key, written, 1, wrote=True):
-            # Hidden until synced; an OffsetCommit waits for that itself, the coordinator's other
-            # writes (group metadata, expiry) have the next round run without a waiter.
-            broker.durability.sync_soon()
-        else:
-            broker.appends.notify(key)
-
-    storage = LogStorage(partition_log, appended)
+    partitions = partitions_of(broker, OFFSETS_TOPIC, config.offsets_topic_partitions)
+    config = dataclasses.replace(config, offsets_topic_partitions=partitions)
+    storage = internal_topic_storage(
+        broker, OFFSETS_TOPIC, config.offsets_topic_partitions, "offsets.topic.segment.bytes"
+    )
     return GroupCoordinator(config, storage, broker.topics, broker.clock)
 
 
@@ -77,27 +88,27 @@ def install_group_coordinator(broker: Broker) -> GroupCoordinator:
     broker.coordinator = coordinator
 
     async def run() -> None:
-        await run_group_coordinator(coordinator, broker.clock)
+        await run_coordinator(coordinator, broker.clock, "group coordinator")
 
     broker.background_tasks.append(run)
     return coordinator
 
 
-async def run_group_coordinator(coordinator: GroupCoordinator, clock: Clock) -> None:
-    """Replay ``__consumer_offsets`` partition by partition, then fire timers on time forever.
+async def run_coordinator(coordinator: PartitionedCoordinator, clock: Clock, name: str) -> None:
+    """Replay the coordinator's internal topic partition by partition, then fire timers on time forever.
 
-    Loading yields between partitions so the broker keeps serving other requests; groups of
+    Loading yields between partitions so the broker keeps serving other requests; keys of
     partitions not yet loaded are answered with COORDINATOR_LOAD_IN_PROGRESS meanwhile.
     """
     started = time.monotonic()
-    for partition in range(coordinator.config.offsets_topic_partitions):
+    for partition in range(coordinator.partitions):
         coordinator.load_partition(partition)
         await trio.sleep(0)
-    log.info("group coordinator loaded in %.2f s", time.monotonic() - started)
-    await drive_timers(coordinator, clock)
+    log.info("%s loaded in %.2f s", name, time.monotonic() - started)
+    await drive_timers(coordinator, clock, name)
 
 
-async def drive_timers(coordinator: GroupCoordinator, clock: Clock) -> None:
+async def drive_timers(coordinator: PartitionedCoordinator, clock: Clock, name: str) -> None:
     """Sleep until the next deadline (or an earlier one gets scheduled), then fire what is due."""
     while True:
         wake = trio.Event()
@@ -106,7 +117,7 @@ async def drive_timers(coordinator: GroupCoordinator, clock: Clock) -> None:
             coordinator.on_time(clock())
         except Exception:
             # A bug in one timer callback must not take the broker down with it.
-            log.exception("group coordinator timer failed")
+            log.exception("%s timer failed", name)
         deadline = coordinator.next_deadline()
         timeout = math.inf if deadline is None else max(0, deadline - clock()) / 1000
         with trio.move_on_after(timeout):

@@ -32,7 +32,9 @@ from broker.partitions import PartitionStore
 from broker.peer_watch import PeerWatch
 from broker.producer_ids import ProducerIdAllocator
 from broker.topics import TopicRegistry
+from broker.txn_coordinator import install_transaction_coordinator
 from coordinator.coordinator import GroupCoordinator
+from coordinator.transactions import TransactionCoordinator
 from log.checkpoint import write_atomically
 from log.clock import Clock, wall_clock_ms
 from wire.api_keys import ApiKey
@@ -87,6 +89,7 @@ class Broker:
         self.supported: dict[ApiKey, ApiSupport] = supported_apis(self.served)
         self.listeners: list[Listener] = []
         self.coordinator: GroupCoordinator | None = None
+        self.transactions: TransactionCoordinator | None = None
         queued_bytes = config.get_int("queued.max.request.bytes")
         self.request_memory = MemoryBudget(queued_bytes if queued_bytes > 0 else None)
         self.peer_watch = PeerWatch()
@@ -99,6 +102,7 @@ class Broker:
             self.peer_watch.run,
         ]
         install_group_coordinator(self)
+        install_transaction_coordinator(self)
 
     @property
     def endpoint(self) -> Listener:

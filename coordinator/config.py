@@ -1,4 +1,4 @@
-"""The group coordinator's settings, read from the broker config under Kafka's key names.
+"""The group and transaction coordinators' settings, read from the broker config under Kafka's key names.
 
 Kept as one frozen value so the state machine never reaches back into the broker's config
 object (the coordinator stays importable and testable without ``broker/``).
@@ -62,13 +62,39 @@ class CoordinatorConfig:
     @classmethod
     def from_config(cls, config: ConfigLookup) -> CoordinatorConfig:
         """Read every setting that ``config`` defines (unset or empty: keep the default)."""
-        settings: dict[str, Any] = {}
-        for name, key in _NUMBER_KEYS.items():
-            if value := config.get(key):
-                settings[name] = int(value)
+        settings = _numbers(config, _NUMBER_KEYS)
         if minutes := config.get("offsets.retention.minutes"):
             settings["offsets_retention_ms"] = int(minutes) * 60_000
         for name, key in _NAME_LIST_KEYS.items():
             if value := config.get(key):
                 settings[name] = tuple(v.strip() for v in value.split(",") if v.strip())
         return cls(**settings)
+
+
+def _numbers(config: ConfigLookup, keys: dict[str, str]) -> dict[str, Any]:
+    """Every whole-number setting of ``keys`` (field name -> Kafka key) that ``config`` sets."""
+    return {name: int(value) for name, key in keys.items() if (value := config.get(key))}
+
+
+_TRANSACTION_KEYS = {
+    "state_log_partitions": "transaction.state.log.num.partitions",
+    "max_timeout_ms": "transaction.max.timeout.ms",
+    "id_expiration_ms": "transactional.id.expiration.ms",
+    "remove_expired_interval_ms": "transaction.remove.expired.transaction.cleanup.interval.ms",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionConfig:
+    """Kafka's transaction coordinator settings with Kafka's defaults."""
+
+    state_log_partitions: int = 50
+    max_timeout_ms: int = 900_000
+    id_expiration_ms: int = 7 * 24 * 60 * 60 * 1000
+    remove_expired_interval_ms: int = 3_600_000
+    # Kafka retries a marker write that failed (a partition offline) until it succeeds.
+    marker_retry_ms: int = 1000
+
+    @classmethod
+    def from_config(cls, config: ConfigLookup) -> TransactionConfig:
+        return cls(**_numbers(config, _TRANSACTION_KEYS))

@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from coordinator.classic_group import ClassicGroup, GroupError, GroupState, Responder, join_error, sync_error
 from coordinator.classic_protocol import ClassicGroups, JoinRequest, SyncRequest
 from coordinator.config import CoordinatorConfig
 from coordinator.consumer_group import ConsumerGroup
 from coordinator.consumer_heartbeat import ConsumerGroups, HeartbeatRequest, heartbeat_response
-from coordinator.offsets import Offsets, TopicCatalog, topics_with_error
-from coordinator.offsets_topic import partition_for
+from coordinator.offsets import Offsets, Producer, TopicCatalog, topics_with_error
+from coordinator.partitioned import PartitionedCoordinator
 from coordinator.records import (
     GroupMetadataKey,
     OffsetCommitKey,
@@ -35,7 +35,6 @@ from coordinator.records import (
     encode_group_metadata,
     encode_offset_commit,
 )
-from coordinator.timer import Timer
 from log.errors import KafkaStorageError, LogError
 from wire.error_codes import ErrorCode
 from wire.errors import DecodeError
@@ -43,6 +42,10 @@ from wire.errors import DecodeError
 log = logging.getLogger(__name__)
 
 Record = tuple[bytes, bytes | None]
+NO_PRODUCER_ID = -1
+# OffsetCommit v9 (KIP-848): members commit with their member epoch; a missing group is
+# GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION.
+FIRST_MEMBER_EPOCH_COMMIT_VERSION = 9
 CLASSIC_GROUP_TYPE = "classic"
 CONSUMER_GROUP_TYPE = "consumer"
 # Without an authorizer every operation Kafka defines on groups is allowed; these are the
@@ -50,19 +53,42 @@ CONSUMER_GROUP_TYPE = "consumer"
 GROUP_AUTHORIZED_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
 
 
+class StoredRecord(NamedTuple):
+    """A record read back from a coordinator's topic."""
+
+    key: bytes
+    value: bytes | None  # None: a tombstone
+    producer_id: int = NO_PRODUCER_ID
+    """The producer whose transaction wrote it (TxnOffsetCommit), or -1."""
+
+
+class StoredMarker(NamedTuple):
+    """A transaction marker read back: ``producer_id``'s transaction ended here."""
+
+    producer_id: int
+    commit: bool
+
+
 class CoordinatorStorage(Protocol):
-    """The ``__consumer_offsets`` partitions, as appendable and replayable record lists."""
+    """A coordinator's internal topic partitions, as appendable and replayable record lists."""
 
-    def append(self, partition: int, records: Sequence[Record], now_ms: int) -> None:
-        """Append (key, value) records atomically; raise OSError or a LogError on failure."""
+    def append(
+        self, partition: int, records: Sequence[Record], now_ms: int, producer: Producer | None = None
+    ) -> None:
+        """Append (key, value) records atomically, inside ``producer``'s transaction if given;
+        raise OSError or a LogError on failure."""
         ...
 
-    def read(self, partition: int) -> Iterable[Record]:
-        """Every (key, value) record of ``partition`` in log order (value None = tombstone)."""
+    def append_marker(self, partition: int, producer: Producer, commit: bool, now_ms: int) -> None:
+        """Append the marker ending ``producer``'s transaction in ``partition``."""
+        ...
+
+    def read(self, partition: int) -> Iterable[StoredRecord | StoredMarker]:
+        """Every record and marker of ``partition`` in log order."""
         ...
 
 
-class GroupCoordinator:
+class GroupCoordinator(PartitionedCoordinator):
     """Classic and consumer groups, and committed offsets, of every ``__consumer_offsets`` partition."""
 
     def __init__(
@@ -72,21 +98,16 @@ class GroupCoordinator:
         topics: TopicCatalog,
         clock: Callable[[], int],
     ) -> None:
+        super().__init__(config.offsets_topic_partitions)
         self.config = config
         self._storage = storage
         self._clock = clock
         self._groups: dict[str, Any] = {}
-        self._timer = Timer()
-        self._loaded: set[int] = set()
-        self._started = False
         self.classic = ClassicGroups(self._groups, self._timer, clock, config, self._write)
         self.offsets = Offsets(topics, clock, config.offset_metadata_max_bytes, self._write)
         self.consumer = ConsumerGroups(self._groups, self._timer, clock, config, topics)
 
     # --- partitions, loading and storage -------------------------------------------------
-
-    def partition_for(self, group_id: str) -> int:
-        return partition_for(group_id, self.config.offsets_topic_partitions)
 
     def load(self) -> None:
         """Replay every partition at once, then serve (the broker yields between partitions instead)."""
@@ -100,21 +121,29 @@ class GroupCoordinator:
         with COORDINATOR_NOT_AVAILABLE, and requests for groups of partitions not yet loaded
         with COORDINATOR_LOAD_IN_PROGRESS, which clients retry.
         """
-        if not self._started:
-            self._started = True
+        if self._mark_started():
             self._schedule_cleanup()
-        for key, value in self._storage.read(partition):
-            self._replay(key, value)
+        for stored in self._storage.read(partition):
+            if isinstance(stored, StoredMarker):
+                self.offsets.complete_transaction(
+                    stored.producer_id, stored.commit, lambda group: self.partition_for(group) == partition
+                )
+            else:
+                self._replay(stored)
         self._loaded.add(partition)
         for group in list(self._groups.values()):
             if isinstance(group, ClassicGroup) and self.partition_for(group.group_id) == partition:
                 self.classic.on_loaded(group)
 
-    def _replay(self, key_bytes: bytes, value_bytes: bytes | None) -> None:
+    def _replay(self, stored: StoredRecord) -> None:
+        key_bytes, value_bytes = stored.key, stored.value
         try:
             key = decode_key(key_bytes)
             if isinstance(key, OffsetCommitKey):
                 value = None if value_bytes is None else decode_offset_value(value_bytes)
+                if value is not None and stored.producer_id != NO_PRODUCER_ID:
+                    self.offsets.replay_transactional(stored.producer_id, key, value)
+                    return
                 if value is not None and key.group not in self._groups:
                     # Offsets without group metadata belong to a "simple" group (assign()
                     # plus commit, or an admin tool).
@@ -133,9 +162,9 @@ class GroupCoordinator:
         except DecodeError as error:
             log.warning("skipping undecodable __consumer_offsets record: %s", error)
 
-    def _write(self, group_id: str, records: list[Record]) -> ErrorCode:
+    def _write(self, group_id: str, records: list[Record], producer: Producer | None = None) -> ErrorCode:
         try:
-            self._storage.append(self.partition_for(group_id), records, self._clock())
+            self._storage.append(self.partition_for(group_id), records, self._clock(), producer)
         except (OSError, KafkaStorageError) as error:
             # Kafka answers a storage failure with NOT_COORDINATOR: clients look the
             # coordinator up again and retry.
@@ -146,27 +175,7 @@ class GroupCoordinator:
             return ErrorCode.UNKNOWN_SERVER_ERROR
         return ErrorCode.NONE
 
-    def availability(self, group_id: str) -> ErrorCode:
-        """Whether this coordinator can serve ``group_id`` right now."""
-        if not self._started:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if self.partition_for(group_id) not in self._loaded:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        return ErrorCode.NONE
-
     # --- time ----------------------------------------------------------------------------
-
-    def set_wakeup(self, callback: Callable[[], None] | None) -> None:
-        """``callback`` runs whenever a deadline earlier than all others is scheduled."""
-        self._timer.on_earlier_deadline = callback
-
-    def next_deadline(self) -> int | None:
-        return self._timer.next_deadline()
-
-    def on_time(self, now_ms: int) -> None:
-        """Fire every timer due at ``now_ms`` (including ones that firing makes due)."""
-        while (callback := self._timer.pop_due(now_ms)) is not None:
-            callback()
 
     def _schedule_cleanup(self) -> None:
         self._timer.schedule(
@@ -280,8 +289,14 @@ class GroupCoordinator:
         retention_time_ms: int,
         topics: list[dict[str, Any]],
         api_version: int,
+        producer: Producer | None = None,
     ) -> list[dict[str, Any]]:
-        """OffsetCommit: response topics with an error code per partition."""
+        """OffsetCommit (and TxnOffsetCommit, given the ``producer`` whose transaction the
+        commit joins): response topics with an error code per partition."""
+        if producer is not None:
+            # A transactional commit is checked as a consumer-protocol member's commit would be
+            # (member epoch = generation), whatever the TxnOffsetCommit version.
+            api_version = max(api_version, FIRST_MEMBER_EPOCH_COMMIT_VERSION)
         valid, unknown = self.offsets.unknown_partitions(topics)
         if not valid:
             return unknown
@@ -297,7 +312,9 @@ class GroupCoordinator:
                 # Since v9 a member of a group that does not exist is told so; older clients
                 # understand ILLEGAL_GENERATION.
                 raise GroupError(
-                    ErrorCode.GROUP_ID_NOT_FOUND if api_version >= 9 else ErrorCode.ILLEGAL_GENERATION
+                    ErrorCode.GROUP_ID_NOT_FOUND
+                    if api_version >= FIRST_MEMBER_EPOCH_COMMIT_VERSION and producer is None
+                    else ErrorCode.ILLEGAL_GENERATION
                 )
             group.validate_offset_commit(member_id, group_instance_id, generation_id, api_version)
         except GroupError as failure:
@@ -305,7 +322,7 @@ class GroupCoordinator:
         if isinstance(group, ClassicGroup) and group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE):
             # Committing keeps a classic member's session alive, as a heartbeat would.
             self.classic.reschedule_heartbeat(group, member_id)
-        return unknown + self.offsets.commit(group_id, retention_time_ms, valid)
+        return unknown + self.offsets.commit(group_id, retention_time_ms, valid, producer)
 
     def fetch_offsets(
         self,
@@ -313,11 +330,13 @@ class GroupCoordinator:
         topics: list[dict[str, Any]] | None,
         member_id: str | None = None,
         member_epoch: int = -1,
+        require_stable: bool = False,
     ) -> dict[str, Any]:
         """OffsetFetch for one group (``topics`` None = every committed partition).
 
         A member of a consumer group (OffsetFetch v9+) is checked against its epoch, so a
-        fenced member cannot read positions it no longer owns.
+        fenced member cannot read positions it no longer owns.  ``require_stable`` (v7+): see
+        :meth:`Offsets.fetch`.
         """
         error = self.availability(group_id)
         group = self._groups.get(group_id)
@@ -331,7 +350,7 @@ class GroupCoordinator:
         return {
             "group_id": group_id,
             "error_code": ErrorCode.NONE,
-            "topics": self.offsets.fetch(group_id, topics, group is not None),
+            "topics": self.offsets.fetch(group_id, topics, group is not None, require_stable),
         }
 
     def delete_offsets(
@@ -350,6 +369,15 @@ class GroupCoordinator:
         except GroupError as failure:
             return failure.code, []
         return ErrorCode.NONE, unknown + self.offsets.delete(group, group_id, valid)
+
+    def complete_transaction(self, partition: int, producer: Producer, commit: bool) -> None:
+        """Write the marker ending ``producer``'s transaction to ``partition`` of
+        ``__consumer_offsets``, then apply (commit) or drop (abort) the offsets it committed
+        there.  Raises OSError or a LogError when the marker cannot be written."""
+        self._storage.append_marker(partition, producer, commit, self._clock())
+        self.offsets.complete_transaction(
+            producer[0], commit, lambda group: self.partition_for(group) == partition
+        )
 
     # --- administration ------------------------------------------------------------------
 
@@ -410,7 +438,7 @@ class GroupCoordinator:
         """ListGroups with Kafka's case-insensitive state and type filters."""
         if not self._started:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
-        if len(self._loaded) < self.config.offsets_topic_partitions:
+        if not self.fully_loaded:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
         wanted_states = {state.strip().lower() for state in states}
         wanted_types = {kind.strip().lower() for kind in types}

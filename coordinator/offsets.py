@@ -3,6 +3,11 @@
 The in-memory map is a cache of ``__consumer_offsets``: a commit is first appended to the
 group's partition and only then applied, through the same :meth:`Offsets.replay` that
 rebuilds the map at start-up, so what clients read is always what a restart will read.
+
+A transactional commit (TxnOffsetCommit) is written inside the producer's transaction and
+stays pending until the transaction's marker reaches the partition: a commit marker applies it,
+an abort marker drops it.  Meanwhile OffsetFetch with ``require_stable`` (read_committed
+consumers) answers UNSTABLE_OFFSET_COMMIT for those partitions, as Kafka does (KIP-447).
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ log = logging.getLogger(__name__)
 
 Record = tuple[bytes, bytes | None]
 TopicPartition = tuple[str, int]
+Producer = tuple[int, int]
+"""(producer id, epoch) of a transactional write."""
+OffsetWriter = Callable[[str, list[Record], Producer | None], ErrorCode]
 INVALID_OFFSET = -1
 
 
@@ -53,13 +61,15 @@ class Offsets:
         topics: TopicCatalog,
         clock: Callable[[], int],
         metadata_max_bytes: int,
-        write: Callable[[str, list[Record]], ErrorCode],
+        write: OffsetWriter,
     ) -> None:
         self._topics = topics
         self._clock = clock
         self._metadata_max_bytes = metadata_max_bytes
         self._write = write
         self._by_group: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        # Transactional commits not yet decided, by producer id.
+        self._pending: dict[int, dict[OffsetCommitKey, OffsetAndMetadata]] = {}
 
     # --- state ---------------------------------------------------------------------------
 
@@ -73,6 +83,33 @@ class Offsets:
                     del self._by_group[key.group]
         else:
             self._by_group.setdefault(key.group, {})[key.topic, key.partition] = value
+
+    def replay_transactional(self, producer_id: int, key: OffsetCommitKey, value: OffsetAndMetadata) -> None:
+        """Hold a commit written inside ``producer_id``'s transaction until its marker."""
+        self._pending.setdefault(producer_id, {})[key] = value
+
+    def complete_transaction(
+        self, producer_id: int, commit: bool, in_partition: Callable[[str], bool]
+    ) -> None:
+        """The transaction's marker reached a partition: apply (commit) or drop (abort) what
+        ``producer_id`` committed there for the groups ``in_partition`` accepts."""
+        pending = self._pending.get(producer_id)
+        if not pending:
+            return
+        for key in [key for key in pending if in_partition(key.group)]:
+            value = pending.pop(key)
+            if commit:
+                self.replay(key, value)
+        if not pending:
+            del self._pending[producer_id]
+
+    def _unstable(self, group_id: str) -> set[TopicPartition]:
+        return {
+            (key.topic, key.partition)
+            for pending in self._pending.values()
+            for key in pending
+            if key.group == group_id
+        }
 
     # --- OffsetCommit --------------------------------------------------------------------
 
@@ -99,9 +136,16 @@ class Offsets:
         return valid, unknown
 
     def commit(
-        self, group_id: str, retention_time_ms: int, topics: list[dict[str, Any]]
+        self,
+        group_id: str,
+        retention_time_ms: int,
+        topics: list[dict[str, Any]],
+        producer: Producer | None = None,
     ) -> list[dict[str, Any]]:
-        """Store offsets of existing partitions for a validated committer; response topics."""
+        """Store offsets of existing partitions for a validated committer; response topics.
+
+        With ``producer`` the commit is part of that producer's transaction (pending).
+        """
         now = self._clock()
         # OffsetCommit v2-4 let clients pick a retention; -1 means the broker's default.
         expire = now + retention_time_ms if retention_time_ms >= 0 else None
@@ -128,36 +172,49 @@ class Offsets:
                 results.append(_partition_result(partition, ErrorCode.NONE))
             response.append({"name": topic["name"], "partitions": results})
         if records:
-            error = self._write(group_id, records)
+            error = self._write(group_id, records, producer)
             if error is not ErrorCode.NONE:
                 return topics_with_error(topics, error)
             for key, value in applied:
-                self.replay(key, value)
+                if producer is None:
+                    self.replay(key, value)
+                else:
+                    self.replay_transactional(producer[0], key, value)
         return response
 
     # --- OffsetFetch ---------------------------------------------------------------------
 
     def fetch(
-        self, group_id: str, topics: list[dict[str, Any]] | None, group_exists: bool
+        self,
+        group_id: str,
+        topics: list[dict[str, Any]] | None,
+        group_exists: bool,
+        require_stable: bool = False,
     ) -> list[dict[str, Any]]:
         """Committed offsets of the requested partitions (all of them when ``topics`` is None).
 
         Partitions without a commit get offset -1 and no error, which consumers read as "use
-        auto.offset.reset".  A group that does not exist simply has no commits.
+        auto.offset.reset".  A group that does not exist simply has no commits.  With
+        ``require_stable``, partitions with an undecided transactional commit are
+        UNSTABLE_OFFSET_COMMIT (the consumer retries).
         """
         committed = self._by_group.get(group_id, {}) if group_exists else {}
+        unstable = self._unstable(group_id) if require_stable else set()
+
+        def fetched(topic: str, partition: int) -> dict[str, Any]:
+            if (topic, partition) in unstable:
+                return _fetched(partition, None) | {"error_code": ErrorCode.UNSTABLE_OFFSET_COMMIT}
+            return _fetched(partition, committed.get((topic, partition)))
+
         if topics is None:
             by_topic: dict[str, list[dict[str, Any]]] = {}
-            for (topic, partition), value in committed.items():
-                by_topic.setdefault(topic, []).append(_fetched(partition, value))
+            for topic, partition in [*committed, *(unstable - committed.keys())]:
+                by_topic.setdefault(topic, []).append(fetched(topic, partition))
             return [{"name": name, "partitions": partitions} for name, partitions in by_topic.items()]
         return [
             {
                 "name": topic["name"],
-                "partitions": [
-                    _fetched(index, committed.get((topic["name"], index)))
-                    for index in topic["partition_indexes"]
-                ],
+                "partitions": [fetched(topic["name"], i) for i in topic["partition_indexes"]],
             }
             for topic in topics
         ]
@@ -182,7 +239,7 @@ class Offsets:
                     keys.append(key)
             response.append(_topic_result(name, topic["partitions"], ErrorCode.NONE))
         if records:
-            error = self._write(group_id, records)
+            error = self._write(group_id, records, None)
             if error is not ErrorCode.NONE:
                 return topics_with_error(topics, error)
             for key in keys:

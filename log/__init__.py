@@ -7,11 +7,13 @@ from log.config import LogConfig
 from log.errors import (
     InvalidConfigError,
     InvalidProducerEpochError,
+    InvalidTxnStateError,
     KafkaStorageError,
     LogError,
     MessageTooLargeError,
     OffsetOutOfRangeError,
     OutOfOrderSequenceError,
+    TransactionCoordinatorFencedError,
 )
 from log.manager import LogManager
 from log.partition_log import AppendInfo, FileSlice, PartitionLog
@@ -21,6 +23,7 @@ __all__ = [
     "FileSlice",
     "InvalidConfigError",
     "InvalidProducerEpochError",
+    "InvalidTxnStateError",
     "KafkaStorageError",
     "LogConfig",
     "LogError",
@@ -29,4 +32,5 @@ __all__ = [
     "OffsetOutOfRangeError",
     "OutOfOrderSequenceError",
     "PartitionLog",
+    "TransactionCoordinatorFencedError",
 ]

@@ -22,6 +22,15 @@ A pass over one log, with Kafka's rules:
    ends the cleanable range (its offsets mark where the log was cleaned to).
 4. **Swap.**  Each fsynced group is swapped in by ``PartitionLog.replace_segments``
    (``.cleaned`` -> ``.swap`` -> live; see ``log.swap`` for crash recovery).
+5. **Transactions.**  Nothing at or past the last stable offset is cleaned (an open
+   transaction's outcome is unknown).  Batches of aborted transactions (known from the
+   aborted-transaction indexes) put no key in the offset map, so an aborted value never
+   shadows a committed one, and are dropped like records compacted away (their header stays
+   when it is the producer's last batch or ends the cleanable range).  Transaction markers are
+   always kept, and with them their aborts' index entries, which each cleaned segment carries
+   over: Kafka drops a marker once its transaction's data is gone and ``delete.retention.ms``
+   has passed, but a kept marker only costs a few dozen bytes, and dropping it would need the
+   cleaner to prove that no consumer still reads below it.
 
 Threading: steps 2 and 3 (``build_offset_map``, ``clean_group``) only read inactive segments
 and write ``.cleaned`` files, so the broker runs them in a worker thread; ``begin`` and the
@@ -42,6 +51,7 @@ from log.errors import KafkaStorageError, LogError
 from log.partition_log import PartitionLog
 from log.segment import Segment
 from log.swap import CLEANED
+from log.txn_index import AbortedTxn
 from wire.bounded_decompress import decompressed_limit
 from wire.record_batch import HEADER_SIZE, BatchInfo, CorruptRecordError, parse_batch_header
 
@@ -93,9 +103,9 @@ def cleanable_range(log: PartitionLog, now_ms: int) -> Cleanable:
     if not log.log_start_offset <= first_dirty <= log.log_end_offset:
         first_dirty = log.log_start_offset  # truncated or never cleaned: start over
     dirty = [s for s, end in zip(segments[:-1], ends, strict=False) if end > first_dirty]
-    # Never what consumers cannot see yet (appends waiting for a sync), as Kafka's bound by
-    # the high watermark.
-    uncleanable = min(segments[-1].base_offset, log.high_watermark)
+    # Never what consumers cannot see yet (appends waiting for a sync, undecided transactions),
+    # as Kafka's bound by the last stable offset (itself at most the high watermark).
+    uncleanable = min(segments[-1].base_offset, log.last_stable_offset)
     if config.min_compaction_lag_ms > 0:
         too_young = (s for s in dirty if s.largest_timestamp > now_ms - config.min_compaction_lag_ms)
         uncleanable = min(uncleanable, next(too_young, segments[-1]).base_offset)
@@ -188,6 +198,11 @@ class CleaningJob:
         # A batch that decompresses past this is kept as it is (log.compacted_batch.readable_records).
         self._decompressed_limit = decompressed_limit(log.config.max_message_bytes)
         self.offset_map: dict[bytes, int] = {}
+        # Read on the log's thread: the worker only looks at these copies.
+        self.aborted = log.aborted_txns(log.segments[0].base_offset, cleanable.first_uncleanable_offset)
+        self._aborted_spans: dict[int, list[tuple[int, int]]] = {}
+        for txn in self.aborted:
+            self._aborted_spans.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
         self.end_offset = cleanable.first_dirty_offset
         self.groups: list[list[Segment]] = []
         self.bytes_before = 0
@@ -217,7 +232,7 @@ class CleaningJob:
                         segment, segment.offset_index.lookup(first_dirty).position
                     ):
                         self._check_open()
-                        if batch.is_control or batch.last_offset < first_dirty:
+                        if batch.is_control or batch.last_offset < first_dirty or self._is_aborted(batch):
                             continue
                         # Quiet: the rebuild pass meets the same batch and logs it once.
                         readable = readable_records(data, batch, self._decompressed_limit, None)
@@ -258,6 +273,7 @@ class CleaningJob:
                                 written.last_offset,
                                 log.config.index_interval_bytes,
                             )
+                cleaned.txn_index.write_all(self._aborts_within(group[0].base_offset, cleaned.next_offset))
                 cleaned.seal()
                 cleaned.flush()
                 modified = os.stat(group[-1].log_path).st_mtime_ns  # Kafka keeps the last one's mtime
@@ -275,7 +291,9 @@ class CleaningJob:
         """The batch as it survives cleaning, or None if it goes entirely."""
         whole = data[batch.position : batch.position + batch.size]
         if batch.is_control:
-            return whole  # transaction markers: this broker writes none, so nothing decides on them
+            return whole  # transaction markers always stay (module docstring, rule 5)
+        if self._is_aborted(batch):
+            return self._emptied(batch)
         readable = readable_records(data, batch, self._decompressed_limit, str(self.log.directory))
         if readable is None:
             return whole
@@ -296,12 +314,28 @@ class CleaningJob:
             if len(kept) == len(records) and new_horizon is None:
                 return whole
             return rebuild(batch, payload, kept, new_horizon)
+        return self._emptied(batch)
+
+    def _emptied(self, batch: BatchInfo) -> bytes | None:
+        """A batch none of whose records stay: its header alone when its offsets must survive
+        (its producer's last sequence, or the end of the cleanable range), else nothing."""
         producer_last = (
             batch.has_producer_id and self.producer_last_offsets.get(batch.producer_id) == batch.last_offset
         )
         if producer_last or batch.next_offset == self.cleanable.first_uncleanable_offset:
             return empty_batch(batch)
         return None
+
+    def _is_aborted(self, batch: BatchInfo) -> bool:
+        """Whether ``batch`` belongs to an aborted transaction (its producer's abort spans it)."""
+        if not batch.is_transactional:
+            return False
+        spans = self._aborted_spans.get(batch.producer_id, ())
+        return any(first <= batch.base_offset < last for first, last in spans)
+
+    def _aborts_within(self, start: int, end: int) -> list[AbortedTxn]:
+        """The aborts whose markers are in [start, end): a cleaned segment's index entries."""
+        return [txn for txn in self.aborted if start <= txn.last_offset < end]
 
     def swap(self, group: Sequence[Segment], cleaned: Segment) -> None:
         """Put a cleaned group in place (the log's thread)."""
@@ -355,7 +389,11 @@ class LogCleaner:
                 best = (cleanable.dirty_ratio, log, cleanable)
         if best is None or not best[1].begin_cleaning():
             return None
-        return CleaningJob(best[1], best[2], now_ms, self.max_map_keys)
+        try:
+            return CleaningJob(best[1], best[2], now_ms, self.max_map_keys)
+        except LogError:  # its aborted-transaction indexes are unreadable: it went offline
+            best[1].end_cleaning(None)
+            return None
 
     def mark_uncleanable(self, job: CleaningJob, exc: Exception) -> None:
         logger.error("%s: cannot clean (%s); leaving it uncompacted until restart", job.log.directory, exc)

@@ -43,6 +43,19 @@ class InvalidProducerEpochError(LogError):
     error_code = ErrorCode.INVALID_PRODUCER_EPOCH
 
 
+class InvalidTxnStateError(LogError):
+    """A producer with a transaction open in the partition wrote a non-transactional batch."""
+
+    error_code = ErrorCode.INVALID_TXN_STATE
+
+
+class TransactionCoordinatorFencedError(LogError):
+    """A transaction marker came from a coordinator epoch older than one already seen for
+    its producer: a zombie coordinator, whose decision must not be written."""
+
+    error_code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
+
+
 class InvalidConfigError(LogError):
     """A topic or broker log setting has an unknown name or a value Kafka would reject."""
 

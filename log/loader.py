@@ -9,7 +9,9 @@ last fsync, which are validated batch by batch from the one holding the checkpoi
 point; the first invalid batch and everything after it are cut off, and indexes are rebuilt.
 
 What it returns are open segments and the checkpoint that describes them; ``PartitionLog``
-builds its state (producers, recovery point, checkpoint) on top.
+builds its state (producers, recovery point, checkpoint) on top, and rebuilds the
+aborted-transaction indexes of the segments recovered here while it replays producer state
+(only that replay knows which transactions were open).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from log.checkpoint import PartitionCheckpoint
 from log.config import LogConfig
 from log.segment import Segment
 from log.swap import finish_interrupted_replacements
+from log.sync_ledger import remove
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +43,11 @@ class LoadedFiles:
     log_start_offset: int
     checkpoint: PartitionCheckpoint | None
     found: Found
+
+    @property
+    def recovered_from(self) -> int | None:
+        """Base offset of the first segment validated batch by batch, None if all were trusted."""
+        return next((s.base_offset for s in self.segments if s.recovered), None)
 
 
 def close_all(segments: Sequence[Segment]) -> None:
@@ -60,7 +68,7 @@ def load_files(directory: str, config: LogConfig, now_ms: int) -> LoadedFiles:
     os.makedirs(directory, exist_ok=True)
     for name in os.listdir(directory):
         if name.endswith(".tmp"):
-            os.unlink(os.path.join(directory, name))
+            remove(os.path.join(directory, name))
     finish_interrupted_replacements(directory, config, now_ms)
     names = os.listdir(directory)
     checkpoint = PartitionCheckpoint.read(directory)
@@ -68,6 +76,7 @@ def load_files(directory: str, config: LogConfig, now_ms: int) -> LoadedFiles:
     log_start = checkpoint.log_start_offset if checkpoint else 0
     bases = sorted(b for b in (segment_name_offset(n, ".log") for n in names) if b is not None)
     _remove_orphan_indexes(directory, names, set(bases))
+    bases = _drop_segments_below(directory, config, bases, log_start, now_ms)
     segments = _open_segments(directory, config, bases, checkpoint, clean, now_ms)
     try:
         if not segments:
@@ -87,12 +96,27 @@ def load_files(directory: str, config: LogConfig, now_ms: int) -> LoadedFiles:
     return LoadedFiles(segments, max(log_start, segments[0].base_offset), checkpoint, found)
 
 
+def _drop_segments_below(
+    directory: str, config: LogConfig, bases: list[int], log_start: int, now_ms: int
+) -> list[int]:
+    """Delete the segments wholly below the (durably checkpointed) log start; return the rest.
+
+    They are back only because a power cut undid their rename to ``.deleted`` (retention,
+    DeleteRecords): nothing in them is readable, and recovering one with a torn tail would
+    cut off every later segment, acknowledged data included.
+    """
+    while len(bases) > 1 and bases[1] <= log_start:
+        logger.info("%s: deleting segment %d, below the log start %d", directory, bases[0], log_start)
+        Segment(directory, bases.pop(0), config, now_ms).delete()
+    return bases
+
+
 def _remove_orphan_indexes(directory: str, names: Sequence[str], bases: set[int]) -> None:
     for name in names:
-        for suffix in (".index", ".timeindex"):
+        for suffix in (".index", ".timeindex", ".txnindex"):
             base = segment_name_offset(name, suffix)
             if base is not None and base not in bases:
-                os.unlink(os.path.join(directory, name))
+                remove(os.path.join(directory, name))
 
 
 def _open_segments(

@@ -18,7 +18,16 @@ Removed segments are renamed ``*.deleted`` and their files deleted ``file.delete
 later (at once when it is 0), as Kafka does, so a reader holding a ``FileSlice`` can finish;
 ``purge_deleted_segments`` does the deleting and start-up removes any leftovers (``log.swap``).
 
-Not done yet: truncation (replication) and transactions (control batches, LSO).
+Transactions (Kafka's data plane): a producer's transactional batches open a transaction at
+their first offset (``log.producer_state``); ``append_marker`` writes the control batch that
+ends it.  The *last stable offset* is the first offset of the earliest transaction not yet
+decided, at most the high watermark: read_committed consumers read below it
+(``read_committed``), and learn which producers' data there was aborted from the aborted
+transaction index of each segment (``log.txn_index``; an entry goes into the index of the
+segment the abort marker lands in).  Recovery rebuilds those entries for the segments it
+re-validates while it replays producer state, which alone knows the open transactions.
+
+Not done yet: truncation (replication).
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ import bisect
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from log.checkpoint import PartitionCheckpoint, write_atomically
@@ -38,15 +47,18 @@ from log.disk_error_report import describe_os_error
 from log.errors import KafkaStorageError, MessageTooLargeError, OffsetOutOfRangeError
 from log.loader import Found, close_all, load_files, segment_name_offset
 from log.open_files import LazyFile
-from log.producer_state import PlacedBatch, ProducerEntry, ProducerStateManager
+from log.producer_state import CompletedTxn, PlacedBatch, ProducerEntry, ProducerStateManager
 from log.retention import SegmentFacts, segments_to_delete
 from log.segment import Segment
 from log.storage_probe import probe_writable
 from log.swap import DELETED, SWAP
-from log.sync_ledger import sync_directory
+from log.sync_ledger import remove, sync_directory
+from log.txn_index import AbortedTxn
+from wire.control_batch import ControlType, EndTxnMarker, encode_end_txn_marker, read_end_txn_marker
 from wire.record_batch import (
     BatchInfo,
     InvalidRecordError,
+    RecordBatchError,
     decode_records,
     set_base_offset,
     set_log_append_time,
@@ -93,6 +105,14 @@ class SyncMark(NamedTuple):
     position: int
 
 
+class CommittedRead(NamedTuple):
+    """What a read_committed fetch gets: ``read_slices`` below the last stable offset, and
+    (producer id, first offset) of every aborted transaction overlapping them."""
+
+    slices: list[FileSlice]
+    aborted: list[tuple[int, int]]
+
+
 class PartitionLog:
     """A partition directory of segments (``<topic>-<partition>/``), opened with recovery."""
 
@@ -119,6 +139,9 @@ class PartitionLog:
         self._hidden: SyncMark | None = None
         self._hidden_until = 0
         self._producers = ProducerStateManager()
+        # Transactions a marker ended that the high watermark has not passed yet: still
+        # undecided for consumers (Kafka's unreplicated transactions), see ``last_stable_offset``.
+        self._undecided: list[CompletedTxn] = []
         self._lock = threading.Lock()
         self._offline: KafkaStorageError | None = None
         self._closed = False
@@ -179,7 +202,7 @@ class PartitionLog:
         try:
             log = cls(directory, config, files.segments, files.log_start_offset, clock)
             log.first_dirty_offset = checkpoint.first_dirty_offset if checkpoint else 0
-            log._load_producer_state()
+            log._load_producer_state(files.recovered_from)
             log.flush()  # recovered data becomes durable before the recovery point claims it
             if files.found == "clean":
                 # Nothing changed since the clean shutdown: no rewrite now (one durable write per
@@ -197,15 +220,23 @@ class PartitionLog:
             raise
         return log, files.found
 
-    def _load_producer_state(self) -> None:
-        """Newest intact snapshot at or below the log end, then replay of later batch headers."""
+    def _load_producer_state(self, recovered_from: int | None) -> None:
+        """Newest intact snapshot at or below the log end, then replay of the later batches.
+
+        The snapshot must also be at or below the first segment recovery re-validated
+        (``recovered_from``), as Kafka's loader rebuilds producer state from each recovered
+        segment's start: replaying those segments is what rebuilds their aborted-transaction
+        indexes.
+        """
         end = self.log_end_offset
-        snapshots = self._snapshot_offsets()
+        usable = end if recovered_from is None else min(end, recovered_from)
         replay_from = self._segments[0].base_offset
-        for offset in reversed(snapshots):
+        for offset in reversed(self._snapshot_offsets()):
             path = self._snapshot_path(offset)
             if offset > end:
-                os.unlink(path)
+                remove(path)
+                continue
+            if offset > usable:
                 continue
             try:
                 with open(path, "rb") as file:
@@ -215,10 +246,44 @@ class PartitionLog:
                 continue
             replay_from = max(offset, replay_from)
             break
-        for batch in self._batches_from(replay_from):
-            self._producers.replay(
-                PlacedBatch(batch, batch.base_offset, batch.last_offset, batch.max_timestamp)
+        self._replay(replay_from)
+
+    def _replay(self, offset: int) -> None:
+        """Apply every batch from ``offset`` on to producer state: data batches from their
+        headers, markers from their record; aborts land in recovered segments' indexes."""
+        first = max(0, bisect.bisect_right(self._bases, offset) - 1)
+        for segment in self._segments[first:]:
+            start = segment.find_batch(offset)
+            if start is None:
+                continue
+            for batch in segment.walk(start.position):
+                placed = PlacedBatch(batch, batch.base_offset, batch.last_offset, batch.max_timestamp)
+                if not batch.is_control:
+                    self._producers.replay(placed)
+                    continue
+                completed = self._producers.replay(placed, self._marker_of(segment, batch))
+                if completed is not None and completed.aborted and segment.recovered:
+                    segment.txn_index.append(self._aborted_entry(completed))
+
+    def _marker_of(self, segment: Segment, batch: BatchInfo) -> EndTxnMarker | None:
+        """The transaction marker in a stored control batch; None (logged) if it is unreadable,
+        which leaves producer state as it was rather than the partition unopenable."""
+        data = segment.read(batch.position, batch.end_position)
+        try:
+            return read_end_txn_marker(data, batch._replace(position=0))
+        except RecordBatchError as exc:
+            logger.warning(
+                "%s: ignoring the control batch at offset %d: %s", self.directory, batch.base_offset, exc
             )
+            return None
+
+    def _aborted_entry(self, completed: CompletedTxn) -> AbortedTxn:
+        """The index entry of an abort: its stable offset is the first offset of another
+        producer's open transaction, else the one after the marker (Kafka's
+        lastStableOffset(completedTxn))."""
+        first_open = self._producers.first_open_offset(excluding=completed.producer_id)
+        stable = first_open if first_open >= 0 else completed.last_offset + 1
+        return AbortedTxn(completed.producer_id, completed.first_offset, completed.last_offset, stable)
 
     # ----------------------------------------------------------------------------------------
     # Offsets and sizes
@@ -237,6 +302,22 @@ class PartitionLog:
         """What consumers may read up to: the log end, except appends still waiting for the sync
         their acknowledgement needs (``hide_last_append_until_synced``)."""
         return self._hidden.offset if self._hidden is not None else self.log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """What read_committed consumers may read up to (Kafka's LSO): the first offset of the
+        earliest undecided transaction -- open, or ended by a marker the high watermark has not
+        passed (a power cut could still lose the marker) -- never below the log start, and at
+        most the high watermark."""
+        high_watermark = self.high_watermark
+        first = self._producers.first_open_offset()
+        if self._undecided:
+            self._undecided = [txn for txn in self._undecided if txn.last_offset >= high_watermark]
+            firsts = [txn.first_offset for txn in self._undecided] + ([first] if first >= 0 else [])
+            first = min(firsts, default=-1)
+        if first < 0:
+            return high_watermark
+        return min(high_watermark, max(first, self._log_start_offset))
 
     def hide_last_append_until_synced(self) -> None:
         """The newest append waits for a sync: keep it, and all after it, from consumers until
@@ -328,20 +409,82 @@ class PartitionLog:
                 set_log_append_time(record_set, item.batch, now_ms)
         data = record_set[batches[0].position : batches[-1].end_position]
         last_offset = next_offset - 1
+        self._write(data, placed[0].first_offset, last_offset, max_timestamp, offset_of_max_timestamp, now_ms)
+        self._producers.apply(updated_producers)
+        return AppendInfo(placed[0].first_offset, last_offset, log_append_time, self._log_start_offset)
+
+    def _write(
+        self,
+        data: memoryview,
+        first_offset: int,
+        last_offset: int,
+        max_timestamp: int,
+        offset_of_max_timestamp: int,
+        now_ms: int,
+    ) -> Segment:
+        """Write whole batches, offsets assigned from the log end, rolling first when due;
+        returns the segment written to.  A disk error takes the log offline."""
         segment = self._segments[-1]
         try:
             if self._clean_on_disk:
                 self._write_checkpoint(clean_shutdown=False)
-            if segment.should_roll(config, now_ms, len(data), max_timestamp, last_offset):
+            if segment.should_roll(self.config, now_ms, len(data), max_timestamp, last_offset):
                 segment = self._roll(now_ms)
             position = segment.append(
-                data, last_offset, max_timestamp, offset_of_max_timestamp, config.index_interval_bytes
+                data, last_offset, max_timestamp, offset_of_max_timestamp, self.config.index_interval_bytes
             )
         except (KafkaStorageError, OSError) as exc:
             raise self.went_offline(exc, segment.log_path) from exc
-        self._last_append = SyncMark(placed[0].first_offset, segment, position)
-        self._producers.apply(updated_producers)
-        return AppendInfo(placed[0].first_offset, last_offset, log_append_time, self._log_start_offset)
+        self._last_append = SyncMark(first_offset, segment, position)
+        return segment
+
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        now_ms: int,
+        *,
+        leader_epoch: int = 0,
+    ) -> AppendInfo:
+        """Write the control batch that ends ``producer_id``'s transaction in this partition
+        (what Kafka's WriteTxnMarkers does on each partition leader).
+
+        An abort is recorded in the aborted-transaction index of the segment the marker lands
+        in.  A marker for a producer with no open transaction is written all the same (Kafka
+        does; it changes nothing for readers).  ``leader_epoch`` is stamped on the batch like
+        ``append``'s.  The marker carries CreateTime ``now_ms``.  Raises
+        ``InvalidProducerEpochError`` (epoch below the producer's), ``TransactionCoordinatorFencedError``
+        (coordinator epoch below the last seen) and ``KafkaStorageError``; nothing is written
+        then.  As after ``append``, the caller wakes long-polling fetches: under read_committed
+        they wait for exactly this.
+        """
+        self._check_online()
+        offset = self.log_end_offset
+        marker = EndTxnMarker(ControlType.COMMIT if commit else ControlType.ABORT, coordinator_epoch)
+        updated, completed = self._producers.validate_marker(
+            producer_id, producer_epoch, marker, offset, now_ms
+        )
+        batch = encode_end_txn_marker(
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            commit=commit,
+            coordinator_epoch=coordinator_epoch,
+            timestamp=now_ms,
+            base_offset=offset,
+            partition_leader_epoch=leader_epoch,
+        )
+        segment = self._write(memoryview(batch), offset, offset, now_ms, offset, now_ms)
+        if completed is not None:
+            if completed.aborted:
+                try:
+                    segment.txn_index.append(self._aborted_entry(completed))
+                except OSError as exc:
+                    raise self.went_offline(exc, segment.txn_index.path) from exc
+            self._undecided.append(completed)
+        self._producers.apply(updated)
+        return AppendInfo(offset, offset, -1, self._log_start_offset)
 
     def _roll(self, now_ms: int) -> Segment:
         """Start a new segment at the log end; snapshot producer state there, as Kafka does."""
@@ -362,7 +505,7 @@ class PartitionLog:
         at the high watermark.  An offset at or past it (up to the log end) gives ``b""``; outside
         [log start, log end] raises ``OffsetOutOfRangeError``.
         """
-        located = self._locate(offset, max_bytes)
+        located = self._locate(offset, max_bytes, self._hidden)
         if located is None:
             return b""
         segment, start, end = located
@@ -373,21 +516,47 @@ class PartitionLog:
 
     def read_slices(self, offset: int, max_bytes: int) -> list[FileSlice]:
         """``read`` as file ranges for ``os.sendfile``; use before yielding to other tasks."""
-        located = self._locate(offset, max_bytes)
+        located = self._locate(offset, max_bytes, self._hidden)
         if located is None:
             return []
         segment, start, end = located
         return [FileSlice(segment.log_file, start, end - start)]
 
-    def _locate(self, offset: int, max_bytes: int) -> tuple[Segment, int, int] | None:
+    def read_committed(self, offset: int, max_bytes: int) -> CommittedRead:
+        """``read_slices`` for a read_committed consumer (Kafka's FetchIsolation.TXN_COMMITTED):
+        only whole batches below the last stable offset, with the aborted transactions that
+        overlap them up to the offset after the last batch returned."""
+        stable = self.last_stable_offset
+        try:
+            limit = self._hidden if stable == self.high_watermark else self._mark_at(stable)
+            located = self._locate(offset, max_bytes, limit)
+            if located is None:
+                return CommittedRead([], [])
+            segment, start, end = located
+            slices = [FileSlice(segment.log_file, start, end - start)]
+            first = self._segments.index(segment)
+            if not any(s.txn_index.entries for s in self._segments[first:]):
+                return CommittedRead(slices, [])  # no abort since: skip reading a header
+            return CommittedRead(slices, self.aborted_transactions(offset, segment.offset_at(end)))
+        except OSError as exc:
+            raise self.went_offline(exc) from exc
+
+    def _mark_at(self, offset: int) -> SyncMark:
+        """Where the batch holding ``offset`` starts (its segment's end if none holds it)."""
+        segment = self._segments[max(0, bisect.bisect_right(self._bases, offset) - 1)]
+        batch = segment.find_batch(offset)
+        return SyncMark(offset, segment, batch.position if batch is not None else segment.size)
+
+    def _locate(self, offset: int, max_bytes: int, limit: SyncMark | None) -> tuple[Segment, int, int] | None:
+        """Where the batches to read from ``offset`` are: nothing at or past ``limit`` (the
+        log end when None)."""
         self._check_online()
         end_offset = self.log_end_offset
         if not self._log_start_offset <= offset <= end_offset:
             raise OffsetOutOfRangeError(
                 f"offset {offset} is outside [{self._log_start_offset}, {end_offset}] in {self.directory}"
             )
-        hidden = self._hidden
-        if offset >= (end_offset if hidden is None else hidden.offset):
+        if offset >= (end_offset if limit is None else limit.offset):
             return None
         try:
             first = bisect.bisect_right(self._bases, offset) - 1
@@ -395,20 +564,36 @@ class PartitionLog:
                 batch = segment.find_batch(offset)
                 if batch is not None:
                     end = segment.batches_end(batch.position, max_bytes)
-                    if hidden is not None and hidden.segment is segment:
-                        end = min(end, hidden.position)
-                    return segment, batch.position, end
+                    if limit is not None and limit.segment is segment:
+                        end = min(end, limit.position)
+                    return (segment, batch.position, end) if end > batch.position else None
         except OSError as exc:
             raise self.went_offline(exc) from exc
         return None
 
-    def _batches_from(self, offset: int) -> Iterator[BatchInfo]:
-        """Headers of every batch whose last offset is >= ``offset``, across segments."""
-        first = max(0, bisect.bisect_right(self._bases, offset) - 1)
-        for segment in self._segments[first:]:
-            batch = segment.find_batch(offset)
-            if batch is not None:
-                yield from segment.walk(batch.position)
+    def aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[tuple[int, int]]:
+        """(producer id, first offset) of every aborted transaction with data in
+        [fetch_offset, upper_bound_offset): what Kafka's Fetch returns under read_committed."""
+        return [
+            (txn.producer_id, txn.first_offset) for txn in self.aborted_txns(fetch_offset, upper_bound_offset)
+        ]
+
+    def aborted_txns(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """The aborted-transaction index entries with ``last_offset >= fetch_offset`` and
+        ``first_offset < upper_bound_offset``, read from the segment holding ``fetch_offset``
+        onwards until an entry says no later abort can overlap (Kafka's
+        collectAbortedTransactions)."""
+        found: list[AbortedTxn] = []
+        first = max(0, bisect.bisect_right(self._bases, fetch_offset) - 1)
+        try:
+            for segment in self._segments[first:]:
+                txns, complete = segment.txn_index.collect(fetch_offset, upper_bound_offset)
+                found += txns
+                if complete:
+                    break
+        except OSError as exc:
+            raise self.went_offline(exc) from exc
+        return found
 
     # ----------------------------------------------------------------------------------------
     # Timestamps
@@ -629,7 +814,8 @@ class PartitionLog:
             self._clean_on_disk = clean_shutdown
 
     def active_producers(self) -> list[ProducerEntry]:
-        """The idempotent producers this partition remembers (DescribeProducers)."""
+        """The producers this partition remembers, with their open transaction's first offset
+        (``current_txn_first_offset``, -1 if none) and coordinator epoch (DescribeProducers)."""
         return list(self._producers.entries.values())
 
     def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> None:
@@ -652,7 +838,7 @@ class PartitionLog:
             self._snapshot_path(self.log_end_offset), self._producers.to_snapshot(), durable=durable
         )
         for offset in self._snapshot_offsets()[:-_SNAPSHOTS_KEPT]:
-            os.unlink(self._snapshot_path(offset))
+            remove(self._snapshot_path(offset))
 
     # ----------------------------------------------------------------------------------------
     # Compaction (the policy is in ``log.cleaner``; these are the log's side of it)
@@ -780,6 +966,7 @@ class PartitionLog:
                 self._log_start_offset = recovered._log_start_offset
                 self._recovery_point = recovered._recovery_point
                 self._producers = recovered._producers
+                self._undecided = recovered._undecided
                 self._checkpointed = recovered._checkpointed
                 self._clean_on_disk = recovered._clean_on_disk
                 self.first_dirty_offset = recovered.first_dirty_offset

@@ -1,4 +1,5 @@
-"""One log segment: ``<base offset>.log`` (concatenated v2 batches) with its two sparse indexes.
+"""One log segment: ``<base offset>.log`` (concatenated v2 batches) with its two sparse indexes
+and, once a transaction aborts in it, its aborted-transaction index (``log.txn_index``).
 
 A segment only ever holds whole batches, so any byte range ending on a batch boundary can be
 handed to a client unchanged.  Everything here works from batch *headers*: finding the batch
@@ -24,7 +25,8 @@ from log.config import INT_MAX, LogConfig
 from log.errors import KafkaStorageError
 from log.index import CorruptIndexError, OffsetIndex, TimeIndex
 from log.open_files import LazyFile
-from log.sync_ledger import replace, sync
+from log.sync_ledger import remove, replace, sync
+from log.txn_index import TxnIndex
 from wire.record_batch import (
     HEADER_SIZE,
     BatchInfo,
@@ -40,7 +42,7 @@ logger = logging.getLogger(__name__)
 # Header walks read this much at a time: a few small batches per syscall, little waste when
 # batches are large (then each header costs one read anyway).
 _WALK_CHUNK = 16 * 1024
-_SUFFIXES = (".log", ".index", ".timeindex")
+_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")
 
 
 def segment_stem(directory: str, base_offset: int) -> str:
@@ -68,6 +70,7 @@ class Segment:
         self._log = LazyFile(stem + ".log" + suffix)
         self.offset_index = OffsetIndex(stem + ".index" + suffix, base_offset, config.segment_index_bytes)
         self.time_index = TimeIndex(stem + ".timeindex" + suffix, base_offset, config.segment_index_bytes)
+        self.txn_index = TxnIndex(stem + ".txnindex" + suffix)
         # Index files are created with the first append (an empty segment needs none, which
         # makes creating a partition two file creations cheaper) or by a rebuild.
         try:
@@ -85,6 +88,9 @@ class Segment:
         self._bytes_since_index_entry = 0
         self.dirty = False  # written since the last full flush (data and indexes)
         self.unsynced_data = False  # ``.log`` bytes written since the last fdatasync or flush
+        # Validated by ``recover``: its aborted-transaction index was dropped, and the log's
+        # replay of producer state (which alone knows the transactions) rebuilds it.
+        self.recovered = False
 
     @classmethod
     def create(
@@ -94,7 +100,7 @@ class Segment:
         stem = segment_stem(directory, base_offset)
         for kind in _SUFFIXES:
             if os.path.exists(stem + kind + suffix):
-                os.unlink(stem + kind + suffix)
+                remove(stem + kind + suffix)
         segment = cls(directory, base_offset, config, now_ms, suffix)
         segment._first_batch_timestamp = -1
         return segment
@@ -145,10 +151,13 @@ class Segment:
         """Validate every batch (header + CRC), cut a torn or corrupt tail, rebuild both indexes.
 
         Returns the number of bytes truncated.  Indexes are rebuilt per batch, exactly as
-        one-batch appends (all client produces) built them, so lookups behave the same.
+        one-batch appends (all client produces) built them, so lookups behave the same.  The
+        aborted-transaction index is dropped for the log to rebuild (see ``recovered``).
         """
         self.offset_index.reset()
         self.time_index.reset()
+        self.txn_index.reset()
+        self.recovered = True
         self.max_timestamp, self.offset_of_max_timestamp = -1, self.base_offset
         self.next_offset = self.base_offset
         self._first_batch_timestamp = -1
@@ -332,6 +341,13 @@ class Segment:
             end = start + next(self.walk(start)).size
         return end
 
+    def offset_at(self, position: int) -> int:
+        """The base offset of the batch starting at ``position`` (a batch boundary); the
+        segment's next offset at its end."""
+        if position >= self.size:
+            return self.next_offset
+        return parse_batch_header(os.pread(self.fd, HEADER_SIZE, position), 0).base_offset
+
     def read(self, start: int, end: int) -> bytes:
         """The bytes of ``[start, end)``; a short read means the file shrank under us."""
         data = os.pread(self.fd, end - start, start)
@@ -350,6 +366,7 @@ class Segment:
                 sync(fd)
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def sync_data(self) -> None:
         """fdatasync the ``.log`` file only: what an acknowledgement needs to be durable.
@@ -385,11 +402,11 @@ class Segment:
         for file in self._files():
             file.close()
 
-    def _paths(self) -> tuple[str, str, str]:
-        return self.log_path, self.offset_index.path, self.time_index.path
+    def _paths(self) -> tuple[str, str, str, str]:
+        return self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path
 
     def rename(self, suffix: str) -> None:
-        """Move the three files to ``suffix`` (``""`` = live); open descriptors stay valid.
+        """Move the files to ``suffix`` (``""`` = live); open descriptors stay valid.
 
         The ``.log`` file moves last into a live name and first out of it, so that whenever
         ``<base>.log`` exists under a name, its indexes do too or are merely rebuilt.
@@ -399,13 +416,15 @@ class Segment:
         moves = list(zip(self._paths(), targets, strict=True))
         for source, target in moves[1:] + moves[:1] if suffix == "" else moves:
             if source != self.log_path and not os.path.exists(source):
-                continue  # an empty segment's index files may not exist yet
+                continue  # an empty segment's index files may not exist yet, a txn index never
             replace(source, target)
-        self._log.path, self.offset_index.file.path, self.time_index.file.path = targets
+        (self._log.path, self.offset_index.file.path, self.time_index.file.path, self.txn_index.path) = (
+            targets
+        )
         self.suffix = suffix
 
     def delete(self) -> None:
         self.close()
         for path in self._paths():
             if os.path.exists(path):
-                os.unlink(path)
+                remove(path)

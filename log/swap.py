@@ -21,14 +21,14 @@ import os
 
 from log.config import LogConfig
 from log.segment import Segment
-from log.sync_ledger import replace, sync_directory
+from log.sync_ledger import remove, replace, sync_directory
 
 logger = logging.getLogger(__name__)
 
 CLEANED = ".cleaned"
 SWAP = ".swap"
 DELETED = ".deleted"
-_KINDS = (".log", ".index", ".timeindex")
+_KINDS = (".log", ".index", ".timeindex", ".txnindex")
 
 
 def parse_segment_file(name: str) -> tuple[int, str, str] | None:
@@ -49,7 +49,7 @@ def finish_interrupted_replacements(directory: str, config: LogConfig, now_ms: i
             continue
         base, kind, suffix = parsed
         if suffix in (CLEANED, DELETED):
-            os.unlink(os.path.join(directory, name))
+            remove(os.path.join(directory, name))
         elif suffix == SWAP and kind == ".log":
             swaps.append(base)
     if not swaps:
@@ -66,7 +66,7 @@ def finish_interrupted_replacements(directory: str, config: LogConfig, now_ms: i
         parsed = parse_segment_file(name)
         if parsed is not None and parsed[2] == "" and low <= parsed[0] < high:
             logger.info("%s: deleting %s, replaced by an interrupted swap", directory, name)
-            os.unlink(os.path.join(directory, name))
+            remove(os.path.join(directory, name))
     for name in os.listdir(directory):
         parsed = parse_segment_file(name)
         if parsed is not None and parsed[2] == SWAP:

@@ -13,7 +13,8 @@ Model and its simplifications: a file keeps exactly its synced length (a real di
 keep some unsynced pages: tests may append garbage after the cut to cover that); a rename or
 replacement not covered by a sync of its directory is undone, bringing back a file it
 replaced; a file created and never synced stays, empty, under its name (a real disk might also
-drop the name if its directory was never synced); unlinks are not undone.
+drop the name if its directory was never synced); unlinks are not undone, and the log unlinks
+through ``remove`` so that a later file reusing the inode number inherits no synced length.
 """
 
 from __future__ import annotations
@@ -97,6 +98,16 @@ def replace(source: str, target: str) -> None:
         os.link(target, replaced)
     os.replace(source, target)
     ledger.pending.append(_Rename(source, target, replaced))
+
+
+def remove(path: str) -> None:
+    """``os.unlink``, and the ledger forgets what was synced of the file: a file created later
+    may get the same inode number, and must not inherit its synced length."""
+    ledger = _ledger
+    if ledger is not None:
+        status = os.stat(path)
+        ledger.synced_lengths.pop((status.st_dev, status.st_ino), None)
+    os.unlink(path)
 
 
 def pull_the_plug(root: str, ledger: SyncLedger) -> None:

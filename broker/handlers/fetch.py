@@ -10,6 +10,11 @@ an append to any of its partitions.  Fetch sessions (KIP-227) are declined by an
 ``session_id`` 0, which every client handles by sending full fetches; a full fetch is served
 whatever session id it names (Go clients send -1 with epoch -1).  From v13 topics are
 named by their (persistent) topic ids; an unknown id is UNKNOWN_TOPIC_ID.
+
+Isolation (KIP-98): every partition reports its last stable offset.  A read_committed fetch
+(``isolation_level`` 1) gets only the whole batches below it, and the aborted transactions
+overlapping them, for the client to drop; data past the last stable offset does not count
+towards ``min_bytes``, so a long poll keeps waiting until a marker decides it.
 """
 
 from __future__ import annotations
@@ -103,27 +108,38 @@ class FetchPlan:
             return partition_error(index, found)
         partition_log, _info = found
         high_watermark = partition_log.high_watermark
+        last_stable = partition_log.last_stable_offset
         log_start = partition_log.log_start_offset
         offset = wanted["fetch_offset"]
         if offset < log_start or offset > partition_log.log_end_offset:
             return partition_error(index, ErrorCode.OFFSET_OUT_OF_RANGE, high_watermark, log_start)
         budget = min(wanted["partition_max_bytes"], self.max_bytes - bytes_so_far)
         records: bytes | FileSlice = b""
-        if offset < high_watermark and (budget > 0 or bytes_so_far == 0):
+        aborted: list[tuple[int, int]] = []
+        readable_end = last_stable if self.read_committed else high_watermark
+        if offset < readable_end and (budget > 0 or bytes_so_far == 0):
             try:
-                slices = partition_log.read_slices(offset, max(budget, 1))
+                if self.read_committed:
+                    slices, found_aborted = partition_log.read_committed(offset, max(budget, 1))
+                else:
+                    slices, found_aborted = partition_log.read_slices(offset, max(budget, 1)), []
             except LogError as exc:
                 return partition_error(index, error_code_of(exc), high_watermark, log_start)
             # One read stays within one segment (one slice); the client fetches the rest next.
             if slices and not (bytes_so_far > 0 and slices[0].length > budget):
                 records = slices[0]  # KIP-74: only the first non-empty partition may exceed limits
+                aborted = found_aborted
         return {
             "partition_index": index,
             "error_code": ErrorCode.NONE,
             "high_watermark": high_watermark,
-            "last_stable_offset": high_watermark,
+            "last_stable_offset": last_stable,
             "log_start_offset": log_start,
-            "aborted_transactions": [] if self.read_committed else None,
+            "aborted_transactions": (
+                [{"producer_id": pid, "first_offset": first} for pid, first in aborted]
+                if self.read_committed
+                else None
+            ),
             "preferred_read_replica": -1,
             "records": records,
         }

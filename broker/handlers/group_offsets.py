@@ -89,8 +89,17 @@ async def handle_offset_commit(
         )
     if ctx.api_version >= 10:
         topics = _with_ids(ctx, topics) + _unknown_ids(unknown, "partitions")
+    return answer_when_synced(ctx, must_sync, topics)
+
+
+def answer_when_synced(
+    ctx: RequestContext, must_sync: list[Any], topics: list[dict[str, Any]]
+) -> dict[str, Any] | PendingResponse:
+    """``{"topics": topics}`` of an offset commit, once the ``__consumer_offsets`` appends it
+    made (``must_sync``, from ``durability.collecting``) are synced where the policy says so."""
     if not must_sync:
         return {"topics": topics}
+    durability = ctx.broker.durability
     ticket = durability.ticket(must_sync)
 
     async def after_sync() -> dict[str, Any]:
@@ -108,17 +117,27 @@ async def handle_offset_commit(
 async def handle_offset_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     coordinator = coordinator_of(ctx)
     if ctx.api_version >= 10:
-        return {"groups": [_fetch_offsets_by_id(ctx, group) for group in request["groups"]]}
+        return {
+            "groups": [
+                _fetch_offsets_by_id(ctx, group, request["require_stable"]) for group in request["groups"]
+            ]
+        }
     if ctx.api_version >= 8:
         return {
             "groups": [
                 coordinator.fetch_offsets(
-                    group["group_id"], group["topics"], group["member_id"], group["member_epoch"]
+                    group["group_id"],
+                    group["topics"],
+                    group["member_id"],
+                    group["member_epoch"],
+                    request["require_stable"],
                 )
                 for group in request["groups"]
             ]
         }
-    result = coordinator.fetch_offsets(request["group_id"], request["topics"])
+    result = coordinator.fetch_offsets(
+        request["group_id"], request["topics"], require_stable=request.get("require_stable", False)
+    )
     error = result["error_code"]
     if ctx.api_version < 2 and error is not ErrorCode.NONE:
         # No group-level error before v2: every requested partition carries it.
@@ -134,11 +153,11 @@ async def handle_offset_fetch(ctx: RequestContext, request: dict[str, Any]) -> d
     return {"topics": result["topics"], "error_code": error}
 
 
-def _fetch_offsets_by_id(ctx: RequestContext, group: dict[str, Any]) -> dict[str, Any]:
+def _fetch_offsets_by_id(ctx: RequestContext, group: dict[str, Any], require_stable: bool) -> dict[str, Any]:
     """One group of an OffsetFetch v10+, whose topics are named by id."""
     requested, unknown = _by_name(ctx, group["topics"]) if group["topics"] is not None else (None, [])
     result = coordinator_of(ctx).fetch_offsets(
-        group["group_id"], requested, group["member_id"], group["member_epoch"]
+        group["group_id"], requested, group["member_id"], group["member_epoch"], require_stable
     )
     if result["error_code"] is ErrorCode.NONE:
         result["topics"] = _with_ids(ctx, result["topics"]) + _unknown_ids(

@@ -1,9 +1,11 @@
 """ListOffsets: earliest, latest, by timestamp, max timestamp — Kafka's offset lookups.
 
 Special timestamps (Kafka's ``ListOffsetsRequest``): -1 latest (the high watermark; the
-last stable offset for read_committed, equal here without transactions), -2 earliest (the
-log start offset), -3 the record with the largest timestamp, -4 earliest local and -5
-earliest tiered (both the log start offset on a broker without tiered storage).
+last stable offset for read_committed), -2 earliest (the log start offset), -3 the record
+with the largest timestamp, -4 earliest local and -5 earliest tiered (both the log start
+offset on a broker without tiered storage).  As in Kafka, a lookup by timestamp (and -3)
+finds nothing at or past what the isolation level may read (``isolation_level`` 1 =
+read_committed): the offset it answers must be one the consumer can fetch.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 from broker.api_support import Served
 from broker.context import RequestContext
 from broker.error_mapping import error_code_of
+from broker.handlers.fetch import READ_COMMITTED
 from broker.partition_requests import find_partition, per_partition
 from log.errors import LogError
 from log.partition_log import PartitionLog
@@ -23,7 +26,7 @@ from wire.error_codes import ErrorCode
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_TIERED = -1, -2, -3, -4, -5
 
 
-def lookup(ctx: RequestContext, topic: str, wanted: dict[str, Any]) -> dict[str, Any]:
+def lookup(ctx: RequestContext, read_committed: bool, topic: str, wanted: dict[str, Any]) -> dict[str, Any]:
     index = wanted["partition_index"]
     result: dict[str, Any] = {"partition_index": index, "timestamp": -1, "offset": -1, "leader_epoch": -1}
     found = find_partition(ctx, topic, index, wanted.get("current_leader_epoch", -1))
@@ -31,12 +34,14 @@ def lookup(ctx: RequestContext, topic: str, wanted: dict[str, Any]) -> dict[str,
         return result | {"error_code": found}
     partition_log, info = found
     try:
-        return result | locate(partition_log, wanted["timestamp"], info.leader_epoch)
+        return result | locate(partition_log, wanted["timestamp"], info.leader_epoch, read_committed)
     except LogError as exc:
         return result | {"error_code": error_code_of(exc)}
 
 
-def locate(partition_log: PartitionLog, timestamp: int, leader_epoch: int) -> dict[str, Any]:
+def locate(
+    partition_log: PartitionLog, timestamp: int, leader_epoch: int, read_committed: bool
+) -> dict[str, Any]:
     """The offset (and timestamp) a ListOffsets timestamp stands for in one partition."""
     result: dict[str, Any] = {
         "error_code": ErrorCode.NONE,
@@ -44,19 +49,21 @@ def locate(partition_log: PartitionLog, timestamp: int, leader_epoch: int) -> di
         "offset": -1,
         "leader_epoch": leader_epoch,
     }
+    # Kafka's lastFetchableOffset.
+    fetchable = partition_log.last_stable_offset if read_committed else partition_log.high_watermark
     if timestamp == LATEST:
-        result["offset"] = partition_log.high_watermark
+        result["offset"] = fetchable
     elif timestamp in (EARLIEST, EARLIEST_LOCAL, EARLIEST_TIERED):
         result["offset"] = partition_log.log_start_offset
     elif timestamp == MAX_TIMESTAMP:
         found = partition_log.max_timestamp_offset()
-        if found is not None:
+        if found is not None and found[0] < fetchable:
             result["offset"], result["timestamp"] = found
     elif timestamp < 0:
         return result | {"error_code": ErrorCode.INVALID_REQUEST, "leader_epoch": -1}
     else:
         found = partition_log.offset_for_timestamp(timestamp)
-        if found is not None:
+        if found is not None and found[0] < fetchable:
             result["offset"], result["timestamp"] = found
         else:
             result["leader_epoch"] = -1
@@ -64,7 +71,11 @@ def locate(partition_log: PartitionLog, timestamp: int, leader_epoch: int) -> di
 
 
 async def handle_list_offsets(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "topics": per_partition(request["topics"], partial(lookup, ctx))}
+    read_committed = request.get("isolation_level", 0) == READ_COMMITTED
+    return {
+        "throttle_time_ms": 0,
+        "topics": per_partition(request["topics"], partial(lookup, ctx, read_committed)),
+    }
 
 
 LIST_OFFSETS_V11 = "ListOffsets v11 (KIP-1023) adds the earliest offset not yet uploaded to tiered storage (timestamp -6); there is no tiered storage here and what Kafka answers for it without any was not checked yet"

@@ -23,6 +23,7 @@ from broker.api_support import Served
 from broker.context import PendingResponse, RequestContext
 from broker.dispatch import CloseConnection
 from broker.error_mapping import error_code_of
+from broker.handlers.transactions import joined_transaction
 from log.compacted_batch import record_spans
 from log.config import LONG_MAX, LogConfig
 from log.errors import LogError
@@ -162,7 +163,12 @@ def too_large(batch: BatchInfo, config: LogConfig) -> None:
 
 
 def append_partition(
-    ctx: RequestContext, topic: str, index: int, records: memoryview | None, now_ms: int
+    ctx: RequestContext,
+    topic: str,
+    index: int,
+    records: memoryview | None,
+    now_ms: int,
+    transactional_id: str | None,
 ) -> tuple[dict[str, Any], bool]:
     """Validate and append one partition's record set: (partition response, whether its
     acknowledgement must wait for a sync, see ``broker.durability``)."""
@@ -180,6 +186,14 @@ def append_partition(
         return partition_error(index, error_code_of(exc), str(exc)), False
     except Refused as exc:
         return partition_error(index, exc.code, str(exc)), False
+    batch = batches[0]
+    if batch.is_transactional:
+        producer = (batch.producer_id, batch.producer_epoch)
+        error = joined_transaction(ctx, transactional_id, producer, (topic, index))
+        if error is not ErrorCode.NONE:
+            return partition_error(
+                index, error, f"{topic}-{index} is not part of the producer's transaction"
+            ), False
     info = broker.topics.get(topic)
     try:
         appended = partition_log.append(records, batches, info.leader_epoch if info else 0, now_ms)
@@ -225,8 +239,6 @@ async def handle_produce(
         refusal = (ErrorCode.UNSUPPORTED_VERSION, "Produce v0-2 (message format v0/v1) is not supported")
     elif acks not in (0, 1, -1):
         refusal = (ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not one of 0, 1, -1 (all)")
-    elif request.get("transactional_id") is not None:
-        refusal = (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported yet")
     now_ms = ctx.broker.clock()
     responses: list[tuple[str | None, dict[str, Any]]] = []
     must_sync: list[tuple[str, int]] = []
@@ -238,7 +250,14 @@ async def handle_produce(
             if refusal or topic_refusal:
                 result = partition_error(partition["index"], *(refusal or topic_refusal))
             else:
-                result, wait = append_partition(ctx, name, partition["index"], partition["records"], now_ms)
+                result, wait = append_partition(
+                    ctx,
+                    name,
+                    partition["index"],
+                    partition["records"],
+                    now_ms,
+                    request.get("transactional_id"),
+                )
                 if wait:
                     must_sync.append((name, partition["index"]))
             if result["error_code"] != ErrorCode.NONE:

@@ -1,10 +1,11 @@
-"""InitProducerId: producer ids for idempotent producers (the Java client's default);
-DescribeProducers: the producers each partition remembers (``kafka-transactions describe-producers``).
+"""InitProducerId: producer ids for idempotent producers (the Java client's default) and for
+transactional ones; DescribeProducers: the producers each partition remembers
+(``kafka-transactions describe-producers``).
 
-Without transactions every call allocates a fresh producer id with epoch 0, as Kafka's
-coordinator does for a null transactional id (also when an idempotent producer re-inits
-after a fatal sequence error, KIP-360).  Transactional ids are refused until transactions
-exist, rather than half-supported.
+Without a transactional id every call allocates a fresh producer id with epoch 0, as Kafka's
+coordinator does (also when an idempotent producer re-inits after a fatal sequence error,
+KIP-360).  With one, the transaction coordinator answers: the id's producer id under a new
+epoch, which fences older instances (:mod:`coordinator.transactions`).
 """
 
 from __future__ import annotations
@@ -13,28 +14,42 @@ from typing import Any
 
 from broker.api_support import Served
 from broker.context import RequestContext
+from broker.handlers.transactions import error_for, transactions_of
+from coordinator.transactions import TxnError
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
 
 async def handle_init_producer_id(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    if request.get("transactional_id") is not None:
-        return {
-            "throttle_time_ms": 0,
-            "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-            "producer_id": -1,
-            "producer_epoch": -1,
-        }
+    transactional_id = request.get("transactional_id")
+    if transactional_id is None:
+        producer_id, epoch = ctx.broker.producer_ids.allocate(), 0
+    else:
+        try:
+            producer_id, epoch = transactions_of(ctx).init_producer_id(
+                transactional_id,
+                request["transaction_timeout_ms"],
+                request.get("producer_id", -1),
+                request.get("producer_epoch", -1),
+            )
+        except TxnError as failure:
+            return {
+                "throttle_time_ms": 0,
+                "error_code": error_for(ctx, failure),
+                "producer_id": -1,
+                "producer_epoch": -1,
+            }
     return {
         "throttle_time_ms": 0,
         "error_code": ErrorCode.NONE,
-        "producer_id": ctx.broker.producer_ids.allocate(),
-        "producer_epoch": 0,
+        "producer_id": producer_id,
+        "producer_epoch": epoch,
     }
 
 
 def _producers_of(ctx: RequestContext, topic: str, partition: int) -> dict[str, Any]:
-    """One partition of a DescribeProducers answer; no transactions yet, so none is open."""
+    """One partition of a DescribeProducers answer, with each producer's open transaction
+    (``current_txn_start_offset``, -1 when none) as Kafka reports it."""
     partition_log = ctx.broker.partitions.get(topic, partition)
     if partition_log is None:
         return {"partition_index": partition, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
@@ -49,7 +64,8 @@ def _producers_of(ctx: RequestContext, topic: str, partition: int) -> dict[str, 
                 "producer_epoch": entry.epoch,
                 "last_sequence": entry.last_seq,
                 "last_timestamp": entry.last_timestamp,
-                "coordinator_epoch": -1,
+                "coordinator_epoch": entry.coordinator_epoch,
+                "current_txn_start_offset": entry.current_txn_first_offset,
             }
             for entry in partition_log.active_producers()
         ],

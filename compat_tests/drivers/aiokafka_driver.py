@@ -35,6 +35,7 @@ from compat_tests.drivers.base import (
     ProducerSettings,
     Received,
     TopicPartition,
+    TransactionalProducer,
     classify,
     client_errors,
     client_failure,
@@ -68,6 +69,11 @@ def _check_error_codes(response: Any) -> None:
                 walk(value)
 
     walk(response.to_object())
+
+
+def _commit_offsets(offsets: Mapping[TopicPartition, int]) -> dict[AioPartition, int]:
+    """Offsets to commit in aiokafka's shape (the next offset to read by partition)."""
+    return {AioPartition(t, p): o for (t, p), o in offsets.items()}
 
 
 class AiokafkaConsumer(Consumer):
@@ -109,10 +115,60 @@ class AiokafkaConsumer(Consumer):
         return self._driver.run(assignment())
 
     def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        self._driver.run(self._consumer.commit({AioPartition(t, p): o for (t, p), o in offsets.items()}))
+        self._driver.run(self._consumer.commit(_commit_offsets(offsets)))
 
     def close(self) -> None:
         self._driver.run(self._consumer.stop())
+
+
+async def _deliver(producer: AIOKafkaProducer, topic: str, messages: Sequence[Message]) -> list[int]:
+    """Send ``messages`` in order, wait for every delivery, return their offsets."""
+    futures = [await producer.send(topic, **kafka_python_api.send_arguments(m)) for m in messages]
+    results = await asyncio.gather(*futures)
+    return [r.offset if r is not None and r.offset >= 0 else NO_OFFSET for r in results]
+
+
+class AiokafkaTransactionalProducer(TransactionalProducer):
+    """An AIOKafkaProducer with ``transactional_id`` on the driver's loop.
+
+    aiokafka has no separate init_transactions: ``start()`` waits for InitProducerId when a
+    transactional id is set, so an open handle has fenced its predecessors as in other clients.
+    """
+
+    def __init__(self, driver: AiokafkaDriver, transactional_id: str, timeout_ms: int) -> None:
+        super().__init__(driver)
+        self._driver = driver
+        config = kafka_python_api.transactional_config(driver.bootstrap, transactional_id, timeout_ms)
+
+        async def start() -> AIOKafkaProducer:
+            producer = AIOKafkaProducer(**config)
+            try:
+                await producer.start()
+            except BaseException:
+                await producer.stop()
+                raise
+            return producer
+
+        self._producer = driver.run(start())
+
+    def begin(self) -> None:
+        self._driver.run(self._producer.begin_transaction())
+
+    def send(self, topic: str, messages: Sequence[Message]) -> list[int]:
+        return self._driver.run(_deliver(self._producer, topic, messages))
+
+    def send_offsets(self, offsets: Mapping[TopicPartition, int], group: str) -> None:
+        """aiokafka takes the bare group id (it sends no generation or member id)."""
+        self._driver.run(self._producer.send_offsets_to_transaction(_commit_offsets(offsets), group))
+
+    def commit(self) -> None:
+        self._driver.run(self._producer.commit_transaction())
+
+    def abort(self) -> None:
+        self._driver.run(self._producer.abort_transaction())
+
+    def close(self) -> None:
+        self._driver.run(self._producer.stop())
 
 
 class AiokafkaDriver(Driver):
@@ -149,16 +205,17 @@ class AiokafkaDriver(Driver):
             producer = AIOKafkaProducer(**config)
             await producer.start()
             try:
-                futures = [await producer.send(topic, **kafka_python_api.send_arguments(m)) for m in messages]
-                results = await asyncio.gather(*futures)
+                return await _deliver(producer, topic, messages)
             finally:
                 await producer.stop()
-            return [r.offset if r is not None and r.offset >= 0 else NO_OFFSET for r in results]
 
         return self.run(produce())
 
     def open_consumer(self, settings: ConsumerSettings) -> Consumer:
         return AiokafkaConsumer(self, settings)
+
+    def transactional_producer(self, transactional_id: str, timeout_ms: int = 60000) -> TransactionalProducer:
+        return AiokafkaTransactionalProducer(self, transactional_id, timeout_ms)
 
     def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:
         async def list_offsets() -> dict[int, int]:

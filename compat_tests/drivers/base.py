@@ -83,6 +83,11 @@ class ConsumerSettings:
     reset: str = "earliest"
     group_protocol: str = "classic"
     """One of :data:`GROUP_PROTOCOLS`; it only matters for a consumer that joins a group."""
+    isolation: str = "read_uncommitted"
+    """Kafka's ``isolation.level``: read_uncommitted sees every record, also those of open and
+    aborted transactions; read_committed stops before the first open transaction and skips
+    aborted records. Drivers always set it, since client defaults differ (librdkafka reads
+    committed, the Java and Python clients uncommitted); the default here is Kafka's."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,8 @@ class ErrorKind(StrEnum):
     """A position was needed (none committed, or out of range) and auto.offset.reset=none."""
     UNKNOWN_TOPIC = "UNKNOWN_TOPIC"
     GROUP_NOT_FOUND = "GROUP_NOT_FOUND"
+    PRODUCER_FENCED = "PRODUCER_FENCED"
+    """A newer producer with the same transactional.id took over (or the epoch is stale)."""
     TIMEOUT = "TIMEOUT"
     OTHER = "OTHER"
 
@@ -126,6 +133,13 @@ _PATTERNS: list[tuple[ErrorKind, re.Pattern[str]]] = [
         re.compile(r"UnknownTopicOrPartition|UNKNOWN_TOPIC|Unknown topic|not present in metadata", re.I),
     ),
     (ErrorKind.GROUP_NOT_FOUND, re.compile(r"GroupIdNotFound|GROUP_ID_NOT_FOUND", re.I)),
+    (
+        # Java's ProducerFencedException, librdkafka's _FENCED, kafka-python's ProducerFencedError,
+        # aiokafka's ProducerFenced, and the stale-epoch error that some coordinators and
+        # clients answer for the same situation.
+        ErrorKind.PRODUCER_FENCED,
+        re.compile(r"producer.?fenced|\b_FENCED\b|invalid.?producer.?epoch", re.I),
+    ),
     (ErrorKind.TIMEOUT, re.compile(r"time.?out|timed.?out", re.I)),
 ]
 
@@ -184,11 +198,27 @@ def client_errors() -> Iterator[None]:
         raise ClientError(classify(text), text) from exc
 
 
-class Consumer(ABC):
-    """A consumer handle; the scenario drives it step by step (assign, poll, commit, close)."""
+class Handle(ABC):
+    """A client object a scenario holds across steps; ``with`` closes it whatever happened."""
 
     def __init__(self, driver: Driver) -> None:
         self.driver = driver
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the client (leaving its group, if any)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class Consumer(Handle):
+    """A consumer handle; the scenario drives it step by step (assign, poll, commit, close)."""
 
     @abstractmethod
     def assign(self, positions: Mapping[TopicPartition, int | None]) -> None:
@@ -210,17 +240,38 @@ class Consumer(ABC):
         """Synchronously commit explicit offsets (the next offset to read) for the group."""
         self.driver.unsupported("explicit offset commit")
 
+
+class TransactionalProducer(Handle):
+    """A producer with a ``transactional.id`` (KIP-98), already past ``init_transactions``.
+
+    Opening one fences every older producer with the same id and aborts its open transaction,
+    which is exactly what the zombie-fencing scenario needs to happen before the next step.
+    """
+
     @abstractmethod
-    def close(self) -> None:
-        """Leave the group (if any) and release the client."""
+    def begin(self) -> None:
+        """Start a transaction (client-side only: the coordinator hears of it with the first send)."""
 
-    def __enter__(self) -> Self:
-        return self
+    @abstractmethod
+    def send(self, topic: str, messages: Sequence[Message]) -> list[int]:
+        """Send ``messages`` in order inside the transaction, flush, and return their offsets.
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
+        Flushing makes the records part of the log before the call returns, so a scenario can
+        observe an open transaction's records (read_uncommitted sees them, read_committed not).
+        """
+
+    @abstractmethod
+    def send_offsets(self, offsets: Mapping[TopicPartition, int], group: str) -> None:
+        """Commit ``offsets`` (the next offset to read) for consumer group ``group`` within the
+        transaction: they take effect only if it commits (consume-transform-produce)."""
+
+    @abstractmethod
+    def commit(self) -> None:
+        """Commit the transaction and wait for the coordinator's answer."""
+
+    @abstractmethod
+    def abort(self) -> None:
+        """Abort the transaction and wait for the coordinator's answer."""
 
 
 class Driver(ABC):
@@ -262,6 +313,11 @@ class Driver(ABC):
     @abstractmethod
     def open_consumer(self, settings: ConsumerSettings) -> Consumer:
         """Create the client's consumer for ``settings`` (called by :meth:`consumer`)."""
+
+    def transactional_producer(self, transactional_id: str, timeout_ms: int = 60000) -> TransactionalProducer:
+        """Open a transactional producer: ``transactional.id`` is ``transactional_id``,
+        ``transaction.timeout.ms`` is ``timeout_ms``; init_transactions has returned when this does."""
+        self.unsupported("transactions")
 
     @abstractmethod
     def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:

@@ -50,6 +50,7 @@ from compat_tests.drivers.base import (
     ProducerSettings,
     Received,
     TopicPartition,
+    TransactionalProducer,
     client_errors,
     client_failure,
     kafka_error_name,
@@ -108,6 +109,95 @@ def _record(message: RdMessage) -> Record:
     return Record(message.key(), message.value(), tuple(message.headers() or ()), message.timestamp()[1])
 
 
+def _deliver(producer: Producer, topic: str, messages: Sequence[Message]) -> list[int]:
+    """Produce ``messages`` in order, flush, and return their offsets (the first failure raises)."""
+    reports: list[tuple[KafkaError | None, RdMessage] | None] = [None] * len(messages)
+
+    def on_delivery(index: int) -> Any:
+        return lambda err, msg: reports.__setitem__(index, (err, msg))
+
+    with _errors():
+        for index, m in enumerate(messages):
+            producer.produce(
+                topic,
+                value=m.value,
+                key=m.key,
+                partition=-1 if m.partition is None else m.partition,
+                timestamp=m.timestamp_ms or 0,
+                headers=list(m.headers),
+                on_delivery=on_delivery(index),
+            )
+            producer.poll(0)
+        remaining = producer.flush(OP_TIMEOUT_S + 5)
+    if remaining:
+        raise client_failure(NAME, "TIMEOUT", f"{remaining} messages undelivered after flush")
+    offsets = []
+    for report in reports:
+        assert report is not None
+        err, msg = report
+        if err is not None:
+            raise _failure(err)
+        offset = msg.offset()  # None with acks=0
+        offsets.append(offset if offset is not None and offset >= 0 else NO_OFFSET)
+    return offsets
+
+
+class ConfluentTransactionalProducer(TransactionalProducer):
+    """A librdkafka producer with ``transactional.id``; every transactional call waits at most
+    :data:`OP_TIMEOUT_S`, after which librdkafka reports a retriable timeout."""
+
+    def __init__(self, driver: ConfluentDriver, transactional_id: str, timeout_ms: int) -> None:
+        super().__init__(driver)
+        self._common = driver.common
+        config = {
+            **driver.common,
+            "transactional.id": transactional_id,
+            "transaction.timeout.ms": timeout_ms,
+            "linger.ms": 5,
+        }
+        with _errors():
+            self._producer = Producer(config)
+            self._producer.init_transactions(OP_TIMEOUT_S)
+
+    def begin(self) -> None:
+        with _errors():
+            self._producer.begin_transaction()
+
+    def send(self, topic: str, messages: Sequence[Message]) -> list[int]:
+        return _deliver(self._producer, topic, messages)
+
+    def send_offsets(self, offsets: Mapping[TopicPartition, int], group: str) -> None:
+        """confluent-kafka builds group metadata only from a consumer of the group, so a consumer
+        that never joins lends it: the group id with no generation, as Java's
+        ``new ConsumerGroupMetadata(group)``."""
+        with _errors():
+            with closing(RdConsumer({**self._common, "group.id": group, "enable.auto.commit": False})) as c:
+                metadata = c.consumer_group_metadata()
+            positions = [RdPartition(t, p, o) for (t, p), o in offsets.items()]
+            self._producer.send_offsets_to_transaction(positions, metadata, OP_TIMEOUT_S)
+
+    def commit(self) -> None:
+        with _errors():
+            self._producer.commit_transaction(OP_TIMEOUT_S)
+
+    def abort(self) -> None:
+        with _errors():
+            self._producer.abort_transaction(OP_TIMEOUT_S)
+
+    def close(self) -> None:
+        """Close the producer (nothing is left to flush: every send flushed).
+
+        Closing a producer that hit a fatal error (a fenced one's _FENCED) raises that error once
+        more; the call that hit it has already reported it to the scenario, so it is no failure
+        of closing.
+        """
+        try:
+            self._producer.close()
+        except KafkaException as exc:
+            if not (exc.args and isinstance(exc.args[0], KafkaError) and exc.args[0].fatal()):
+                raise
+
+
 class ConfluentConsumer(Consumer):
     """A librdkafka KafkaConsumer; without a group it gets a throwaway group id (librdkafka wants one)."""
 
@@ -119,6 +209,7 @@ class ConfluentConsumer(Consumer):
             "auto.offset.reset": RESET[settings.reset],
             "enable.auto.commit": False,
             "group.protocol": settings.group_protocol,
+            "isolation.level": settings.isolation,
         }
         if settings.group_protocol == "classic":
             # With the consumer protocol the broker owns the session timeout, and librdkafka
@@ -423,39 +514,15 @@ class ConfluentDriver(AdminDriver):
             config["message.max.bytes"] = settings.max_request_size
         if settings.retries is not None:
             config["retries"] = settings.retries
-        reports: list[tuple[KafkaError | None, RdMessage] | None] = [None] * len(messages)
-
-        def on_delivery(index: int) -> Any:
-            return lambda err, msg: reports.__setitem__(index, (err, msg))
-
         with _errors():
             producer = Producer(config)
-            for index, m in enumerate(messages):
-                producer.produce(
-                    topic,
-                    value=m.value,
-                    key=m.key,
-                    partition=-1 if m.partition is None else m.partition,
-                    timestamp=m.timestamp_ms or 0,
-                    headers=list(m.headers),
-                    on_delivery=on_delivery(index),
-                )
-                producer.poll(0)
-            remaining = producer.flush(OP_TIMEOUT_S + 5)
-        if remaining:
-            raise client_failure(self.name, "TIMEOUT", f"{remaining} messages undelivered after flush")
-        offsets = []
-        for report in reports:
-            assert report is not None
-            err, msg = report
-            if err is not None:
-                raise _failure(err)
-            offset = msg.offset()  # None with acks=0
-            offsets.append(offset if offset is not None and offset >= 0 else NO_OFFSET)
-        return offsets
+        return _deliver(producer, topic, messages)
 
     def open_consumer(self, settings: ConsumerSettings) -> Consumer:
         return ConfluentConsumer(self, settings)
+
+    def transactional_producer(self, transactional_id: str, timeout_ms: int = 60000) -> TransactionalProducer:
+        return ConfluentTransactionalProducer(self, transactional_id, timeout_ms)
 
     def make_admin(self) -> ConfluentAdmin:
         return ConfluentAdmin(self.bootstrap)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import json
 import queue
 import shutil
@@ -32,6 +33,7 @@ from compat_tests.drivers.base import (
     ProducerSettings,
     Received,
     TopicPartition,
+    TransactionalProducer,
     classify,
     kafka_state_name,
 )
@@ -158,26 +160,54 @@ class JavaProcess:
             process.wait()
 
 
-class JavaConsumer(Consumer):
+_HANDLES = itertools.count(1)
+"""Numbers for the names under which the JVM keeps consumers and producers between commands."""
+
+
+def _wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Messages as CompatClient reads them: bytes as base64, unset partition/timestamp as null."""
+    return [
+        {
+            "key": _b64(m.key),
+            "value": _b64(m.value),
+            "headers": [[k, _b64(v)] for k, v in m.headers],
+            "partition": m.partition,
+            "timestamp": m.timestamp_ms,
+        }
+        for m in messages
+    ]
+
+
+def _wire_offsets(offsets: Mapping[TopicPartition, int]) -> list[list[Any]]:
+    """Offsets to commit as CompatClient reads them: ``[[topic, partition, offset], ...]``."""
+    return [[t, p, o] for (t, p), o in offsets.items()]
+
+
+class JvmObject:
+    """A client object held by name inside the JVM; every command names it."""
+
+    def __init__(self, jvm: JavaProcess, kind: str) -> None:
+        self._jvm = jvm
+        self._handle = f"{kind}-{next(_HANDLES)}"
+
+    def _call(self, op: str, **args: Any) -> Any:
+        return self._jvm.call(op, handle=self._handle, **args)
+
+
+class JavaConsumer(JvmObject, Consumer):
     """A KafkaConsumer held by name inside the JVM."""
 
-    _counter = 0
-
     def __init__(self, driver: JavaDriver, settings: ConsumerSettings) -> None:
-        super().__init__(driver)
-        JavaConsumer._counter += 1
-        self._handle = f"consumer-{JavaConsumer._counter}"
-        self._jvm = driver.jvm
+        JvmObject.__init__(self, driver.jvm, "consumer")
+        Consumer.__init__(self, driver)
         self._call(
             "consumer_open",
             bootstrap=driver.bootstrap,
             group=settings.group,
             reset=settings.reset,
             group_protocol=settings.group_protocol,
+            isolation=settings.isolation,
         )
-
-    def _call(self, op: str, **args: Any) -> Any:
-        return self._jvm.call(op, handle=self._handle, **args)
 
     def assign(self, positions: Mapping[TopicPartition, int | None]) -> None:
         self._call("consumer_assign", positions=[[t, p, o] for (t, p), o in positions.items()])
@@ -204,10 +234,40 @@ class JavaConsumer(Consumer):
         return {(t, p) for t, p in self._call("consumer_assignment")}
 
     def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        self._call("consumer_commit", offsets=[[t, p, o] for (t, p), o in offsets.items()])
+        self._call("consumer_commit", offsets=_wire_offsets(offsets))
 
     def close(self) -> None:
         self._call("consumer_close")
+
+
+class JavaTransactionalProducer(JvmObject, TransactionalProducer):
+    """A KafkaProducer with ``transactional.id`` held by name inside the JVM."""
+
+    def __init__(self, driver: JavaDriver, transactional_id: str, timeout_ms: int) -> None:
+        JvmObject.__init__(self, driver.jvm, "producer")
+        TransactionalProducer.__init__(self, driver)
+        self._call(
+            "txn_open", bootstrap=driver.bootstrap, transactional_id=transactional_id, timeout_ms=timeout_ms
+        )
+
+    def begin(self) -> None:
+        self._call("txn_begin")
+
+    def send(self, topic: str, messages: Sequence[Message]) -> list[int]:
+        return self._call("txn_send", topic=topic, messages=_wire_messages(messages))
+
+    def send_offsets(self, offsets: Mapping[TopicPartition, int], group: str) -> None:
+        """Sent with ``new ConsumerGroupMetadata(group)``: the group id, no generation or member."""
+        self._call("txn_send_offsets", offsets=_wire_offsets(offsets), group=group)
+
+    def commit(self) -> None:
+        self._call("txn_commit")
+
+    def abort(self) -> None:
+        self._call("txn_abort")
+
+    def close(self) -> None:
+        self._call("txn_close")
 
 
 class JavaDriver(Driver):
@@ -228,16 +288,6 @@ class JavaDriver(Driver):
         return self.jvm.call(op, bootstrap=self.bootstrap, **args)
 
     def produce(self, topic: str, messages: Sequence[Message], settings: ProducerSettings) -> list[int]:
-        wire = [
-            {
-                "key": _b64(m.key),
-                "value": _b64(m.value),
-                "headers": [[k, _b64(v)] for k, v in m.headers],
-                "partition": m.partition,
-                "timestamp": m.timestamp_ms,
-            }
-            for m in messages
-        ]
         settings_json = {
             "compression": settings.compression,
             "acks": settings.acks,
@@ -246,10 +296,13 @@ class JavaDriver(Driver):
             "retries": settings.retries,
             "timeout_ms": int(settings.timeout_s * 1000),
         }
-        return self._call("produce", topic=topic, messages=wire, settings=settings_json)
+        return self._call("produce", topic=topic, messages=_wire_messages(messages), settings=settings_json)
 
     def open_consumer(self, settings: ConsumerSettings) -> Consumer:
         return JavaConsumer(self, settings)
+
+    def transactional_producer(self, transactional_id: str, timeout_ms: int = 60000) -> TransactionalProducer:
+        return JavaTransactionalProducer(self, transactional_id, timeout_ms)
 
     def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:
         return dict(self._call("list_offsets", topic=topic, partitions=list(partitions), spec=spec))

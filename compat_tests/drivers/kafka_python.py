@@ -45,6 +45,7 @@ from compat_tests.drivers.base import (
     ProducerSettings,
     Received,
     TopicPartition,
+    TransactionalProducer,
     client_errors,
     client_failure,
     kafka_error_name,
@@ -71,6 +72,11 @@ def subscribe_with_metadata(consumer: KafkaConsumer, topics: Sequence[str]) -> N
     """
     consumer.subscribe(list(topics))
     consumer.topics()  # a metadata round trip, whatever the cache holds
+
+
+def _commit_offsets(offsets: Mapping[TopicPartition, int]) -> dict[KpPartition, OffsetAndMetadata]:
+    """Offsets to commit in kafka-python's shape: no metadata, no leader epoch."""
+    return {KpPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items()}
 
 
 class KafkaPythonConsumer(Consumer):
@@ -100,12 +106,57 @@ class KafkaPythonConsumer(Consumer):
 
     def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         with client_errors():
-            self._consumer.commit(
-                {KpPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items()}
-            )
+            self._consumer.commit(_commit_offsets(offsets))
 
     def close(self) -> None:
         self._consumer.close()
+
+
+def _deliver(producer: KafkaProducer, topic: str, messages: Sequence[Message]) -> list[int]:
+    """Send ``messages`` in order, flush, and return their offsets (the first failure raises)."""
+    futures = [producer.send(topic, **kafka_python_api.send_arguments(m)) for m in messages]
+    producer.flush(timeout=OP_TIMEOUT_S)
+    offsets = [f.get(timeout=OP_TIMEOUT_S).offset for f in futures]
+    return [o if o >= 0 else NO_OFFSET for o in offsets]
+
+
+class KafkaPythonTransactionalProducer(TransactionalProducer):
+    """A KafkaProducer with ``transactional_id``; its blocking calls wait at most ``max_block_ms``."""
+
+    def __init__(self, driver: KafkaPythonDriver, transactional_id: str, timeout_ms: int) -> None:
+        super().__init__(driver)
+        config = kafka_python_api.transactional_config(driver.bootstrap, transactional_id, timeout_ms)
+        with kafka_python_api.errors(NAME):
+            self._producer = KafkaProducer(**config, max_block_ms=TIMEOUT_MS)
+            try:
+                self._producer.init_transactions()
+            except BaseException:
+                self._producer.close(timeout=5)
+                raise
+
+    def begin(self) -> None:
+        with kafka_python_api.errors(NAME):
+            self._producer.begin_transaction()
+
+    def send(self, topic: str, messages: Sequence[Message]) -> list[int]:
+        with kafka_python_api.errors(NAME):
+            return _deliver(self._producer, topic, messages)
+
+    def send_offsets(self, offsets: Mapping[TopicPartition, int], group: str) -> None:
+        """A bare group id stands for the group's metadata, as in Java's ``new ConsumerGroupMetadata(group)``."""
+        with kafka_python_api.errors(NAME):
+            self._producer.send_offsets_to_transaction(_commit_offsets(offsets), group)
+
+    def commit(self) -> None:
+        with kafka_python_api.errors(NAME):
+            self._producer.commit_transaction()
+
+    def abort(self) -> None:
+        with kafka_python_api.errors(NAME):
+            self._producer.abort_transaction()
+
+    def close(self) -> None:
+        self._producer.close(timeout=5)
 
 
 _KP_CODEC_LIBRARY = {"snappy": "python-snappy", "lz4": "lz4", "zstd": "zstandard"}
@@ -365,15 +416,15 @@ class KafkaPythonDriver(AdminDriver):
         with client_errors():
             producer = KafkaProducer(**config)
             try:
-                futures = [producer.send(topic, **kafka_python_api.send_arguments(m)) for m in messages]
-                producer.flush(timeout=OP_TIMEOUT_S)
-                offsets = [f.get(timeout=OP_TIMEOUT_S).offset for f in futures]
+                return _deliver(producer, topic, messages)
             finally:
                 producer.close(timeout=5)
-        return [o if o >= 0 else NO_OFFSET for o in offsets]
 
     def open_consumer(self, settings: ConsumerSettings) -> Consumer:
         return KafkaPythonConsumer(self, settings)
+
+    def transactional_producer(self, transactional_id: str, timeout_ms: int = 60000) -> TransactionalProducer:
+        return KafkaPythonTransactionalProducer(self, transactional_id, timeout_ms)
 
     def make_admin(self) -> KafkaPythonAdmin:
         return KafkaPythonAdmin(self.bootstrap)

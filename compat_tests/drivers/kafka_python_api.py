@@ -40,9 +40,21 @@ def consumer_config(bootstrap: str, settings: ConsumerSettings) -> dict[str, Any
         "group_id": settings.group,
         "auto_offset_reset": settings.reset,
         "enable_auto_commit": False,
+        "isolation_level": settings.isolation,
         "request_timeout_ms": TIMEOUT_MS,
         "session_timeout_ms": 10000,
         "heartbeat_interval_ms": 1000,
+    }
+
+
+def transactional_config(bootstrap: str, transactional_id: str, timeout_ms: int) -> dict[str, Any]:
+    """Producer keywords of a transactional producer (both clients spell them alike)."""
+    return {
+        "bootstrap_servers": bootstrap,
+        "transactional_id": transactional_id,
+        "transaction_timeout_ms": timeout_ms,
+        "request_timeout_ms": TIMEOUT_MS,
+        "linger_ms": 5,
     }
 
 

@@ -62,6 +62,7 @@ class KcatConsumer(Consumer):
             self._driver.unsupported("assigning several topics or start offsets in one consumer")
         (topic,), (start,) = topics, starts
         args = ["-C", "-E", "-t", topic, "-J", "-u", "-X", f"auto.offset.reset={RESET[self._settings.reset]}"]
+        args += ["-X", f"isolation.level={self._settings.isolation}"]
         args += ["-o", START.get(self._settings.reset, "stored") if start is None else str(start)]
         if self._settings.group is not None:
             args += ["-X", f"group.id={self._settings.group}"]

@@ -29,6 +29,7 @@ import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -50,8 +51,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * second, which across a hundred scenario steps would dominate the suite. So the Python driver
  * starts this program once per kafka-clients version and sends one JSON object per line on
  * stdin; each answer is one JSON line on stdout, {"ok": true, "result": ...} or
- * {"ok": false, "error": "ExceptionClass: message"}. Bytes travel as base64. Consumers live
- * between commands as named handles, so a scenario can interleave two group members.
+ * {"ok": false, "error": "ExceptionClass: message"}. Bytes travel as base64. Consumers and
+ * transactional producers live between commands as named handles, so a scenario can interleave
+ * two group members, or a producer and the newer instance that fences it.
  *
  * <p>It compiles against kafka-clients 3.9 and 4.x alike, so it only uses APIs present in both.
  */
@@ -61,6 +63,7 @@ public final class CompatClient {
     private static final Base64.Decoder UNB64 = Base64.getDecoder();
 
     private final Map<String, KafkaConsumer<byte[], byte[]>> consumers = new HashMap<>();
+    private final Map<String, KafkaProducer<byte[], byte[]>> producers = new HashMap<>();
     private final Map<String, Deque<ConsumerRecord<byte[], byte[]>>> buffers = new HashMap<>();
     private final Map<String, Admin> admins = new HashMap<>();
 
@@ -132,6 +135,25 @@ public final class CompatClient {
             case "alter_configs": return alterConfigs(c);
             case "describe_group": return describeGroup(c);
             case "group_offsets": return groupOffsets(c);
+            case "txn_open": return txnOpen(c);
+            case "txn_begin":
+                producer(c).beginTransaction();
+                return null;
+            case "txn_send": return sendAll(producer(c), (String) c.get("topic"), (List<?>) c.get("messages"));
+            case "txn_send_offsets":
+                producer(c).sendOffsetsToTransaction(offsetsArg(c.get("offsets")),
+                        new ConsumerGroupMetadata((String) c.get("group")));
+                return null;
+            case "txn_commit":
+                producer(c).commitTransaction();
+                return null;
+            case "txn_abort":
+                producer(c).abortTransaction();
+                return null;
+            case "txn_close":
+                producer(c).close(Duration.ofSeconds(5));
+                producers.remove(handleName(c));
+                return null;
             default: throw new IllegalArgumentException("unknown op " + op);
         }
     }
@@ -150,31 +172,65 @@ public final class CompatClient {
         putIfSet(p, ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, s.get("idempotence"));
         putIfSet(p, ProducerConfig.MAX_REQUEST_SIZE_CONFIG, s.get("max_request_size"));
         putIfSet(p, ProducerConfig.RETRIES_CONFIG, s.get("retries"));
-        String topic = (String) c.get("topic");
-        List<Future<RecordMetadata>> sent = new ArrayList<>();
         try (KafkaProducer<byte[], byte[]> producer =
                 new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
-            for (Object o : (List<?>) c.get("messages")) {
-                @SuppressWarnings("unchecked")
-                Map<String, Object> m = (Map<String, Object>) o;
-                List<Header> headers = new ArrayList<>();
-                for (Object h : (List<?>) m.get("headers")) {
-                    List<?> pair = (List<?>) h;
-                    headers.add(new RecordHeader((String) pair.get(0), bytes(pair.get(1))));
-                }
-                Integer partition = m.get("partition") == null ? null : num(m.get("partition"));
-                Long timestamp = m.get("timestamp") == null ? null : ((Number) m.get("timestamp")).longValue();
-                sent.add(producer.send(new ProducerRecord<>(topic, partition, timestamp,
-                        bytes(m.get("key")), bytes(m.get("value")), headers)));
-            }
-            producer.flush();
-            List<Object> offsets = new ArrayList<>();
-            for (Future<RecordMetadata> f : sent) {
-                RecordMetadata md = f.get();
-                offsets.add(md.hasOffset() ? md.offset() : -1L);
-            }
-            return offsets;
+            return sendAll(producer, (String) c.get("topic"), (List<?>) c.get("messages"));
         }
+    }
+
+    /** Sends the messages in order, flushes, and answers their offsets (-1 where acks=0 gives none). */
+    private static List<Object> sendAll(KafkaProducer<byte[], byte[]> producer, String topic, List<?> messages)
+            throws Exception {
+        List<Future<RecordMetadata>> sent = new ArrayList<>();
+        for (Object o : messages) {
+            @SuppressWarnings("unchecked")
+            Map<String, Object> m = (Map<String, Object>) o;
+            sent.add(producer.send(record(topic, m)));
+        }
+        producer.flush();
+        List<Object> offsets = new ArrayList<>();
+        for (Future<RecordMetadata> f : sent) {
+            RecordMetadata md = f.get();
+            offsets.add(md.hasOffset() ? md.offset() : -1L);
+        }
+        return offsets;
+    }
+
+    private static ProducerRecord<byte[], byte[]> record(String topic, Map<String, Object> m) {
+        List<Header> headers = new ArrayList<>();
+        for (Object h : (List<?>) m.get("headers")) {
+            List<?> pair = (List<?>) h;
+            headers.add(new RecordHeader((String) pair.get(0), bytes(pair.get(1))));
+        }
+        Integer partition = m.get("partition") == null ? null : num(m.get("partition"));
+        Long timestamp = m.get("timestamp") == null ? null : ((Number) m.get("timestamp")).longValue();
+        return new ProducerRecord<>(topic, partition, timestamp, bytes(m.get("key")), bytes(m.get("value")), headers);
+    }
+
+    /**
+     * Opens a transactional producer under the handle and runs initTransactions, which fences
+     * older producers with the same transactional.id before this command answers. max.block.ms
+     * bounds initTransactions, commitTransaction and abortTransaction alike.
+     */
+    private Object txnOpen(Map<String, Object> c) {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, c.get("bootstrap"));
+        p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, c.get("transactional_id"));
+        p.put(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, String.valueOf(num(c.get("timeout_ms"))));
+        p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, String.valueOf(TIMEOUT_MS));
+        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, String.valueOf(TIMEOUT_MS));
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, String.valueOf(TIMEOUT_MS + 5_000));
+        KafkaProducer<byte[], byte[]> producer =
+                new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+        try {
+            producer.initTransactions();
+        } catch (RuntimeException e) {
+            producer.close(Duration.ZERO);
+            throw e;
+        }
+        producers.put(handleName(c), producer);
+        return null;
     }
 
     private Object consumerOpen(Map<String, Object> c) {
@@ -183,6 +239,7 @@ public final class CompatClient {
         putIfSet(p, ConsumerConfig.GROUP_ID_CONFIG, c.get("group"));
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, c.get("reset"));
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, c.get("isolation"));
         p.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, String.valueOf(TIMEOUT_MS));
         p.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, String.valueOf(TIMEOUT_MS));
         String protocol = (String) c.get("group_protocol");
@@ -244,14 +301,19 @@ public final class CompatClient {
     }
 
     private Object consumerCommit(Map<String, Object> c) {
+        consumer(c).commitSync(offsetsArg(c.get("offsets")));
+        return null;
+    }
+
+    /** Offsets to commit, sent as [[topic, partition, offset], ...]. */
+    private static Map<TopicPartition, OffsetAndMetadata> offsetsArg(Object json) {
         Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
-        for (Object o : (List<?>) c.get("offsets")) {
+        for (Object o : (List<?>) json) {
             List<?> e = (List<?>) o;
             offsets.put(new TopicPartition((String) e.get(0), num(e.get(1))),
                     new OffsetAndMetadata(((Number) e.get(2)).longValue()));
         }
-        consumer(c).commitSync(offsets);
-        return null;
+        return offsets;
     }
 
     private Object listOffsets(Map<String, Object> c) throws Exception {
@@ -348,8 +410,17 @@ public final class CompatClient {
         return consumer;
     }
 
+    private KafkaProducer<byte[], byte[]> producer(Map<String, Object> c) {
+        KafkaProducer<byte[], byte[]> producer = producers.get(handleName(c));
+        if (producer == null) {
+            throw new IllegalArgumentException("no producer handle " + handleName(c));
+        }
+        return producer;
+    }
+
     private void closeAll() {
         consumers.values().forEach(KafkaConsumer::close);
+        producers.values().forEach(KafkaProducer::close);
         admins.values().forEach(Admin::close);
     }
 

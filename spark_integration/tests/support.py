@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from confluent_kafka import Producer
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
@@ -71,6 +72,26 @@ def produce(bootstrap: str, topic: str, records: Iterable[Record]) -> list[Recor
         delivered = client.produce(topic, sent, partition=partition, timeout_s=TIMEOUT_S)
         acknowledged += [replace(r, offset=d.offset) for r, d in zip(batch, delivered, strict=True)]
     return in_log_order(acknowledged)
+
+
+def produce_transactions(
+    bootstrap: str, topic: str, transactions: Iterable[tuple[list[Record], bool]]
+) -> None:
+    """Produce each list of records as one transaction of a transactional producer, then commit
+    it (True) or abort it (False)."""
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"spark-{topic}"})
+    producer.init_transactions(TIMEOUT_S)
+    for records, commit in transactions:
+        producer.begin_transaction()
+        for r in records:
+            producer.produce(
+                topic, r.value, r.key, r.partition, timestamp=r.timestamp, headers=list(r.headers)
+            )
+        producer.flush(TIMEOUT_S)  # an abort drops what is still queued; these must be written
+        if commit:
+            producer.commit_transaction(TIMEOUT_S)
+        else:
+            producer.abort_transaction(TIMEOUT_S)
 
 
 def consume_all(bootstrap: str, topic: str, partitions: int) -> list[Record]:

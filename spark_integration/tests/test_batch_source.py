@@ -8,7 +8,14 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame, SparkSession
 
 from spark_integration.jobs import read_topic
-from spark_integration.tests.support import BASE_TIME_MS, Record, numbered_records, produce, spark_records
+from spark_integration.tests.support import (
+    BASE_TIME_MS,
+    Record,
+    numbered_records,
+    produce,
+    produce_transactions,
+    spark_records,
+)
 
 
 def _batch(spark: SparkSession, bootstrap: str, topic: str, **options: str) -> DataFrame:
@@ -77,3 +84,23 @@ def test_include_headers_returns_headers_in_order_with_duplicates_and_nulls(
     frame = _batch(spark, bootstrap, topic, includeHeaders="true")
 
     assert spark_records(frame) == produced
+
+
+def test_read_committed_sees_only_committed_transactions(
+    spark: SparkSession, bootstrap: str, new_topic: Callable[..., str]
+) -> None:
+    """``kafka.isolation.level=read_committed``: records of an aborted transaction are skipped
+    (the broker's aborted-transaction list), the markers' offsets are gaps Spark steps over."""
+    topic = new_topic(partitions=1)
+    first, aborted, last = (
+        numbered_records(3, 1),
+        numbered_records(2, 1, first=3),
+        numbered_records(2, 1, first=5),
+    )
+    produce_transactions(bootstrap, topic, [(first, True), (aborted, False), (last, True)])
+
+    committed = _batch(spark, bootstrap, topic, **{"kafka.isolation.level": "read_committed"})
+    everything = _batch(spark, bootstrap, topic)
+
+    assert [r.value for r in spark_records(committed)] == [r.value for r in first + last]
+    assert [r.value for r in spark_records(everything)] == [r.value for r in first + aborted + last]

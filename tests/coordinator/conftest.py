@@ -16,7 +16,7 @@ import pytest
 from coordinator.classic_protocol import JoinRequest, SyncRequest
 from coordinator.config import CoordinatorConfig
 from coordinator.consumer_heartbeat import HeartbeatRequest
-from coordinator.coordinator import GroupCoordinator
+from coordinator.coordinator import GroupCoordinator, StoredMarker, StoredRecord
 
 START_MS = 1_700_000_000_000
 
@@ -30,18 +30,30 @@ class FakeClock:
 
 
 class MemoryStorage:
-    """``__consumer_offsets`` as lists of (key, value) per partition."""
+    """A coordinator topic as lists of records and markers per partition."""
 
     def __init__(self) -> None:
-        self.partitions: dict[int, list[tuple[bytes, bytes | None]]] = {}
+        self.partitions: dict[int, list[StoredRecord | StoredMarker]] = {}
         self.fail = False
 
-    def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], now_ms: int) -> None:
+    def append(
+        self,
+        partition: int,
+        records: Sequence[tuple[bytes, bytes | None]],
+        now_ms: int,
+        producer: tuple[int, int] | None = None,
+    ) -> None:
         if self.fail:
             raise OSError("disk on fire")
-        self.partitions.setdefault(partition, []).extend(records)
+        producer_id = producer[0] if producer else -1
+        self.partitions.setdefault(partition, []).extend(StoredRecord(k, v, producer_id) for k, v in records)
 
-    def read(self, partition: int) -> Iterable[tuple[bytes, bytes | None]]:
+    def append_marker(self, partition: int, producer: tuple[int, int], commit: bool, now_ms: int) -> None:
+        if self.fail:
+            raise OSError("disk on fire")
+        self.partitions.setdefault(partition, []).append(StoredMarker(producer[0], commit))
+
+    def read(self, partition: int) -> Iterable[StoredRecord | StoredMarker]:
         return list(self.partitions.get(partition, []))
 
 
@@ -212,8 +224,10 @@ class Harness:
         version: int = 8,
         metadata: str | None = None,
         retention_ms: int = -1,
+        producer: tuple[int, int] | None = None,
     ) -> dict[tuple[str, int], int]:
-        """Commit and return the error code per (topic, partition)."""
+        """Commit (inside ``producer``'s transaction if given) and return the error code per
+        (topic, partition)."""
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for (topic, partition), offset in offsets.items():
             by_topic.setdefault(topic, []).append(
@@ -226,7 +240,7 @@ class Harness:
             )
         topics = [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
         response = self.coordinator.commit_offsets(
-            group, generation, member_id, instance, retention_ms, topics, version
+            group, generation, member_id, instance, retention_ms, topics, version, producer
         )
         return {(t["name"], p["partition_index"]): p["error_code"] for t in response for p in t["partitions"]}
 

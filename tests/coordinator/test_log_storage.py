@@ -85,3 +85,28 @@ def test_replay_after_the_log_cleaner_compacted_the_offsets_log(tmp_path: Path) 
     after = _harness_on(manager, clock, topics)
     assert after.committed("g") == {("orders", 0): 498, ("orders", 1): 499, ("orders", 2): 497}
     manager.close()
+
+
+def test_transactional_commits_replay_from_partition_logs(tmp_path: Path) -> None:
+    """Every TxnOffsetCommit of a producer is written, not only its first (they carry no
+    sequence, so none may be taken for a retry of another), and a restart applies exactly the
+    committed transactions' offsets."""
+    clock, topics = FakeClock(), Topics(orders=2)
+    manager = _open_logs(tmp_path)
+    h = _harness_on(manager, clock, topics)
+    producer = (7, 0)
+    partition = h.coordinator.partition_for("g")
+    h.commit("g", {("orders", 0): 1}, producer=producer)
+    h.commit("g", {("orders", 1): 2}, producer=producer)
+    h.coordinator.complete_transaction(partition, producer, commit=True)
+    h.commit("g", {("orders", 0): 5}, producer=producer)
+    h.coordinator.complete_transaction(partition, producer, commit=False)
+    h.commit("g", {("orders", 1): 9}, producer=producer)
+    manager.close()
+
+    manager = _open_logs(tmp_path)
+    after = _harness_on(manager, clock, topics)
+    assert after.committed("g") == {("orders", 0): 1, ("orders", 1): 2}
+    after.coordinator.complete_transaction(partition, producer, commit=True)
+    assert after.committed("g") == {("orders", 0): 1, ("orders", 1): 9}
+    manager.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from coordinator.classic_protocol import JoinRequest
 from coordinator.config import CoordinatorConfig
-from coordinator.coordinator import GroupCoordinator
+from coordinator.coordinator import GroupCoordinator, StoredRecord
 from tests.coordinator.conftest import FakeClock, Harness, MemoryStorage, Topics
 from wire.error_codes import ErrorCode as E
 
@@ -73,7 +73,7 @@ def test_requests_before_and_during_loading() -> None:
 def test_undecodable_records_are_skipped(h: Harness) -> None:
     h.commit("g", {("orders", 0): 1})
     partition = h.coordinator.partition_for("g")
-    h.storage.partitions[partition].insert(0, (b"\x00\x63garbage", b"x"))
+    h.storage.partitions[partition].insert(0, StoredRecord(b"\x00\x63garbage", b"x"))
     assert h.restart().committed("g") == {("orders", 0): 1}
 
 

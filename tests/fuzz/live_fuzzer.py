@@ -67,10 +67,11 @@ BROKER_OVERRIDES = {
     # comparison rather than a minute later.
     "log.segment.delete.delay.ms": "0",
 }
-# Segment and index files of partitions that survive the run (the internal topic, whose
-# partitions the fuzzer's groups write to, and the neighbour's) are opened lazily and held in
-# the broker's descriptor LRU (log.open.files.max): more of them after the run is not a leak.
-_SURVIVING_PARTITION_FILES = re.compile(rf"/(__consumer_offsets|{re.escape(TOPIC)})-N/")
+# Segment and index files of partitions that survive the run (the internal topics, which the
+# fuzzer's groups and transactional ids write to, and the neighbour's) are opened lazily and
+# held in the broker's descriptor LRU (log.open.files.max): more of them after the run is not
+# a leak.
+_SURVIVING_PARTITION_FILES = re.compile(rf"/(__consumer_offsets|__transaction_state|{re.escape(TOPIC)})-N/")
 # Every other descriptor (sockets, files of deleted topics, pipes, ...) must come back to the
 # baseline: sockets up to the neighbour clients reconnecting; a client's socket still open
 # after the client hung up is exactly the leak this looks for.

@@ -29,9 +29,12 @@ class RawClient(KafkaConnection):
     def list_offset(self, topic: str, partition: int, timestamp: int) -> int:
         return self.list_offsets(topic, [partition], timestamp)[partition]
 
-    def fetch_partition(self, topic: str, partition: int, offset: int) -> dict[str, Any]:
+    def fetch_partition(
+        self, topic: str, partition: int, offset: int, *, read_committed: bool = False
+    ) -> dict[str, Any]:
         """One Fetch (v12, no wait) of one partition; returns the partition's response."""
-        response = self.request(ApiKey.FETCH, 12, fetch_body(topic, partition, offset))
+        body = fetch_body(topic, partition, offset) | {"isolation_level": int(read_committed)}
+        response = self.request(ApiKey.FETCH, 12, body)
         return response["responses"][0]["partitions"][0]
 
 
@@ -43,6 +46,7 @@ def make_batch(
     base_sequence: int = -1,
     timestamp: int = 1_700_000_000_000,
     compression: int = Compression.NONE,
+    transactional: bool = False,
 ) -> bytes:
     """A producer-side batch (base offset 0) of ``values`` with keys k0, k1, ..."""
     records = [Record(i, timestamp + i, b"k%d" % i, value) for i, value in enumerate(values)]
@@ -53,6 +57,7 @@ def make_batch(
             producer_epoch=producer_epoch,
             base_sequence=base_sequence,
             compression=compression,
+            transactional=transactional,
         )
     )
 

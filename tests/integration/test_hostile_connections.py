@@ -36,9 +36,18 @@ def open_fds(pid: int) -> int:
 
 def lowest_free_fd(pid: int) -> int:
     """An RLIMIT_NOFILE at this value leaves the process no descriptor to open: the kernel
-    hands out the lowest free number, and only numbers below the limit."""
-    used = {int(name) for name in os.listdir(f"/proc/{pid}/fd")}
-    return next(number for number in range(len(used) + 1) if number not in used)
+    hands out the lowest free number, and only numbers below the limit.
+
+    Read once the descriptors have settled (the same twice, 0.2 s apart): a socket of an
+    earlier client the broker has yet to close would free a number below the limit later.
+    """
+    used: set[int] = set()
+    deadline = time.monotonic() + SETTLE_DEADLINE_S
+    while True:
+        previous, used = used, {int(name) for name in os.listdir(f"/proc/{pid}/fd")}
+        if used == previous or time.monotonic() > deadline:
+            return next(number for number in range(len(used) + 1) if number not in used)
+        time.sleep(0.2)
 
 
 def rss_bytes(pid: int) -> int:

@@ -1,0 +1,274 @@
+"""Transaction APIs: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
+DescribeTransactions and ListTransactions, translated to the transaction coordinator
+(``ctx.broker.transactions``, :mod:`coordinator.transactions`).  InitProducerId, which serves
+idempotent producers too, lives in :mod:`broker.handlers.producer_ids`.
+
+Version differences are Kafka's: PRODUCER_FENCED (KIP-588) is only known to clients of newer
+versions, older ones are told INVALID_PRODUCER_EPOCH; AddPartitionsToTxn v4+ batches several
+transactions (the form brokers use to verify a partition, KIP-890) and reports errors per
+transaction; a partition that does not exist fails the request with UNKNOWN_TOPIC_OR_PARTITION
+for it and OPERATION_NOT_ATTEMPTED for the rest, as Kafka answers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.api_support import Served
+from broker.context import PendingResponse, RequestContext
+from broker.handlers.group_offsets import answer_when_synced
+from broker.handlers.groups import coordinator_of
+from coordinator.offsets import topics_with_error
+from coordinator.offsets_topic import OFFSETS_TOPIC
+from coordinator.transactions import TransactionCoordinator, TxnError
+from wire.api_keys import ApiKey
+from wire.error_codes import ErrorCode
+
+# The first version of each API whose clients are told PRODUCER_FENCED; Produce and
+# TxnOffsetCommit (absent) always say INVALID_PRODUCER_EPOCH, as Kafka's partition leader does.
+PRODUCER_FENCED_SINCE = {
+    ApiKey.INIT_PRODUCER_ID: 4,
+    ApiKey.ADD_PARTITIONS_TO_TXN: 2,
+    ApiKey.ADD_OFFSETS_TO_TXN: 2,
+    ApiKey.END_TXN: 2,
+}
+# From these versions (transaction version 2) a write adds its partition to the transaction
+# itself; before them the partition must have been added, which is verified (KIP-890), and a
+# failed verification is TRANSACTION_ABORTABLE after the last version listed in the second table.
+FIRST_IMPLICIT_ADD_VERSION = {ApiKey.PRODUCE: 12, ApiKey.TXN_OFFSET_COMMIT: 5}
+LAST_INVALID_TXN_STATE_VERSION = {ApiKey.PRODUCE: 10, ApiKey.TXN_OFFSET_COMMIT: 3}
+FIRST_BATCHED_ADD_PARTITIONS_VERSION = 4
+FIRST_END_TXN_EPOCH_BUMP_VERSION = 5
+
+
+def transactions_of(ctx: RequestContext) -> TransactionCoordinator:
+    coordinator = ctx.broker.transactions
+    if coordinator is None:
+        raise RuntimeError("broker.txn_coordinator.install_transaction_coordinator was not called")
+    return coordinator
+
+
+def error_for(ctx: RequestContext, failure: TxnError | ErrorCode) -> ErrorCode:
+    """The code as this request's version spells it."""
+    code = failure.code if isinstance(failure, TxnError) else failure
+    api_key = ctx.header.api_key
+    if code is ErrorCode.PRODUCER_FENCED and ctx.api_version < PRODUCER_FENCED_SINCE.get(api_key, 1 << 15):
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    if code is ErrorCode.TRANSACTION_ABORTABLE and ctx.api_version <= LAST_INVALID_TXN_STATE_VERSION.get(
+        api_key, -1
+    ):
+        return ErrorCode.INVALID_TXN_STATE
+    return code
+
+
+def joined_transaction(
+    ctx: RequestContext, transactional_id: str | None, producer: tuple[int, int], partition: tuple[str, int]
+) -> ErrorCode:
+    """Whether a transactional write (Produce, TxnOffsetCommit) may go to ``partition``: added
+    to the transaction by this write (transaction version 2), or verified to be in it."""
+    coordinator = transactions_of(ctx)
+    if coordinator.ongoing_with(*producer, partition):
+        return ErrorCode.NONE
+    if transactional_id is None:
+        return error_for(ctx, ErrorCode.TRANSACTION_ABORTABLE)
+    try:
+        if ctx.api_version >= FIRST_IMPLICIT_ADD_VERSION[ctx.header.api_key]:
+            coordinator.add_partitions(transactional_id, *producer, [partition])
+            return ErrorCode.NONE
+        verdict = coordinator.verify_partitions(transactional_id, *producer, [partition])[partition]
+    except TxnError as failure:
+        return error_for(ctx, failure)
+    return error_for(ctx, verdict)
+
+
+# --- AddPartitionsToTxn ------------------------------------------------------------------
+
+
+def _partitions_result(
+    topics: list[dict[str, Any]], errors: dict[tuple[str, int], ErrorCode]
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": topic["name"],
+            "results_by_partition": [
+                {"partition_index": p, "partition_error_code": errors[topic["name"], p]}
+                for p in topic["partitions"]
+            ],
+        }
+        for topic in topics
+    ]
+
+
+def _add_partitions(
+    ctx: RequestContext,
+    transactional_id: str,
+    producer_id: int,
+    epoch: int,
+    topics: list[dict[str, Any]],
+    verify: bool,
+) -> dict[tuple[str, int], ErrorCode]:
+    """One transaction's partitions, added (or checked, ``verify``): an error per partition."""
+    wanted = [(topic["name"], p) for topic in topics for p in topic["partitions"]]
+    missing = {tp for tp in wanted if ctx.broker.partitions.get(*tp) is None}
+    if missing:
+        return {
+            tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in missing else ErrorCode.OPERATION_NOT_ATTEMPTED
+            for tp in wanted
+        }
+    coordinator = transactions_of(ctx)
+    try:
+        if verify:
+            return coordinator.verify_partitions(transactional_id, producer_id, epoch, wanted)
+        coordinator.add_partitions(transactional_id, producer_id, epoch, wanted)
+    except TxnError as failure:
+        return dict.fromkeys(wanted, error_for(ctx, failure))
+    return dict.fromkeys(wanted, ErrorCode.NONE)
+
+
+async def handle_add_partitions_to_txn(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    if ctx.api_version < FIRST_BATCHED_ADD_PARTITIONS_VERSION:
+        topics = request["v3_and_below_topics"]
+        errors = _add_partitions(
+            ctx,
+            request["v3_and_below_transactional_id"],
+            request["v3_and_below_producer_id"],
+            request["v3_and_below_producer_epoch"],
+            topics,
+            verify=False,
+        )
+        return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _partitions_result(topics, errors)}
+    results = []
+    for txn in request["transactions"]:
+        errors = _add_partitions(
+            ctx,
+            txn["transactional_id"],
+            txn["producer_id"],
+            txn["producer_epoch"],
+            txn["topics"],
+            txn["verify_only"],
+        )
+        results.append(
+            {
+                "transactional_id": txn["transactional_id"],
+                "topic_results": _partitions_result(txn["topics"], errors),
+            }
+        )
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "results_by_transaction": results}
+
+
+# --- AddOffsetsToTxn / TxnOffsetCommit ---------------------------------------------------
+
+
+async def handle_add_offsets_to_txn(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    """The group's ``__consumer_offsets`` partition joins the transaction (its offsets follow
+    in TxnOffsetCommit and are applied by the transaction's marker)."""
+    group_id = request["group_id"]
+    if not group_id:
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_GROUP_ID}
+    offsets_partition = (OFFSETS_TOPIC, coordinator_of(ctx).partition_for(group_id))
+    try:
+        transactions_of(ctx).add_partitions(
+            request["transactional_id"],
+            request["producer_id"],
+            request["producer_epoch"],
+            [offsets_partition],
+        )
+    except TxnError as failure:
+        return {"throttle_time_ms": 0, "error_code": error_for(ctx, failure)}
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE}
+
+
+async def handle_txn_offset_commit(
+    ctx: RequestContext, request: dict[str, Any]
+) -> dict[str, Any] | PendingResponse:
+    """Offsets written inside the producer's transaction, applied when it commits.
+
+    The group's partition must have joined the transaction (AddOffsetsToTxn, or this request
+    from v5) under the producer's current epoch; otherwise the commit could never be decided.
+    """
+    group_id = request["group_id"]
+    if not group_id:
+        return {
+            "throttle_time_ms": 0,
+            "topics": topics_with_error(request["topics"], ErrorCode.INVALID_GROUP_ID),
+        }
+    producer = (request["producer_id"], request["producer_epoch"])
+    groups = coordinator_of(ctx)
+    offsets_partition = (OFFSETS_TOPIC, groups.partition_for(group_id))
+    error = joined_transaction(ctx, request["transactional_id"], producer, offsets_partition)
+    if error is not ErrorCode.NONE:
+        return {"throttle_time_ms": 0, "topics": topics_with_error(request["topics"], error)}
+    durability = ctx.broker.durability
+    with durability.collecting() as must_sync:
+        topics = groups.commit_offsets(
+            group_id=group_id,
+            generation_id=request.get("generation_id", -1),
+            member_id=request.get("member_id", ""),
+            group_instance_id=request.get("group_instance_id"),
+            retention_time_ms=-1,
+            topics=request["topics"],
+            api_version=ctx.api_version,
+            producer=producer,
+        )
+    return answer_when_synced(ctx, must_sync, topics)
+
+
+# --- EndTxn ------------------------------------------------------------------------------
+
+
+async def handle_end_txn(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    """Commit or abort; from v5 (transaction version 2) the epoch moves on with every end and
+    the answer says to what."""
+    bump = ctx.api_version >= FIRST_END_TXN_EPOCH_BUMP_VERSION
+    try:
+        producer_id, epoch = transactions_of(ctx).end_txn(
+            request["transactional_id"],
+            request["producer_id"],
+            request["producer_epoch"],
+            request["committed"],
+            bump,
+        )
+    except TxnError as failure:
+        return {"throttle_time_ms": 0, "error_code": error_for(ctx, failure)}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.NONE,
+        "producer_id": producer_id,
+        "producer_epoch": epoch,
+    }
+
+
+# --- DescribeTransactions / ListTransactions ---------------------------------------------
+
+
+async def handle_describe_transactions(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    coordinator = transactions_of(ctx)
+    return {
+        "throttle_time_ms": 0,
+        "transaction_states": [coordinator.describe(txn_id) for txn_id in request["transactional_ids"]],
+    }
+
+
+async def handle_list_transactions(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    error, unknown, listed = transactions_of(ctx).list_transactions(
+        request["state_filters"],
+        request["producer_id_filters"],
+        request.get("duration_filter", -1),
+        request.get("transactional_id_pattern"),
+    )
+    return {
+        "throttle_time_ms": 0,
+        "error_code": error,
+        "unknown_state_filters": unknown,
+        "transaction_states": listed,
+    }
+
+
+HANDLERS = {
+    ApiKey.ADD_PARTITIONS_TO_TXN: Served(handle_add_partitions_to_txn),
+    ApiKey.ADD_OFFSETS_TO_TXN: Served(handle_add_offsets_to_txn),
+    ApiKey.TXN_OFFSET_COMMIT: Served(handle_txn_offset_commit),
+    ApiKey.END_TXN: Served(handle_end_txn),
+    ApiKey.DESCRIBE_TRANSACTIONS: Served(handle_describe_transactions),
+    ApiKey.LIST_TRANSACTIONS: Served(handle_list_transactions),
+}
