@@ -26,11 +26,13 @@ A pass over one log, with Kafka's rules:
    transaction's outcome is unknown).  Batches of aborted transactions (known from the
    aborted-transaction indexes) put no key in the offset map, so an aborted value never
    shadows a committed one, and are dropped like records compacted away (their header stays
-   when it is the producer's last batch or ends the cleanable range).  Transaction markers are
-   always kept, and with them their aborts' index entries, which each cleaned segment carries
-   over: Kafka drops a marker once its transaction's data is gone and ``delete.retention.ms``
-   has passed, but a kept marker only costs a few dozen bytes, and dropping it would need the
-   cleaner to prove that no consumer still reads below it.
+   when it is the producer's last batch or ends the cleanable range).  A transaction marker
+   stays while any record of its transaction does; once none does (aborted data dropped,
+   committed data compacted away), it is treated as a tombstone, as Kafka's cleaner does: the
+   pass that first finds it so gives it a delete horizon (``delete.retention.ms``), and the
+   first pass after that drops it, with its abort's index entry (a consumer that read the data
+   meanwhile has also read the marker).  Markers that stay carry their index entries over into
+   each cleaned segment.
 
 Threading: steps 2 and 3 (``build_offset_map``, ``clean_group``) only read inactive segments
 and write ``.cleaned`` files, so the broker runs them in a worker thread; ``begin`` and the
@@ -203,6 +205,10 @@ class CleaningJob:
         self._aborted_spans: dict[int, list[tuple[int, int]]] = {}
         for txn in self.aborted:
             self._aborted_spans.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
+        # Per producer, whether its transaction being scanned kept a record so far (the scan goes
+        # from the log's first batch, so a marker is met after all of its transaction's data).
+        self._txn_kept: dict[int, bool] = {}
+        self._dropped_markers: set[int] = set()
         self.end_offset = cleanable.first_dirty_offset
         self.groups: list[list[Segment]] = []
         self.bytes_before = 0
@@ -291,9 +297,38 @@ class CleaningJob:
         """The batch as it survives cleaning, or None if it goes entirely."""
         whole = data[batch.position : batch.position + batch.size]
         if batch.is_control:
-            return whole  # transaction markers always stay (module docstring, rule 5)
+            return self._marker(batch, data, whole)
         if self._is_aborted(batch):
             return self._emptied(batch)
+        kept = self._records_kept(batch, data, whole)
+        if batch.is_transactional and kept is not None and parse_batch_header(kept, 0).record_count:
+            self._txn_kept[batch.producer_id] = True
+        return kept
+
+    def _marker(self, batch: BatchInfo, data: memoryview, whole: memoryview) -> bytes | memoryview | None:
+        """A transaction marker as it survives (module docstring, rule 5)."""
+        data_kept = self._txn_kept.pop(batch.producer_id, False)
+        must_stay = batch.next_offset == self.cleanable.first_uncleanable_offset or (
+            self.producer_last_offsets.get(batch.producer_id) == batch.last_offset
+        )
+        if data_kept or must_stay:
+            return whole
+        horizon = delete_horizon(batch)
+        if horizon is not None:
+            if self.now_ms < horizon:
+                return whole
+            self._dropped_markers.add(batch.last_offset)
+            return None
+        readable = readable_records(data, batch, self._decompressed_limit, str(self.log.directory))
+        if readable is None or not readable[1]:
+            return whole
+        payload, records = readable
+        return rebuild(batch, payload, records, self.now_ms + self.log.config.delete_retention_ms)
+
+    def _records_kept(
+        self, batch: BatchInfo, data: memoryview, whole: memoryview
+    ) -> bytes | memoryview | None:
+        """A data batch with only the records compaction keeps, or None if it goes entirely."""
         readable = readable_records(data, batch, self._decompressed_limit, str(self.log.directory))
         if readable is None:
             return whole
@@ -334,8 +369,12 @@ class CleaningJob:
         return any(first <= batch.base_offset < last for first, last in spans)
 
     def _aborts_within(self, start: int, end: int) -> list[AbortedTxn]:
-        """The aborts whose markers are in [start, end): a cleaned segment's index entries."""
-        return [txn for txn in self.aborted if start <= txn.last_offset < end]
+        """The aborts whose markers are in [start, end) and stay: a cleaned segment's index entries."""
+        return [
+            txn
+            for txn in self.aborted
+            if start <= txn.last_offset < end and txn.last_offset not in self._dropped_markers
+        ]
 
     def swap(self, group: Sequence[Segment], cleaned: Segment) -> None:
         """Put a cleaned group in place (the log's thread)."""

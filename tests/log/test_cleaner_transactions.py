@@ -1,5 +1,6 @@
-"""Compaction with transactions: aborted data goes, markers and their index entries stay,
-and nothing from the last stable offset on is touched."""
+"""Compaction with transactions: aborted data goes, a marker stays while its transaction has
+data and goes a delete horizon after that (with its index entry), and nothing from the last
+stable offset on is touched."""
 
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ def test_aborted_records_go_without_shadowing_committed_ones(log_dir: str) -> No
     kept = {(offset, key, value) for offset, key, value in stored(log)}
     assert (committed_at, b"k", b"committed") in kept
     assert not any(value == b"aborted" or key == b"only-aborted" for _, key, value in kept)
-    assert markers(log) == marker_offsets, "markers always stay"
+    assert markers(log) == marker_offsets, "markers stay until their delete horizon"
     assert log.aborted_transactions(0, log.log_end_offset) == aborted_before
     assert list(txnindex_files(log_dir)) == [f"{log.segment_base_offsets[0]:020d}.txnindex"]
     log.close()
@@ -83,3 +84,33 @@ def test_nothing_from_the_last_stable_offset_on_is_cleaned(log_dir: str) -> None
     filler(log, 40, b"d")
     clean(log, BASE_TS)
     assert (open_at, b"filler-0", b"open") not in stored(log), "aborted once decided"
+
+
+def test_a_marker_goes_a_delete_horizon_after_its_transaction_data(log_dir: str) -> None:
+    """As Kafka's cleaner: the commit marker of a transaction whose records were all compacted
+    away, and the abort marker of one whose records were dropped, become tombstones; they and
+    the abort's index entry go once ``delete.retention.ms`` has passed, not before."""
+    log = PartitionLog.open(log_dir, COMPACT)
+    committer, aborter, keeper = Producer(log, 31), Producer(log, 32), Producer(log, 33)
+    committer.put(b"k", b"old")
+    commit_marker = committer.end(commit=True)
+    aborter.put(b"gone", b"x")
+    abort_marker = aborter.end(commit=False)
+    keeper.put(b"kept", b"v")
+    keep_marker = keeper.end(commit=True)
+    put(log, [(b"k", b"new")])  # compacts the committed transaction's only record away
+    filler(log, 40, b"a")
+    assert {commit_marker, abort_marker, keep_marker} <= set(markers(log))
+    clean(log, BASE_TS)
+    assert {commit_marker, abort_marker, keep_marker} <= set(markers(log)), "horizon set, not passed"
+    assert log.aborted_transactions(0, log.log_end_offset) == [(32, abort_marker - 1)]
+    clean(log, BASE_TS + COMPACT.delete_retention_ms - 1)
+    assert {commit_marker, abort_marker} <= set(markers(log))
+    clean(log, BASE_TS + COMPACT.delete_retention_ms)
+    assert keep_marker in markers(log) and not {commit_marker, abort_marker} & set(markers(log))
+    assert log.aborted_transactions(0, log.log_end_offset) == []
+    assert (keep_marker - 1, b"kept", b"v") in stored(log)
+    log.close()
+    log = PartitionLog.open(log_dir, COMPACT)
+    assert log.aborted_transactions(0, log.log_end_offset) == []
+    assert keep_marker in markers(log) and commit_marker not in markers(log)
