@@ -38,12 +38,14 @@ class Service:
 
     def wait_until_copied(self, count: int) -> None:
         assert self.process.stdout is not None
+        # poll(), not select(): the test process may hold descriptors numbered past FD_SETSIZE.
+        readable = select.poll()
+        readable.register(self.process.stdout, select.POLLIN)
         deadline = time.monotonic() + RUN_TIMEOUT_S
         while self.copied < count:
             assert time.monotonic() < deadline, f"the service copied only {self.copied} records"
             assert self.process.poll() is None, f"the service exited with {self.process.returncode}"
-            ready, _, _ = select.select([self.process.stdout], [], [], 1.0)
-            if ready:
+            if readable.poll(1000):
                 line = self.process.stdout.readline()
                 if line.strip():
                     self.copied = int(line)
