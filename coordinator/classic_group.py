@@ -415,26 +415,36 @@ class ClassicGroup:
     # --- offsets (Kafka's Group interface) -----------------------------------------------
 
     def validate_offset_commit(
-        self, member_id: str, group_instance_id: str | None, generation_id: int, api_version: int
+        self,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        api_version: int,
+        transactional: bool = False,
     ) -> None:
         """Who may commit: members of the current generation, or anyone while Empty.
 
         Generation -1 with no member id is a "simple" consumer (assign() + commit) or an
         admin tool; it may only commit while no member owns the group's partitions.  Every
         OffsetCommit version may commit to a classic group (``api_version`` matters only for
-        consumer groups).
+        consumer groups).  A transactional commit (TxnOffsetCommit) names a member only if its
+        producer was given the consumer's group metadata, and is not refused while a rebalance
+        completes, as in Kafka: it only takes effect when its transaction commits.
         """
         if self.is_in(GroupState.DEAD):
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if generation_id < 0 and self.is_empty:
             return
-        if generation_id >= 0 or member_id or group_instance_id is not None:
+        identified = generation_id >= 0 or bool(member_id) or group_instance_id is not None
+        if transactional and not identified:
+            return  # TxnOffsetCommit validates the member only if the producer names one
+        if identified:
             self.validate_member(member_id, group_instance_id)
             if generation_id != self.generation_id:
                 raise GroupError(ErrorCode.ILLEGAL_GENERATION)
         elif not self.is_empty:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
-        if self.is_in(GroupState.COMPLETING_REBALANCE):
+        if self.is_in(GroupState.COMPLETING_REBALANCE) and not transactional:
             raise GroupError(ErrorCode.REBALANCE_IN_PROGRESS)
 
     def validate_offset_delete(self) -> None:

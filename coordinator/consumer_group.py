@@ -206,18 +206,28 @@ class ConsumerGroup:
     # --- offsets (Kafka's Group interface) -----------------------------------------------
 
     def validate_offset_commit(
-        self, member_id: str, group_instance_id: str | None, member_epoch: int, api_version: int
+        self,
+        member_id: str,
+        group_instance_id: str | None,
+        member_epoch: int,
+        api_version: int,
+        transactional: bool = False,
     ) -> None:
+        """A member commits under its current epoch (OffsetCommit v9+).  A transactional commit
+        (TxnOffsetCommit, any version: the producer passes the consumer's group metadata) with a
+        wrong epoch is ILLEGAL_GENERATION, as Kafka answers it."""
         if member_epoch < 0 and not self.members:
             return
+        if transactional and member_epoch < 0 and not member_id and group_instance_id is None:
+            return  # TxnOffsetCommit validates the member only if the producer names one
         member = self.members.get(member_id)
         if member is None:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
-        if api_version < 9:
+        if api_version < 9 and not transactional:
             # Consumer-protocol members must commit with their member epoch (v9+).
             raise GroupError(ErrorCode.UNSUPPORTED_VERSION)
         if member_epoch != member.member_epoch:
-            raise GroupError(ErrorCode.STALE_MEMBER_EPOCH)
+            raise GroupError(ErrorCode.ILLEGAL_GENERATION if transactional else ErrorCode.STALE_MEMBER_EPOCH)
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
         if member_id is None and member_epoch < 0:

@@ -293,10 +293,6 @@ class GroupCoordinator(PartitionedCoordinator):
     ) -> list[dict[str, Any]]:
         """OffsetCommit (and TxnOffsetCommit, given the ``producer`` whose transaction the
         commit joins): response topics with an error code per partition."""
-        if producer is not None:
-            # A transactional commit is checked as a consumer-protocol member's commit would be
-            # (member epoch = generation), whatever the TxnOffsetCommit version.
-            api_version = max(api_version, FIRST_MEMBER_EPOCH_COMMIT_VERSION)
         valid, unknown = self.offsets.unknown_partitions(topics)
         if not valid:
             return unknown
@@ -316,7 +312,9 @@ class GroupCoordinator(PartitionedCoordinator):
                     if api_version >= FIRST_MEMBER_EPOCH_COMMIT_VERSION and producer is None
                     else ErrorCode.ILLEGAL_GENERATION
                 )
-            group.validate_offset_commit(member_id, group_instance_id, generation_id, api_version)
+            group.validate_offset_commit(
+                member_id, group_instance_id, generation_id, api_version, transactional=producer is not None
+            )
         except GroupError as failure:
             return unknown + topics_with_error(valid, failure.code)
         if isinstance(group, ClassicGroup) and group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE):
