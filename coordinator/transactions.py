@@ -39,6 +39,7 @@ from coordinator.txn_metadata import (
     TopicPartition,
     TxnMetadata,
     TxnState,
+    by_topic,
     decode,
     decode_key,
     encode,
@@ -438,9 +439,6 @@ class TransactionCoordinator(PartitionedCoordinator):
                 "producer_epoch": -1,
                 "topics": [],
             }
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in sorted(metadata.partitions):
-            by_topic.setdefault(topic, []).append(partition)
         return {
             "error_code": ErrorCode.NONE,
             "transactional_id": transactional_id,
@@ -449,7 +447,9 @@ class TransactionCoordinator(PartitionedCoordinator):
             "transaction_start_time_ms": metadata.start_ms,
             "producer_id": metadata.producer_id,
             "producer_epoch": metadata.producer_epoch,
-            "topics": [{"topic": topic, "partitions": ids} for topic, ids in by_topic.items()],
+            "topics": [
+                {"topic": topic, "partitions": ids} for topic, ids in by_topic(metadata.partitions).items()
+            ],
         }
 
     def list_transactions(

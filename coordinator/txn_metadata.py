@@ -91,7 +91,9 @@ def encode(metadata: TxnMetadata) -> tuple[bytes, bytes]:
             "producer_epoch": metadata.producer_epoch,
             "transaction_timeout_ms": metadata.timeout_ms,
             "transaction_status": int(metadata.state),
-            "transaction_partitions": _by_topic(metadata.partitions),
+            "transaction_partitions": [
+                {"topic": topic, "partition_ids": ids} for topic, ids in by_topic(metadata.partitions).items()
+            ],
             "transaction_last_update_timestamp_ms": metadata.last_update_ms,
             "transaction_start_timestamp_ms": metadata.start_ms,
         },
@@ -132,8 +134,9 @@ def decode(transactional_id: str, value: Buffer) -> TxnMetadata:
     )
 
 
-def _by_topic(partitions: Iterable[TopicPartition]) -> list[dict[str, object]]:
+def by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
+    """Partition indexes per topic, both sorted: how the record and the APIs list them."""
     grouped: dict[str, list[int]] = {}
     for topic, partition in sorted(partitions):
         grouped.setdefault(topic, []).append(partition)
-    return [{"topic": topic, "partition_ids": ids} for topic, ids in grouped.items()]
+    return grouped
