@@ -89,7 +89,8 @@ class ConnectionLimits:
             del self.per_ip[ip]
 
 
-ConnectionServer = Callable[[trio.socket.SocketType, str], Awaitable[None]]
+ConnectionServer = Callable[[trio.socket.SocketType, str, str], Awaitable[None]]
+"""Serves one admitted connection: (socket, "ip:port" for logs, ip for ACL host matching)."""
 
 
 async def accept_loop(
@@ -138,6 +139,6 @@ async def _run_admitted(
     conn: trio.socket.SocketType, peer: str, ip: str, limits: ConnectionLimits, serve: ConnectionServer
 ) -> None:
     try:
-        await serve(conn, peer)
+        await serve(conn, peer, ip)
     finally:
         limits.leave(ip)

@@ -105,9 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"odradek: configuration error: {exc}", file=sys.stderr)
         return 2
+    try:
+        broker = Broker(config)
+    except ConfigError as exc:
+        print(f"odradek: configuration error: {exc}", file=sys.stderr)
+        return 2
     for key in config.unknown_keys:
         log.warning("unknown config key %s (ignored); check its spelling against Kafka's broker configs", key)
-    broker = Broker(config)
     try:
         trio.run(run_broker, broker)
     except OSError as exc:

@@ -101,29 +101,20 @@ def parse_security_protocol_map(text: str) -> dict[str, str]:
     return mapping
 
 
-def check_plaintext_only(listeners: list[Listener], protocol_map_text: str) -> None:
-    """Refuse any listener whose security protocol is not PLAINTEXT.
+LISTENER_PREFIX = re.compile(r"listener\.name\.[a-z0-9_]+\.")
 
-    Odradek implements neither TLS nor SASL yet.  Starting an ``SSL://`` listener that then
-    speaks plaintext would silently send what the operator believes encrypted in the clear, and
-    clients configured for TLS would fail with confusing handshake errors; refusing to start is
-    the only honest answer.  As in Kafka, a listener's protocol comes from
-    ``listener.security.protocol.map`` and a name missing from the map is an error.
-    """
-    protocols = parse_security_protocol_map(protocol_map_text)
-    for listener in listeners:
-        protocol = protocols.get(listener.name)
-        if protocol is None:
-            raise ConfigError(
-                f"listener {listener.name} has no security protocol: add {listener.name}:PLAINTEXT "
-                "to listener.security.protocol.map"
-            )
-        if protocol != "PLAINTEXT":
-            raise ConfigError(
-                f"listener {listener.name} uses security protocol {protocol}, which Odradek does not "
-                "implement yet (only PLAINTEXT); refusing to start rather than serve it unencrypted "
-                "and unauthenticated"
-            )
+
+def _per_listener(key: str) -> bool:
+    """``listener.name.<listener>.<key>`` (or ``.<mechanism>.sasl.jaas.config``) overrides."""
+    match = LISTENER_PREFIX.match(key)
+    if match is None:
+        return False
+    rest = key[match.end() :]
+    return (
+        rest in BROKER_CONFIGS
+        or rest.endswith(".sasl.jaas.config")
+        or rest.endswith(".callback.handler.class")
+    )
 
 
 @dataclass
@@ -156,7 +147,11 @@ class BrokerConfig:
     @property
     def unknown_keys(self) -> list[str]:
         """Keys that are neither broker nor topic configs (reported at start-up)."""
-        return sorted(k for k in self.explicit if k not in BROKER_CONFIGS and k not in TOPIC_CONFIGS)
+        return sorted(
+            k
+            for k in self.explicit
+            if k not in BROKER_CONFIGS and k not in TOPIC_CONFIGS and not _per_listener(k)
+        )
 
     def validate(self) -> None:
         """Check every known key's value parses as its declared type."""
@@ -168,7 +163,8 @@ class BrokerConfig:
             LogConfig.from_properties(self.topic_defaults())
         except InvalidConfigError as exc:
             raise ConfigError(f"{exc} (a topic default derived from the broker's log settings)") from None
-        check_plaintext_only(self.listeners, self.get("listener.security.protocol.map") or "")
+        parse_security_protocol_map(self.get("listener.security.protocol.map") or "")
+        self.listeners  # noqa: B018 - parses them; each listener's security is checked by the broker
         if self.get("advertised.listeners"):
             parse_listeners(self.get("advertised.listeners") or "")
 

@@ -96,9 +96,94 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "listener.security.protocol.map",
             T.STRING,
             "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
-            "Security protocol of each listener name (Kafka's default). Odradek implements only "
-            "PLAINTEXT so far: a listener resolving to SSL, SASL_PLAINTEXT or SASL_SSL is refused "
-            "at start-up instead of silently speaking plaintext.",
+            "Security protocol of each listener name (Kafka's default): PLAINTEXT, SSL, "
+            "SASL_PLAINTEXT or SASL_SSL.",
+        ),
+        ConfigDef("security.inter.broker.protocol", T.STRING, "PLAINTEXT", "Accepted for compatibility."),
+        ConfigDef("inter.broker.listener.name", T.STRING, None, "Accepted for compatibility."),
+        ConfigDef(
+            "sasl.enabled.mechanisms",
+            T.LIST,
+            "GSSAPI",
+            "SASL mechanisms of SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER. "
+            "Kafka's default GSSAPI (Kerberos) is not implemented: a SASL listener left at it is "
+            "refused at start-up.",
+        ),
+        ConfigDef("sasl.mechanism.inter.broker.protocol", T.STRING, "GSSAPI", "Accepted for compatibility."),
+        ConfigDef(
+            "sasl.server.max.receive.size",
+            T.INT,
+            "524288",
+            "Largest SASL token accepted before authentication.",
+        ),
+        ConfigDef(
+            "connections.max.reauth.ms",
+            T.LONG,
+            "0",
+            "KIP-368 session lifetime: clients re-authenticate before it ends or are disconnected (0: never).",
+        ),
+        ConfigDef(
+            "connection.failed.authentication.delay.ms",
+            T.INT,
+            "100",
+            "Delay before answering a failed authentication (and closing), to slow password guessing.",
+        ),
+        ConfigDef(
+            "authentication.timeout.ms",
+            T.INT,
+            "10000",
+            "Odradek's own: a TLS handshake and SASL exchange must finish within this, or the "
+            "connection is closed (Kafka waits for connections.max.idle.ms).",
+        ),
+        ConfigDef("ssl.keystore.type", T.STRING, "JKS", "Keystore format; Odradek reads PEM (set PEM)."),
+        ConfigDef(
+            "ssl.keystore.location", T.STRING, None, "PEM file with the private key and certificate chain."
+        ),
+        ConfigDef("ssl.keystore.password", T.PASSWORD, None, "Unused for PEM keystores.", sensitive=True),
+        ConfigDef(
+            "ssl.keystore.certificate.chain", T.PASSWORD, None, "PEM certificate chain text.", sensitive=True
+        ),
+        ConfigDef("ssl.keystore.key", T.PASSWORD, None, "PEM private key text.", sensitive=True),
+        ConfigDef(
+            "ssl.key.password", T.PASSWORD, None, "Password of an encrypted private key.", sensitive=True
+        ),
+        ConfigDef("ssl.truststore.type", T.STRING, "JKS", "Truststore format; Odradek reads PEM (set PEM)."),
+        ConfigDef(
+            "ssl.truststore.location", T.STRING, None, "PEM file of CAs trusted for client certificates."
+        ),
+        ConfigDef("ssl.truststore.password", T.PASSWORD, None, "Unused for PEM truststores.", sensitive=True),
+        ConfigDef(
+            "ssl.truststore.certificates", T.PASSWORD, None, "PEM text of trusted CAs.", sensitive=True
+        ),
+        ConfigDef("ssl.client.auth", T.STRING, "none", "Client certificates: required, requested or none."),
+        ConfigDef(
+            "ssl.enabled.protocols", T.LIST, "TLSv1.2,TLSv1.3", "TLS versions spoken (1.2 and 1.3 only)."
+        ),
+        ConfigDef("ssl.protocol", T.STRING, "TLSv1.3", "Accepted for compatibility."),
+        ConfigDef("ssl.endpoint.identification.algorithm", T.STRING, "https", "Accepted for compatibility."),
+        ConfigDef(
+            "ssl.principal.mapping.rules",
+            T.STRING,
+            "DEFAULT",
+            "How a client certificate's subject becomes a principal: DEFAULT or RULE:pattern/replacement/[LU].",
+        ),
+        ConfigDef(
+            "sasl.server.callback.handler.class",
+            T.CLASS,
+            None,
+            "OAuthBearerValidatorCallbackHandler (per listener and mechanism) validates JWTs against a JWKS.",
+        ),
+        ConfigDef(
+            "sasl.oauthbearer.jwks.endpoint.url", T.STRING, None, "JWKS of the token issuer (a file: URL)."
+        ),
+        ConfigDef("sasl.oauthbearer.expected.audience", T.LIST, None, "Audiences a token must name (any)."),
+        ConfigDef("sasl.oauthbearer.expected.issuer", T.STRING, None, "Issuer a token must name."),
+        ConfigDef("sasl.oauthbearer.sub.claim.name", T.STRING, "sub", "Claim holding the principal name."),
+        ConfigDef(
+            "sasl.oauthbearer.scope.claim.name", T.STRING, "scope", "Claim holding the token's scopes."
+        ),
+        ConfigDef(
+            "sasl.oauthbearer.clock.skew.seconds", T.INT, "30", "Tolerated clock difference with the issuer."
         ),
         ConfigDef(
             "log.dirs",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import errno
 import logging
-import os
+import struct
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,11 @@ from broker.dispatch import Answer, CloseConnection, DeferredAnswer, HandlerFail
 from broker.file_region import FileRegion
 from broker.frames import FrameError, FrameReader
 from broker.memory_budget import RequestTooLarge
+from broker.security.authentication import ConnectionAuth
+from broker.security.handshake import open_transport
+from broker.security.listener_security import ListenerSecurity
+from broker.security.mechanism import AuthenticationFailed
+from broker.security.transport import Transport
 from wire.errors import WireError
 from wire.header import RequestHeader
 
@@ -31,47 +36,7 @@ if TYPE_CHECKING:
     from broker.server import Broker
 
 log = logging.getLogger(__name__)
-
-
-async def send_all(sock: trio.socket.SocketType, parts: list[Any]) -> None:
-    """Write a response: in-memory parts coalesced into few sends, file regions by sendfile.
-
-    Encoders produce many small parts; joining runs of them keeps the system call count low
-    (and within the kernel's iovec limit), while record batches on disk never pass through
-    Python.
-    """
-    pending: list[Any] = []
-    for part in parts:
-        if isinstance(part, FileRegion):
-            if pending:
-                await _send_buffer(sock, b"".join(pending))
-                pending = []
-            await _send_file(sock, part)
-        else:
-            pending.append(part)
-    if pending:
-        await _send_buffer(sock, b"".join(pending))
-
-
-async def _send_buffer(sock: trio.socket.SocketType, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[await sock.send(view) :]
-
-
-async def _send_file(sock: trio.socket.SocketType, region: FileRegion) -> None:
-    offset, remaining = region.offset, region.length
-    while remaining:
-        try:
-            sent = os.sendfile(sock.fileno(), region.fd, offset, remaining)
-        except BlockingIOError:
-            await trio.lowlevel.wait_writable(sock)
-            continue
-        if sent == 0:
-            raise OSError(f"segment file ended {remaining} bytes before the fetched range")
-        offset += sent
-        remaining -= sent
-        await trio.lowlevel.checkpoint_if_cancelled()
+_SIZE = struct.Struct(">i")
 
 
 def close_regions(parts: list[Any]) -> None:
@@ -109,11 +74,14 @@ class _Connection:
     goes on appending the next requests.
     """
 
-    def __init__(self, broker: Broker, sock: trio.socket.SocketType, peer: str) -> None:
+    def __init__(
+        self, broker: Broker, sock: trio.socket.SocketType, transport: Transport, auth: ConnectionAuth
+    ) -> None:
         config = broker.config
-        self.broker, self.sock, self.peer = broker, sock, peer
+        self.broker, self.sock, self.transport, self.auth = broker, sock, transport, auth
+        self.peer = auth.peer
         self.reader = FrameReader(
-            sock,
+            transport,
             config.get_int("socket.request.max.bytes"),
             broker.request_memory,
             config.get_int("socket.request.read.timeout.ms") / 1000,
@@ -126,8 +94,7 @@ class _Connection:
         )
 
     async def read_requests(self) -> None:
-        broker, reader = self.broker, self.reader
-        self.sock.setsockopt(trio.socket.IPPROTO_TCP, trio.socket.TCP_NODELAY, 1)
+        broker, reader, auth = self.broker, self.reader, self.auth
         while True:
             with trio.move_on_after(self.idle_seconds) as idle:
                 size = await reader.next_size()
@@ -137,9 +104,12 @@ class _Connection:
             if size is None:
                 return
             frame = await reader.read_body(size)
+            if auth.raw_tokens:
+                await self.answer_raw_token(frame, size)
+                continue
             with broker.peer_watch.request_in_flight(self.sock) as abandoned:
                 try:
-                    header, answer = await dispatch(broker, frame, self.peer)
+                    header, answer = await dispatch(broker, frame, self.peer, auth)
                 finally:
                     broker.request_memory.release(size)
                     del frame
@@ -148,9 +118,21 @@ class _Connection:
                     await self.to_writer.send((header, answer))
                 elif answer is not None and not await self.send(header, answer):
                     return
+            if auth.failed and not self.queued:
+                return  # a refused authentication was answered; Kafka closes the connection
             if abandoned.cancelled_caught:
                 log.debug("%s closed its connection while its request was in flight; cancelled it", self.peer)
                 return
+
+    async def answer_raw_token(self, frame: memoryview, size: int) -> None:
+        """After SaslHandshake v0 a frame is a bare SASL token, answered by a bare token."""
+        try:
+            answer, _ = self.auth.authenticate(bytes(frame))
+        except AuthenticationFailed as exc:
+            raise CloseConnection(f"SASL authentication failed: {exc}") from None
+        finally:
+            self.broker.request_memory.release(size)
+        await self.transport.send_parts([_SIZE.pack(len(answer)), answer])
 
     async def write_answers(self) -> None:
         async for header, answer in self.from_reader:
@@ -158,13 +140,15 @@ class _Connection:
             if parts is not None and not await self.send(header, parts):
                 return
             self.queued -= 1
+            if self.auth.failed and not self.queued:
+                return
 
     async def send(self, header: RequestHeader, parts: list[Any]) -> bool:
         """Write one response; False if the client stopped reading (the connection must close)."""
         self.sending = header
         try:
             with trio.move_on_after(self.idle_seconds) as stuck:
-                await send_all(self.sock, parts)
+                await self.transport.send_parts(parts)
         finally:
             close_regions(parts)
         self.sending = None
@@ -203,23 +187,43 @@ class _Connection:
             scope.cancel()
 
 
-async def serve_connection(broker: Broker, sock: trio.socket.SocketType, peer: str) -> None:
+async def serve_connection(
+    broker: Broker, security: ListenerSecurity, sock: trio.socket.SocketType, peer: str, host: str
+) -> None:
     """Serve one connection until the peer leaves, misbehaves or idles out.
 
-    Time bounds: waiting for a request is limited by ``connections.max.idle.ms``, receiving
-    one by ``socket.request.read.timeout.ms``, and writing a response to a client that stops
-    reading by ``connections.max.idle.ms`` again.  A request whose client closes while it is
-    handled or answered is cancelled (:mod:`broker.peer_watch`).
+    Time bounds: a TLS handshake and a SASL exchange must finish within
+    ``authentication.timeout.ms``; waiting for a request is limited by
+    ``connections.max.idle.ms``, receiving one by ``socket.request.read.timeout.ms``, and
+    writing a response to a client that stops reading by ``connections.max.idle.ms`` again.
+    A request whose client closes while it is handled or answered is cancelled
+    (:mod:`broker.peer_watch`).
 
     Logging: expected disconnects are DEBUG; a client breaking the protocol is WARNING; any
     other failure is ERROR exactly once — handler failures are logged by ``dispatch`` with the
     request they belong to, socket failures by ``_Connection.guarded`` with the request being
     answered.
     """
-    connection = _Connection(broker, sock, peer)
     try:
+        sock.setsockopt(trio.socket.IPPROTO_TCP, trio.socket.TCP_NODELAY, 1)
+        opened = await open_transport(sock, security, peer, host)
+        if opened is None:
+            return
+        connection = _Connection(broker, sock, *opened)
         async with trio.open_nursery() as nursery:
+            if connection.auth.gated:
+                nursery.start_soon(_authentication_deadline, connection.auth, nursery.cancel_scope)
             nursery.start_soon(connection.guarded, connection.write_answers, nursery.cancel_scope)
             await connection.guarded(connection.read_requests, nursery.cancel_scope)
     finally:
         sock.close()
+
+
+async def _authentication_deadline(auth: ConnectionAuth, scope: trio.CancelScope) -> None:
+    """Close a SASL connection that has not authenticated within ``authentication.timeout.ms``."""
+    await trio.sleep(auth.security.authentication_timeout_s)
+    if not auth.authenticated:
+        log.info(
+            "closing connection from %s: no SASL authentication within authentication.timeout.ms", auth.peer
+        )
+        scope.cancel()

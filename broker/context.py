@@ -15,16 +15,32 @@ from typing import TYPE_CHECKING, Any
 from wire.header import RequestHeader
 
 if TYPE_CHECKING:
+    from broker.security.authentication import ConnectionAuth
     from broker.server import Broker
 
 
 @dataclass(slots=True)
 class RequestContext:
-    """One request's envelope: its header, the broker it arrived at, and the peer."""
+    """One request's envelope: its header, the broker it arrived at, the peer and who it is."""
 
     header: RequestHeader
     broker: Broker
     client_address: str
+    auth: ConnectionAuth  # the connection's listener and (authenticated) principal
+
+    @property
+    def principal(self) -> str:
+        """Kafka's principal string: ``User:alice``, ``User:CN=...`` or ``User:ANONYMOUS``."""
+        return self.auth.principal
+
+    @property
+    def listener_name(self) -> str:
+        return self.auth.security.name
+
+    @property
+    def host(self) -> str:
+        """The client's IP address, as ACLs match it."""
+        return self.auth.host
 
     @property
     def api_version(self) -> int:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from broker import handlers as handlers_package
 from broker.api_support import ApiSupport, Served
 from broker.context import PendingResponse, RequestContext
+from broker.security.authentication import AuthenticationError, ConnectionAuth
 from log.disk_error_report import describe_os_error
 from wire.api_keys import ApiKey, api_name
 from wire.codec import decode_request, encode_response_parts
@@ -128,13 +129,21 @@ def _encode(header: RequestHeader, response: dict[str, Any]) -> list[Any]:
     )
 
 
-async def dispatch(broker: Broker, frame: memoryview, client_address: str) -> tuple[RequestHeader, Answer]:
+async def dispatch(
+    broker: Broker, frame: memoryview, client_address: str, auth: ConnectionAuth
+) -> tuple[RequestHeader, Answer]:
     """Handle one request frame; returns its header and the response buffers (None: no response,
     a ``DeferredAnswer``: buffers that are ready later).
 
     The header is returned so the connection can name the request if answering it fails.
+    On a SASL listener, a request out of the authentication sequence closes the connection.
     """
     header, offset = decode_request_header(frame)
+    if auth.gated:
+        try:
+            auth.check_request(header.api_key)
+        except AuthenticationError as exc:
+            raise CloseConnection(str(exc)) from None
     support = broker.supported.get(header.api_key)
     if support is None:
         raise CloseConnection(f"unsupported API {api_name(header.api_key)} (key {header.api_key})")
@@ -144,7 +153,7 @@ async def dispatch(broker: Broker, frame: memoryview, client_address: str) -> tu
         raise CloseConnection(f"unsupported {support.name} version {header.api_version}")
     handler = broker.served[support.key].handler
     request = decode_request(header.api_key, header.api_version, frame, offset)
-    ctx = RequestContext(header, broker, client_address)
+    ctx = RequestContext(header, broker, client_address, auth)
     with _handler_errors(header, client_address):
         response = await handler(ctx, request)
         if response is None:

@@ -6,7 +6,7 @@ it is dropped whenever it runs empty and allocated again once the socket is read
 idle connection holds no buffer at all (10,000 idle connections must stay cheap).
 
 A large request (a Produce carrying a megabyte of batches) gets a buffer of its own that the
-kernel fills directly with ``recv_into``; its record batches are later written to disk from
+kernel fills directly with ``recv_into`` (on plaintext); its record batches are later written to disk from
 that same memory.  That buffer grows as bytes arrive (doubling, starting at
 ``LARGE_FRAME_FIRST_CHUNK``) instead of being allocated at the declared size, so a hostile
 length prefix costs little until the bytes are actually sent.  The first chunk (2 MiB) holds
@@ -26,6 +26,7 @@ import struct
 import trio
 
 from broker.memory_budget import MemoryBudget
+from broker.security.transport import Transport
 
 _SIZE = struct.Struct(">i")
 RECEIVE_BUFFER_SIZE = 16 * 1024
@@ -38,12 +39,12 @@ class FrameError(Exception):
 
 
 class FrameReader:
-    """Yields request frames (as writable memoryviews) from a trio socket."""
+    """Yields request frames (as writable memoryviews) from a connection's transport."""
 
     def __init__(
-        self, sock: trio.socket.SocketType, max_frame_size: int, budget: MemoryBudget, read_timeout: float
+        self, transport: Transport, max_frame_size: int, budget: MemoryBudget, read_timeout: float
     ) -> None:
-        self._sock = sock
+        self._transport = transport
         self._max = max_frame_size
         self._budget = budget
         self._read_timeout = read_timeout
@@ -56,14 +57,14 @@ class FrameReader:
         """Read more bytes into the receive buffer; False at end of stream."""
         if self._buffer is None:
             # Idle: wait without holding memory; the buffer is allocated once bytes are there.
-            await trio.lowlevel.wait_readable(self._sock)
+            await self._transport.wait_readable()
             self._buffer = bytearray(RECEIVE_BUFFER_SIZE)
             self._view = memoryview(self._buffer)
         elif self._end == len(self._buffer):
             pending = self._end - self._start
             self._view[:pending] = self._view[self._start : self._end]
             self._start, self._end = 0, pending
-        received = await self._sock.recv_into(self._view[self._end :])
+        received = await self._transport.recv_into(self._view[self._end :])
         self._end += received
         return received > 0
 
@@ -132,7 +133,7 @@ class FrameReader:
                 grown = memoryview(bytearray(min(size, 2 * len(frame))))
                 grown[:have] = frame
                 frame = grown
-            received = await self._sock.recv_into(frame[have:])
+            received = await self._transport.recv_into(frame[have:])
             if not received:
                 raise FrameError("connection closed in the middle of a frame")
             have += received

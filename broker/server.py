@@ -31,6 +31,8 @@ from broker.memory_budget import MemoryBudget
 from broker.partitions import PartitionStore
 from broker.peer_watch import PeerWatch
 from broker.producer_ids import ProducerIdAllocator
+from broker.security.listener_security import build_listener_security
+from broker.security.scram_store import ScramCredentialStore
 from broker.topics import TopicRegistry
 from broker.txn_coordinator import install_transaction_coordinator
 from coordinator.coordinator import GroupCoordinator
@@ -73,6 +75,11 @@ class Broker:
 
     def __init__(self, config: BrokerConfig, clock: Clock = wall_clock_ms) -> None:
         self.config = config
+        # Per listener name: protocol, TLS context, SASL mechanisms; a ConfigError here stops
+        # the start before anything touches the disk.
+        self.listener_security = build_listener_security(
+            config, lambda user, mechanism: self.scram_credentials.lookup(user, mechanism)
+        )
         self.clock = clock  # every wall-clock reading of the broker and its logs (``log.clock``)
         self.node_id = config.node_id
         dirs = [Path(d) for d in config.log_dirs]
@@ -83,6 +90,7 @@ class Broker:
         self.topics = TopicRegistry(self.data_dir)
         self.partitions = PartitionStore(self, [str(d) for d in dirs])
         self.producer_ids = ProducerIdAllocator(self.data_dir)
+        self.scram_credentials = ScramCredentialStore(self.data_dir)
         self.appends = AppendNotifier()
         self.durability = Durability(self)
         self.served: dict[ApiKey, Served] = load_handlers()
@@ -107,10 +115,19 @@ class Broker:
     @property
     def endpoint(self) -> Listener:
         """The address clients are told to use for this node (first advertised listener)."""
-        advertised = self.config.advertised_listeners[0]
-        if advertised.port == 0 and self.listeners:
-            return Listener(advertised.name, advertised.host, self.listeners[0].port)
-        return advertised
+        return self.endpoint_for(self.config.advertised_listeners[0].name)
+
+    def endpoint_for(self, listener_name: str) -> Listener:
+        """The advertised address of ``listener_name``: Metadata, FindCoordinator and
+        DescribeCluster answer a client with the listener it connected to, as Kafka does, so a
+        SASL_SSL client is never sent to the PLAINTEXT port."""
+        advertised = self.config.advertised_listeners
+        chosen = next((a for a in advertised if a.name == listener_name), advertised[0])
+        if chosen.port == 0:
+            bound = next((b for b in self.listeners if b.name == chosen.name), None)
+            if bound is not None:
+                return Listener(chosen.name, chosen.host, bound.port)
+        return chosen
 
     def close(self) -> None:
         """Flush and close every partition log (a clean shutdown skips recovery next start)."""
@@ -141,10 +158,13 @@ async def serve(
             sock.listen(1024)
             bound_port = sock.getsockname()[1]
             broker.listeners.append(Listener(listener.name, listener.host, bound_port))
-            sockets.append(sock)
+            sockets.append((listener.name, sock))
         log.info("accepting up to %d connections (max.connections)", limits.max_connections)
-        for sock in sockets:
-            nursery.start_soon(accept_loop, sock, limits, nursery, partial(serve_connection, broker))
+        for listener_name, sock in sockets:
+            security = broker.listener_security[listener_name]
+            nursery.start_soon(
+                accept_loop, sock, limits, nursery, partial(serve_connection, broker, security)
+            )
         for task in broker.background_tasks:
             nursery.start_soon(task)
         task_status.started(list(broker.listeners))

@@ -29,15 +29,16 @@ CHECKPOINT_FILE = "partition.checkpoint"
 _VERSION = 1
 
 
-def write_atomically(path: str, data: bytes, *, durable: bool = True) -> None:
+def write_atomically(path: str, data: bytes, *, durable: bool = True, mode: int = 0o644) -> None:
     """Replace ``path`` with ``data`` via a temporary file and rename.
 
     With ``durable`` the data and the directory entry are fsynced, so after a crash the file
     is either the old or the new version.  Without it (hot-path snapshots on segment roll) a
-    crash may leave an empty or torn file, which readers detect and ignore.
+    crash may leave an empty or torn file, which readers detect and ignore.  ``mode`` gives
+    the file's permission bits (0o600 for secrets such as SCRAM credentials).
     """
     temporary = path + ".tmp"
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         os.write(fd, data)
         if durable:

@@ -21,7 +21,7 @@ async def handle_describe_cluster(ctx: RequestContext, request: dict[str, Any]) 
             "cluster_id": broker.cluster_id,
             "brokers": [],
         }
-    endpoint = broker.endpoint
+    endpoint = broker.endpoint_for(ctx.listener_name)
     return {
         "throttle_time_ms": 0,
         "error_code": ErrorCode.NONE,

@@ -84,7 +84,7 @@ def _coordinator_entry(ctx: RequestContext, key_type: int) -> dict[str, Any]:
             "host": "",
             "port": -1,
         }
-    endpoint = ctx.broker.endpoint
+    endpoint = ctx.broker.endpoint_for(ctx.listener_name)
     return {
         "error_code": error,
         "error_message": None,

@@ -124,7 +124,7 @@ async def handle_metadata(ctx: RequestContext, request: dict[str, Any]) -> dict[
                 topics.append(topic_entry(ctx, found, with_operations))
             else:
                 topics.append(error_entry(name, found))
-    endpoint = broker.endpoint
+    endpoint = broker.endpoint_for(ctx.listener_name)
     return {
         "brokers": [{"node_id": broker.node_id, "host": endpoint.host, "port": endpoint.port, "rack": None}],
         "cluster_id": broker.cluster_id,

@@ -1,0 +1,139 @@
+"""A connection's SASL state, as Kafka's ``SaslServerAuthenticator`` keeps it.
+
+Until a SASL listener's client has authenticated, only ApiVersions, SaslHandshake and then
+SaslAuthenticate are served; anything else closes the connection (Kafka: "Unexpected Kafka
+request of type ... during SASL handshake").  SaslHandshake v0 switches to raw tokens (each
+frame one SASL token, answered by a bare size-prefixed token); v1 carries tokens in
+SaslAuthenticate.  A failed authentication is answered with SASL_AUTHENTICATION_FAILED and
+the connection closed.  With ``connections.max.reauth.ms`` (KIP-368) a session expires: the
+client re-authenticates on the same connection (same principal), or its next request closes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import trio
+
+from broker.accept import RateLimitedLog
+from broker.security.listener_security import ListenerSecurity
+from broker.security.mechanism import AuthenticationFailed, SaslServer
+from wire.api_keys import ApiKey
+
+log = logging.getLogger(__name__)
+
+ANONYMOUS = "User:ANONYMOUS"
+_BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE})
+_warn_failure = RateLimitedLog(logging.WARNING)
+
+
+class AuthenticationError(Exception):
+    """A client broke the SASL sequence or failed to authenticate: close its connection."""
+
+
+class ConnectionAuth:
+    """Who a connection is and what it may send next."""
+
+    __slots__ = (
+        "security",
+        "peer",
+        "host",
+        "principal",
+        "gated",
+        "authenticated",
+        "server",
+        "raw_tokens",
+        "expires_at",
+        "failed",
+    )
+
+    def __init__(
+        self, security: ListenerSecurity, peer: str, host: str, tls_principal: str = ANONYMOUS
+    ) -> None:
+        self.security, self.peer, self.host = security, peer, host
+        self.principal = tls_principal
+        self.gated = security.protocol.uses_sasl  # False: every request is served, nothing to check
+        self.authenticated = not self.gated
+        self.server: SaslServer | None = None  # the exchange in progress
+        self.raw_tokens = False  # after SaslHandshake v0, frames are bare SASL tokens
+        self.expires_at: float | None = None  # trio time the session ends (KIP-368)
+        self.failed = False  # answer this last response, then close
+
+    @property
+    def listener_name(self) -> str:
+        return self.security.name
+
+    def check_request(self, api_key: int) -> None:
+        """Raise AuthenticationError unless a request of ``api_key`` may be served now."""
+        if self.authenticated:
+            expires_at = self.expires_at
+            if (
+                expires_at is not None
+                and api_key != ApiKey.SASL_HANDSHAKE
+                and trio.current_time() >= expires_at
+            ):
+                raise AuthenticationError(
+                    f"{self.principal}'s session expired (connections.max.reauth.ms) without re-authentication"
+                )
+            return
+        if api_key in _BEFORE_AUTHENTICATION or (
+            api_key == ApiKey.SASL_AUTHENTICATE and self.server is not None
+        ):
+            return
+        raise AuthenticationError(
+            f"Unexpected Kafka request of type {ApiKey(api_key).api_name} during SASL handshake"
+        )
+
+    @property
+    def in_handshake(self) -> bool:
+        """A SaslHandshake here starts (re-)authentication rather than being out of place."""
+        return self.gated and self.server is None
+
+    def begin(self, mechanism: str, handshake_version: int) -> bool:
+        """SaslHandshake: start an exchange; False when the mechanism is not enabled here."""
+        factory = self.security.mechanisms.get(mechanism)
+        if factory is None:
+            return False
+        self.server = factory()
+        self.raw_tokens = handshake_version == 0
+        return True
+
+    def authenticate(self, token: bytes) -> tuple[bytes, int]:
+        """One token of the exchange: the server's answer and, once complete, the session
+        lifetime in ms (0: unlimited).  Raises AuthenticationFailed, after which the caller
+        answers and the connection closes."""
+        server = self.server
+        if server is None:
+            raise AuthenticationError("SaslAuthenticate before SaslHandshake")
+        try:
+            if len(token) > self.security.max_token_bytes:
+                raise AuthenticationFailed(
+                    f"SASL token of {len(token)} bytes exceeds sasl.server.max.receive.size"
+                )
+            answer = server.step(token)
+            if server.complete and self.authenticated and server.principal != self.principal:
+                raise AuthenticationFailed(
+                    f"Cannot change principals during re-authentication from {self.principal}: {server.principal}"
+                )
+        except AuthenticationFailed as exc:
+            self.failed = True
+            self.server = None
+            _warn_failure(
+                "authentication failed for %s on listener %s: %s", self.peer, self.security.name, exc
+            )
+            raise
+        if not server.complete:
+            return answer, 0
+        self.server, self.raw_tokens = None, False
+        self.principal, self.authenticated = server.principal or ANONYMOUS, True
+        return answer, self._start_session(server)
+
+    def _start_session(self, server: SaslServer) -> int:
+        """KIP-368: with ``connections.max.reauth.ms`` set, the session lasts that long, or until
+        the credential (an OAUTHBEARER token) expires if sooner; with it 0, for ever."""
+        lifetime_ms = self.security.reauth_ms
+        if lifetime_ms and server.expires_at_ms is not None:
+            lifetime_ms = max(0, min(lifetime_ms, server.expires_at_ms - int(time.time() * 1000)))
+        self.expires_at = trio.current_time() + lifetime_ms / 1000 if lifetime_ms else None
+        return lifetime_ms
