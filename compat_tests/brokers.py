@@ -66,6 +66,8 @@ class RunningBroker:
     process: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
     overrides: Mapping[str, str] = field(default_factory=dict)
+    addresses: Mapping[str, str] = field(default_factory=dict)
+    """``host:port`` of each extra listener (by name) the broker was started with."""
 
     def stop(self) -> None:
         """Terminate the broker (SIGTERM, then SIGKILL after a grace period); idempotent."""
@@ -200,24 +202,41 @@ def _properties(values: Mapping[str, str]) -> str:
     return "".join(f"{key}={value}\n" for key, value in values.items())
 
 
+def _extra_listeners(extra: Mapping[str, str]) -> tuple[dict[str, str], str, str]:
+    """Addresses for extra listeners (name -> security protocol) on free ports, and their
+    ``listeners`` entries and ``listener.security.protocol.map`` entries, comma-led."""
+    ports = free_ports(len(extra))
+    addresses = {name: f"127.0.0.1:{port}" for name, port in zip(extra, ports, strict=True)}
+    listeners = "".join(f",{name}://{address}" for name, address in addresses.items())
+    protocols = "".join(f",{name}:{protocol}" for name, protocol in extra.items())
+    return addresses, listeners, protocols
+
+
 def start_apache_kafka(
-    workdir: Path, overrides: Mapping[str, str] | None = None, version: str = KAFKA_VERSION
+    workdir: Path,
+    overrides: Mapping[str, str] | None = None,
+    version: str = KAFKA_VERSION,
+    extra_listeners: Mapping[str, str] | None = None,
 ) -> RunningBroker:
-    """Format and start a combined broker+controller KRaft node; return once it serves."""
+    """Format and start a combined broker+controller KRaft node; return once it serves.
+
+    ``extra_listeners`` (name -> security protocol) are added beside PLAINTEXT on free ports.
+    """
     libs = kafka_jars(version)
     java = shutil.which("java")
     if java is None:
         raise RuntimeError("java is not installed: it is needed to run Apache Kafka")
     workdir.mkdir(parents=True, exist_ok=True)
     broker_port, controller_port = free_ports(2)
+    addresses, extra, protocols = _extra_listeners(extra_listeners or {})
     config = {
         "process.roles": "broker,controller",
         "node.id": "1",
-        "listeners": f"PLAINTEXT://127.0.0.1:{broker_port},CONTROLLER://127.0.0.1:{controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{broker_port}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{broker_port},CONTROLLER://127.0.0.1:{controller_port}{extra}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{broker_port}{extra}",
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "listener.security.protocol.map": f"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT{protocols}",
         "controller.quorum.bootstrap.servers": f"127.0.0.1:{controller_port}",
         "log.dirs": str(workdir / "data"),
         **KAFKA_SINGLE_NODE,
@@ -247,7 +266,7 @@ def start_apache_kafka(
             preexec_fn=_die_with_parent,
         )
     bootstrap = f"127.0.0.1:{broker_port}"
-    broker = RunningBroker(bootstrap, "apache-kafka", process, log_path, dict(overrides or {}))
+    broker = RunningBroker(bootstrap, "apache-kafka", process, log_path, dict(overrides or {}), addresses)
     wait_until_ready(broker)
     return broker
 
@@ -263,18 +282,26 @@ def odradek_command() -> str:
     return found
 
 
-def start_odradek(workdir: Path, overrides: Mapping[str, str] | None = None) -> RunningBroker:
-    """Start ``odradek serve`` on a free port with the suite's settings; return once it serves."""
+def start_odradek(
+    workdir: Path, overrides: Mapping[str, str] | None = None, extra_listeners: Mapping[str, str] | None = None
+) -> RunningBroker:
+    """Start ``odradek serve`` on a free port with the suite's settings; return once it serves.
+
+    ``extra_listeners`` (name -> security protocol) are added beside PLAINTEXT on free ports.
+    """
     workdir.mkdir(parents=True, exist_ok=True)
     (port,) = free_ports(1)
+    addresses, extra, protocols = _extra_listeners(extra_listeners or {})
     command = [
         odradek_command(),
         "serve",
         "--data-dir",
         str(workdir / "data"),
         "--listeners",
-        f"PLAINTEXT://127.0.0.1:{port}",
+        f"PLAINTEXT://127.0.0.1:{port}{extra}",
     ]
+    if protocols:
+        command += ["--override", f"listener.security.protocol.map=PLAINTEXT:PLAINTEXT{protocols}"]
     for key, value in {**SUITE_OVERRIDES, **(overrides or {})}.items():
         command += ["--override", f"{key}={value}"]
     log_path = workdir / "odradek.log"
@@ -282,7 +309,7 @@ def start_odradek(workdir: Path, overrides: Mapping[str, str] | None = None) -> 
         process = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, cwd=workdir, preexec_fn=_die_with_parent
         )
-    broker = RunningBroker(f"127.0.0.1:{port}", "odradek", process, log_path, dict(overrides or {}))
+    broker = RunningBroker(f"127.0.0.1:{port}", "odradek", process, log_path, dict(overrides or {}), addresses)
     wait_until_ready(broker)
     return broker
 
@@ -290,13 +317,18 @@ def start_odradek(workdir: Path, overrides: Mapping[str, str] | None = None) -> 
 BROKER_KINDS = {"odradek": start_odradek, "apache-kafka": start_apache_kafka}
 
 
-def start_broker(kind: str, workdir: Path, overrides: Mapping[str, str] | None = None) -> RunningBroker:
+def start_broker(
+    kind: str,
+    workdir: Path,
+    overrides: Mapping[str, str] | None = None,
+    extra_listeners: Mapping[str, str] | None = None,
+) -> RunningBroker:
     """Start a broker of ``kind`` (one of :data:`BROKER_KINDS`)."""
     try:
         start = BROKER_KINDS[kind]
     except KeyError:
         raise ValueError(f"unknown broker kind {kind!r}; choose one of {sorted(BROKER_KINDS)}") from None
-    return start(workdir, overrides)
+    return start(workdir, overrides, extra_listeners=extra_listeners)
 
 
 @contextmanager

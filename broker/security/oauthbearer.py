@@ -29,6 +29,7 @@ from broker.security.mechanism import AuthenticationFailed, SaslServer
 OAUTHBEARER_LOGIN_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 JWKS_VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
 _SEPARATOR = b"\x01"
+_INVALID_TOKEN = b'{"status":"invalid_token"}'
 _SIGNED_ALGORITHMS = ["RS256", "RS384", "RS512", "ES256", "ES384", "ES512", "PS256", "PS384", "PS512"]
 
 
@@ -139,8 +140,9 @@ class OAuthBearerServer(SaslServer):
 
     def step(self, token: bytes) -> bytes:
         if self._failure is not None:
-            # The client's acknowledgement of our error challenge (RFC 7628 section 3.2.3).
-            raise AuthenticationFailed(f"Authentication failed: {self._failure}")
+            # The client's acknowledgement of our error challenge (RFC 7628 section 3.2.3);
+            # Kafka fails with the challenge itself as the message, and logs the reason.
+            raise AuthenticationFailed(_INVALID_TOKEN.decode() + f" ({self._failure})")
         gs2, sep, rest = token.partition(_SEPARATOR)
         if not sep or not gs2.startswith((b"n,", b"y,")):
             raise AuthenticationFailed("Invalid OAUTHBEARER client first message")
@@ -157,7 +159,7 @@ class OAuthBearerServer(SaslServer):
             valid = self._validate(bearer)
         except InvalidToken as exc:
             self._failure = str(exc)
-            return json.dumps({"status": "invalid_token"}).encode()
+            return _INVALID_TOKEN
         authzid = gs2.split(b",")[1]
         if authzid and authzid.removeprefix(b"a=").decode(errors="replace") != valid.principal:
             raise AuthenticationFailed(

@@ -107,7 +107,7 @@ class ScramServer(SaslServer):
             )
         credential = self._lookup(user, self._mechanism)
         if credential is None:
-            raise AuthenticationFailed("Authentication failed: Invalid user credentials")
+            raise self._invalid()
         self._user, self._credential = user, credential
         self._nonce = client_nonce + secrets.token_urlsafe(24)
         server_first = (
@@ -145,6 +145,7 @@ class ScramServer(SaslServer):
         return b"v=" + base64.b64encode(server_signature)
 
     def _invalid(self) -> AuthenticationFailed:
+        """Kafka words every SCRAM refusal alike (unknown user or wrong proof), telling nothing."""
         return AuthenticationFailed(
             "Authentication failed during authentication due to invalid credentials with SASL mechanism "
             + self._mechanism

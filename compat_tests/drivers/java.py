@@ -42,6 +42,8 @@ from compat_tests.maven import SLF4J_BINDING, cache_root, classpath, file_lock, 
 SOURCE = Path(__file__).resolve().parent.parent / "java" / "CompatClient.java"
 JAVA_CLIENT_VERSIONS = ("3.9.2", "4.4.0")
 """3.9.2 is the kafka-clients of Spark 4.2's Kafka connector; 4.4.0 is the newest release."""
+JACKSON = "com.fasterxml.jackson.core:jackson-databind:2.21.2"
+"""An optional dependency of kafka-clients that SASL/OAUTHBEARER needs (its token parsing)."""
 CALL_TIMEOUT_S = OP_TIMEOUT_S * 3
 """The JVM bounds each call itself (20 s client timeouts); this only catches a wedged JVM."""
 
@@ -59,7 +61,8 @@ def build_java_client(version: str) -> str:
     if shutil.which("javac") is None:
         raise RuntimeError("javac is not installed: it is needed to build the Java compatibility client")
     libs = resolve_jars(
-        f"kafka-clients-{version}", [f"org.apache.kafka:kafka-clients:{version}", SLF4J_BINDING]
+        f"kafka-clients-{version}-with-jackson",
+        [f"org.apache.kafka:kafka-clients:{version}", SLF4J_BINDING, JACKSON],
     )
     digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
     classes = cache_root() / f"kafka-clients-{version}" / f"classes-{digest}"
@@ -203,6 +206,7 @@ class JavaConsumer(JvmObject, Consumer):
         self._call(
             "consumer_open",
             bootstrap=driver.bootstrap,
+            client_config=driver.client_config,
             group=settings.group,
             reset=settings.reset,
             group_protocol=settings.group_protocol,
@@ -273,9 +277,11 @@ class JavaTransactionalProducer(JvmObject, TransactionalProducer):
 class JavaDriver(Driver):
     """Drives kafka-clients of one version through its session-wide JVM."""
 
-    def __init__(self, bootstrap: str, jvm: JavaProcess) -> None:
+    def __init__(self, bootstrap: str, jvm: JavaProcess, client_config: Mapping[str, str] | None = None) -> None:
         super().__init__(bootstrap)
         self.jvm = jvm
+        self.client_config = dict(client_config) if client_config else None
+        """Extra client properties (``security.protocol``, ``sasl.*``, ``ssl.*``) of every client."""
         self.name = f"java-{jvm.version}"
         if int(jvm.version.split(".")[0]) >= 4:
             self.group_protocols = frozenset(GROUP_PROTOCOLS)
@@ -285,7 +291,7 @@ class JavaDriver(Driver):
             )
 
     def _call(self, op: str, **args: Any) -> Any:
-        return self.jvm.call(op, bootstrap=self.bootstrap, **args)
+        return self.jvm.call(op, bootstrap=self.bootstrap, client_config=self.client_config, **args)
 
     def produce(self, topic: str, messages: Sequence[Message], settings: ProducerSettings) -> list[int]:
         settings_json = {

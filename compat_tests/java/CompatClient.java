@@ -172,6 +172,7 @@ public final class CompatClient {
         putIfSet(p, ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, s.get("idempotence"));
         putIfSet(p, ProducerConfig.MAX_REQUEST_SIZE_CONFIG, s.get("max_request_size"));
         putIfSet(p, ProducerConfig.RETRIES_CONFIG, s.get("retries"));
+        putClientConfig(p, c);
         try (KafkaProducer<byte[], byte[]> producer =
                 new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
             return sendAll(producer, (String) c.get("topic"), (List<?>) c.get("messages"));
@@ -250,6 +251,7 @@ public final class CompatClient {
             p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
             p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "1000");
         }
+        putClientConfig(p, c);
         consumers.put(handleName(c),
                 new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer()));
         buffers.put(handleName(c), new ArrayDeque<>());
@@ -393,13 +395,23 @@ public final class CompatClient {
     }
 
     private Admin admin(Map<String, Object> c) {
-        return admins.computeIfAbsent((String) c.get("bootstrap"), bootstrap -> {
+        String key = c.get("bootstrap") + " " + c.get("client_config");
+        return admins.computeIfAbsent(key, k -> {
             Properties p = new Properties();
-            p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+            p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, c.get("bootstrap"));
             p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, String.valueOf(TIMEOUT_MS));
             p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, String.valueOf(TIMEOUT_MS));
+            putClientConfig(p, c);
             return Admin.create(p);
         });
+    }
+
+    /** Extra client properties (security.protocol, sasl.*, ssl.*) a command carries, if any. */
+    private static void putClientConfig(Properties p, Map<String, Object> c) {
+        Object extra = c.get("client_config");
+        if (extra != null) {
+            ((Map<?, ?>) extra).forEach((k, v) -> p.put(String.valueOf(k), String.valueOf(v)));
+        }
     }
 
     private KafkaConsumer<byte[], byte[]> consumer(Map<String, Object> c) {

@@ -1,0 +1,281 @@
+"""The secured-broker mode: TLS, mTLS and SASL (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER) through
+stock clients in three languages, against a broker configured with Kafka's own keys.
+
+Run with ``--broker apache-kafka`` it proves the scenarios (and the configuration) are Kafka's.
+Each client authenticates every way it can, produces a record and reads it back over the
+secured listener; wrong passwords, unknown users, expired tokens, missing client certificates
+and a plaintext client on a TLS port are refused.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import struct
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer as ConfluentConsumer
+from confluent_kafka import Producer, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
+from kafka import KafkaConsumer, KafkaProducer
+from kafka import TopicPartition as KafkaTopicPartition
+
+from compat_tests.brokers import RunningBroker, start_broker
+from compat_tests.conftest import selected_clients
+from compat_tests.drivers.base import ConsumerSettings, Message, ProducerSettings
+from compat_tests.drivers.java import JavaDriver, JavaProcess
+from compat_tests.secured import (
+    SCRAM_USERS,
+    SECURED_LISTENERS,
+    ClientSecurity,
+    TlsFiles,
+    broker_overrides,
+    client_cases,
+    make_tls_files,
+)
+
+JAVA_CLIENT = "java-4.4.0"
+SECURED_CLIENTS = ["confluent-kafka", "kafka-python", JAVA_CLIENT]
+TIMEOUT_S = 20.0
+
+
+class Secured:
+    """The secured broker of this module and the files its clients need."""
+
+    def __init__(self, broker: RunningBroker, files: TlsFiles, log_dir: Path) -> None:
+        self.broker, self.files, self.log_dir = broker, files, log_dir
+        self.jvm: JavaProcess | None = None
+
+    def address(self, security: ClientSecurity) -> str:
+        return self.broker.addresses[security.listener]
+
+
+@pytest.fixture(scope="module")
+def secured(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
+    if request.config.getoption("--bootstrap"):
+        pytest.skip("the secured mode starts its own broker; drop --bootstrap")
+    kind = request.config.getoption("--broker")
+    workdir = tmp_path_factory.mktemp(f"{kind}-secured")
+    files = make_tls_files(workdir / "tls")
+    broker = start_broker(
+        kind, workdir / "broker", broker_overrides(files), extra_listeners=SECURED_LISTENERS
+    )
+    state = Secured(broker, files, workdir)
+    try:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        upserts = [
+            UserScramCredentialUpsertion(
+                user,
+                ScramCredentialInfo(getattr(ScramMechanism, mechanism.replace("-", "_")), 4096),
+                password.encode(),
+            )
+            for mechanism, (user, password) in SCRAM_USERS.items()
+        ]
+        for future in admin.alter_user_scram_credentials(upserts).values():
+            future.result(TIMEOUT_S)
+        yield state
+    finally:
+        if state.jvm is not None:
+            state.jvm.stop()
+        broker.stop()
+
+
+def _confluent_roundtrip(
+    secured: Secured, security: ClientSecurity, topic: str, value: bytes, timeout_s: float = TIMEOUT_S
+) -> bytes:
+    conf = {"bootstrap.servers": secured.address(security), **security.librdkafka(secured.files)}
+    errors: list[Any] = []
+    producer = Producer({**conf, "message.timeout.ms": int(TIMEOUT_S * 1000), "error_cb": errors.append})
+
+    def delivered(error: Any, _message: Any) -> None:
+        if error is not None:
+            errors.append(error)
+
+    producer.produce(topic, value, on_delivery=delivered)
+    deadline = time.monotonic() + timeout_s
+    while producer.flush(0.2) and not errors and time.monotonic() < deadline:
+        pass  # librdkafka retries a refused authentication for ever: stop at its first report
+    if errors or len(producer):
+        raise AuthError(str(errors[0]) if errors else "not delivered")
+    consumer = ConfluentConsumer(
+        {**conf, "group.id": f"g-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False}
+    )
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        deadline = time.monotonic() + TIMEOUT_S
+        while time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is not None and message.error() is None:
+                return message.value()
+        raise AssertionError("nothing consumed")
+    finally:
+        consumer.close()
+
+
+def _kafka_python_roundtrip(
+    secured: Secured, security: ClientSecurity, topic: str, value: bytes, timeout_s: float = TIMEOUT_S
+) -> bytes:
+    conf = {"bootstrap_servers": secured.address(security), **security.kafka_python(secured.files)}
+    try:
+        producer = KafkaProducer(
+            **conf,
+            request_timeout_ms=int(TIMEOUT_S * 1000),
+            max_block_ms=int(timeout_s * 1000),
+            bootstrap_timeout_ms=int(timeout_s * 1000),
+        )
+        try:
+            producer.send(topic, value).get(timeout_s)
+        finally:
+            producer.close(5)
+    except Exception as exc:  # kafka-python raises several kinds on a refused authentication
+        raise AuthError(f"{type(exc).__name__}: {exc}") from None
+    consumer = KafkaConsumer(**conf, auto_offset_reset="earliest", enable_auto_commit=False)
+    try:
+        consumer.assign([KafkaTopicPartition(topic, 0)])
+        deadline = time.monotonic() + TIMEOUT_S
+        while time.monotonic() < deadline:
+            for records in consumer.poll(1000).values():
+                return records[0].value
+        raise AssertionError("nothing consumed")
+    finally:
+        consumer.close()
+
+
+def _java_roundtrip(
+    secured: Secured, security: ClientSecurity, topic: str, value: bytes, timeout_s: float = TIMEOUT_S
+) -> bytes:
+    version = JAVA_CLIENT.removeprefix("java-")
+    if secured.jvm is None:
+        secured.jvm = JavaProcess(version, secured.log_dir / "java-secured.log")
+    driver = JavaDriver(secured.address(security), secured.jvm, security.java(secured.files))
+    try:
+        driver.produce(topic, [Message(value)], ProducerSettings(timeout_s=timeout_s))
+    except Exception as exc:
+        raise AuthError(str(exc)) from None
+    with driver.consumer(ConsumerSettings()) as consumer:
+        consumer.assign({(topic, 0): 0})
+        deadline = time.monotonic() + TIMEOUT_S
+        while time.monotonic() < deadline:
+            received = consumer.poll(1, 1.0)
+            if received:
+                return received[0].value or b""
+    raise AssertionError("nothing consumed")
+
+
+class AuthError(Exception):
+    """The client could not get in; the message is what it reported."""
+
+
+REFUSAL_WAIT_S = 6.0
+"""How long a refused client is given to report it (kafka-python only times out its bootstrap)."""
+ROUNDTRIPS: dict[str, Callable[..., bytes]] = {
+    "confluent-kafka": _confluent_roundtrip,
+    "kafka-python": _kafka_python_roundtrip,
+    JAVA_CLIENT: _java_roundtrip,
+}
+CASES = client_cases()
+
+
+@pytest.fixture(params=SECURED_CLIENTS)
+def secured_client(request: pytest.FixtureRequest) -> str:
+    if request.param not in selected_clients(request.config):
+        pytest.skip(f"{request.param} not selected (--clients)")
+    return request.param
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_authenticated_client_produces_and_consumes(secured: Secured, secured_client: str, case: str) -> None:
+    topic = f"secured-{case}-{uuid.uuid4().hex[:6]}"
+    value = f"{secured_client} over {case}".encode()
+    assert ROUNDTRIPS[secured_client](secured, CASES[case], topic, value) == value
+
+
+REFUSED = {
+    "wrong-scram-password": ClientSecurity("SASL_PLAINTEXT", "SCRAM-SHA-256", "bob", "not-bobs-password"),
+    "unknown-scram-user": ClientSecurity("SASL_SSL", "SCRAM-SHA-512", "mallory", "whatever"),
+    "wrong-plain-password": ClientSecurity("SASL_SSL", "PLAIN", "alice", "wrong"),
+    "scram-user-with-other-mechanism": ClientSecurity("SASL_PLAINTEXT", "SCRAM-SHA-512", "bob", "bob-secret"),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_bad_credentials_are_refused_with_kafkas_error(
+    secured: Secured, secured_client: str, case: str
+) -> None:
+    with pytest.raises(AuthError) as refused:
+        ROUNDTRIPS[secured_client](
+            secured, REFUSED[case], f"refused-{uuid.uuid4().hex[:6]}", b"x", REFUSAL_WAIT_S
+        )
+    if secured_client != "kafka-python":  # it only reports that it could not bootstrap (so with Kafka)
+        assert "Authentication failed" in str(refused.value)
+
+
+def test_expired_oauth_token_is_refused(secured: Secured) -> None:
+    expired = ClientSecurity("SASL_SSL", "OAUTHBEARER", "dave", token_lifetime_s=-60)
+    with pytest.raises(AuthError):
+        _kafka_python_roundtrip(secured, expired, f"expired-{uuid.uuid4().hex[:6]}", b"x", REFUSAL_WAIT_S)
+
+
+def test_tls_client_without_certificate_is_refused_when_required(
+    secured: Secured, secured_client: str
+) -> None:
+    without = ClientSecurity("SSL", with_certificate=False)
+    with pytest.raises(AuthError):
+        ROUNDTRIPS[secured_client](secured, without, f"nocert-{uuid.uuid4().hex[:6]}", b"x", REFUSAL_WAIT_S)
+
+
+def _raw_api_versions() -> bytes:
+    """An ApiVersions v0 request frame (correlation id 7, client id "probe")."""
+    body = struct.pack(">hhih", 18, 0, 7, 5) + b"probe"
+    return struct.pack(">i", len(body)) + body
+
+
+def test_plaintext_on_a_tls_port_is_closed_promptly(secured: Secured) -> None:
+    with socket.create_connection(_host_port(secured.broker.addresses["SSL"]), timeout=10) as sock:
+        sock.sendall(_raw_api_versions())
+        assert _closed_within(sock, 10)  # after a TLS alert, or none
+
+
+def test_tls_on_a_plaintext_port_is_closed_promptly(secured: Secured) -> None:
+    context = ssl.create_default_context(cafile=str(secured.files.ca))
+    with (
+        socket.create_connection(_host_port(secured.broker.bootstrap), timeout=10) as raw,
+        pytest.raises((ssl.SSLError, ConnectionError, OSError)),
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        tls.recv(1)
+
+
+def test_requests_before_authentication_close_the_connection(secured: Secured) -> None:
+    """A Metadata request (key 3, v1) on a SASL port before SaslHandshake: Kafka closes."""
+    with socket.create_connection(_host_port(secured.broker.addresses["SASL_PLAINTEXT"]), timeout=10) as sock:
+        body = struct.pack(">hhih", 3, 1, 1, 5) + b"probe" + struct.pack(">i", -1)
+        sock.sendall(struct.pack(">i", len(body)) + body)
+        assert _closed_within(sock, 10)
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    host, port = address.rsplit(":", 1)
+    return host, int(port)
+
+
+def _closed_within(sock: socket.socket, seconds: float) -> bool:
+    sock.settimeout(seconds)
+    try:
+        while sock.recv(4096):
+            pass
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+    return True
