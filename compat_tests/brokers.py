@@ -283,7 +283,9 @@ def odradek_command() -> str:
 
 
 def start_odradek(
-    workdir: Path, overrides: Mapping[str, str] | None = None, extra_listeners: Mapping[str, str] | None = None
+    workdir: Path,
+    overrides: Mapping[str, str] | None = None,
+    extra_listeners: Mapping[str, str] | None = None,
 ) -> RunningBroker:
     """Start ``odradek serve`` on a free port with the suite's settings; return once it serves.
 
@@ -309,7 +311,9 @@ def start_odradek(
         process = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, cwd=workdir, preexec_fn=_die_with_parent
         )
-    broker = RunningBroker(f"127.0.0.1:{port}", "odradek", process, log_path, dict(overrides or {}), addresses)
+    broker = RunningBroker(
+        f"127.0.0.1:{port}", "odradek", process, log_path, dict(overrides or {}), addresses
+    )
     wait_until_ready(broker)
     return broker
 

@@ -115,11 +115,15 @@ class ClientSecurity:
     def tls(self) -> bool:
         return self.listener in ("SSL", "SASL_SSL")
 
+    @property
+    def presents_certificate(self) -> bool:
+        return self.listener == "SSL" and self.with_certificate
+
     def java(self, files: TlsFiles) -> dict[str, str]:
         props = {"security.protocol": self.listener}
         if self.tls:
             props |= {"ssl.truststore.type": "PEM", "ssl.truststore.location": str(files.ca)}
-            if self.listener == "SSL" and self.with_certificate:
+            if self.presents_certificate:
                 props |= {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(files.client_keystore)}
         if self.mechanism == "OAUTHBEARER":
             props["sasl.mechanism"] = self.mechanism
@@ -139,7 +143,7 @@ class ClientSecurity:
         conf: dict[str, Any] = {"security.protocol": self.listener}
         if self.tls:
             conf["ssl.ca.location"] = str(files.ca)
-            if self.listener == "SSL" and self.with_certificate:
+            if self.presents_certificate:
                 conf |= {
                     "ssl.certificate.location": str(files.client_cert),
                     "ssl.key.location": str(files.client_key),
@@ -165,7 +169,7 @@ class ClientSecurity:
         conf: dict[str, Any] = {"security_protocol": self.listener}
         if self.tls:
             conf |= {"ssl_cafile": str(files.ca), "ssl_check_hostname": True}
-            if self.listener == "SSL" and self.with_certificate:
+            if self.presents_certificate:
                 conf |= {"ssl_certfile": str(files.client_cert), "ssl_keyfile": str(files.client_key)}
         if self.mechanism == "OAUTHBEARER":
             subject, lifetime = self.user, self.token_lifetime_s

@@ -90,6 +90,20 @@ def secured(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         broker.stop()
 
 
+def _first_value(poll: Callable[[], bytes | None]) -> bytes:
+    """Poll until a record's value comes back (the topic holds the one just produced)."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while time.monotonic() < deadline:
+        value = poll()
+        if value is not None:
+            return value
+    raise AssertionError("nothing consumed")
+
+
+def _value(message: Any) -> bytes | None:
+    return message.value() if message is not None and message.error() is None else None
+
+
 def _confluent_roundtrip(
     secured: Secured, security: ClientSecurity, topic: str, value: bytes, timeout_s: float = TIMEOUT_S
 ) -> bytes:
@@ -112,12 +126,7 @@ def _confluent_roundtrip(
     )
     try:
         consumer.assign([TopicPartition(topic, 0, 0)])
-        deadline = time.monotonic() + TIMEOUT_S
-        while time.monotonic() < deadline:
-            message = consumer.poll(1.0)
-            if message is not None and message.error() is None:
-                return message.value()
-        raise AssertionError("nothing consumed")
+        return _first_value(lambda: _value(consumer.poll(1.0)))
     finally:
         consumer.close()
 
@@ -142,11 +151,9 @@ def _kafka_python_roundtrip(
     consumer = KafkaConsumer(**conf, auto_offset_reset="earliest", enable_auto_commit=False)
     try:
         consumer.assign([KafkaTopicPartition(topic, 0)])
-        deadline = time.monotonic() + TIMEOUT_S
-        while time.monotonic() < deadline:
-            for records in consumer.poll(1000).values():
-                return records[0].value
-        raise AssertionError("nothing consumed")
+        return _first_value(
+            lambda: next((records[0].value for records in consumer.poll(1000).values()), None)
+        )
     finally:
         consumer.close()
 
@@ -164,12 +171,7 @@ def _java_roundtrip(
         raise AuthError(str(exc)) from None
     with driver.consumer(ConsumerSettings()) as consumer:
         consumer.assign({(topic, 0): 0})
-        deadline = time.monotonic() + TIMEOUT_S
-        while time.monotonic() < deadline:
-            received = consumer.poll(1, 1.0)
-            if received:
-                return received[0].value or b""
-    raise AssertionError("nothing consumed")
+        return _first_value(lambda: next((r.value or b"" for r in consumer.poll(1, 1.0)), None))
 
 
 class AuthError(Exception):

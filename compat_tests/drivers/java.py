@@ -277,7 +277,9 @@ class JavaTransactionalProducer(JvmObject, TransactionalProducer):
 class JavaDriver(Driver):
     """Drives kafka-clients of one version through its session-wide JVM."""
 
-    def __init__(self, bootstrap: str, jvm: JavaProcess, client_config: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, bootstrap: str, jvm: JavaProcess, client_config: Mapping[str, str] | None = None
+    ) -> None:
         super().__init__(bootstrap)
         self.jvm = jvm
         self.client_config = dict(client_config) if client_config else None
