@@ -46,6 +46,7 @@ class ConfigSource(IntEnum):
     DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
+    DYNAMIC_GROUP_CONFIG = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,6 +355,30 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("group.consumer.session.timeout.ms", T.INT, "45000", "KIP-848 member session timeout."),
         ConfigDef("group.consumer.heartbeat.interval.ms", T.INT, "5000", "KIP-848 heartbeat interval."),
         ConfigDef("group.consumer.max.size", T.INT, str(INT_MAX), "Most members in a consumer group."),
+        ConfigDef(
+            "group.consumer.min.session.timeout.ms",
+            T.INT,
+            "45000",
+            "Lowest consumer.session.timeout.ms of a group.",
+        ),
+        ConfigDef(
+            "group.consumer.max.session.timeout.ms",
+            T.INT,
+            "60000",
+            "Highest consumer.session.timeout.ms of a group.",
+        ),
+        ConfigDef(
+            "group.consumer.min.heartbeat.interval.ms",
+            T.INT,
+            "5000",
+            "Lowest consumer.heartbeat.interval.ms of a group.",
+        ),
+        ConfigDef(
+            "group.consumer.max.heartbeat.interval.ms",
+            T.INT,
+            "15000",
+            "Highest consumer.heartbeat.interval.ms of a group.",
+        ),
         ConfigDef("group.consumer.assignors", T.LIST, "uniform,range", "KIP-848 server-side assignors."),
         ConfigDef("transaction.state.log.num.partitions", T.INT, "50", "Partitions of __transaction_state."),
         ConfigDef(
@@ -466,3 +491,20 @@ DERIVED_MS_KEYS: dict[str, tuple[tuple[str, int], ...]] = {
     "log.roll.ms": (("log.roll.hours", 3_600_000),),
     "log.roll.jitter.ms": (("log.roll.jitter.hours", 3_600_000),),
 }
+
+DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
+    {d.broker_synonym for d in TOPIC_CONFIGS.values()}
+    | {coarser for steps in DERIVED_MS_KEYS.values() for coarser, _ in steps}
+    | {
+        "log.cleaner.backoff.ms",  # the cleaner reads it before each sleep
+        "producer.id.expiration.ms",  # the checkpoint loop reads it each round
+        "log.cleaner.threads",  # the three below have no effect here (one thread) but Kafka
+        "num.io.threads",  # lets them change at runtime, so tools that tune them keep working
+        "num.network.threads",
+    }
+)
+"""Broker keys IncrementalAlterConfigs/AlterConfigs may change at runtime (cluster default or
+per node), and that take effect without a restart: the broker-level synonyms of topic keys
+(open logs are reconfigured at once) and keys read where they are used. Kafka's dynamic set
+is larger; of the rest, ``max.connections`` and ``max.connections.per.ip`` are read only when
+the listeners start here, so they are refused like every key Kafka keeps static."""
