@@ -72,7 +72,10 @@ async def handle_update_features(ctx: RequestContext, request: dict[str, Any]) -
                 "error_message": message,
             }
         )
+    # v0-1 answer per feature; v2 has no per-feature results, so the first error is the answer.
     first_error = next((r for r in results if r["error_code"] != ErrorCode.NONE), None)
+    if ctx.api_version < 2:
+        first_error = None
     return {
         "throttle_time_ms": 0,
         "error_code": first_error["error_code"] if first_error else ErrorCode.NONE,
