@@ -6,8 +6,6 @@ once, against both brokers; this checks what it cannot restart a broker for.
 
 from __future__ import annotations
 
-from typing import Any
-
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -80,26 +78,11 @@ def test_dynamic_configs_survive_a_crash(odradek_broker: OdradekProcess) -> None
     assert group["consumer.heartbeat.interval.ms"].value == "5000"
 
 
-def _join(client: RawClient, group: str) -> dict[str, Any]:
-    return client.request(
-        ApiKey.CONSUMER_GROUP_HEARTBEAT,
-        1,
-        {
-            "group_id": group,
-            "member_id": "member-1",
-            "member_epoch": 0,
-            "rebalance_timeout_ms": 30_000,
-            "subscribed_topic_names": ["t"],
-            "topic_partitions": [],
-        },
-    )
-
-
 def test_a_group_config_applies_to_its_next_heartbeat(odradek_broker: OdradekProcess) -> None:
     """A KIP-848 member is told its group's heartbeat interval, others the broker's."""
     admin = AdminClient({"bootstrap.servers": odradek_broker.bootstrap})
     with RawClient(odradek_broker.bootstrap) as client:
-        assert _join(client, "tuned")["heartbeat_interval_ms"] == 5000
+        assert client.join_consumer_group("tuned", topics=["t"])["heartbeat_interval_ms"] == 5000
         set_configs(admin, ResourceType.GROUP, "tuned", {"consumer.heartbeat.interval.ms": "7000"})
-        assert _join(client, "tuned")["heartbeat_interval_ms"] == 7000
-        assert _join(client, "plain")["heartbeat_interval_ms"] == 5000
+        assert client.join_consumer_group("tuned", topics=["t"])["heartbeat_interval_ms"] == 7000
+        assert client.join_consumer_group("plain", topics=["t"])["heartbeat_interval_ms"] == 5000
