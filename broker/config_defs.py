@@ -404,6 +404,15 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "Accepted for compatibility: Odradek aborts each transaction at its own deadline.",
         ),
         ConfigDef("producer.id.expiration.ms", T.INT, "86400000", "Idle idempotent producer state expiry."),
+        # No default, as in Kafka (unset means unthrottled), so no DEFAULT_CONFIG synonym.
+        *(
+            ConfigDef(key, T.LONG, None, "Accepted for compatibility: a single node replicates nothing.")
+            for key in (
+                "leader.replication.throttled.rate",
+                "follower.replication.throttled.rate",
+                "replica.alter.log.dirs.io.max.bytes.per.second",
+            )
+        ),
         ConfigDef(
             "max.incremental.fetch.session.cache.slots",
             T.INT,
@@ -481,6 +490,13 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             "unclean.leader.election.enable",
             "Accepted for compatibility.",
         ),
+        # Kafka's throttled-replica lists have no broker-level key: each is its own synonym.
+        *(
+            TopicConfigDef(
+                key, T.LIST, key, "Accepted for compatibility: a single node replicates nothing.", default=""
+            )
+            for key in ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+        ),
     )
 }
 
@@ -493,7 +509,7 @@ DERIVED_MS_KEYS: dict[str, tuple[tuple[str, int], ...]] = {
 }
 
 DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
-    {d.broker_synonym for d in TOPIC_CONFIGS.values()}
+    {d.broker_synonym for d in TOPIC_CONFIGS.values() if d.broker_synonym in BROKER_CONFIGS}
     | {coarser for steps in DERIVED_MS_KEYS.values() for coarser, _ in steps}
     | {
         "log.cleaner.backoff.ms",  # the cleaner reads it before each sleep
@@ -501,6 +517,9 @@ DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
         "log.cleaner.threads",  # the three below have no effect here (one thread) but Kafka
         "num.io.threads",  # lets them change at runtime, so tools that tune them keep working
         "num.network.threads",
+        "leader.replication.throttled.rate",  # reassignment throttles (kafka-reassign-partitions
+        "follower.replication.throttled.rate",  # --throttle): nothing to throttle on one node
+        "replica.alter.log.dirs.io.max.bytes.per.second",
     }
 )
 """Broker keys IncrementalAlterConfigs/AlterConfigs may change at runtime (cluster default or

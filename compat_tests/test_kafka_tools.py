@@ -55,13 +55,14 @@ def tool_classpath() -> str:
 @pytest.fixture
 def run(tool_classpath: str, broker: RunningBroker) -> Iterator[object]:
     """``run(main_class, *args)``: the tool against the session broker (``--bootstrap-server``
-    goes first unless ``bootstrap_last``, for tools with subcommands)."""
+    goes first unless ``bootstrap_last``, for tools with subcommands; ``stdin`` is fed to it)."""
 
-    def tool(main_class: str, *args: str, bootstrap_last: bool = False) -> ToolRun:
+    def tool(main_class: str, *args: str, bootstrap_last: bool = False, stdin: str | None = None) -> ToolRun:
         bootstrap = ["--bootstrap-server", broker.bootstrap]
         argv = [*args, *bootstrap] if bootstrap_last else [*bootstrap, *args]
         done = subprocess.run(
             ["java", *JVM, "-cp", tool_classpath, main_class, *argv],
+            input=stdin,
             capture_output=True,
             text=True,
             timeout=TOOL_TIMEOUT_S,
@@ -333,3 +334,71 @@ def test_perf_and_verifiable_clients(run, admin: Driver, topic: str) -> None:
     )
     events = [json.loads(line) for line in verified.splitlines() if line.startswith("{")]
     assert sum(e["count"] for e in events if e["name"] == "records_consumed") == 520
+
+
+def test_reassignments_and_leader_election(run, admin: Driver, topic: str, tmp_path) -> None:
+    """kafka-reassign-partitions (with a throttle, verify, cancel, list) and kafka-leader-election
+    on one node: everything is already where it belongs."""
+    admin.create_topic(topic, 2)
+    elected = ok(
+        run(
+            TOOLS + "LeaderElectionCommand",
+            "--election-type",
+            "preferred",
+            "--topic",
+            topic,
+            "--partition",
+            "0",
+        )
+    )
+    assert f"Valid replica already elected for partitions {topic}-0" in elected
+    ok(run(TOOLS + "LeaderElectionCommand", "--election-type", "unclean", "--all-topic-partitions"))
+    missing = run(
+        TOOLS + "LeaderElectionCommand", "--election-type", "preferred", "--topic", topic, "--partition", "7"
+    )
+    assert missing.code == 1
+    assert f"UnknownTopicOrPartitionException: No such partition as {topic}-7" in missing.out + missing.err
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [{"topic": topic, "partition": 0, "replicas": [1], "log_dirs": ["any"]}],
+            }
+        )
+    )
+    reassign = [TOOLS + "reassign.ReassignPartitionsCommand"]
+    started = ok(run(*reassign, "--execute", "--reassignment-json-file", str(plan), "--throttle", "10000"))
+    assert f"Successfully started partition reassignment for {topic}-0" in started
+    node = ["--entity-type", "brokers", "--entity-name", "1"]
+    assert "leader.replication.throttled.rate=10000 sensitive=false" in ok(run(CONFIGS, "--describe", *node))
+    verified = ok(run(*reassign, "--verify", "--reassignment-json-file", str(plan)))
+    assert f"Reassignment of partition {topic}-0 is completed." in verified
+    assert "Clearing broker-level throttles on broker 1" in verified
+    assert "throttled" not in ok(run(CONFIGS, "--describe", *node))
+    assert "throttled" not in ok(
+        run(CONFIGS, "--describe", "--entity-type", "topics", "--entity-name", topic)
+    )
+    assert "No partition reassignments found." in ok(run(*reassign, "--list"))
+    cancelled = ok(run(*reassign, "--cancel", "--reassignment-json-file", str(plan)))
+    assert "None of the specified partition reassignments are active." in cancelled
+
+
+def test_console_clients_groups_and_transactions(run, admin: Driver, topic: str) -> None:
+    """kafka-console-producer/-consumer, kafka-groups and kafka-transactions."""
+    admin.create_topic(topic, 1)
+    lines = "k1\tone\nk2\ttwo\n"
+    ok(run(TOOLS + "ConsoleProducer", "--topic", topic, "--reader-property", "parse.key=true", stdin=lines))
+    group = f"tools-console-{uuid.uuid4().hex[:8]}"
+    consumer = ["--topic", topic, "--group", group, "--from-beginning", "--max-messages", "2"]
+    consumed = ok(
+        run(TOOLS + "consumer.ConsoleConsumer", *consumer, "--formatter-property", "print.key=true")
+    )
+    assert consumed.splitlines()[:2] == ["k1\tone", "k2\ttwo"]
+    groups = ok(run(TOOLS + "GroupsCommand", "--list"))
+    assert re.search(rf"^{re.escape(group)}\s+Classic\s+consumer\s*$", groups, re.M)
+    assert ok(
+        run(TOOLS + "TransactionsCommand", "describe-producers", "--topic", topic, "--partition", "0")
+    ).startswith("ProducerId\tProducerEpoch\t")
+    listed = ok(run(TOOLS + "TransactionsCommand", "list")).splitlines()
+    assert listed[0].split("\t")[:4] == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]

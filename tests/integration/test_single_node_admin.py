@@ -1,5 +1,5 @@
-"""DescribeQuorum and UpdateFeatures answers the tools never provoke (the tools' own scenarios
-are in ``compat_tests/test_kafka_tools.py``)."""
+"""DescribeQuorum, UpdateFeatures and reassignment answers the tools never provoke (the tools'
+own scenarios are in ``compat_tests/test_kafka_tools.py``)."""
 
 from __future__ import annotations
 
@@ -46,3 +46,30 @@ def test_feature_levels_do_not_change(odradek_broker: OdradekProcess) -> None:
         assert [(f["name"], f["max_version_level"]) for f in versions["finalized_features"]] == [
             ("group.version", 1)
         ]
+
+
+def test_a_reassignment_can_only_name_this_node(odradek_broker: OdradekProcess) -> None:
+    with RawClient(odradek_broker.bootstrap) as client:
+        client.create_topic("placed")
+        partitions = [
+            {"partition_index": 0, "replicas": [2]},
+            {"partition_index": 0, "replicas": [1, 1]},
+            {"partition_index": 0, "replicas": [1]},
+            {"partition_index": 9, "replicas": [1]},
+        ]
+        answer = client.request(
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+            1,
+            {
+                "topics": [{"name": "placed", "partitions": partitions}],
+                "allow_replication_factor_change": True,
+            },
+        )
+        assert [p["error_code"] for p in answer["responses"][0]["partitions"]] == [
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            ErrorCode.NONE,
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ]
+        listed = client.request(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, {"topics": None})
+        assert listed["topics"] == []
