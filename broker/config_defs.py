@@ -46,6 +46,7 @@ class ConfigSource(IntEnum):
     DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
     DYNAMIC_GROUP_CONFIG = 8
 
 
@@ -527,3 +528,8 @@ per node), and that take effect without a restart: the broker-level synonyms of 
 (open logs are reconfigured at once) and keys read where they are used. Kafka's dynamic set
 is larger; of the rest, ``max.connections`` and ``max.connections.per.ip`` are read only when
 the listeners start here, so they are refused like every key Kafka keeps static."""
+
+DYNAMIC_MINIMUMS: dict[str, int] = {"log.segment.bytes": 1_048_576}
+"""Kafka's lower bounds that a runtime change must respect ("Value must be at least ...").
+Kafka applies them to server.properties too; Odradek's static config keeps the log engine's
+own smaller bound, which tests use to roll segments quickly."""

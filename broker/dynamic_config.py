@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from broker.config import BrokerConfig, ConfigError
-from broker.config_defs import BROKER_CONFIGS, DYNAMIC_BROKER_KEYS, ConfigType
+from broker.config_defs import BROKER_CONFIGS, DYNAMIC_BROKER_KEYS, DYNAMIC_MINIMUMS, ConfigType
 from log.checkpoint import write_atomically
 from wire.error_codes import ErrorCode
 
@@ -64,6 +64,11 @@ def check_dynamic(changes: dict[str, str]) -> None:
         raise DynamicConfigError(f"Cannot update these configs dynamically: [{', '.join(static)}]")
     for key, value in changes.items():
         check_type(key, BROKER_CONFIGS[key].type, value)
+        minimum = DYNAMIC_MINIMUMS.get(key)
+        if minimum is not None and int(value) < minimum:
+            raise DynamicConfigError(
+                f"Invalid value {value} for configuration {key}: Value must be at least {minimum}"
+            )
 
 
 @dataclass

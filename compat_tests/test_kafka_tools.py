@@ -171,6 +171,11 @@ def test_configs_broker_dynamic(run, admin: Driver, topic: str) -> None:
             "InvalidRequestException: Cannot update these configs dynamically: [log.dirs]"
             in static.out + static.err
         )
+        small = run(CONFIGS, "--alter", *default, "--add-config", "log.segment.bytes=100")
+        assert (
+            "Invalid value 100 for configuration log.segment.bytes: Value must be at least 1048576"
+            in small.out + small.err
+        )
         wrong = run(CONFIGS, "--alter", *default, "--add-config", "log.retention.ms=soon")
         assert (
             "Invalid value soon for configuration log.retention.ms: Not a number of type LONG"
@@ -402,3 +407,26 @@ def test_console_clients_groups_and_transactions(run, admin: Driver, topic: str)
     ).startswith("ProducerId\tProducerEpoch\t")
     listed = ok(run(TOOLS + "TransactionsCommand", "list")).splitlines()
     assert listed[0].split("\t")[:4] == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
+
+
+def test_configs_broker_loggers(run) -> None:
+    """kafka-configs on broker-loggers: levels described, changed live, bad ones refused."""
+    node = ["--entity-type", "broker-loggers", "--entity-name", "1"]
+    before = re.search(r"^  root=(\w+) ", ok(run(CONFIGS, "--describe", *node)), re.M)
+    assert before is not None
+    changed = "WARN" if before.group(1) != "WARN" else "INFO"
+    try:
+        ok(run(CONFIGS, "--alter", *node, "--add-config", f"root={changed}"))
+        assert f"  root={changed} sensitive=false synonyms={{}}" in ok(run(CONFIGS, "--describe", *node))
+        loud = run(CONFIGS, "--alter", *node, "--add-config", "root=LOUD")
+        assert (
+            "InvalidConfigurationException: Cannot set the log level of root to LOUD as it is not a supported log "
+            "level. Valid log levels are DEBUG, ERROR, FATAL, INFO, TRACE, WARN" in loud.out + loud.err
+        )
+        removed = run(CONFIGS, "--alter", *node, "--delete-config", "root")
+        assert (
+            "InvalidRequestException: Removing the log level of the root logger is not allowed"
+            in removed.out + removed.err
+        )
+    finally:
+        ok(run(CONFIGS, "--alter", *node, "--add-config", f"root={before.group(1)}"))

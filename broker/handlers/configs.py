@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker import broker_loggers
 from broker.api_support import Served
 from broker.config import BrokerConfig
 from broker.config_defs import BROKER_CONFIGS, DYNAMIC_BROKER_KEYS, TOPIC_CONFIGS, ConfigSource, ConfigType
@@ -24,7 +25,7 @@ from broker.topic_admin import TopicError, validate_configs
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
-TOPIC, BROKER, GROUP = 2, 4, 32
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 _KAFKA_DEFAULTS = BrokerConfig({})  # what each key would be with an empty server.properties
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
@@ -118,6 +119,17 @@ def describe_broker(
     return entries
 
 
+def describe_broker_logger(
+    ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool
+) -> list[dict[str, Any]]:
+    """Every logger's effective level (Kafka: every log4j logger's)."""
+    source = ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG
+    return [
+        config_entry(logger, level, source, ConfigType.STRING, "", [], False)
+        for logger, level in broker_loggers.describe_levels(keys)
+    ]
+
+
 def describe_group(
     ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool
 ) -> list[dict[str, Any]]:
@@ -142,8 +154,8 @@ def resource_error(ctx: RequestContext, resource_type: int, name: str) -> tuple[
         if name not in ctx.broker.topics:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
         return None
-    if resource_type == BROKER:
-        if name not in ("", str(ctx.broker.node_id)):
+    if resource_type in (BROKER, BROKER_LOGGER):
+        if name != str(ctx.broker.node_id) and (name or resource_type == BROKER_LOGGER):
             return (
                 ErrorCode.INVALID_REQUEST,
                 f"Unexpected broker id, expected {ctx.broker.node_id} but received {name}",
@@ -173,7 +185,12 @@ async def handle_describe_configs(ctx: RequestContext, request: dict[str, Any]) 
         if problem is not None:
             results.append(result | {"error_code": problem[0], "error_message": problem[1]})
             continue
-        describe = {TOPIC: describe_topic, BROKER: describe_broker, GROUP: describe_group}[kind]
+        describe = {
+            TOPIC: describe_topic,
+            BROKER: describe_broker,
+            BROKER_LOGGER: describe_broker_logger,
+            GROUP: describe_group,
+        }[kind]
         configs = describe(ctx, name, keys, synonyms)
         results.append(result | {"error_code": ErrorCode.NONE, "configs": configs})
     return {"throttle_time_ms": 0, "results": results}
@@ -287,7 +304,20 @@ def alter_group(
             broker.coordinator.consumer.group_configs[name] = group_overrides(updated)
 
 
-_ALTER = {TOPIC: alter_topic, BROKER: alter_broker, GROUP: alter_group}
+def alter_broker_logger(
+    ctx: RequestContext, name: str, resource: dict[str, Any], incremental: bool, commit: bool
+) -> None:
+    """Set or unset log levels at once (not kept across a restart, as in Kafka)."""
+    if not incremental:
+        raise DynamicConfigError(
+            "AlterConfigs does not support the BROKER_LOGGER resource type; use IncrementalAlterConfigs"
+        )
+    broker_loggers.check_changes(resource["configs"])
+    if commit:
+        broker_loggers.apply_changes(resource["configs"])
+
+
+_ALTER = {TOPIC: alter_topic, BROKER: alter_broker, BROKER_LOGGER: alter_broker_logger, GROUP: alter_group}
 
 
 async def alter(ctx: RequestContext, request: dict[str, Any], incremental: bool) -> dict[str, Any]:
