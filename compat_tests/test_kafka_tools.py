@@ -302,7 +302,8 @@ def test_features_quorum_cluster(run, admin: Driver) -> None:
 
 
 def test_perf_and_verifiable_clients(run, admin: Driver, topic: str) -> None:
-    """kafka-producer-perf-test, kafka-consumer-perf-test, kafka-verifiable-producer/-consumer."""
+    """kafka-producer-perf-test, kafka-consumer-perf-test, kafka-verifiable-producer/-consumer,
+    kafka-e2e-latency."""
     admin.create_topic(topic, 2)
     sent = ok(
         run(
@@ -339,6 +340,10 @@ def test_perf_and_verifiable_clients(run, admin: Driver, topic: str) -> None:
     )
     events = [json.loads(line) for line in verified.splitlines() if line.startswith("{")]
     assert sum(e["count"] for e in events if e["name"] == "records_consumed") == 520
+    e2e = [f"{topic}-e2e", "--num-records", "20", "--producer-acks", "all", "--record-size", "100"]
+    latency = ok(run(TOOLS + "EndToEndLatency", "--topic", *e2e))
+    assert re.search(r"^Avg latency: [\d.]+ ms$", latency, re.M), latency
+    assert admin.list_offsets(f"{topic}-e2e", [0], "latest") == {0: 20}
 
 
 def test_reassignments_and_leader_election(run, admin: Driver, topic: str, tmp_path) -> None:
