@@ -119,9 +119,31 @@ def _per_listener(key: str) -> bool:
 
 @dataclass
 class BrokerConfig:
-    """Effective broker configuration with Kafka's defaults filled in."""
+    """Effective broker configuration with Kafka's defaults filled in.
+
+    ``explicit`` is the static configuration (file, environment, overrides). The dynamic
+    layers set through the admin API (:mod:`broker.dynamic_config`) sit above it in Kafka's
+    order: a key set for this node (``dynamic_node``) beats the cluster-wide default
+    (``dynamic_default``), which beats the static value. Every ``get`` reads the merged view,
+    so code that looks a key up when it uses it sees a change at once.
+    """
 
     explicit: dict[str, str] = field(default_factory=dict)
+    dynamic_default: dict[str, str] = field(default_factory=dict)
+    dynamic_node: dict[str, str] = field(default_factory=dict)
+    _merged: dict[str, str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._merged = self.explicit | self.dynamic_default | self.dynamic_node
+
+    def with_dynamic(self, default: Mapping[str, str], node: Mapping[str, str]) -> BrokerConfig:
+        """The same static configuration under other dynamic layers (validated by the caller)."""
+        return BrokerConfig(dict(self.explicit), dict(default), dict(node))
+
+    def set_dynamic(self, default: Mapping[str, str], node: Mapping[str, str]) -> None:
+        """Replace the dynamic layers in place: every holder of this config sees them."""
+        self.dynamic_default, self.dynamic_node = dict(default), dict(node)
+        self.__post_init__()
 
     @classmethod
     def load(
@@ -155,7 +177,7 @@ class BrokerConfig:
 
     def validate(self) -> None:
         """Check every known key's value parses as its declared type."""
-        for key, value in self.explicit.items():
+        for key, value in self._merged.items():
             definition = BROKER_CONFIGS.get(key)
             if definition is not None:
                 check_value(key, definition.type, value)
@@ -170,8 +192,8 @@ class BrokerConfig:
 
     def get(self, key: str) -> str | None:
         """The effective value of a broker key (explicit, derived, or default)."""
-        if key in self.explicit:
-            return self.explicit[key]
+        if key in self._merged:
+            return self._merged[key]
         for coarser, factor in DERIVED_MS_KEYS.get(key, ()):
             value = self.get(coarser)
             if value is not None:
@@ -182,7 +204,22 @@ class BrokerConfig:
 
     def source(self, key: str) -> ConfigSource:
         """Where a broker key's value comes from, as DescribeConfigs reports it."""
-        return ConfigSource.STATIC_BROKER_CONFIG if key in self.explicit else ConfigSource.DEFAULT_CONFIG
+        return self.layers(key)[0][0]
+
+    def layers(self, key: str) -> list[tuple[ConfigSource, str | None]]:
+        """Every layer that sets ``key``, highest precedence first, then its default (Kafka's
+        synonym chain for one key name)."""
+        found = [
+            (source, layer[key])
+            for source, layer in (
+                (ConfigSource.DYNAMIC_BROKER_CONFIG, self.dynamic_node),
+                (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, self.dynamic_default),
+                (ConfigSource.STATIC_BROKER_CONFIG, self.explicit),
+            )
+            if key in layer
+        ]
+        definition = BROKER_CONFIGS.get(key)
+        return [*found, (ConfigSource.DEFAULT_CONFIG, definition.default if definition else None)]
 
     def get_int(self, key: str) -> int:
         value = self.get(key)

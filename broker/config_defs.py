@@ -46,6 +46,8 @@ class ConfigSource(IntEnum):
     DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    DYNAMIC_GROUP_CONFIG = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -439,6 +441,30 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("group.consumer.session.timeout.ms", T.INT, "45000", "KIP-848 member session timeout."),
         ConfigDef("group.consumer.heartbeat.interval.ms", T.INT, "5000", "KIP-848 heartbeat interval."),
         ConfigDef("group.consumer.max.size", T.INT, str(INT_MAX), "Most members in a consumer group."),
+        ConfigDef(
+            "group.consumer.min.session.timeout.ms",
+            T.INT,
+            "45000",
+            "Lowest consumer.session.timeout.ms of a group.",
+        ),
+        ConfigDef(
+            "group.consumer.max.session.timeout.ms",
+            T.INT,
+            "60000",
+            "Highest consumer.session.timeout.ms of a group.",
+        ),
+        ConfigDef(
+            "group.consumer.min.heartbeat.interval.ms",
+            T.INT,
+            "5000",
+            "Lowest consumer.heartbeat.interval.ms of a group.",
+        ),
+        ConfigDef(
+            "group.consumer.max.heartbeat.interval.ms",
+            T.INT,
+            "15000",
+            "Highest consumer.heartbeat.interval.ms of a group.",
+        ),
         ConfigDef("group.consumer.assignors", T.LIST, "uniform,range", "KIP-848 server-side assignors."),
         ConfigDef("transaction.state.log.num.partitions", T.INT, "50", "Partitions of __transaction_state."),
         ConfigDef(
@@ -464,6 +490,15 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "Accepted for compatibility: Odradek aborts each transaction at its own deadline.",
         ),
         ConfigDef("producer.id.expiration.ms", T.INT, "86400000", "Idle idempotent producer state expiry."),
+        # No default, as in Kafka (unset means unthrottled), so no DEFAULT_CONFIG synonym.
+        *(
+            ConfigDef(key, T.LONG, None, "Accepted for compatibility: a single node replicates nothing.")
+            for key in (
+                "leader.replication.throttled.rate",
+                "follower.replication.throttled.rate",
+                "replica.alter.log.dirs.io.max.bytes.per.second",
+            )
+        ),
         ConfigDef(
             "max.incremental.fetch.session.cache.slots",
             T.INT,
@@ -541,6 +576,13 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             "unclean.leader.election.enable",
             "Accepted for compatibility.",
         ),
+        # Kafka's throttled-replica lists have no broker-level key: each is its own synonym.
+        *(
+            TopicConfigDef(
+                key, T.LIST, key, "Accepted for compatibility: a single node replicates nothing.", default=""
+            )
+            for key in ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+        ),
     )
 }
 
@@ -551,3 +593,28 @@ DERIVED_MS_KEYS: dict[str, tuple[tuple[str, int], ...]] = {
     "log.roll.ms": (("log.roll.hours", 3_600_000),),
     "log.roll.jitter.ms": (("log.roll.jitter.hours", 3_600_000),),
 }
+
+DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
+    {d.broker_synonym for d in TOPIC_CONFIGS.values() if d.broker_synonym in BROKER_CONFIGS}
+    | {coarser for steps in DERIVED_MS_KEYS.values() for coarser, _ in steps}
+    | {
+        "log.cleaner.backoff.ms",  # the cleaner reads it before each sleep
+        "producer.id.expiration.ms",  # the checkpoint loop reads it each round
+        "log.cleaner.threads",  # the three below have no effect here (one thread) but Kafka
+        "num.io.threads",  # lets them change at runtime, so tools that tune them keep working
+        "num.network.threads",
+        "leader.replication.throttled.rate",  # reassignment throttles (kafka-reassign-partitions
+        "follower.replication.throttled.rate",  # --throttle): nothing to throttle on one node
+        "replica.alter.log.dirs.io.max.bytes.per.second",
+    }
+)
+"""Broker keys IncrementalAlterConfigs/AlterConfigs may change at runtime (cluster default or
+per node), and that take effect without a restart: the broker-level synonyms of topic keys
+(open logs are reconfigured at once) and keys read where they are used. Kafka's dynamic set
+is larger; of the rest, ``max.connections`` and ``max.connections.per.ip`` are read only when
+the listeners start here, so they are refused like every key Kafka keeps static."""
+
+DYNAMIC_MINIMUMS: dict[str, int] = {"log.segment.bytes": 1_048_576}
+"""Kafka's lower bounds that a runtime change must respect ("Value must be at least ...").
+Kafka applies them to server.properties too; Odradek's static config keeps the log engine's
+own smaller bound, which tests use to roll segments quickly."""

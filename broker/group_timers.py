@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from broker.group_configs import group_overrides
 from broker.topic_admin import NewTopic, create_topic
 from coordinator.config import CoordinatorConfig
 from coordinator.coordinator import GroupCoordinator
@@ -85,6 +86,9 @@ def create_group_coordinator(broker: Broker) -> GroupCoordinator:
 def install_group_coordinator(broker: Broker) -> GroupCoordinator:
     """Set ``broker.coordinator`` and register the task that loads it and drives its timers."""
     coordinator = create_group_coordinator(broker)
+    coordinator.consumer.group_configs.update(
+        (group, group_overrides(configs)) for group, configs in broker.dynamic_configs.groups.items()
+    )
     broker.coordinator = coordinator
 
     async def run() -> None:

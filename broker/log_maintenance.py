@@ -60,11 +60,11 @@ async def run_log_maintenance(broker: Broker) -> None:
 
 async def _checkpoint_loop(broker: Broker) -> None:
     interval_s = broker.config.get_int("log.flush.offset.checkpoint.interval.ms") / 1000
-    expiration_ms = broker.config.get_int("producer.id.expiration.ms")
     segments_seen: dict[tuple[str, int], int] = {}
     while True:
         await trio.sleep(interval_s)
         now_ms = broker.clock()
+        expiration_ms = broker.config.get_int("producer.id.expiration.ms")  # dynamic
         for topic, partition, partition_log in broker.partitions.all_logs():
             if not partition_log.is_online:
                 continue
@@ -104,12 +104,11 @@ async def _cleaner_loop(broker: Broker) -> None:
     """One pass at a time.  On cancellation (shutdown) the log stays claimed: closing it stops
     the worker thread within a batch and waits for it."""
     cleaner = LogCleaner()
-    backoff_s = broker.config.get_int("log.cleaner.backoff.ms") / 1000
     while True:
         logs = [partition_log for _, _, partition_log in broker.partitions.all_logs()]
         job = cleaner.next_job(logs, broker.clock())
         if job is None:
-            await trio.sleep(backoff_s)
+            await trio.sleep(broker.config.get_int("log.cleaner.backoff.ms") / 1000)  # dynamic
             continue
         try:
             await trio.to_thread.run_sync(job.build_offset_map, abandon_on_cancel=True)

@@ -199,6 +199,11 @@ class PartitionStore:
             if partition_log is not None:
                 partition_log.config = config
 
+    def reconfigure_all(self) -> None:
+        """Apply changed broker-level log defaults to every open log."""
+        for topic in self._broker.topics.all():
+            self.reconfigure(topic)
+
     def all_logs(self) -> list[tuple[str, int, PartitionLog]]:
         return [
             (topic.name, partition, plog)

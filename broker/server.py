@@ -25,6 +25,7 @@ from broker.config import BrokerConfig, Listener
 from broker.connection import serve_connection
 from broker.dispatch import load_handlers
 from broker.durability import Durability
+from broker.dynamic_config import DynamicConfigs
 from broker.group_timers import install_group_coordinator
 from broker.log_maintenance import run_log_maintenance
 from broker.memory_budget import MemoryBudget
@@ -44,9 +45,11 @@ from wire.api_keys import ApiKey
 log = logging.getLogger(__name__)
 
 
-def _load_cluster_id(directory: Path, node_id: int, configured: str | None) -> str:
-    """Read or create ``meta.properties`` (Kafka's per-log-dir identity file)."""
+def _load_identity(directory: Path, node_id: int, configured: str | None) -> tuple[str, str]:
+    """Read or create ``meta.properties`` (Kafka's per-log-dir identity file): the cluster id
+    and this log directory's id."""
     path = directory / "meta.properties"
+    values: dict[str, str] = {}
     if path.exists():
         values = dict(
             line.split("=", 1)
@@ -59,15 +62,20 @@ def _load_cluster_id(directory: Path, node_id: int, configured: str | None) -> s
                 f"{path} belongs to cluster {existing}, but cluster.id={configured} was configured; "
                 "point log.dirs at an empty directory or drop the cluster.id setting"
             )
-        if existing:
-            return existing
-    cluster_id = configured or base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-    directory_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if existing and values.get("directory.id"):
+            return existing, values["directory.id"]
+    cluster_id = values.get("cluster.id") or configured or _random_id()
+    directory_id = _random_id()
     write_atomically(
         str(path),
         f"version=1\nnode.id={node_id}\ncluster.id={cluster_id}\ndirectory.id={directory_id}\n".encode(),
     )
-    return cluster_id
+    return cluster_id, directory_id
+
+
+def _random_id() -> str:
+    """A Kafka id: URL-safe base64 of a random UUID, unpadded."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
 class Broker:
@@ -86,7 +94,11 @@ class Broker:
         for directory in dirs:
             directory.mkdir(parents=True, exist_ok=True)
         self.data_dir = dirs[0]
-        self.cluster_id = _load_cluster_id(self.data_dir, self.node_id, config.get("cluster.id"))
+        self.dynamic_configs = DynamicConfigs.load(self.data_dir)
+        self.dynamic_configs.apply_at_start(config)
+        self.cluster_id, self.directory_id = _load_identity(
+            self.data_dir, self.node_id, config.get("cluster.id")
+        )
         self.topics = TopicRegistry(self.data_dir)
         self.partitions = PartitionStore(self, [str(d) for d in dirs])
         self.producer_ids = ProducerIdAllocator(self.data_dir)

@@ -190,6 +190,15 @@ def kafka_jars(version: str = KAFKA_VERSION) -> Path:
     return resolve_jars(f"kafka-{version}", [f"org.apache.kafka:kafka_2.13:{version}", SLF4J_BINDING])
 
 
+def kafka_tools_jars(version: str = KAFKA_VERSION) -> Path:
+    """Apache Kafka's command-line tools: kafka-tools (most of them) with kafka_2.13, which
+    still holds ``kafka.admin.ConfigCommand`` in 4.x."""
+    return resolve_jars(
+        f"kafka-tools-{version}",
+        [f"org.apache.kafka:kafka_2.13:{version}", f"org.apache.kafka:kafka-tools:{version}", SLF4J_BINDING],
+    )
+
+
 def random_cluster_id() -> str:
     """A cluster id in Kafka's format (URL-safe base64 of a UUID, not starting with '-')."""
     while True:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from compat_tests.brokers import BROKER_KINDS, RunningBroker, kafka_jars
+from compat_tests.brokers import BROKER_KINDS, RunningBroker, kafka_jars, kafka_tools_jars
 from compat_tests.drivers.base import Driver
 from compat_tests.drivers.java import build_java_client
 from compat_tests.helpers import eventually
@@ -86,6 +86,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     try:
         if config.getoption("--bootstrap") is None and config.getoption("--broker") == "apache-kafka":
             kafka_jars()
+        if any(item.path.name == "test_kafka_tools.py" for item in session.items):
+            kafka_tools_jars()
         for name in sorted(clients & set(JAVA_CLIENTS)):
             build_java_client(JAVA_CLIENTS[name])
     except RuntimeError as exc:

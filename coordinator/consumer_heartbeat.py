@@ -102,6 +102,12 @@ class ConsumerGroups:
         self._clock = clock
         self._config = config
         self._topics = topics
+        # KIP-848 group configs (GROUP config resources) by group id: Kafka's key names
+        # ("consumer.session.timeout.ms") to values, read at each use so a change applies at once.
+        self.group_configs: dict[str, dict[str, int]] = {}
+
+    def _group_setting(self, group_id: str, key: str, default: int) -> int:
+        return self.group_configs.get(group_id, {}).get(key, default)
 
     def group(self, group_id: str) -> ConsumerGroup | None:
         group = self._groups.get(group_id)
@@ -229,7 +235,11 @@ class ConsumerGroups:
             and request.owned is not None
         )
         response = heartbeat_response(
-            member_id, reconciled.member_epoch, self._config.consumer_heartbeat_interval_ms
+            member_id,
+            reconciled.member_epoch,
+            self._group_setting(
+                group.group_id, "consumer.heartbeat.interval.ms", self._config.consumer_heartbeat_interval_ms
+            ),
         )
         if full_request or reconciled.assigned != member.assigned:
             response["assignment"] = {
@@ -399,7 +409,10 @@ class ConsumerGroups:
     def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
         self._timer.schedule(
             ("session", group_id, member_id),
-            self._clock() + self._config.consumer_session_timeout_ms,
+            self._clock()
+            + self._group_setting(
+                group_id, "consumer.session.timeout.ms", self._config.consumer_session_timeout_ms
+            ),
             lambda: self._fence_by_id(group_id, member_id),
         )
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from broker.api_support import Served
 from broker.context import RequestContext
+from broker.handlers.features import api_versions_features
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
@@ -26,6 +27,7 @@ async def handle_api_versions(ctx: RequestContext, request: dict[str, Any]) -> d
             {"api_key": a.key, "min_version": a.min_version, "max_version": a.max_version}
             for a in ctx.broker.supported.values()
         ],
+        **api_versions_features(ctx),
     }
 
 

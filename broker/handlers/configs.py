@@ -1,25 +1,31 @@
-"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and the broker.
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics, the broker and groups.
 
 Values, sources and synonyms are reported as Kafka reports them: a topic key shows its
-override (DYNAMIC_TOPIC_CONFIG), else the broker's setting of its synonym
-(STATIC_BROKER_CONFIG), else the default (DEFAULT_CONFIG), and with ``include_synonyms``
-the whole chain.  Broker settings come from server.properties and are read-only here:
-changing them at runtime is refused with a message saying where to set them instead.
+override (DYNAMIC_TOPIC_CONFIG), else the broker's setting of its synonym (this node's dynamic
+value, the cluster-wide dynamic default, the static one), else the default (DEFAULT_CONFIG),
+and with ``include_synonyms`` the whole chain.  BROKER resources are this node (``"1"``) or
+the cluster-wide default (``""``); the keys Kafka lets change at runtime
+(``DYNAMIC_BROKER_KEYS``) change here too, take effect at once and are kept in the data
+directory (:mod:`broker.dynamic_config`).  GROUP resources (type 32) carry KIP-848 group
+configs (:mod:`broker.group_configs`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from broker import broker_loggers
 from broker.api_support import Served
 from broker.config import BrokerConfig
-from broker.config_defs import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource, ConfigType
+from broker.config_defs import BROKER_CONFIGS, DYNAMIC_BROKER_KEYS, TOPIC_CONFIGS, ConfigSource, ConfigType
 from broker.context import RequestContext
+from broker.dynamic_config import DEFAULT_ENTITY, DynamicConfigError
+from broker.group_configs import GROUP_CONFIGS, MAX_CONFIGURED_GROUPS, check_group_configs, group_overrides
 from broker.topic_admin import TopicError, validate_configs
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 _KAFKA_DEFAULTS = BrokerConfig({})  # what each key would be with an empty server.properties
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
@@ -45,6 +51,18 @@ def config_entry(
     }
 
 
+def synonym(name: str, value: str | None, source: ConfigSource) -> dict[str, Any]:
+    return {"name": name, "value": value, "source": source}
+
+
+def chained_entry(key: str, chain: list[dict[str, Any]], definition: Any, synonyms: bool) -> dict[str, Any]:
+    """A writable key described by its synonym chain: the value and source are the chain's first."""
+    top = chain[0]
+    return config_entry(
+        key, top["value"], top["source"], definition.type, definition.doc, chain if synonyms else [], False
+    )
+
+
 def describe_topic(
     ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool
 ) -> list[dict[str, Any]]:
@@ -57,43 +75,76 @@ def describe_topic(
             continue
         chain = []
         if key in overrides:
-            chain.append({"name": key, "value": overrides[key], "source": ConfigSource.DYNAMIC_TOPIC_CONFIG})
+            chain.append(synonym(key, overrides[key], ConfigSource.DYNAMIC_TOPIC_CONFIG))
         broker_key = definition.broker_synonym
-        if broker_key in broker_config.explicit:
-            chain.append(
-                {
-                    "name": broker_key,
-                    "value": broker_config.explicit[broker_key],
-                    "source": ConfigSource.STATIC_BROKER_CONFIG,
-                }
-            )
+        chain += [
+            synonym(broker_key, value, source)
+            for source, value in broker_config.layers(broker_key)
+            if source != ConfigSource.DEFAULT_CONFIG
+        ]
         default = _KAFKA_DEFAULTS.get(broker_key) or definition.default
-        chain.append({"name": broker_key, "value": default, "source": ConfigSource.DEFAULT_CONFIG})
-        top = chain[0]
+        chain.append(synonym(broker_key, default, ConfigSource.DEFAULT_CONFIG))
+        entries.append(chained_entry(key, chain, definition, synonyms))
+    return entries
+
+
+def describe_broker(
+    ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool
+) -> list[dict[str, Any]]:
+    """This node's every key, or for the cluster-wide default resource only the keys it sets."""
+    config = ctx.broker.config
+    if name == DEFAULT_ENTITY:
+        source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+        return [
+            chained_entry(key, [synonym(key, value, source)], BROKER_CONFIGS[key], synonyms)
+            for key, value in sorted(config.dynamic_default.items())
+            if keys is None or key in keys
+        ]
+    entries = []
+    for key, definition in sorted(BROKER_CONFIGS.items()):
+        if keys is not None and key not in keys:
+            continue
+        chain = [synonym(key, value, source) for source, value in config.layers(key) if value is not None]
         entries.append(
             config_entry(
                 key,
-                top["value"],
-                top["source"],
+                config.get(key),
+                config.source(key),
                 definition.type,
                 definition.doc,
                 chain if synonyms else [],
-                False,
+                key not in DYNAMIC_BROKER_KEYS,
             )
         )
     return entries
 
 
-def describe_broker(ctx: RequestContext, keys: list[str] | None, synonyms: bool) -> list[dict[str, Any]]:
+def describe_broker_logger(
+    ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool
+) -> list[dict[str, Any]]:
+    """Every logger's effective level (Kafka: every log4j logger's)."""
+    source = ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG
+    return [
+        config_entry(logger, level, source, ConfigType.STRING, "", [], False)
+        for logger, level in broker_loggers.describe_levels(keys)
+    ]
+
+
+def describe_group(
+    ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool
+) -> list[dict[str, Any]]:
+    """Every group key: the group's own value (DYNAMIC_GROUP_CONFIG) over the broker's default."""
     config = ctx.broker.config
+    overrides = ctx.broker.dynamic_configs.groups.get(name, {})
     entries = []
-    for key, definition in sorted(BROKER_CONFIGS.items()):
+    for key, definition in sorted(GROUP_CONFIGS.items()):
         if keys is not None and key not in keys:
             continue
-        source = config.source(key)
-        value = config.get(key)
-        chain = [{"name": key, "value": value, "source": source}] if synonyms else []
-        entries.append(config_entry(key, value, source, definition.type, definition.doc, chain, True))
+        default = config.get(definition.broker_default)
+        chain = [synonym(definition.broker_default, default, ConfigSource.DEFAULT_CONFIG)]
+        if key in overrides:
+            chain.insert(0, synonym(key, overrides[key], ConfigSource.DYNAMIC_GROUP_CONFIG))
+        entries.append(chained_entry(key, chain, definition, synonyms))
     return entries
 
 
@@ -103,12 +154,14 @@ def resource_error(ctx: RequestContext, resource_type: int, name: str) -> tuple[
         if name not in ctx.broker.topics:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
         return None
-    if resource_type == BROKER:
-        if name not in ("", str(ctx.broker.node_id)):
+    if resource_type in (BROKER, BROKER_LOGGER):
+        if name != str(ctx.broker.node_id) and (name or resource_type == BROKER_LOGGER):
             return (
                 ErrorCode.INVALID_REQUEST,
                 f"Unexpected broker id, expected {ctx.broker.node_id} but received {name}",
             )
+        return None
+    if resource_type == GROUP:
         return None
     return ErrorCode.INVALID_REQUEST, f"Config resource type {resource_type} is not supported"
 
@@ -132,21 +185,26 @@ async def handle_describe_configs(ctx: RequestContext, request: dict[str, Any]) 
         if problem is not None:
             results.append(result | {"error_code": problem[0], "error_message": problem[1]})
             continue
-        configs = (
-            describe_topic(ctx, name, keys, synonyms)
-            if kind == TOPIC
-            else describe_broker(ctx, keys, synonyms)
-        )
+        describe = {
+            TOPIC: describe_topic,
+            BROKER: describe_broker,
+            BROKER_LOGGER: describe_broker_logger,
+            GROUP: describe_group,
+        }[kind]
+        configs = describe(ctx, name, keys, synonyms)
         results.append(result | {"error_code": ErrorCode.NONE, "configs": configs})
     return {"throttle_time_ms": 0, "results": results}
 
 
-def apply_incremental(current: dict[str, str], changes: list[dict[str, Any]]) -> dict[str, str]:
-    """Kafka's SET / DELETE / APPEND / SUBTRACT on a topic's overrides (lists are comma-separated)."""
+def apply_incremental(
+    current: dict[str, str], changes: list[dict[str, Any]], types: dict[str, Any]
+) -> dict[str, str]:
+    """Kafka's SET / DELETE / APPEND / SUBTRACT on a resource's configs (lists are comma-separated);
+    ``types`` holds the resource kind's definitions (each with a ``type``)."""
     updated = dict(current)
     for change in changes:
         key, op, value = change["name"], change["config_operation"], change["value"]
-        definition = TOPIC_CONFIGS.get(key)
+        definition = types.get(key)
         if op == SET:
             updated[key] = value or ""
         elif op == DELETE:
@@ -190,6 +248,78 @@ def keep_internal_topic_compacted(name: str, updated: dict[str, str]) -> None:
         )
 
 
+def updated_configs(
+    current: dict[str, str], resource: dict[str, Any], incremental: bool, types: dict[str, Any]
+) -> dict[str, str]:
+    """A resource's configs after the request: changed in place (incremental) or replaced."""
+    if incremental:
+        return apply_incremental(current, resource["configs"], types)
+    return {c["name"]: c["value"] for c in resource["configs"] if c["value"] is not None}
+
+
+def alter_topic(
+    ctx: RequestContext, name: str, resource: dict[str, Any], incremental: bool, commit: bool
+) -> None:
+    info = ctx.broker.topics.get(name)
+    if info is None:  # resource_error just found it, and nothing awaited since
+        raise RuntimeError(f"topic {name} vanished between its check and its use")
+    updated = updated_configs(info.configs, resource, incremental, TOPIC_CONFIGS)
+    validate_configs(updated)
+    if info.internal:
+        keep_internal_topic_compacted(name, updated)
+    if commit:
+        ctx.broker.topics.set_configs(name, updated)
+        ctx.broker.partitions.reconfigure(info)
+
+
+def alter_broker(
+    ctx: RequestContext, name: str, resource: dict[str, Any], incremental: bool, commit: bool
+) -> None:
+    """Change the cluster-wide default (``name == ""``) or this node's dynamic layer, live."""
+    broker = ctx.broker
+    dynamic = broker.dynamic_configs
+    updated = updated_configs(dynamic.layer(name), resource, incremental, BROKER_CONFIGS)
+    dynamic.candidate(broker.config, name, updated)
+    if commit:
+        dynamic.commit(broker.config, name, updated)
+        broker.partitions.reconfigure_all()
+
+
+def alter_group(
+    ctx: RequestContext, name: str, resource: dict[str, Any], incremental: bool, commit: bool
+) -> None:
+    """Change a group's KIP-848 configs; its next heartbeat uses them."""
+    broker = ctx.broker
+    groups = broker.dynamic_configs.groups
+    updated = updated_configs(groups.get(name, {}), resource, incremental, GROUP_CONFIGS)
+    check_group_configs(broker.config, updated)
+    if updated and name not in groups and len(groups) >= MAX_CONFIGURED_GROUPS:
+        raise DynamicConfigError(
+            f"At most {MAX_CONFIGURED_GROUPS} groups may have configs; delete some group's configs first",
+            ErrorCode.POLICY_VIOLATION,
+        )
+    if commit:
+        broker.dynamic_configs.commit_group(name, updated)
+        if broker.coordinator is not None:
+            broker.coordinator.consumer.group_configs[name] = group_overrides(updated)
+
+
+def alter_broker_logger(
+    ctx: RequestContext, name: str, resource: dict[str, Any], incremental: bool, commit: bool
+) -> None:
+    """Set or unset log levels at once (not kept across a restart, as in Kafka)."""
+    if not incremental:
+        raise DynamicConfigError(
+            "AlterConfigs does not support the BROKER_LOGGER resource type; use IncrementalAlterConfigs"
+        )
+    broker_loggers.check_changes(resource["configs"])
+    if commit:
+        broker_loggers.apply_changes(resource["configs"])
+
+
+_ALTER = {TOPIC: alter_topic, BROKER: alter_broker, BROKER_LOGGER: alter_broker_logger, GROUP: alter_group}
+
+
 async def alter(ctx: RequestContext, request: dict[str, Any], incremental: bool) -> dict[str, Any]:
     responses = []
     for resource in request["resources"]:
@@ -201,32 +331,15 @@ async def alter(ctx: RequestContext, request: dict[str, Any], incremental: bool)
             "error_message": None,
         }
         problem = resource_error(ctx, kind, name)
-        if problem is None and kind == BROKER:
-            problem = (
-                ErrorCode.INVALID_REQUEST,
-                "Odradek does not change broker configs at runtime; set them in server.properties or with "
-                "--override and restart",
-            )
+        if problem is None:
+            try:
+                _ALTER[kind](ctx, name, resource, incremental, not request["validate_only"])
+            except TopicError as exc:
+                problem = exc.code, exc.message
+            except DynamicConfigError as exc:
+                problem = exc.code, str(exc)
         if problem is not None:
-            responses.append(result | {"error_code": problem[0], "error_message": problem[1]})
-            continue
-        info = ctx.broker.topics.get(name)
-        if info is None:  # resource_error just found it, and nothing awaited since
-            raise RuntimeError(f"topic {name} vanished between its check and its use")
-        try:
-            if incremental:
-                updated = apply_incremental(info.configs, resource["configs"])
-            else:
-                updated = {c["name"]: c["value"] for c in resource["configs"] if c["value"] is not None}
-            validate_configs(updated)
-            if info.internal:
-                keep_internal_topic_compacted(name, updated)
-        except TopicError as exc:
-            responses.append(result | {"error_code": exc.code, "error_message": exc.message})
-            continue
-        if not request["validate_only"]:
-            ctx.broker.topics.set_configs(name, updated)
-            ctx.broker.partitions.reconfigure(info)
+            result |= {"error_code": problem[0], "error_message": problem[1]}
         responses.append(result)
     return {"throttle_time_ms": 0, "responses": responses}
 

@@ -88,6 +88,21 @@ def test_a_silent_member_is_fenced_after_its_session_timeout(h: Harness) -> None
     assert h.cg_heartbeat("g", "m2", 2)["error_code"] == E.UNKNOWN_MEMBER_ID
 
 
+def test_a_group_config_sets_its_session_timeout_and_heartbeat_interval(h: Harness) -> None:
+    """GROUP config resources (KIP-848): the group's own values win over the broker's."""
+    h.coordinator.consumer.group_configs["tuned"] = {
+        "consumer.session.timeout.ms": 50_000,
+        "consumer.heartbeat.interval.ms": 6000,
+    }
+    assert h.cg_heartbeat("tuned", "m1", 0)["heartbeat_interval_ms"] == 6000
+    assert h.cg_heartbeat("plain", "m1", 0)["heartbeat_interval_ms"] == 5000
+    h.advance(47_000)  # past the broker's 45 s: only the plain group's member is gone
+    assert [m["member_id"] for m in describe(h, "tuned")["members"]] == ["m1"]
+    assert describe(h, "plain")["members"] == []
+    h.advance(4000)
+    assert describe(h, "tuned")["members"] == []
+
+
 def test_a_member_that_does_not_revoke_in_time_is_fenced() -> None:
     h = Harness(CoordinatorConfig(consumer_session_timeout_ms=120_000))
     h.cg_heartbeat("g", "m1", 0, rebalance_ms=10_000)

@@ -19,6 +19,21 @@ class RawClient(KafkaConnection):
     def __init__(self, bootstrap: str) -> None:
         super().__init__(bootstrap, client_id="raw-test")
 
+    def join_consumer_group(
+        self, group: str, *, topics: list[str] | None = None, regex: str | None = None
+    ) -> dict[str, Any]:
+        """A KIP-848 ConsumerGroupHeartbeat of a new member ``member-1`` (epoch 0)."""
+        body: dict[str, Any] = {
+            "group_id": group,
+            "member_id": "member-1",
+            "member_epoch": 0,
+            "rebalance_timeout_ms": 30_000,
+            "subscribed_topic_names": topics,
+            "subscribed_topic_regex": regex,
+            "topic_partitions": [],
+        }
+        return self.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, body)
+
     def create_topic(
         self, name: str, partitions: int = 1, configs: dict[str, str] | None = None
     ) -> dict[str, Any]:

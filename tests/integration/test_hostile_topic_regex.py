@@ -6,29 +6,11 @@ and a dash took hours on the broker's only event loop: every client of the broke
 
 from __future__ import annotations
 
-from typing import Any
-
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient
-from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
 BACKTRACKING_TOPIC = "a" * 60 + "-"
-
-
-def _join(client: RawClient, group: str, regex: str) -> dict[str, Any]:
-    return client.request(
-        ApiKey.CONSUMER_GROUP_HEARTBEAT,
-        1,
-        {
-            "group_id": group,
-            "member_id": "member-1",
-            "member_epoch": 0,
-            "rebalance_timeout_ms": 30_000,
-            "subscribed_topic_regex": regex,
-            "topic_partitions": [],
-        },
-    )
 
 
 def test_a_catastrophic_regex_is_matched_in_linear_time(odradek_broker: OdradekProcess) -> None:
@@ -36,7 +18,7 @@ def test_a_catastrophic_regex_is_matched_in_linear_time(odradek_broker: OdradekP
     with RawClient(odradek_broker.bootstrap) as client:
         client.create_topic(BACKTRACKING_TOPIC)
         client.create_topic("aaaa")
-        response = _join(client, "g", "(a|aa)+")
+        response = client.join_consumer_group("g", regex="(a|aa)+")
         assert response["error_code"] == ErrorCode.NONE, response
         assigned = {t["topic_id"] for t in response["assignment"]["topic_partitions"]}
         (aaaa,) = client.metadata(["aaaa"])["topics"]
@@ -48,4 +30,7 @@ def test_patterns_outside_re2_syntax_are_invalid(odradek_broker: OdradekProcess)
     """RE2 (like Kafka's RE2J) has no backreferences; an unbalanced group never compiles."""
     with RawClient(odradek_broker.bootstrap) as client:
         for regex in (r"(a)\1", "(a"):
-            assert _join(client, "g-" + regex, regex)["error_code"] == ErrorCode.INVALID_REGULAR_EXPRESSION
+            assert (
+                client.join_consumer_group("g-" + regex, regex=regex)["error_code"]
+                == ErrorCode.INVALID_REGULAR_EXPRESSION
+            )

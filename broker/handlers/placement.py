@@ -1,0 +1,103 @@
+"""ElectLeaders and partition reassignments on a single node.
+
+Every partition has one replica, this node, which leads it; nothing can move and no election
+can change anything. So these APIs answer what Kafka answers for a partition already where it
+should be: an election is ELECTION_NOT_NEEDED, a reassignment to this node completes at once
+(and is never listed as ongoing), cancelling one finds NO_REASSIGNMENT_IN_PROGRESS, and a
+replica list naming another broker is INVALID_REPLICA_ASSIGNMENT. ``kafka-leader-election`` and
+``kafka-reassign-partitions`` then print what they print against a healthy one-node Kafka.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.api_support import Served
+from broker.context import RequestContext
+from broker.handlers.topics import replica_lists_error
+from wire.api_keys import ApiKey
+from wire.error_codes import ErrorCode
+
+ELECTION_NOT_NEEDED_MESSAGE = "Leader election not needed for topic partition."
+
+
+def missing_partition(ctx: RequestContext, topic: str, partition: int) -> str | None:
+    """Kafka's message for a partition that does not exist, or None."""
+    info = ctx.broker.topics.get(topic)
+    if info is None:
+        return f"No such topic as {topic}"
+    if not 0 <= partition < info.partitions:
+        return f"No such partition as {topic}-{partition}"
+    return None
+
+
+def _election(ctx: RequestContext, topic: str, partition: int) -> dict[str, Any]:
+    missing = missing_partition(ctx, topic, partition)
+    if missing is not None:
+        return {
+            "partition_id": partition,
+            "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            "error_message": missing,
+        }
+    return {
+        "partition_id": partition,
+        "error_code": ErrorCode.ELECTION_NOT_NEEDED,
+        "error_message": ELECTION_NOT_NEEDED_MESSAGE,
+    }
+
+
+async def handle_elect_leaders(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    # All partitions (topic_partitions null): Kafka answers only those it elected, so none.
+    results = [
+        {
+            "topic": wanted["topic"],
+            "partition_result": [_election(ctx, wanted["topic"], p) for p in wanted["partitions"]],
+        }
+        for wanted in request["topic_partitions"] or []
+    ]
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "replica_election_results": results}
+
+
+def _reassignment(ctx: RequestContext, topic: str, wanted: dict[str, Any]) -> dict[str, Any]:
+    partition, replicas = wanted["partition_index"], wanted["replicas"]
+    code, message = ErrorCode.NONE, None
+    if missing_partition(ctx, topic, partition) is not None:
+        code, message = (
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            "This server does not host this topic-partition.",
+        )
+    elif replicas is None:
+        code, message = ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No reassignment in progress."
+    elif (problem := replica_lists_error(ctx, [replicas], 1)) is not None:
+        code, message = ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem
+    return {"partition_index": partition, "error_code": code, "error_message": message}
+
+
+async def handle_alter_partition_reassignments(
+    ctx: RequestContext, request: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "allow_replication_factor_change": request["allow_replication_factor_change"],
+        "error_code": ErrorCode.NONE,
+        "error_message": None,
+        "responses": [
+            {
+                "name": topic["name"],
+                "partitions": [_reassignment(ctx, topic["name"], p) for p in topic["partitions"]],
+            }
+            for topic in request["topics"]
+        ],
+    }
+
+
+async def handle_list_partition_reassignments(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    """No reassignment is ever in progress: each one completes when it is asked for."""
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "topics": []}
+
+
+HANDLERS = {
+    ApiKey.ELECT_LEADERS: Served(handle_elect_leaders),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: Served(handle_alter_partition_reassignments),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: Served(handle_list_partition_reassignments),
+}

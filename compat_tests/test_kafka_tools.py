@@ -1,0 +1,437 @@
+"""Apache Kafka's own command-line tools against the broker, run from their main classes.
+
+Each test runs the tools as ``bin/kafka-*.sh`` would (``java -cp <jars> <MainClass>
+--bootstrap-server ...``, jars from Maven Central), asserts on their output and exit code, and
+checks the broker's state afterwards through the setup client. A JVM starts in about a second,
+so each test batches the actions of one tool.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from compat_tests.brokers import RunningBroker, kafka_tools_jars
+from compat_tests.drivers.base import (
+    ClientError,
+    Driver,
+    ErrorKind,
+    Message,
+    ProducerSettings,
+)
+from compat_tests.helpers import eventually
+from compat_tests.maven import classpath
+
+TOOLS = "org.apache.kafka.tools."
+CONFIGS = "kafka.admin.ConfigCommand"
+GROUPS = TOOLS + "consumer.group.ConsumerGroupCommand"
+TOOL_TIMEOUT_S = 90
+JVM = ["-Xmx256m", "-XX:TieredStopAtLevel=1", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"]
+
+
+@dataclass(frozen=True)
+class ToolRun:
+    """A finished tool: exit code and what it printed (stdout, then stderr)."""
+
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture(scope="module")
+def tool_classpath() -> str:
+    if shutil.which("java") is None:
+        pytest.skip("java is not installed")
+    return classpath(kafka_tools_jars())
+
+
+@pytest.fixture
+def run(tool_classpath: str, broker: RunningBroker) -> Iterator[object]:
+    """``run(main_class, *args)``: the tool against the session broker (``--bootstrap-server``
+    goes first unless ``bootstrap_last``, for tools with subcommands; ``stdin`` is fed to it)."""
+
+    def tool(main_class: str, *args: str, bootstrap_last: bool = False, stdin: str | None = None) -> ToolRun:
+        bootstrap = ["--bootstrap-server", broker.bootstrap]
+        argv = [*args, *bootstrap] if bootstrap_last else [*bootstrap, *args]
+        done = subprocess.run(
+            ["java", *JVM, "-cp", tool_classpath, main_class, *argv],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=TOOL_TIMEOUT_S,
+        )
+        return ToolRun(done.returncode, done.stdout, done.stderr)
+
+    yield tool
+
+
+def ok(result: ToolRun) -> str:
+    assert result.code == 0, f"exit {result.code}:\n{result.out}\n{result.err}"
+    return result.out
+
+
+def produce(admin: Driver, topic: str, count: int, partitions: int) -> None:
+    messages = [Message(f"v{i}".encode(), partition=i % partitions, timestamp_ms=None) for i in range(count)]
+    admin.produce(topic, messages, ProducerSettings())
+
+
+def test_topics(run, admin: Driver, topic: str) -> None:
+    """kafka-topics: create, describe (DescribeTopicPartitions), alter partitions, list, delete."""
+    ok(
+        run(
+            TOOLS + "TopicCommand",
+            "--create",
+            "--topic",
+            topic,
+            "--partitions",
+            "2",
+            "--config",
+            "retention.ms=7200000",
+        )
+    )
+    described = ok(run(TOOLS + "TopicCommand", "--describe", "--topic", topic))
+    assert f"Topic: {topic}\tTopicId: " in described
+    assert "PartitionCount: 2\tReplicationFactor: 1" in described
+    assert "retention.ms=7200000" in described
+    assert re.search(rf"Topic: {re.escape(topic)}\tPartition: 1\tLeader: 1\tReplicas: 1\tIsr: 1", described)
+    ok(run(TOOLS + "TopicCommand", "--alter", "--topic", topic, "--partitions", "3"))
+
+    def grown() -> None:
+        assert admin.partition_count(topic) == 3
+
+    eventually(grown)
+    assert topic in ok(run(TOOLS + "TopicCommand", "--list")).split()
+    ok(run(TOOLS + "TopicCommand", "--delete", "--topic", topic))
+
+    def gone() -> None:
+        assert topic not in admin.list_topics()
+
+    eventually(gone)
+
+
+def test_configs_topic(run, admin: Driver, topic: str) -> None:
+    """kafka-configs on a topic: add, describe, delete an override."""
+    admin.create_topic(topic, 1)
+    entity = ["--entity-type", "topics", "--entity-name", topic]
+    ok(run(CONFIGS, "--alter", *entity, "--add-config", "retention.ms=3600000,cleanup.policy=compact"))
+    described = ok(run(CONFIGS, "--describe", *entity))
+    assert (
+        "retention.ms=3600000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=3600000"
+        in described
+    )
+    assert admin.describe_configs(topic)["cleanup.policy"] == "compact"
+    ok(run(CONFIGS, "--alter", *entity, "--delete-config", "retention.ms"))
+    assert "retention.ms" not in ok(run(CONFIGS, "--describe", *entity))
+
+
+def test_configs_broker_dynamic(run, admin: Driver, topic: str) -> None:
+    """Dynamic broker configs: the cluster default and this node's value apply at once, are
+    described with their sources, and keys Kafka keeps static are refused in Kafka's words."""
+    admin.create_topic(topic, 1)
+    default = ["--entity-type", "brokers", "--entity-default"]
+    node = ["--entity-type", "brokers", "--entity-name", "1"]
+    try:
+        ok(
+            run(
+                CONFIGS,
+                "--alter",
+                *default,
+                "--add-config",
+                "message.max.bytes=2000,log.retention.ms=5400000",
+            )
+        )
+        ok(run(CONFIGS, "--alter", *node, "--add-config", "log.cleaner.backoff.ms=20000"))
+        described = ok(run(CONFIGS, "--describe", *default))
+        assert (
+            "message.max.bytes=2000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:message.max.bytes=2000}"
+            in described
+        )
+        assert (
+            "log.cleaner.backoff.ms=20000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.cleaner.backoff.ms=20000"
+            in (ok(run(CONFIGS, "--describe", *node)))
+        )
+
+        def applied() -> None:
+            assert admin.describe_configs(topic)["retention.ms"] == "5400000"
+            with pytest.raises(ClientError) as refused:
+                admin.produce(topic, [Message(b"x" * 5000, partition=0)], ProducerSettings(retries=0))
+            assert refused.value.kind == ErrorKind.MESSAGE_TOO_LARGE
+
+        eventually(applied)
+        static = run(CONFIGS, "--alter", *node, "--add-config", "log.dirs=/elsewhere")
+        assert static.code != 0
+        assert (
+            "InvalidRequestException: Cannot update these configs dynamically: [log.dirs]"
+            in static.out + static.err
+        )
+        small = run(CONFIGS, "--alter", *default, "--add-config", "log.segment.bytes=100")
+        assert (
+            "Invalid value 100 for configuration log.segment.bytes: Value must be at least 1048576"
+            in small.out + small.err
+        )
+        wrong = run(CONFIGS, "--alter", *default, "--add-config", "log.retention.ms=soon")
+        assert (
+            "Invalid value soon for configuration log.retention.ms: Not a number of type LONG"
+            in wrong.out + wrong.err
+        )
+    finally:
+        run(CONFIGS, "--alter", *default, "--delete-config", "message.max.bytes,log.retention.ms")
+        run(CONFIGS, "--alter", *node, "--delete-config", "log.cleaner.backoff.ms")
+    eventually(lambda: admin.produce(topic, [Message(b"x" * 5000, partition=0)], ProducerSettings()))
+    assert "message.max.bytes" not in ok(run(CONFIGS, "--describe", *default))
+
+
+def test_configs_group(run) -> None:
+    """GROUP config resources (KIP-848): set, describe, range-checked, deleted."""
+    group = ["--entity-type", "groups", "--entity-name", f"tools-{uuid.uuid4().hex[:8]}"]
+    ok(
+        run(
+            CONFIGS,
+            "--alter",
+            *group,
+            "--add-config",
+            "consumer.session.timeout.ms=50000,consumer.heartbeat.interval.ms=6000",
+        )
+    )
+    described = ok(run(CONFIGS, "--describe", *group))
+    assert (
+        "consumer.session.timeout.ms=50000 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:consumer.session.timeout.ms=50000, "
+        "DEFAULT_CONFIG:group.consumer.session.timeout.ms=45000}" in described
+    )
+    low = run(CONFIGS, "--alter", *group, "--add-config", "consumer.session.timeout.ms=1000")
+    assert (
+        "InvalidConfigurationException: consumer.session.timeout.ms must be greater than or equal to "
+        "group.consumer.min.session.timeout.ms" in low.out + low.err
+    )
+    unknown = run(CONFIGS, "--alter", *group, "--add-config", "no.such.key=1")
+    assert "Unknown group config name: no.such.key" in unknown.out + unknown.err
+    ok(run(CONFIGS, "--alter", *group, "--delete-config", "consumer.heartbeat.interval.ms"))
+    described = ok(run(CONFIGS, "--describe", *group))
+    assert "consumer.heartbeat.interval.ms" not in described
+    assert "consumer.session.timeout.ms=50000" in described
+
+
+def test_consumer_groups(run, admin: Driver, topic: str) -> None:
+    """kafka-consumer-groups: list, describe, reset (datetime, shift), delete offsets, delete."""
+    admin.create_topic(topic, 2)
+    produce(admin, topic, 40, 2)
+    group = f"tools-group-{uuid.uuid4().hex[:8]}"
+    consumed = ok(run(TOOLS + "ConsumerPerformance", "--topic", topic, "--messages", "40", "--group", group))
+    assert consumed.strip().splitlines()[-1].split(", ")[4] == "40"
+
+    def committed() -> None:
+        assert admin.group_offsets(group) == {(topic, 0): 20, (topic, 1): 20}
+
+    eventually(committed)
+    assert re.search(rf"^{re.escape(group)}\s+Empty\s*$", ok(run(GROUPS, "--list", "--state")), re.M)
+    described = ok(run(GROUPS, "--describe", "--group", group))
+    assert re.search(rf"{re.escape(group)}\s+{re.escape(topic)}\s+0\s+20\s+20\s+0\s", described)
+    to = ["--group", group, "--topic", topic, "--execute"]
+    ok(run(GROUPS, "--reset-offsets", "--to-datetime", "2000-01-01T00:00:00.000", *to))
+    assert admin.group_offsets(group) == {(topic, 0): 0, (topic, 1): 0}
+    ok(run(GROUPS, "--reset-offsets", "--shift-by", "5", *to))
+    assert admin.group_offsets(group) == {(topic, 0): 5, (topic, 1): 5}
+    deleted = ok(run(GROUPS, "--delete-offsets", "--group", group, "--topic", f"{topic}:1"))
+    assert re.search(rf"{re.escape(topic)}\s+1\s+Successful", deleted)
+    assert admin.group_offsets(group) == {(topic, 0): 5}
+    assert "was successful" in ok(run(GROUPS, "--delete", "--group", group))
+    assert group not in ok(run(GROUPS, "--list")).split()
+
+
+def test_offsets_delete_records_log_dirs(run, admin: Driver, topic: str, tmp_path) -> None:
+    """kafka-get-offsets, kafka-delete-records and kafka-log-dirs on one topic."""
+    admin.create_topic(topic, 2)
+    produce(admin, topic, 20, 2)
+    assert sorted(ok(run(TOOLS + "GetOffsetShell", "--topic", topic)).split()) == [
+        f"{topic}:0:10",
+        f"{topic}:1:10",
+    ]
+    spec = tmp_path / "delete.json"
+    spec.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "offset": 4}]}))
+    assert f"partition: {topic}-0\tlow_watermark: 4" in ok(
+        run(TOOLS + "DeleteRecordsCommand", "--offset-json-file", str(spec))
+    )
+    earliest = ok(run(TOOLS + "GetOffsetShell", "--topic", topic, "--time", "-2"))
+    assert sorted(earliest.split()) == [f"{topic}:0:4", f"{topic}:1:0"]
+    report = ok(run(TOOLS + "LogDirsCommand", "--describe", "--topic-list", topic))
+    answer = json.loads(report.strip().splitlines()[-1])
+    (node,) = answer["brokers"]
+    assert node["broker"] == 1
+    partitions = {p["partition"]: p for d in node["logDirs"] for p in d["partitions"]}
+    assert set(partitions) == {f"{topic}-0", f"{topic}-1"}
+    assert all(p["size"] > 0 and p["offsetLag"] == 0 and not p["isFuture"] for p in partitions.values())
+
+
+def test_features_quorum_cluster(run, admin: Driver) -> None:
+    """kafka-features describe, kafka-metadata-quorum (one node leads itself), kafka-cluster."""
+    features = ok(run(TOOLS + "FeatureCommand", "describe"))
+    assert re.search(
+        r"Feature: group.version\s+SupportedMinVersion: 0\s+SupportedMaxVersion: 1\s+FinalizedVersionLevel: 1",
+        features,
+    )
+    assert "group.version was upgraded to 1." in ok(
+        run(TOOLS + "FeatureCommand", "upgrade", "--feature", "group.version=1")
+    )
+    status = ok(run(TOOLS + "MetadataQuorumCommand", "describe", "--status"))
+    assert re.search(r"^LeaderId:\s+1$", status, re.M)
+    assert re.search(r'^CurrentVoters:\s+\[\{"id": 1, ', status, re.M)
+    assert re.search(r"^CurrentObservers:\s+\[\]$", status, re.M)
+    replication = ok(run(TOOLS + "MetadataQuorumCommand", "describe", "--replication")).splitlines()
+    assert replication[0].split() == [
+        "NodeId",
+        "DirectoryId",
+        "LogEndOffset",
+        "Lag",
+        "LastFetchTimestamp",
+        "LastCaughtUpTimestamp",
+        "Status",
+    ]
+    (row,) = replication[1:]
+    assert row.split()[0] == "1" and row.split()[3] == "0" and row.split()[-1] == "Leader"
+    printed = ok(run(TOOLS + "ClusterTool", "cluster-id", bootstrap_last=True))
+    assert re.fullmatch(r"Cluster ID: [A-Za-z0-9_-]{22}\n", printed), printed
+    endpoints = ok(run(TOOLS + "ClusterTool", "list-endpoints", bootstrap_last=True))
+    assert re.search(r"^1\s+\S+\s+\d+\s+", endpoints.splitlines()[1]), endpoints
+
+
+def test_perf_and_verifiable_clients(run, admin: Driver, topic: str) -> None:
+    """kafka-producer-perf-test, kafka-consumer-perf-test, kafka-verifiable-producer/-consumer,
+    kafka-e2e-latency."""
+    admin.create_topic(topic, 2)
+    sent = ok(
+        run(
+            TOOLS + "ProducerPerformance",
+            "--topic",
+            topic,
+            "--num-records",
+            "500",
+            "--record-size",
+            "100",
+            "--throughput",
+            "-1",
+        )
+    )
+    assert re.search(r"^500 records sent, ", sent, re.M)
+    consumed = ok(run(TOOLS + "ConsumerPerformance", "--topic", topic, "--messages", "500"))
+    assert consumed.strip().splitlines()[-1].split(", ")[4] == "500"
+    produced = ok(run(TOOLS + "VerifiableProducer", "--topic", topic, "--max-messages", "20"))
+    events = [json.loads(line) for line in produced.splitlines() if line.startswith("{")]
+    assert [e for e in events if e["name"] == "tool_data"][-1]["acked"] == 20
+    assert sum(admin.list_offsets(topic, [0, 1], "latest").values()) == 520
+    verified = ok(
+        run(
+            TOOLS + "VerifiableConsumer",
+            "--topic",
+            topic,
+            "--group-id",
+            f"tools-{uuid.uuid4().hex[:8]}",
+            "--max-messages",
+            "520",
+            "--reset-policy",
+            "earliest",
+        )
+    )
+    events = [json.loads(line) for line in verified.splitlines() if line.startswith("{")]
+    assert sum(e["count"] for e in events if e["name"] == "records_consumed") == 520
+    e2e = [f"{topic}-e2e", "--num-records", "20", "--producer-acks", "all", "--record-size", "100"]
+    latency = ok(run(TOOLS + "EndToEndLatency", "--topic", *e2e))
+    assert re.search(r"^Avg latency: [\d.]+ ms$", latency, re.M), latency
+    assert admin.list_offsets(f"{topic}-e2e", [0], "latest") == {0: 20}
+
+
+def test_reassignments_and_leader_election(run, admin: Driver, topic: str, tmp_path) -> None:
+    """kafka-reassign-partitions (with a throttle, verify, cancel, list) and kafka-leader-election
+    on one node: everything is already where it belongs."""
+    admin.create_topic(topic, 2)
+    elected = ok(
+        run(
+            TOOLS + "LeaderElectionCommand",
+            "--election-type",
+            "preferred",
+            "--topic",
+            topic,
+            "--partition",
+            "0",
+        )
+    )
+    assert f"Valid replica already elected for partitions {topic}-0" in elected
+    ok(run(TOOLS + "LeaderElectionCommand", "--election-type", "unclean", "--all-topic-partitions"))
+    missing = run(
+        TOOLS + "LeaderElectionCommand", "--election-type", "preferred", "--topic", topic, "--partition", "7"
+    )
+    assert missing.code == 1
+    assert f"UnknownTopicOrPartitionException: No such partition as {topic}-7" in missing.out + missing.err
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [{"topic": topic, "partition": 0, "replicas": [1], "log_dirs": ["any"]}],
+            }
+        )
+    )
+    reassign = [TOOLS + "reassign.ReassignPartitionsCommand"]
+    started = ok(run(*reassign, "--execute", "--reassignment-json-file", str(plan), "--throttle", "10000"))
+    assert f"Successfully started partition reassignment for {topic}-0" in started
+    node = ["--entity-type", "brokers", "--entity-name", "1"]
+    assert "leader.replication.throttled.rate=10000 sensitive=false" in ok(run(CONFIGS, "--describe", *node))
+    verified = ok(run(*reassign, "--verify", "--reassignment-json-file", str(plan)))
+    assert f"Reassignment of partition {topic}-0 is completed." in verified
+    assert "Clearing broker-level throttles on broker 1" in verified
+    assert "throttled" not in ok(run(CONFIGS, "--describe", *node))
+    assert "throttled" not in ok(
+        run(CONFIGS, "--describe", "--entity-type", "topics", "--entity-name", topic)
+    )
+    assert "No partition reassignments found." in ok(run(*reassign, "--list"))
+    cancelled = ok(run(*reassign, "--cancel", "--reassignment-json-file", str(plan)))
+    assert "None of the specified partition reassignments are active." in cancelled
+
+
+def test_console_clients_groups_and_transactions(run, admin: Driver, topic: str) -> None:
+    """kafka-console-producer/-consumer, kafka-groups and kafka-transactions."""
+    admin.create_topic(topic, 1)
+    lines = "k1\tone\nk2\ttwo\n"
+    ok(run(TOOLS + "ConsoleProducer", "--topic", topic, "--reader-property", "parse.key=true", stdin=lines))
+    group = f"tools-console-{uuid.uuid4().hex[:8]}"
+    consumer = ["--topic", topic, "--group", group, "--from-beginning", "--max-messages", "2"]
+    consumed = ok(
+        run(TOOLS + "consumer.ConsoleConsumer", *consumer, "--formatter-property", "print.key=true")
+    )
+    assert consumed.splitlines()[:2] == ["k1\tone", "k2\ttwo"]
+    groups = ok(run(TOOLS + "GroupsCommand", "--list"))
+    assert re.search(rf"^{re.escape(group)}\s+Classic\s+consumer\s*$", groups, re.M)
+    assert ok(
+        run(TOOLS + "TransactionsCommand", "describe-producers", "--topic", topic, "--partition", "0")
+    ).startswith("ProducerId\tProducerEpoch\t")
+    listed = ok(run(TOOLS + "TransactionsCommand", "list")).splitlines()
+    assert listed[0].split("\t")[:4] == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
+
+
+def test_configs_broker_loggers(run) -> None:
+    """kafka-configs on broker-loggers: levels described, changed live, bad ones refused."""
+    node = ["--entity-type", "broker-loggers", "--entity-name", "1"]
+    before = re.search(r"^  root=(\w+) ", ok(run(CONFIGS, "--describe", *node)), re.M)
+    assert before is not None
+    changed = "WARN" if before.group(1) != "WARN" else "INFO"
+    try:
+        ok(run(CONFIGS, "--alter", *node, "--add-config", f"root={changed}"))
+        assert f"  root={changed} sensitive=false synonyms={{}}" in ok(run(CONFIGS, "--describe", *node))
+        loud = run(CONFIGS, "--alter", *node, "--add-config", "root=LOUD")
+        assert (
+            "InvalidConfigurationException: Cannot set the log level of root to LOUD as it is not a supported log "
+            "level. Valid log levels are DEBUG, ERROR, FATAL, INFO, TRACE, WARN" in loud.out + loud.err
+        )
+        removed = run(CONFIGS, "--alter", *node, "--delete-config", "root")
+        assert (
+            "InvalidRequestException: Removing the log level of the root logger is not allowed"
+            in removed.out + removed.err
+        )
+    finally:
+        ok(run(CONFIGS, "--alter", *node, "--add-config", f"root={before.group(1)}"))
