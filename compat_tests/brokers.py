@@ -33,7 +33,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compat_tests.maven import SLF4J_BINDING, classpath, resolve_jars
+from compat_tests.maven import SLF4J_BINDING, classpath, compiled_classes, resolve_jars
 
 KAFKA_VERSION = os.environ.get("ODRADEK_KAFKA_VERSION", "4.3.1")
 """Apache Kafka broker version. 4.3.1 is the newest 4.x whose server artifacts all resolve
@@ -188,6 +188,14 @@ def kafka_jars(version: str = KAFKA_VERSION) -> Path:
     return resolve_jars(f"kafka-{version}", [f"org.apache.kafka:kafka_2.13:{version}", SLF4J_BINDING])
 
 
+TELEMETRY_RECORDER = Path(__file__).resolve().parent / "java" / "TelemetryRecorder.java"
+TELEMETRY_REPORTER: Mapping[str, str] = {"metric.reporters": "TelemetryRecorder"}
+"""The override that makes Apache Kafka serve client telemetry (KIP-714): it advertises
+GetTelemetrySubscriptions and PushTelemetry only while a reporter exporting client telemetry is
+configured. ``TelemetryRecorder`` (on every Kafka broker's classpath here) logs each push;
+Odradek serves client telemetry without it and ignores the key."""
+
+
 def random_cluster_id() -> str:
     """A cluster id in Kafka's format (URL-safe base64 of a UUID, not starting with '-')."""
     while True:
@@ -227,7 +235,8 @@ def start_apache_kafka(
     properties = workdir / "server.properties"
     properties.write_text(_properties(config))
     log_path = workdir / "kafka.log"
-    jvm = [java, *KAFKA_HEAP, "-cp", classpath(libs)]
+    recorder = compiled_classes(TELEMETRY_RECORDER, libs, f"kafka-{version}")
+    jvm = [java, *KAFKA_HEAP, "-cp", classpath(recorder, libs)]
     formatted = subprocess.run(
         [*jvm, "kafka.tools.StorageTool", "format", "--standalone", "-t", random_cluster_id()]
         + ["-c", str(properties)],

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.api_support import Served
+from broker.client_metrics_resources import CLIENT_METRICS, alter_client_metrics, describe_client_metrics
 from broker.config import BrokerConfig
 from broker.config_defs import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource, ConfigType
 from broker.context import RequestContext
@@ -122,6 +123,9 @@ async def handle_describe_configs(ctx: RequestContext, request: dict[str, Any]) 
             resource["resource_name"],
             resource["configuration_keys"],
         )
+        if kind == CLIENT_METRICS:
+            results.append(describe_client_metrics(ctx.broker.client_telemetry.store, name, keys, synonyms))
+            continue
         result: dict[str, Any] = {
             "resource_type": kind,
             "resource_name": name,
@@ -194,6 +198,10 @@ async def alter(ctx: RequestContext, request: dict[str, Any], incremental: bool)
     responses = []
     for resource in request["resources"]:
         kind, name = resource["resource_type"], resource["resource_name"]
+        if kind == CLIENT_METRICS:
+            store = ctx.broker.client_telemetry.store
+            responses.append(alter_client_metrics(store, resource, incremental, request["validate_only"]))
+            continue
         result = {
             "resource_type": kind,
             "resource_name": name,

@@ -9,11 +9,9 @@ one JVM for the whole session, because a JVM per call would cost a second each t
 from __future__ import annotations
 
 import base64
-import hashlib
 import itertools
 import json
 import queue
-import shutil
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
@@ -37,7 +35,7 @@ from compat_tests.drivers.base import (
     classify,
     kafka_state_name,
 )
-from compat_tests.maven import SLF4J_BINDING, cache_root, classpath, file_lock, resolve_jars
+from compat_tests.maven import SLF4J_BINDING, classpath, compiled_classes, resolve_jars
 
 SOURCE = Path(__file__).resolve().parent.parent / "java" / "CompatClient.java"
 JAVA_CLIENT_VERSIONS = ("3.9.2", "4.4.0")
@@ -56,28 +54,10 @@ def _unb64(text: str | None) -> bytes | None:
 
 def build_java_client(version: str) -> str:
     """Resolve kafka-clients ``version``, compile CompatClient against it, return the classpath."""
-    if shutil.which("javac") is None:
-        raise RuntimeError("javac is not installed: it is needed to build the Java compatibility client")
     libs = resolve_jars(
         f"kafka-clients-{version}", [f"org.apache.kafka:kafka-clients:{version}", SLF4J_BINDING]
     )
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
-    classes = cache_root() / f"kafka-clients-{version}" / f"classes-{digest}"
-    with file_lock(cache_root() / f"kafka-clients-{version}.lock"):
-        if not (classes / "CompatClient.class").exists():
-            tmp = classes.with_name(classes.name + ".tmp")
-            shutil.rmtree(tmp, ignore_errors=True)
-            tmp.mkdir(parents=True)
-            result = subprocess.run(
-                ["javac", "--release", "17", "-d", str(tmp), "-cp", classpath(libs), str(SOURCE)],
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-            if result.returncode != 0:
-                raise RuntimeError(f"javac failed for kafka-clients {version}:\n{result.stderr[-3000:]}")
-            tmp.rename(classes)
-    return classpath(classes, libs)
+    return classpath(compiled_classes(SOURCE, libs, f"kafka-clients-{version}"), libs)
 
 
 class JavaProcess:

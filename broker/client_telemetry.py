@@ -1,0 +1,288 @@
+"""Client telemetry (KIP-714): GetTelemetrySubscriptions and PushTelemetry, as Kafka's
+``ClientMetricsManager`` answers them.
+
+A client first asks for its subscription; the broker gives it a client instance id (unless it
+brings one), the metric prefixes every matching subscription requests (``*`` when one asks
+for all), the shortest of their push intervals, a subscription id that changes whenever that
+set does, the compression types it accepts and ``telemetry.max.bytes``.  The client then
+pushes every interval.  A request before its interval is THROTTLING_QUOTA_EXCEEDED (a push
+right after a GetTelemetrySubscriptions is allowed), a push naming another subscription id is
+UNKNOWN_SUBSCRIPTION_ID (the client asks again), one after a terminating push is
+INVALID_REQUEST, an unknown compression type UNSUPPORTED_COMPRESSION_TYPE and a payload over
+``telemetry.max.bytes`` TELEMETRY_TOO_LARGE, all checked in Kafka's order.
+
+Where Kafka hands payloads to a ``ClientTelemetryExporter`` plugin, Odradek keeps them opaque:
+it decompresses each one within ``telemetry.max.bytes`` (a payload that does not decompress is
+INVALID_RECORD, as the plugin's failure is in Kafka; one that decompresses past the bound is
+TELEMETRY_TOO_LARGE, as Kafka after 4.3 answers, where 4.3.1 says INVALID_RECORD), counts
+pushes and bytes per client instance (:meth:`ClientTelemetry.instances`, for an exporter) and
+logs each push at DEBUG.  Nothing of a payload is kept.
+
+Every client instance costs memory and a client picks its own id, so the instances are an LRU
+of :data:`MAX_INSTANCES` (Kafka's cache size) that also forgets an instance idle for
+``max(60 s, 3 x its push interval)`` (Kafka's expiry).  Kafka also drops an instance when its
+connection closes; connections do not report that here, so it lasts until it expires.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import struct
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from crc32c import crc32c
+
+from broker.client_metrics_config import ALL_METRICS, DEFAULT_INTERVAL_MS
+from broker.client_metrics_store import SubscriptionStore
+from broker.config import ConfigError
+from log.clock import Clock
+from wire.error_codes import ErrorCode
+from wire.record_batch import Compression, decompress
+from wire.record_batch_errors import CorruptRecordError, DecompressionLimitError
+
+log = logging.getLogger(__name__)
+
+MAX_INSTANCES = 16_384
+"""Kafka's ``CACHE_MAX_SIZE``: client instances remembered at once."""
+MIN_EXPIRY_MS = 60_000
+ACCEPTED_COMPRESSION = [Compression.ZSTD, Compression.LZ4, Compression.GZIP, Compression.SNAPPY]
+"""Kafka's order: clients take the first one they support."""
+_ZERO_ID = bytes(16)
+_RESERVED_IDS = frozenset({_ZERO_ID, bytes(15) + b"\x01"})  # Kafka's Uuid.RESERVED
+_TWO_LONGS = struct.Struct(">qq")
+_INT32 = struct.Struct(">i")
+
+
+def instance_id_text(instance_id: bytes) -> str:
+    """A client instance id as Kafka prints a ``Uuid`` (URL-safe base64, no padding)."""
+    return base64.urlsafe_b64encode(instance_id).decode().rstrip("=")
+
+
+def _java_uuid_hash(instance_id: bytes) -> int:
+    """Kafka's ``Uuid.hashCode``: the two halves XORed, folded to 32 bits."""
+    most, least = _TWO_LONGS.unpack(instance_id)
+    folded = most ^ least
+    return ((folded >> 32) ^ folded) & 0xFFFFFFFF
+
+
+def subscription_id(metrics: list[str], interval_ms: int, instance_id: bytes) -> int:
+    """Kafka's subscription id: CRC32C of the metrics and interval, XORed with the id's hash."""
+    text = "[" + ", ".join(metrics) + "]" + str(interval_ms)
+    unsigned = crc32c(text.encode()) ^ _java_uuid_hash(instance_id)
+    return _INT32.unpack(unsigned.to_bytes(4, "big"))[0]
+
+
+@dataclass(frozen=True, slots=True)
+class ClientIdentity:
+    """What a connection tells about its client, matched by subscriptions' ``match`` patterns."""
+
+    client_id: str
+    software_name: str
+    software_version: str
+    address: str
+    port: str
+
+    def attributes(self, instance_id: bytes) -> dict[str, str]:
+        return {
+            "client_instance_id": instance_id_text(instance_id),
+            "client_id": self.client_id,
+            "client_software_name": self.software_name,
+            "client_software_version": self.software_version,
+            "client_source_address": self.address,
+            "client_source_port": self.port,
+        }
+
+
+@dataclass(slots=True)
+class PushCounts:
+    """What one client instance pushed so far (kept when its subscription is re-matched)."""
+
+    pushes: int = 0
+    bytes_received: int = 0  # as sent, compressed
+    bytes_decompressed: int = 0
+
+
+@dataclass(slots=True)
+class ClientInstance:
+    """One client instance's subscription and request times (Kafka's ClientMetricsInstance)."""
+
+    instance_id: bytes
+    identity: ClientIdentity
+    subscription_id: int
+    subscription_version: int
+    metrics: list[str]
+    push_interval_ms: int
+    counts: PushCounts = field(default_factory=PushCounts)
+    terminating: bool = False
+    last_error: ErrorCode = ErrorCode.NONE
+    last_get_ms: int = 0
+    last_push_ms: int = 0
+    expires_ms: int = 0
+
+    def may_get(self, now_ms: int) -> bool:
+        """A GetTelemetrySubscriptions is due one interval after the last request of either kind."""
+        if now_ms - max(self.last_get_ms, self.last_push_ms) >= self.push_interval_ms:
+            self.last_get_ms = now_ms
+            return True
+        return False
+
+    def may_push(self, now_ms: int) -> bool:
+        """A push is due right after a GetTelemetrySubscriptions, else one interval after the last."""
+        if self.last_get_ms > self.last_push_ms or now_ms - self.last_push_ms >= self.push_interval_ms:
+            self.last_push_ms = now_ms
+            return True
+        return False
+
+
+class TelemetryRefused(Exception):
+    def __init__(self, code: ErrorCode) -> None:
+        super().__init__(code.name)
+        self.code = code
+
+
+class ClientTelemetry:
+    """Subscriptions (durable) and the client instances that fetch and push them."""
+
+    def __init__(self, store: SubscriptionStore, max_bytes: int, clock: Clock) -> None:
+        if max_bytes < 1:
+            raise ConfigError(f"telemetry.max.bytes must be at least 1, not {max_bytes}")
+        self.store = store
+        self.max_bytes = max_bytes
+        self._clock = clock
+        self._instances: OrderedDict[bytes, ClientInstance] = OrderedDict()
+
+    def instances(self) -> list[ClientInstance]:
+        """The client instances remembered now, least recently seen first."""
+        return list(self._instances.values())
+
+    def _new_instance_id(self) -> bytes:
+        while True:
+            candidate = uuid.uuid4().bytes
+            fresh = candidate not in _RESERVED_IDS and candidate not in self._instances
+            if fresh and not instance_id_text(candidate).startswith("-"):  # as Kafka's Uuid.randomUuid
+                return candidate
+
+    def _match(self, instance_id: bytes, identity: ClientIdentity, counts: PushCounts) -> ClientInstance:
+        """A fresh instance with what every subscription matching the client asks for."""
+        attributes = identity.attributes(instance_id)
+        metrics: set[str] = set()
+        interval = DEFAULT_INTERVAL_MS
+        for subscription in self.store.subscriptions():
+            if subscription.matches(attributes):
+                metrics |= subscription.metrics
+                interval = min(interval, subscription.interval_ms)
+        requested = [ALL_METRICS] if ALL_METRICS in metrics else sorted(metrics)
+        return ClientInstance(
+            instance_id,
+            identity,
+            subscription_id(requested, interval, instance_id),
+            self.store.version,
+            requested,
+            interval,
+            counts,
+        )
+
+    def _instance(self, instance_id: bytes, identity: ClientIdentity, now_ms: int) -> ClientInstance:
+        """The remembered instance, matched again if subscriptions changed since; else a new one."""
+        instance = self._instances.get(instance_id)
+        if instance is None:
+            instance = self._match(instance_id, identity, PushCounts())
+        elif instance.subscription_version < self.store.version:
+            instance = self._match(instance_id, instance.identity, instance.counts)
+        instance.expires_ms = now_ms + max(MIN_EXPIRY_MS, 3 * instance.push_interval_ms)
+        self._instances[instance_id] = instance
+        self._instances.move_to_end(instance_id)
+        while (
+            len(self._instances) > MAX_INSTANCES or next(iter(self._instances.values())).expires_ms <= now_ms
+        ):
+            self._instances.popitem(last=False)
+        return instance
+
+    def get_subscriptions(self, request: dict[str, Any], identity: ClientIdentity) -> dict[str, Any]:
+        """A GetTelemetrySubscriptions response body."""
+        now_ms = self._clock()
+        instance_id = bytes(request["client_instance_id"])
+        if instance_id == _ZERO_ID:
+            instance_id = self._new_instance_id()
+        instance = self._instance(instance_id, identity, now_ms)
+        if not instance.may_get(now_ms) and instance.last_error not in (
+            ErrorCode.UNKNOWN_SUBSCRIPTION_ID,
+            ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+        ):
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.THROTTLING_QUOTA_EXCEEDED}
+        instance.last_error = ErrorCode.NONE
+        return {
+            "throttle_time_ms": 0,
+            "error_code": ErrorCode.NONE,
+            "client_instance_id": instance_id,
+            "subscription_id": instance.subscription_id,
+            "accepted_compression_types": ACCEPTED_COMPRESSION,
+            "push_interval_ms": instance.push_interval_ms,
+            "telemetry_max_bytes": self.max_bytes,
+            "delta_temporality": True,
+            "requested_metrics": instance.metrics,
+        }
+
+    def push(self, request: dict[str, Any], identity: ClientIdentity) -> dict[str, Any]:
+        """A PushTelemetry response body; the payload is checked, counted and dropped."""
+        instance_id = bytes(request["client_instance_id"])
+        if instance_id in _RESERVED_IDS:
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REQUEST}
+        instance = self._instance(instance_id, identity, self._clock())
+        try:
+            self._check_push(instance, request)
+            self._receive(instance, request)
+        except TelemetryRefused as refused:
+            instance.last_error = refused.code
+            return {"throttle_time_ms": 0, "error_code": refused.code}
+        instance.last_error = ErrorCode.NONE
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE}
+
+    def _check_push(self, instance: ClientInstance, request: dict[str, Any]) -> None:
+        """Kafka's ``validatePushRequest``, in its order; the push's terminating flag sticks."""
+        try:
+            if instance.terminating:
+                raise TelemetryRefused(ErrorCode.INVALID_REQUEST)
+            if not instance.may_push(self._clock()) and not request["terminating"]:
+                raise TelemetryRefused(ErrorCode.THROTTLING_QUOTA_EXCEEDED)
+            if request["subscription_id"] != instance.subscription_id:
+                raise TelemetryRefused(ErrorCode.UNKNOWN_SUBSCRIPTION_ID)
+            if not Compression.NONE <= request["compression_type"] <= Compression.ZSTD:
+                raise TelemetryRefused(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
+            if len(request["metrics"]) > self.max_bytes:
+                raise TelemetryRefused(ErrorCode.TELEMETRY_TOO_LARGE)
+        finally:
+            instance.terminating = request["terminating"]
+
+    def _receive(self, instance: ClientInstance, request: dict[str, Any]) -> None:
+        """Decompress the payload within ``telemetry.max.bytes`` and count it (empty: nothing)."""
+        payload = request["metrics"]
+        if not payload:
+            return
+        try:
+            data = decompress(request["compression_type"], payload, self.max_bytes)
+        except DecompressionLimitError:
+            raise TelemetryRefused(ErrorCode.TELEMETRY_TOO_LARGE) from None
+        except CorruptRecordError:
+            raise TelemetryRefused(ErrorCode.INVALID_RECORD) from None
+        counts = instance.counts
+        counts.pushes += 1
+        counts.bytes_received += len(payload)
+        counts.bytes_decompressed += len(data)
+        log.debug(
+            "client telemetry pushed by client instance %s: %d bytes (client id %r, %s %s from %s; "
+            "%d pushes, %d bytes so far%s)",
+            instance_id_text(instance.instance_id),
+            len(data),
+            instance.identity.client_id,
+            instance.identity.software_name,
+            instance.identity.software_version,
+            instance.identity.address,
+            counts.pushes,
+            counts.bytes_received,
+            ", terminating" if request["terminating"] else "",
+        )
