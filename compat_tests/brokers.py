@@ -272,8 +272,13 @@ def odradek_command() -> str:
     return found
 
 
-def start_odradek(workdir: Path, overrides: Mapping[str, str] | None = None) -> RunningBroker:
-    """Start ``odradek serve`` on a free port with the suite's settings; return once it serves."""
+def start_odradek(
+    workdir: Path, overrides: Mapping[str, str] | None = None, log_level: str = "INFO"
+) -> RunningBroker:
+    """Start ``odradek serve`` on a free port with the suite's settings; return once it serves.
+
+    ``log_level`` DEBUG shows what Odradek logs per request of a kind, e.g. each telemetry push.
+    """
     workdir.mkdir(parents=True, exist_ok=True)
     (port,) = free_ports(1)
     command = [
@@ -283,6 +288,8 @@ def start_odradek(workdir: Path, overrides: Mapping[str, str] | None = None) -> 
         str(workdir / "data"),
         "--listeners",
         f"PLAINTEXT://127.0.0.1:{port}",
+        "--log-level",
+        log_level,
     ]
     for key, value in {**SUITE_OVERRIDES, **(overrides or {})}.items():
         command += ["--override", f"{key}={value}"]
