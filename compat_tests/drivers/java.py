@@ -250,6 +250,20 @@ class JavaTransactionalProducer(JvmObject, TransactionalProducer):
         self._call("txn_close")
 
 
+class JavaTelemetryProducer(JvmObject):
+    """A KafkaProducer held by name inside the JVM that pushes its metrics (KIP-714)."""
+
+    def __init__(self, driver: JavaDriver, client_id: str, topic: str) -> None:
+        super().__init__(driver.jvm, "producer")
+        self.instance_id: str = self._call(
+            "telemetry_open", bootstrap=driver.bootstrap, client_id=client_id, topic=topic
+        )
+        """The client instance id the broker assigned, as Kafka prints a Uuid."""
+
+    def close(self) -> None:
+        self._call("producer_close")
+
+
 class JavaDriver(Driver):
     """Drives kafka-clients of one version through its session-wide JVM."""
 
@@ -283,6 +297,10 @@ class JavaDriver(Driver):
 
     def transactional_producer(self, transactional_id: str, timeout_ms: int = 60000) -> TransactionalProducer:
         return JavaTransactionalProducer(self, transactional_id, timeout_ms)
+
+    def telemetry_producer(self, client_id: str, topic: str) -> JavaTelemetryProducer:
+        """A producer that sent one record to ``topic`` and keeps pushing its metrics until closed."""
+        return JavaTelemetryProducer(self, client_id, topic)
 
     def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:
         return dict(self._call("list_offsets", topic=topic, partitions=list(partitions), spec=spec))

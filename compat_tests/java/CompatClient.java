@@ -150,7 +150,9 @@ public final class CompatClient {
             case "txn_abort":
                 producer(c).abortTransaction();
                 return null;
+            case "telemetry_open": return telemetryOpen(c);
             case "txn_close":
+            case "producer_close":
                 producer(c).close(Duration.ofSeconds(5));
                 producers.remove(handleName(c));
                 return null;
@@ -231,6 +233,26 @@ public final class CompatClient {
         }
         producers.put(handleName(c), producer);
         return null;
+    }
+
+    /**
+     * Opens a producer under the handle that pushes its metrics (KIP-714: enable.metrics.push,
+     * the default, set explicitly), sends one record so it has metrics to push, and answers the
+     * client instance id the broker gave it. It keeps pushing until producer_close.
+     */
+    private Object telemetryOpen(Map<String, Object> c) throws Exception {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, c.get("bootstrap"));
+        p.put(ProducerConfig.CLIENT_ID_CONFIG, c.get("client_id"));
+        p.put(ProducerConfig.ENABLE_METRICS_PUSH_CONFIG, "true");
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, String.valueOf(TIMEOUT_MS));
+        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, String.valueOf(TIMEOUT_MS));
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, String.valueOf(TIMEOUT_MS + 5_000));
+        KafkaProducer<byte[], byte[]> producer =
+                new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+        producers.put(handleName(c), producer);
+        producer.send(new ProducerRecord<>((String) c.get("topic"), "metered".getBytes(StandardCharsets.UTF_8))).get();
+        return producer.clientInstanceId(Duration.ofMillis(TIMEOUT_MS)).toString();
     }
 
     private Object consumerOpen(Map<String, Object> c) {
