@@ -80,18 +80,24 @@ class SubscriptionStore:
         return subscription
 
     def put(self, name: str, values: Mapping[str, str]) -> None:
-        """Store ``values`` as ``name``'s keys (validated by :meth:`check`); none deletes it."""
+        """Store ``values`` as ``name``'s keys (validated by :meth:`check`); none deletes it.
+
+        The file is written first: a disk error leaves both it and this store as they were.
+        """
         subscription = self.check(name, values)
+        if subscription is None and name not in self._values:
+            return
+        stored = {key: value for key, value in self._values.items() if key != name}
+        if subscription is not None:
+            stored[name] = dict(values)
+        write_atomically(str(self._path), self._document(stored))
+        self._values = stored
         if subscription is None:
-            if name not in self._values:
-                return
-            del self._values[name], self._parsed[name]
+            del self._parsed[name]
             log.info("removed client metrics subscription %r", name)
         else:
-            self._values[name] = dict(values)
             self._parsed[name] = subscription
             log.info("client metrics subscription %r is now %s", name, dict(values))
-        write_atomically(str(self._path), self._document(self._values))
         self.version += 1
 
     @staticmethod

@@ -38,7 +38,6 @@ from crc32c import crc32c
 
 from broker.client_metrics_config import ALL_METRICS, DEFAULT_INTERVAL_MS
 from broker.client_metrics_store import SubscriptionStore
-from broker.config import ConfigError
 from log.clock import Clock
 from wire.error_codes import ErrorCode
 from wire.record_batch import Compression, decompress
@@ -148,8 +147,6 @@ class ClientTelemetry:
     """Subscriptions (durable) and the client instances that fetch and push them."""
 
     def __init__(self, store: SubscriptionStore, max_bytes: int, clock: Clock) -> None:
-        if max_bytes < 1:
-            raise ConfigError(f"telemetry.max.bytes must be at least 1, not {max_bytes}")
         self.store = store
         self.max_bytes = max_bytes
         self._clock = clock
