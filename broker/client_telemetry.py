@@ -19,8 +19,10 @@ pushes and bytes per client instance (:meth:`ClientTelemetry.instances`, for an 
 logs each push at DEBUG.  Nothing of a payload is kept.
 
 Every client instance costs memory and a client picks its own id, so the instances are an LRU
-of :data:`MAX_INSTANCES` (Kafka's cache size) that also forgets an instance idle for
-``max(60 s, 3 x its push interval)`` (Kafka's expiry).  Kafka also drops an instance when its
+of :data:`MAX_INSTANCES` (Kafka's cache size) and of :data:`MAX_IDENTITY_BYTES` of what their
+clients said about themselves (Odradek-specific), that also forgets an instance idle for
+``max(60 s, 3 x its push interval)`` (Kafka's expiry).  Instances matched by the same
+subscriptions share one :class:`Offer`, so long metrics lists are held once.  Kafka also drops an instance when its
 connection closes; connections do not report that here, so it lasts until it expires.
 """
 
@@ -47,7 +49,11 @@ log = logging.getLogger(__name__)
 
 MAX_INSTANCES = 16_384
 """Kafka's ``CACHE_MAX_SIZE``: client instances remembered at once."""
+MAX_IDENTITY_BYTES = 32 << 20
+"""Odradek-specific: what the remembered instances' clients told about themselves (a client id
+alone may take 32 KiB) is bounded too; the least recently seen are forgotten first."""
 MIN_EXPIRY_MS = 60_000
+_MAX_OFFERS = 1024
 ACCEPTED_COMPRESSION = [Compression.ZSTD, Compression.LZ4, Compression.GZIP, Compression.SNAPPY]
 """Kafka's order: clients take the first one they support."""
 _ZERO_ID = bytes(16)
@@ -68,11 +74,26 @@ def _java_uuid_hash(instance_id: bytes) -> int:
     return ((folded >> 32) ^ folded) & 0xFFFFFFFF
 
 
-def subscription_id(metrics: list[str], interval_ms: int, instance_id: bytes) -> int:
-    """Kafka's subscription id: CRC32C of the metrics and interval, XORed with the id's hash."""
-    text = "[" + ", ".join(metrics) + "]" + str(interval_ms)
-    unsigned = crc32c(text.encode()) ^ _java_uuid_hash(instance_id)
-    return _INT32.unpack(unsigned.to_bytes(4, "big"))[0]
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """What the subscriptions matching a client ask of it: one object shared by every client
+    instance they match, so a long metrics list is not held once per instance."""
+
+    metrics: tuple[str, ...]
+    interval_ms: int
+    digest: int
+    """CRC32C of Kafka's text of the metrics and interval, the instance-independent part of
+    a subscription id."""
+
+    @classmethod
+    def of(cls, metrics: tuple[str, ...], interval_ms: int) -> Offer:
+        text = "[" + ", ".join(metrics) + "]" + str(interval_ms)
+        return cls(metrics, interval_ms, crc32c(text.encode()))
+
+    def subscription_id(self, instance_id: bytes) -> int:
+        """Kafka's subscription id: the digest XORed with the instance id's hash, as an int32."""
+        unsigned = self.digest ^ _java_uuid_hash(instance_id)
+        return _INT32.unpack(unsigned.to_bytes(4, "big"))[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +105,11 @@ class ClientIdentity:
     software_version: str
     address: str
     port: str
+
+    @property
+    def cost(self) -> int:
+        """Bytes this identity holds, with a fixed allowance for the objects around it."""
+        return 512 + sum(map(len, (self.client_id, self.software_name, self.software_version, self.address)))
 
     def attributes(self, instance_id: bytes) -> dict[str, str]:
         return {
@@ -111,10 +137,9 @@ class ClientInstance:
 
     instance_id: bytes
     identity: ClientIdentity
+    offer: Offer
     subscription_id: int
     subscription_version: int
-    metrics: list[str]
-    push_interval_ms: int
     counts: PushCounts = field(default_factory=PushCounts)
     terminating: bool = False
     last_error: ErrorCode = ErrorCode.NONE
@@ -124,14 +149,14 @@ class ClientInstance:
 
     def may_get(self, now_ms: int) -> bool:
         """A GetTelemetrySubscriptions is due one interval after the last request of either kind."""
-        if now_ms - max(self.last_get_ms, self.last_push_ms) >= self.push_interval_ms:
+        if now_ms - max(self.last_get_ms, self.last_push_ms) >= self.offer.interval_ms:
             self.last_get_ms = now_ms
             return True
         return False
 
     def may_push(self, now_ms: int) -> bool:
         """A push is due right after a GetTelemetrySubscriptions, else one interval after the last."""
-        if self.last_get_ms > self.last_push_ms or now_ms - self.last_push_ms >= self.push_interval_ms:
+        if self.last_get_ms > self.last_push_ms or now_ms - self.last_push_ms >= self.offer.interval_ms:
             self.last_push_ms = now_ms
             return True
         return False
@@ -151,6 +176,9 @@ class ClientTelemetry:
         self.max_bytes = max_bytes
         self._clock = clock
         self._instances: OrderedDict[bytes, ClientInstance] = OrderedDict()
+        self._identity_bytes = 0
+        self._offers: dict[frozenset[str], Offer] = {}  # by the names of the subscriptions matched
+        self._offers_version = store.version
 
     def instances(self) -> list[ClientInstance]:
         """The client instances remembered now, least recently seen first."""
@@ -163,24 +191,29 @@ class ClientTelemetry:
             if fresh and not instance_id_text(candidate).startswith("-"):  # as Kafka's Uuid.randomUuid
                 return candidate
 
+    def _offer(self, attributes: dict[str, str]) -> Offer:
+        """What every subscription matching these attributes asks for (``*`` alone if one asks
+        for all; the shortest interval), shared with every client matched by the same ones."""
+        if self._offers_version != self.store.version or len(self._offers) >= _MAX_OFFERS:
+            self._offers.clear()
+            self._offers_version = self.store.version
+        matched = [s for s in self.store.subscriptions() if s.matches(attributes)]
+        key = frozenset(s.name for s in matched)
+        offer = self._offers.get(key)
+        if offer is None:
+            metrics = frozenset().union(*(s.metrics for s in matched))
+            requested = (ALL_METRICS,) if ALL_METRICS in metrics else tuple(sorted(metrics))
+            interval = min(
+                [DEFAULT_INTERVAL_MS, *(s.interval_ms for s in matched)]
+            )  # never above the default
+            offer = self._offers[key] = Offer.of(requested, interval)
+        return offer
+
     def _match(self, instance_id: bytes, identity: ClientIdentity, counts: PushCounts) -> ClientInstance:
-        """A fresh instance with what every subscription matching the client asks for."""
-        attributes = identity.attributes(instance_id)
-        metrics: set[str] = set()
-        interval = DEFAULT_INTERVAL_MS
-        for subscription in self.store.subscriptions():
-            if subscription.matches(attributes):
-                metrics |= subscription.metrics
-                interval = min(interval, subscription.interval_ms)
-        requested = [ALL_METRICS] if ALL_METRICS in metrics else sorted(metrics)
+        """A fresh instance with what the subscriptions matching the client ask for."""
+        offer = self._offer(identity.attributes(instance_id))
         return ClientInstance(
-            instance_id,
-            identity,
-            subscription_id(requested, interval, instance_id),
-            self.store.version,
-            requested,
-            interval,
-            counts,
+            instance_id, identity, offer, offer.subscription_id(instance_id), self.store.version, counts
         )
 
     def _instance(self, instance_id: bytes, identity: ClientIdentity, now_ms: int) -> ClientInstance:
@@ -188,16 +221,24 @@ class ClientTelemetry:
         instance = self._instances.get(instance_id)
         if instance is None:
             instance = self._match(instance_id, identity, PushCounts())
+            self._identity_bytes += identity.cost
         elif instance.subscription_version < self.store.version:
             instance = self._match(instance_id, instance.identity, instance.counts)
-        instance.expires_ms = now_ms + max(MIN_EXPIRY_MS, 3 * instance.push_interval_ms)
+        instance.expires_ms = now_ms + max(MIN_EXPIRY_MS, 3 * instance.offer.interval_ms)
         self._instances[instance_id] = instance
         self._instances.move_to_end(instance_id)
-        while (
-            len(self._instances) > MAX_INSTANCES or next(iter(self._instances.values())).expires_ms <= now_ms
-        ):
-            self._instances.popitem(last=False)
+        self._forget_old(now_ms)
         return instance
+
+    def _forget_old(self, now_ms: int) -> None:
+        """Drop the least recently seen instances while over a bound or past their expiry."""
+        while self._instances:
+            oldest = next(iter(self._instances.values()))
+            bounded = len(self._instances) <= MAX_INSTANCES and self._identity_bytes <= MAX_IDENTITY_BYTES
+            if bounded and oldest.expires_ms > now_ms:
+                return
+            self._instances.popitem(last=False)
+            self._identity_bytes -= oldest.identity.cost
 
     def get_subscriptions(self, request: dict[str, Any], identity: ClientIdentity) -> dict[str, Any]:
         """A GetTelemetrySubscriptions response body."""
@@ -218,10 +259,10 @@ class ClientTelemetry:
             "client_instance_id": instance_id,
             "subscription_id": instance.subscription_id,
             "accepted_compression_types": ACCEPTED_COMPRESSION,
-            "push_interval_ms": instance.push_interval_ms,
+            "push_interval_ms": instance.offer.interval_ms,
             "telemetry_max_bytes": self.max_bytes,
             "delta_temporality": True,
-            "requested_metrics": instance.metrics,
+            "requested_metrics": instance.offer.metrics,
         }
 
     def push(self, request: dict[str, Any], identity: ClientIdentity) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import pytest
 from broker.client_metrics_config import ClientMetricsConfigError, parse_list, parse_subscription
 from broker.client_metrics_store import MAX_STORED_BYTES, MAX_SUBSCRIPTIONS, SubscriptionStore
 from broker.client_software import UNKNOWN, ClientSoftware, Software
-from broker.client_telemetry import subscription_id
+from broker.client_telemetry import Offer
 from wire.error_codes import ErrorCode
 
 
@@ -68,12 +68,14 @@ def test_intervals_that_are_no_java_int(value: str) -> None:
 
 def test_subscription_ids_depend_on_metrics_interval_and_instance() -> None:
     instance, other = bytes(range(16)), bytes(range(1, 17))
-    base = subscription_id(["a", "b"], 1000, instance)
-    assert base == subscription_id(["a", "b"], 1000, instance)
-    assert (
-        len({base, subscription_id(["a"], 1000, instance), subscription_id(["a", "b"], 999, instance)}) == 3
-    )
-    assert base != subscription_id(["a", "b"], 1000, other)
+    base = Offer.of(("a", "b"), 1000).subscription_id(instance)
+    assert base == Offer.of(("a", "b"), 1000).subscription_id(instance)
+    others = {
+        Offer.of(("a",), 1000).subscription_id(instance),
+        Offer.of(("a", "b"), 999).subscription_id(instance),
+    }
+    assert len({base, *others}) == 3
+    assert base != Offer.of(("a", "b"), 1000).subscription_id(other)
     assert -(2**31) <= base < 2**31
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from broker.admin_client import KafkaConnection
-from broker.client_telemetry import MAX_INSTANCES
+from broker.client_telemetry import MAX_IDENTITY_BYTES, MAX_INSTANCES
 from tests.integration.broker_process import OdradekProcess
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
@@ -376,19 +376,30 @@ def test_a_changed_subscription_reaches_a_client_at_once(
         assert push(client, before) == ErrorCode.UNKNOWN_SUBSCRIPTION_ID
 
 
-def test_client_instances_are_bounded(broker: OdradekProcess) -> None:
-    """Clients choose their own instance ids: the broker remembers the most recent 16,384."""
-    with connect(broker, unique("many")) as client:
+def fill_with_instances(client: KafkaConnection, count: int) -> None:
+    """``count`` GetTelemetrySubscriptions, pipelined, each for an instance id of its own."""
+    pending = [
+        client.send_request(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 0, {"client_instance_id": uuid.uuid4().bytes})
+        for _ in range(count)
+    ]
+    for correlation_id in pending:
+        answer = client.receive_response(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 0, correlation_id)
+        assert answer["error_code"] == ErrorCode.NONE
+
+
+@pytest.mark.parametrize(
+    ("client_id", "instances"),
+    [
+        pytest.param("many-small", MAX_INSTANCES, id="by count"),
+        pytest.param("x" * 30_000, MAX_IDENTITY_BYTES // 30_000, id="by what clients said"),
+    ],
+)
+def test_client_instances_are_bounded(broker: OdradekProcess, client_id: str, instances: int) -> None:
+    """Clients choose their own instance ids: the broker remembers the most recent 16,384, and
+    fewer when their client ids are long (a client id may take 32 KiB)."""
+    with connect(broker, client_id) as client:
         first = get_subscription(client)
         assert push(client, first) == ErrorCode.NONE
         assert push(client, first) == ErrorCode.THROTTLING_QUOTA_EXCEEDED, "remembered: within its interval"
-        pending = [
-            client.send_request(
-                ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 0, {"client_instance_id": uuid.uuid4().bytes}
-            )
-            for _ in range(MAX_INSTANCES)
-        ]
-        for correlation_id in pending:
-            answer = client.receive_response(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 0, correlation_id)
-            assert answer["error_code"] == ErrorCode.NONE
+        fill_with_instances(client, instances)
         assert push(client, first) == ErrorCode.NONE, "forgotten, so met as a new instance"
