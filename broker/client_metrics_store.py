@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 MAX_SUBSCRIPTIONS = 1024
 """Odradek-specific: each new client instance is matched against every subscription."""
 MAX_STORED_BYTES = 1 << 20
-"""Odradek-specific: the stored document (all names and values) is rewritten on each change."""
+"""Odradek-specific: the names and values stored (as JSON), all rewritten on each change."""
 
 
 class SubscriptionStore:
@@ -40,6 +40,7 @@ class SubscriptionStore:
         self._path = directory / self.FILE_NAME
         self._values: dict[str, dict[str, str]] = {}
         self._parsed: dict[str, Subscription] = {}
+        self._stored_bytes = 0  # the entries' share of the file, kept as they change
         self.version = 0
         """Bumped on every change, so client instances know to match again (Kafka's
         ``subscriptionUpdateVersion``)."""
@@ -48,6 +49,7 @@ class SubscriptionStore:
             for name, values in document.get("subscriptions", {}).items():
                 self._values[name] = dict(values)
                 self._parsed[name] = parse_subscription(name, values)
+                self._stored_bytes += _entry_bytes(name, values)
 
     def names(self) -> list[str]:
         return sorted(self._values)
@@ -71,7 +73,7 @@ class SubscriptionStore:
                 f"This broker keeps at most {MAX_SUBSCRIPTIONS} client metrics subscriptions "
                 "(Odradek-specific); delete one first",
             )
-        if len(self._document({**self._values, name: dict(values)})) > MAX_STORED_BYTES:
+        if self._stored_bytes_with(name, values) > MAX_STORED_BYTES:
             raise ClientMetricsConfigError(
                 ErrorCode.POLICY_VIOLATION,
                 f"Client metrics subscriptions would take more than {MAX_STORED_BYTES} bytes "
@@ -91,6 +93,7 @@ class SubscriptionStore:
         if subscription is not None:
             stored[name] = dict(values)
         write_atomically(str(self._path), self._document(stored))
+        self._stored_bytes = self._stored_bytes_with(name, values)
         self._values = stored
         if subscription is None:
             del self._parsed[name]
@@ -100,6 +103,15 @@ class SubscriptionStore:
             log.info("client metrics subscription %r is now %s", name, dict(values))
         self.version += 1
 
+    def _stored_bytes_with(self, name: str, values: Mapping[str, str]) -> int:
+        """The entries' bytes once ``name`` holds ``values`` (none: once it is gone)."""
+        current = _entry_bytes(name, self._values[name]) if name in self._values else 0
+        return self._stored_bytes - current + (_entry_bytes(name, values) if values else 0)
+
     @staticmethod
     def _document(values: Mapping[str, Mapping[str, str]]) -> bytes:
         return json.dumps({"version": 1, "subscriptions": values}, indent=1, sort_keys=True).encode()
+
+
+def _entry_bytes(name: str, values: Mapping[str, str]) -> int:
+    return len(json.dumps({name: values}).encode())

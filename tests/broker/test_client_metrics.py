@@ -12,6 +12,7 @@ from broker.client_metrics_config import ClientMetricsConfigError, parse_list, p
 from broker.client_metrics_store import MAX_STORED_BYTES, MAX_SUBSCRIPTIONS, SubscriptionStore
 from broker.client_software import UNKNOWN, ClientSoftware, Software
 from broker.client_telemetry import Offer
+from tests.integration.fast_disk import fast_scratch_dir
 from wire.error_codes import ErrorCode
 
 
@@ -80,6 +81,11 @@ def test_subscription_ids_depend_on_metrics_interval_and_instance() -> None:
 
 
 def test_the_store_is_bounded_in_count_and_size(tmp_path: Path) -> None:
+    with fast_scratch_dir(tmp_path) as directory:  # a thousand fsynced rewrites: not a disk test
+        check_store_bounds(directory)
+
+
+def check_store_bounds(tmp_path: Path) -> None:
     store = SubscriptionStore(tmp_path)
     for number in range(MAX_SUBSCRIPTIONS):
         store.put(f"s{number}", {"metrics": "m"})
@@ -105,3 +111,14 @@ def test_client_software_is_remembered_per_address_within_a_bound() -> None:
     software.announce("10.0.0.1:3", "librdkafka", "2.12.0")
     assert software.of("10.0.0.1:1") == Software(UNKNOWN, UNKNOWN), "the oldest is forgotten"
     assert software.of("10.0.0.1:3") == Software("librdkafka", "2.12.0")
+
+
+def test_client_software_is_bounded_in_bytes_too() -> None:
+    software = ClientSoftware(capacity_bytes=3 * 1024)
+    software.announce("10.0.0.1:1", "a" * 1000, "1")
+    software.announce("10.0.0.1:1", "b" * 1000, "1")  # replacing an entry frees its bytes
+    software.announce("10.0.0.1:2", "c" * 1000, "1")
+    assert software.of("10.0.0.1:1").name == "b" * 1000
+    software.announce("10.0.0.1:3", "d" * 1000, "1")
+    assert software.of("10.0.0.1:1") == Software(UNKNOWN, UNKNOWN), "the oldest is forgotten"
+    assert software.of("10.0.0.1:2").name == "c" * 1000 and software.of("10.0.0.1:3").name == "d" * 1000
