@@ -312,10 +312,11 @@ class ClientTelemetry:
         counts.bytes_received += len(payload)
         counts.bytes_decompressed += len(data)
         log.debug(
-            "client telemetry pushed by client instance %s: %d bytes (client id %r, %s %s from %s; "
-            "%d pushes, %d bytes so far%s)",
+            "client telemetry pushed by client instance %s: %d bytes (%d as sent; client id %r, %s %s "
+            "from %s; %d pushes, %d bytes as sent so far%s)",
             instance_id_text(instance.instance_id),
             len(data),
+            len(payload),
             instance.identity.client_id,
             instance.identity.software_name,
             instance.identity.software_version,

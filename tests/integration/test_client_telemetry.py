@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from broker.admin_client import KafkaConnection
-from broker.client_telemetry import MAX_IDENTITY_BYTES, MAX_INSTANCES
+from broker.client_telemetry import MAX_IDENTITY_BYTES, MAX_INSTANCES, instance_id_text
 from tests.integration.broker_process import OdradekProcess
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
@@ -307,18 +307,19 @@ def test_pushes_are_throttled_to_the_interval_and_counted(
         assert push(client, subscription) == ErrorCode.NONE  # right after GetTelemetrySubscriptions
         assert push(client, subscription) == ErrorCode.THROTTLING_QUOTA_EXCEEDED
         time.sleep(0.15)
-        assert (
-            push(client, subscription, compression_type=1, metrics=gzip.compress(b"m" * 3000))
-            == ErrorCode.NONE
-        )
-    instance = subscription["client_instance_id"].hex()
-    lines = [
-        line
-        for line in broker.log_text().splitlines()
-        if "client telemetry pushed by" in line and client_id in line
-    ]
+        compressed = gzip.compress(b"m" * 3000)
+        assert push(client, subscription, compression_type=1, metrics=compressed) == ErrorCode.NONE
+    pushed = (
+        f"client telemetry pushed by client instance {instance_id_text(subscription['client_instance_id'])}: "
+    )
+    lines = [line.split(pushed, 1)[1] for line in broker.log_text().splitlines() if pushed in line]
     assert len(lines) == 2, lines
-    assert "3000 bytes" in lines[1] and "2 pushes" in lines[1], (instance, lines)
+    first_size = len(b"opaque otlp bytes")
+    assert lines[0].startswith(
+        f"{first_size} bytes ({first_size} as sent; client id '{client_id}', odradek-tests 1.0 from 127.0.0.1; 1 pushes, {first_size} bytes as sent so far)"
+    )
+    assert lines[1].startswith(f"3000 bytes ({len(compressed)} as sent; ")
+    assert lines[1].endswith(f"2 pushes, {first_size + len(compressed)} bytes as sent so far)")
 
 
 def test_push_errors_follow_kafkas_order(broker: OdradekProcess, admin: KafkaConnection) -> None:
