@@ -163,6 +163,8 @@ class ClientInstance:
 
 
 class TelemetryRefused(Exception):
+    """A telemetry request Kafka refuses, with the error code it answers."""
+
     def __init__(self, code: ErrorCode) -> None:
         super().__init__(code.name)
         self.code = code
@@ -203,9 +205,8 @@ class ClientTelemetry:
         if offer is None:
             metrics = frozenset().union(*(s.metrics for s in matched))
             requested = (ALL_METRICS,) if ALL_METRICS in metrics else tuple(sorted(metrics))
-            interval = min(
-                [DEFAULT_INTERVAL_MS, *(s.interval_ms for s in matched)]
-            )  # never above the default
+            # Kafka starts from the default interval: no subscription makes it longer.
+            interval = min([DEFAULT_INTERVAL_MS, *(s.interval_ms for s in matched)])
             offer = self._offers[key] = Offer.of(requested, interval)
         return offer
 

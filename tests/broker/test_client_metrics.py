@@ -11,7 +11,7 @@ import pytest
 from broker.client_metrics_config import ClientMetricsConfigError, parse_list, parse_subscription
 from broker.client_metrics_store import MAX_STORED_BYTES, MAX_SUBSCRIPTIONS, SubscriptionStore
 from broker.client_software import UNKNOWN, ClientSoftware, Software
-from broker.client_telemetry import Offer
+from broker.client_telemetry import ClientIdentity, ClientTelemetry, Offer
 from tests.integration.fast_disk import fast_scratch_dir
 from wire.error_codes import ErrorCode
 
@@ -122,3 +122,30 @@ def test_client_software_is_bounded_in_bytes_too() -> None:
     software.announce("10.0.0.1:3", "d" * 1000, "1")
     assert software.of("10.0.0.1:1") == Software(UNKNOWN, UNKNOWN), "the oldest is forgotten"
     assert software.of("10.0.0.1:2").name == "c" * 1000 and software.of("10.0.0.1:3").name == "d" * 1000
+
+
+def test_pushes_are_counted_per_instance_on_the_injected_clock(tmp_path: Path) -> None:
+    """What an exporter reads (``instances()``), and the push interval to the millisecond."""
+    now = [1_000_000]
+    store = SubscriptionStore(tmp_path)
+    store.put("all", {"metrics": "*", "interval.ms": "1000"})
+    telemetry = ClientTelemetry(store, 1024, clock=lambda: now[0])
+    identity = ClientIdentity("app", "apache-kafka-java", "4.3.1", "127.0.0.1", "50000")
+    offer = telemetry.get_subscriptions({"client_instance_id": bytes(16)}, identity)
+    push = {
+        "client_instance_id": offer["client_instance_id"],
+        "subscription_id": offer["subscription_id"],
+        "terminating": False,
+        "compression_type": 0,
+        "metrics": b"12345",
+    }
+    assert telemetry.push(push, identity)["error_code"] == ErrorCode.NONE
+    now[0] += 999
+    assert telemetry.push(push, identity)["error_code"] == ErrorCode.THROTTLING_QUOTA_EXCEEDED
+    now[0] += 1
+    assert telemetry.push(push | {"metrics": b""}, identity)["error_code"] == ErrorCode.NONE
+    (instance,) = telemetry.instances()
+    assert instance.identity == identity
+    assert (instance.counts.pushes, instance.counts.bytes_received) == (1, 5), (
+        "an empty push is not a payload"
+    )
