@@ -164,15 +164,15 @@ class BrokerConfig:
             definition = BROKER_CONFIGS.get(key)
             if definition is not None:
                 check_value(key, definition.type, value)
+        if self.get_int("telemetry.max.bytes") < 1:
+            raise ConfigError(
+                f"telemetry.max.bytes must be at least 1 (Kafka's bound), not {self.get('telemetry.max.bytes')}"
+            )
         try:
             LogConfig.from_properties(self.topic_defaults())
         except InvalidConfigError as exc:
             raise ConfigError(f"{exc} (a topic default derived from the broker's log settings)") from None
         check_plaintext_only(self.listeners, self.get("listener.security.protocol.map") or "")
-        if self.get_int("telemetry.max.bytes") < 1:
-            raise ConfigError(
-                f"telemetry.max.bytes must be at least 1 (Kafka's bound), not {self.get('telemetry.max.bytes')}"
-            )
         if self.get("advertised.listeners"):
             parse_listeners(self.get("advertised.listeners") or "")
 
