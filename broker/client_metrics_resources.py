@@ -24,9 +24,9 @@ _OPERATION_NAMES = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
 
 def describe_client_metrics(
-    store: SubscriptionStore, name: str, keys: list[str] | None, synonyms: bool
+    store: SubscriptionStore, name: str, keys: list[str] | None, synonyms: bool, documentation: bool
 ) -> dict[str, Any]:
-    """One DescribeConfigs result for the subscription ``name``."""
+    """One DescribeConfigs result for the subscription ``name`` (no keys named: all of them)."""
     result: dict[str, Any] = {"resource_type": CLIENT_METRICS, "resource_name": name, "configs": []}
     if not name:
         return result | {
@@ -36,7 +36,7 @@ def describe_client_metrics(
     values = store.values(name)
     entries = []
     for key, definition in sorted(KEYS.items()):
-        if keys is not None and key not in keys:
+        if keys and key not in keys:
             continue
         is_set = key in values
         value = values[key] if is_set else definition.default
@@ -50,21 +50,25 @@ def describe_client_metrics(
                 "is_sensitive": False,
                 "synonyms": [{"name": key, "value": value, "source": source}] if synonyms and is_set else [],
                 "config_type": definition.type,
-                "documentation": definition.doc,
+                "documentation": definition.doc if documentation else None,
             }
         )
     return result | {"error_code": ErrorCode.NONE, "error_message": "", "configs": entries}
 
 
+def _null_value(key: str) -> ClientMetricsConfigError:
+    return ClientMetricsConfigError(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {key}")
+
+
 def _incremental(current: dict[str, str], changes: list[dict[str, Any]]) -> dict[str, str]:
+    if len({change["name"] for change in changes}) != len(changes):
+        raise ClientMetricsConfigError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
     updated = dict(current)
     for change in changes:
         key, operation, value = change["name"], change["config_operation"], change["value"]
         if operation == SET:
             if value is None:
-                raise ClientMetricsConfigError(
-                    ErrorCode.INVALID_REQUEST, f"Null value not supported for : {key}"
-                )
+                raise _null_value(key)
             updated[key] = value
         elif operation == DELETE:
             updated.pop(key, None)
@@ -76,6 +80,14 @@ def _incremental(current: dict[str, str], changes: list[dict[str, Any]]) -> dict
         else:
             raise ClientMetricsConfigError(ErrorCode.INVALID_REQUEST, f"Unknown config operation {operation}")
     return updated
+
+
+def _replacement(configs: list[dict[str, Any]]) -> dict[str, str]:
+    """The legacy AlterConfigs: the keys given are the whole subscription."""
+    for config in configs:
+        if config["value"] is None:
+            raise _null_value(config["name"])
+    return {config["name"]: config["value"] for config in configs}
 
 
 def alter_client_metrics(
@@ -93,7 +105,7 @@ def alter_client_metrics(
         if incremental:
             values = _incremental(store.values(name), resource["configs"])
         else:
-            values = {c["name"]: c["value"] for c in resource["configs"] if c["value"] is not None}
+            values = _replacement(resource["configs"])
         if validate_only:
             store.check(name, values)
         else:

@@ -124,7 +124,8 @@ async def handle_describe_configs(ctx: RequestContext, request: dict[str, Any]) 
             resource["configuration_keys"],
         )
         if kind == CLIENT_METRICS:
-            results.append(describe_client_metrics(ctx.broker.client_telemetry.store, name, keys, synonyms))
+            store, documentation = ctx.broker.client_telemetry.store, bool(request["include_documentation"])
+            results.append(describe_client_metrics(store, name, keys, synonyms, documentation))
             continue
         result: dict[str, Any] = {
             "resource_type": kind,

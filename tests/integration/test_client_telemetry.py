@@ -76,11 +76,13 @@ def subscribe(connection: KafkaConnection, name: str, client_id: str, metrics: s
     assert code == ErrorCode.NONE, message
 
 
-def describe(connection: KafkaConnection, name: str, keys: list[str] | None = None) -> dict[str, Any]:
+def describe(
+    connection: KafkaConnection, name: str, keys: list[str] | None = None, documentation: bool = True
+) -> dict[str, Any]:
     body = {
         "resources": [{"resource_type": CLIENT_METRICS, "resource_name": name, "configuration_keys": keys}],
         "include_synonyms": True,
-        "include_documentation": True,
+        "include_documentation": documentation,
     }
     (result,) = connection.request(ApiKey.DESCRIBE_CONFIGS, 4, body)["results"]
     return result
@@ -137,6 +139,7 @@ INVALID_SUBSCRIPTIONS = [
     ([("foo", SET, "1")], ErrorCode.INVALID_REQUEST, "Unknown client metrics configuration: foo"),
     ([("metrics", SET, "a,,b")], ErrorCode.INVALID_CONFIG, "Configuration 'metrics' values must not be empty."),
     ([("metrics", APPEND, "a")], ErrorCode.INVALID_CONFIG, "Can't APPEND to key metrics because its type is not LIST."),
+    ([("metrics", SET, "a"), ("metrics", SET, "b")], ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys"),
 ]  # fmt: skip
 
 
@@ -180,12 +183,37 @@ def test_describe_reports_set_keys_as_client_metrics_config_and_the_rest_as_defa
         "metrics": ("org.apache.kafka.producer.", 7, 7, [{"name": "metrics", "value": "org.apache.kafka.producer.", "source": 7}]),
     }  # fmt: skip
     assert [e["name"] for e in describe(admin, name, ["metrics", "no.such.key"])["configs"]] == ["metrics"]
+    assert [e["name"] for e in describe(admin, name, [])["configs"]] == ["interval.ms", "match", "metrics"]
+    assert {e["documentation"] for e in describe(admin, name, documentation=False)["configs"]} == {None}
+    assert describe(admin, name)["configs"][0]["documentation"] == "Metrics push interval in milliseconds"
     unknown = describe(admin, unique("never-set"))
     assert {e["name"]: e["value"] for e in unknown["configs"]} == {
         "interval.ms": "300000",
         "match": "",
         "metrics": "",
     }
+
+
+def test_legacy_alter_configs_replaces_the_whole_subscription(admin: KafkaConnection) -> None:
+    name = unique("legacy")
+
+    def replace(configs: dict[str, str | None]) -> tuple[int, str | None]:
+        resource = {
+            "resource_type": CLIENT_METRICS,
+            "resource_name": name,
+            "configs": [{"name": k, "value": v} for k, v in configs.items()],
+        }
+        body = {"resources": [resource], "validate_only": False}
+        (result,) = admin.request(ApiKey.ALTER_CONFIGS, 2, body)["responses"]
+        return result["error_code"], result["error_message"]
+
+    assert replace({"metrics": "a", "interval.ms": "2000", "match": "client_id=nobody"}) == (0, None)
+    assert replace({"metrics": "b", "match": "client_id=nobody"}) == (0, None)
+    assert {e["name"]: e["value"] for e in describe(admin, name)["configs"]}["interval.ms"] == "300000"
+    assert replace({"metrics": None}) == (ErrorCode.INVALID_REQUEST, "Null value not supported for : metrics")
+    assert replace({"interval.ms": "1"})[0] == ErrorCode.INVALID_REQUEST
+    assert replace({}) == (0, None)
+    assert name not in [r["resource_name"] for r in listed(admin, 0)["config_resources"]]
 
 
 def test_validate_only_stores_nothing_and_deleting_every_key_removes_the_subscription(
