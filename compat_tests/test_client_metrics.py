@@ -31,7 +31,7 @@ from compat_tests.brokers import (
 from compat_tests.drivers.java import JavaDriver
 from compat_tests.helpers import eventually
 from compat_tests.maven import SLF4J_BINDING, classpath, resolve_jars
-from compat_tests.pools import DriverPool
+from compat_tests.pools import JAVA_CLIENTS, DriverPool
 
 TOOL_TIMEOUT_S = 120
 
@@ -137,9 +137,10 @@ def test_java_client_pushes_its_metrics(
     client: str, telemetry_broker: RunningBroker, drivers: DriverPool
 ) -> None:
     """With a subscription matching its client id, a Java producer gets an instance id and pushes."""
-    driver = drivers.get(client, telemetry_broker.bootstrap)
-    if not isinstance(driver, JavaDriver):
+    if client not in JAVA_CLIENTS:
         pytest.skip(f"{client}: the driver exposes no client telemetry (KIP-714) instance id")
+    driver = drivers.get(client, telemetry_broker.bootstrap)
+    assert isinstance(driver, JavaDriver)
     client_id = f"compat-telemetry-{uuid.uuid4().hex[:8]}"
     topic = f"{client_id}-topic"
     drivers.get("confluent-kafka", telemetry_broker.bootstrap).create_topic(topic, 1)
