@@ -288,11 +288,10 @@ def start_odradek(
         str(workdir / "data"),
         "--listeners",
         f"PLAINTEXT://127.0.0.1:{port}",
-        "--log-level",
-        log_level,
     ]
     for key, value in {**SUITE_OVERRIDES, **(overrides or {})}.items():
         command += ["--override", f"{key}={value}"]
+    command += ["--log-level", log_level]
     log_path = workdir / "odradek.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
