@@ -181,6 +181,10 @@ class BrokerConfig:
             definition = BROKER_CONFIGS.get(key)
             if definition is not None:
                 check_value(key, definition.type, value)
+        if self.get_int("telemetry.max.bytes") < 1:
+            raise ConfigError(
+                f"telemetry.max.bytes must be at least 1 (Kafka's bound), not {self.get('telemetry.max.bytes')}"
+            )
         try:
             LogConfig.from_properties(self.topic_defaults())
         except InvalidConfigError as exc:

@@ -47,6 +47,7 @@ class ConfigSource(IntEnum):
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
     DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
     DYNAMIC_GROUP_CONFIG = 8
 
 
@@ -231,6 +232,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "such key; 100,000 leaves room for the largest clusters a single node serves.",
         ),
         ConfigDef("delete.topic.enable", T.BOOLEAN, "true", "Allow DeleteTopics."),
+        ConfigDef(
+            "telemetry.max.bytes",
+            T.INT,
+            "1048576",
+            "Largest client metrics payload (KIP-714) one PushTelemetry may carry, compressed as "
+            "sent and decompressed alike; GetTelemetrySubscriptions tells clients this bound.",
+        ),
         ConfigDef("socket.request.max.bytes", T.INT, "104857600", "Largest request frame accepted."),
         ConfigDef(
             "queued.max.request.bytes",

@@ -21,6 +21,9 @@ import trio
 from broker.accept import ConnectionLimits, accept_loop, default_max_connections
 from broker.api_support import ApiSupport, Served, supported_apis
 from broker.appends import AppendNotifier
+from broker.client_metrics_store import SubscriptionStore
+from broker.client_software import ClientSoftware
+from broker.client_telemetry import ClientTelemetry
 from broker.config import BrokerConfig, Listener
 from broker.connection import serve_connection
 from broker.dispatch import load_handlers
@@ -105,6 +108,10 @@ class Broker:
         self.scram_credentials = ScramCredentialStore(self.data_dir)
         self.appends = AppendNotifier()
         self.durability = Durability(self)
+        self.client_software = ClientSoftware()
+        self.client_telemetry = ClientTelemetry(
+            SubscriptionStore(self.data_dir), config.get_int("telemetry.max.bytes"), clock
+        )
         self.served: dict[ApiKey, Served] = load_handlers()
         self.supported: dict[ApiKey, ApiSupport] = supported_apis(self.served)
         self.listeners: list[Listener] = []

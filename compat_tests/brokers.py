@@ -33,7 +33,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compat_tests.maven import SLF4J_BINDING, classpath, resolve_jars
+from compat_tests.maven import SLF4J_BINDING, classpath, compiled_classes, resolve_jars
 
 KAFKA_VERSION = os.environ.get("ODRADEK_KAFKA_VERSION", "4.3.1")
 """Apache Kafka broker version. 4.3.1 is the newest 4.x whose server artifacts all resolve
@@ -199,6 +199,14 @@ def kafka_tools_jars(version: str = KAFKA_VERSION) -> Path:
     )
 
 
+TELEMETRY_RECORDER = Path(__file__).resolve().parent / "java" / "TelemetryRecorder.java"
+TELEMETRY_REPORTER: Mapping[str, str] = {"metric.reporters": "TelemetryRecorder"}
+"""The override that makes Apache Kafka serve client telemetry (KIP-714): it advertises
+GetTelemetrySubscriptions and PushTelemetry only while a reporter exporting client telemetry is
+configured. ``TelemetryRecorder`` (on every Kafka broker's classpath here) logs each push;
+Odradek serves client telemetry without it and ignores the key."""
+
+
 def random_cluster_id() -> str:
     """A cluster id in Kafka's format (URL-safe base64 of a UUID, not starting with '-')."""
     while True:
@@ -255,7 +263,8 @@ def start_apache_kafka(
     properties = workdir / "server.properties"
     properties.write_text(_properties(config))
     log_path = workdir / "kafka.log"
-    jvm = [java, *KAFKA_HEAP, "-cp", classpath(libs)]
+    recorder = compiled_classes(TELEMETRY_RECORDER, libs, f"kafka-{version}")
+    jvm = [java, *KAFKA_HEAP, "-cp", classpath(recorder, libs)]
     formatted = subprocess.run(
         [*jvm, "kafka.tools.StorageTool", "format", "--standalone", "-t", random_cluster_id()]
         + ["-c", str(properties)],
@@ -295,10 +304,12 @@ def start_odradek(
     workdir: Path,
     overrides: Mapping[str, str] | None = None,
     extra_listeners: Mapping[str, str] | None = None,
+    log_level: str = "INFO",
 ) -> RunningBroker:
     """Start ``odradek serve`` on a free port with the suite's settings; return once it serves.
 
     ``extra_listeners`` (name -> security protocol) are added beside PLAINTEXT on free ports.
+    ``log_level`` DEBUG shows what Odradek logs per request of a kind, e.g. each telemetry push.
     """
     workdir.mkdir(parents=True, exist_ok=True)
     (port,) = free_ports(1)
@@ -315,6 +326,7 @@ def start_odradek(
         command += ["--override", f"listener.security.protocol.map=PLAINTEXT:PLAINTEXT{protocols}"]
     for key, value in {**SUITE_OVERRIDES, **(overrides or {})}.items():
         command += ["--override", f"{key}={value}"]
+    command += ["--log-level", log_level]
     log_path = workdir / "odradek.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(

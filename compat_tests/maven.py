@@ -11,6 +11,7 @@ is reused. The resulting jar directory is cached under ``$ODRADEK_CACHE`` (defau
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import shutil
 import subprocess
@@ -109,6 +110,33 @@ def resolve_jars(name: str, artifacts: Sequence[str]) -> Path:
             shutil.rmtree(dest, ignore_errors=True)
             out.rename(dest)
     return dest
+
+
+def compiled_classes(source: Path, libs: Path, cache_name: str) -> Path:
+    """``source`` compiled with ``javac`` against the jars in ``libs``: a cached classes directory.
+
+    Keyed by the source's hash under ``cache_name``, so an edited source is compiled again and
+    an unchanged one never is; written to a temporary directory and renamed into place.
+    """
+    if shutil.which("javac") is None:
+        raise RuntimeError(f"javac is not installed: it is needed to build {source.name}")
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    classes = cache_root() / cache_name / f"classes-{source.stem}-{digest}"
+    with file_lock(cache_root() / f"{cache_name}.lock"):
+        if not (classes / f"{source.stem}.class").exists():
+            tmp = classes.with_name(classes.name + ".tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True)
+            result = subprocess.run(
+                ["javac", "--release", "17", "-d", str(tmp), "-cp", classpath(libs), str(source)],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            if result.returncode != 0:
+                raise RuntimeError(f"javac failed for {source.name} ({cache_name}):\n{result.stderr[-3000:]}")
+            tmp.rename(classes)
+    return classes
 
 
 def classpath(*entries: Path) -> str:

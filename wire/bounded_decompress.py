@@ -29,7 +29,7 @@ import cramjam
 import lz4.frame
 import zstandard
 
-from wire.record_batch_errors import CorruptRecordError
+from wire.record_batch_errors import CorruptRecordError, DecompressionLimitError
 
 __all__ = [
     "DEFAULT_DECOMPRESSED_LIMIT",
@@ -64,8 +64,8 @@ def decompressed_limit(max_message_bytes: int) -> int:
 DEFAULT_DECOMPRESSED_LIMIT = decompressed_limit(_DEFAULT_MESSAGE_MAX_BYTES)
 
 
-def _too_large(codec: str, limit: int) -> CorruptRecordError:
-    return CorruptRecordError(
+def _too_large(codec: str, limit: int) -> DecompressionLimitError:
+    return DecompressionLimitError(
         f"{codec} record batch payload decompresses to more than {limit} bytes, "
         f"the most this broker accepts ({DECOMPRESSION_RATIO_LIMIT} x max.message.bytes)"
     )

@@ -13,7 +13,13 @@ from typing import ClassVar
 from wire.error_codes import ErrorCode
 from wire.errors import WireError
 
-__all__ = ["CorruptRecordError", "InvalidRecordError", "RecordBatchError", "RecordErrors"]
+__all__ = [
+    "CorruptRecordError",
+    "DecompressionLimitError",
+    "InvalidRecordError",
+    "RecordBatchError",
+    "RecordErrors",
+]
 
 
 class RecordBatchError(WireError):
@@ -26,6 +32,12 @@ class CorruptRecordError(RecordBatchError):
     """The bytes are damaged: bad CRC, impossible length, batch cut short, undecodable payload."""
 
     error_code = ErrorCode.CORRUPT_MESSAGE
+
+
+class DecompressionLimitError(CorruptRecordError):
+    """The payload decompresses to more than the caller's limit (a decompression bomb, or just
+    too much). Still CORRUPT_MESSAGE for a produced batch; PushTelemetry tells it apart from
+    damaged bytes to answer TELEMETRY_TOO_LARGE."""
 
 
 class InvalidRecordError(RecordBatchError):

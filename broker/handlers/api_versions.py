@@ -21,6 +21,10 @@ async def handle_api_versions(ctx: RequestContext, request: dict[str, Any]) -> d
         for name in ("client_software_name", "client_software_version")
     ):
         return {"error_code": ErrorCode.INVALID_REQUEST}
+    if ctx.api_version >= 3:
+        ctx.broker.client_software.announce(
+            ctx.client_address, request["client_software_name"], request["client_software_version"]
+        )
     return {
         "error_code": ErrorCode.NONE,
         "api_keys": [

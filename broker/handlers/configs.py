@@ -16,6 +16,7 @@ from typing import Any
 
 from broker import broker_loggers
 from broker.api_support import Served
+from broker.client_metrics_resources import CLIENT_METRICS, alter_client_metrics, describe_client_metrics
 from broker.config import BrokerConfig
 from broker.config_defs import BROKER_CONFIGS, DYNAMIC_BROKER_KEYS, TOPIC_CONFIGS, ConfigSource, ConfigType
 from broker.context import RequestContext
@@ -175,6 +176,10 @@ async def handle_describe_configs(ctx: RequestContext, request: dict[str, Any]) 
             resource["resource_name"],
             resource["configuration_keys"],
         )
+        if kind == CLIENT_METRICS:
+            store, documentation = ctx.broker.client_telemetry.store, bool(request["include_documentation"])
+            results.append(describe_client_metrics(store, name, keys, synonyms, documentation))
+            continue
         result: dict[str, Any] = {
             "resource_type": kind,
             "resource_name": name,
@@ -324,6 +329,10 @@ async def alter(ctx: RequestContext, request: dict[str, Any], incremental: bool)
     responses = []
     for resource in request["resources"]:
         kind, name = resource["resource_type"], resource["resource_name"]
+        if kind == CLIENT_METRICS:
+            store = ctx.broker.client_telemetry.store
+            responses.append(alter_client_metrics(store, resource, incremental, request["validate_only"]))
+            continue
         result = {
             "resource_type": kind,
             "resource_name": name,

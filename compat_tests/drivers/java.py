@@ -9,11 +9,9 @@ one JVM for the whole session, because a JVM per call would cost a second each t
 from __future__ import annotations
 
 import base64
-import hashlib
 import itertools
 import json
 import queue
-import shutil
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
@@ -37,7 +35,7 @@ from compat_tests.drivers.base import (
     classify,
     kafka_state_name,
 )
-from compat_tests.maven import SLF4J_BINDING, cache_root, classpath, file_lock, resolve_jars
+from compat_tests.maven import SLF4J_BINDING, classpath, compiled_classes, resolve_jars
 
 SOURCE = Path(__file__).resolve().parent.parent / "java" / "CompatClient.java"
 JAVA_CLIENT_VERSIONS = ("3.9.2", "4.4.0")
@@ -58,29 +56,11 @@ def _unb64(text: str | None) -> bytes | None:
 
 def build_java_client(version: str) -> str:
     """Resolve kafka-clients ``version``, compile CompatClient against it, return the classpath."""
-    if shutil.which("javac") is None:
-        raise RuntimeError("javac is not installed: it is needed to build the Java compatibility client")
     libs = resolve_jars(
         f"kafka-clients-{version}-with-jackson",
         [f"org.apache.kafka:kafka-clients:{version}", SLF4J_BINDING, JACKSON],
     )
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
-    classes = cache_root() / f"kafka-clients-{version}" / f"classes-{digest}"
-    with file_lock(cache_root() / f"kafka-clients-{version}.lock"):
-        if not (classes / "CompatClient.class").exists():
-            tmp = classes.with_name(classes.name + ".tmp")
-            shutil.rmtree(tmp, ignore_errors=True)
-            tmp.mkdir(parents=True)
-            result = subprocess.run(
-                ["javac", "--release", "17", "-d", str(tmp), "-cp", classpath(libs), str(SOURCE)],
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-            if result.returncode != 0:
-                raise RuntimeError(f"javac failed for kafka-clients {version}:\n{result.stderr[-3000:]}")
-            tmp.rename(classes)
-    return classpath(classes, libs)
+    return classpath(compiled_classes(SOURCE, libs, f"kafka-clients-{version}"), libs)
 
 
 class JavaProcess:
@@ -274,6 +254,20 @@ class JavaTransactionalProducer(JvmObject, TransactionalProducer):
         self._call("txn_close")
 
 
+class JavaTelemetryProducer(JvmObject):
+    """A KafkaProducer held by name inside the JVM that pushes its metrics (KIP-714)."""
+
+    def __init__(self, driver: JavaDriver, client_id: str, topic: str) -> None:
+        super().__init__(driver.jvm, "producer")
+        self.instance_id: str = self._call(
+            "telemetry_open", bootstrap=driver.bootstrap, client_id=client_id, topic=topic
+        )
+        """The client instance id the broker assigned, as Kafka prints a Uuid."""
+
+    def close(self) -> None:
+        self._call("producer_close")
+
+
 class JavaDriver(Driver):
     """Drives kafka-clients of one version through its session-wide JVM."""
 
@@ -311,6 +305,10 @@ class JavaDriver(Driver):
 
     def transactional_producer(self, transactional_id: str, timeout_ms: int = 60000) -> TransactionalProducer:
         return JavaTransactionalProducer(self, transactional_id, timeout_ms)
+
+    def telemetry_producer(self, client_id: str, topic: str) -> JavaTelemetryProducer:
+        """A producer that sent one record to ``topic`` and keeps pushing its metrics until closed."""
+        return JavaTelemetryProducer(self, client_id, topic)
 
     def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:
         return dict(self._call("list_offsets", topic=topic, partitions=list(partitions), spec=spec))

@@ -150,7 +150,9 @@ public final class CompatClient {
             case "txn_abort":
                 producer(c).abortTransaction();
                 return null;
+            case "telemetry_open": return telemetryOpen(c);
             case "txn_close":
+            case "producer_close":
                 producer(c).close(Duration.ofSeconds(5));
                 producers.remove(handleName(c));
                 return null;
@@ -161,14 +163,10 @@ public final class CompatClient {
     private Object produce(Map<String, Object> c) throws Exception {
         @SuppressWarnings("unchecked")
         Map<String, Object> s = (Map<String, Object>) c.get("settings");
-        Properties p = new Properties();
-        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, c.get("bootstrap"));
+        Properties p = producerProperties(c);
         p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, s.get("compression"));
         p.put(ProducerConfig.ACKS_CONFIG, s.get("acks"));
-        p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
         p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, String.valueOf(num(s.get("timeout_ms"))));
-        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, String.valueOf(TIMEOUT_MS));
-        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, String.valueOf(TIMEOUT_MS + 5_000));
         putIfSet(p, ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, s.get("idempotence"));
         putIfSet(p, ProducerConfig.MAX_REQUEST_SIZE_CONFIG, s.get("max_request_size"));
         putIfSet(p, ProducerConfig.RETRIES_CONFIG, s.get("retries"));
@@ -177,6 +175,17 @@ public final class CompatClient {
                 new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
             return sendAll(producer, (String) c.get("topic"), (List<?>) c.get("messages"));
         }
+    }
+
+    /** What every producer here shares: the bootstrap, a short linger, and the suite's time bounds. */
+    private static Properties producerProperties(Map<String, Object> c) {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, c.get("bootstrap"));
+        p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, String.valueOf(TIMEOUT_MS));
+        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, String.valueOf(TIMEOUT_MS));
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, String.valueOf(TIMEOUT_MS + 5_000));
+        return p;
     }
 
     /** Sends the messages in order, flushes, and answers their offsets (-1 where acks=0 gives none). */
@@ -214,14 +223,9 @@ public final class CompatClient {
      * bounds initTransactions, commitTransaction and abortTransaction alike.
      */
     private Object txnOpen(Map<String, Object> c) {
-        Properties p = new Properties();
-        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, c.get("bootstrap"));
+        Properties p = producerProperties(c);
         p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, c.get("transactional_id"));
         p.put(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, String.valueOf(num(c.get("timeout_ms"))));
-        p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
-        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, String.valueOf(TIMEOUT_MS));
-        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, String.valueOf(TIMEOUT_MS));
-        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, String.valueOf(TIMEOUT_MS + 5_000));
         KafkaProducer<byte[], byte[]> producer =
                 new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
         try {
@@ -232,6 +236,22 @@ public final class CompatClient {
         }
         producers.put(handleName(c), producer);
         return null;
+    }
+
+    /**
+     * Opens a producer under the handle that pushes its metrics (KIP-714: enable.metrics.push,
+     * the default, set explicitly), sends one record so it has metrics to push, and answers the
+     * client instance id the broker gave it. It keeps pushing until producer_close.
+     */
+    private Object telemetryOpen(Map<String, Object> c) throws Exception {
+        Properties p = producerProperties(c);
+        p.put(ProducerConfig.CLIENT_ID_CONFIG, c.get("client_id"));
+        p.put(ProducerConfig.ENABLE_METRICS_PUSH_CONFIG, "true");
+        KafkaProducer<byte[], byte[]> producer =
+                new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+        producers.put(handleName(c), producer);
+        producer.send(new ProducerRecord<>((String) c.get("topic"), "metered".getBytes(StandardCharsets.UTF_8))).get();
+        return producer.clientInstanceId(Duration.ofMillis(TIMEOUT_MS)).toString();
     }
 
     private Object consumerOpen(Map<String, Object> c) {

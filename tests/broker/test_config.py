@@ -73,6 +73,8 @@ def test_bad_values_say_what_is_wrong() -> None:
         BrokerConfig.load(overrides={"listeners": "localhost:9092"}, environ={})
     with pytest.raises(ConfigError, match="cannot read config file"):
         BrokerConfig.load("/nonexistent/server.properties", environ={})
+    with pytest.raises(ConfigError, match="telemetry.max.bytes must be at least 1"):
+        BrokerConfig.load(overrides={"telemetry.max.bytes": "0"}, environ={})
 
 
 def test_listeners_and_advertised_defaults() -> None:

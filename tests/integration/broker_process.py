@@ -17,13 +17,16 @@ from compat_tests.brokers import RunningBroker, free_ports, odradek_command, wai
 class OdradekProcess:
     """One broker process with a fixed port and data directory."""
 
-    def __init__(self, workdir: Path, overrides: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, workdir: Path, overrides: Mapping[str, str] | None = None, log_level: str = "INFO"
+    ) -> None:
         self.workdir = workdir
         self.data_dir = workdir / "data"
         (self.port,) = free_ports(1)
         self.bootstrap = f"127.0.0.1:{self.port}"
         self.overrides = {"group.initial.rebalance.delay.ms": "0", **(overrides or {})}
         self.log_path = workdir / "odradek.log"
+        self.log_level = log_level
         self._running: RunningBroker | None = None
 
     def start(self) -> OdradekProcess:
@@ -34,6 +37,8 @@ class OdradekProcess:
             str(self.data_dir),
             "--listeners",
             f"PLAINTEXT://127.0.0.1:{self.port}",
+            "--log-level",
+            self.log_level,
         ]
         for key, value in self.overrides.items():
             command += ["--override", f"{key}={value}"]

@@ -1,0 +1,36 @@
+"""GetTelemetrySubscriptions and PushTelemetry (KIP-714): clients fetch their metrics
+subscription and push what it asks for; :mod:`broker.client_telemetry` answers both.
+
+Kafka advertises these two APIs only while a telemetry exporter plugin is configured; Odradek
+always has its own receiver (it counts pushes per client instance), so it always serves them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.api_support import Served
+from broker.client_telemetry import ClientIdentity
+from broker.context import RequestContext
+from wire.api_keys import ApiKey
+
+
+def client_identity(ctx: RequestContext) -> ClientIdentity:
+    """The request's client as subscriptions match it: header client id, software, address."""
+    address, _, port = ctx.client_address.rpartition(":")
+    software = ctx.broker.client_software.of(ctx.client_address)
+    return ClientIdentity(ctx.header.client_id or "", software.name, software.version, address, port)
+
+
+async def handle_get_telemetry_subscriptions(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    return ctx.broker.client_telemetry.get_subscriptions(request, client_identity(ctx))
+
+
+async def handle_push_telemetry(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    return ctx.broker.client_telemetry.push(request, client_identity(ctx))
+
+
+HANDLERS = {
+    ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: Served(handle_get_telemetry_subscriptions),
+    ApiKey.PUSH_TELEMETRY: Served(handle_push_telemetry),
+}

@@ -1,0 +1,51 @@
+"""ListConfigResources (key 74; KIP-1142, ListClientMetricsResources before Kafka 4.1).
+
+Version 0 lists client metrics subscriptions only; version 1 lists the config resources of the
+types asked for (none: every type), in Kafka's order: groups, client metrics subscriptions,
+brokers, topics.  A type outside TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS and GROUP fails
+the whole request with UNSUPPORTED_VERSION, as in Kafka.  Two differences: Kafka also lists
+each broker as a BROKER_LOGGER resource, which Odradek does not serve in DescribeConfigs, so
+it lists none; and no group has configs of its own here yet, so GROUP lists nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.api_support import Served
+from broker.context import RequestContext
+from wire.api_keys import ApiKey
+from wire.error_codes import ErrorCode
+
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
+SUPPORTED_TYPES = (GROUP, CLIENT_METRICS, BROKER_LOGGER, BROKER, TOPIC)  # Kafka's listing order
+
+
+def resources_of(ctx: RequestContext, resource_type: int) -> list[str]:
+    """The names of this broker's config resources of one type."""
+    if resource_type == CLIENT_METRICS:
+        return ctx.broker.client_telemetry.store.names()
+    if resource_type == BROKER:
+        return [str(ctx.broker.node_id)]
+    if resource_type == TOPIC:
+        return sorted(topic.name for topic in ctx.broker.topics.all())
+    return []
+
+
+async def handle_list_config_resources(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    wanted = set(request["resource_types"] or SUPPORTED_TYPES) if ctx.api_version >= 1 else {CLIENT_METRICS}
+    if not wanted <= set(SUPPORTED_TYPES):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.UNSUPPORTED_VERSION, "config_resources": []}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.NONE,
+        "config_resources": [
+            {"resource_name": name, "resource_type": kind}
+            for kind in SUPPORTED_TYPES
+            if kind in wanted
+            for name in resources_of(ctx, kind)
+        ],
+    }
+
+
+HANDLERS = {ApiKey.LIST_CONFIG_RESOURCES: Served(handle_list_config_resources)}
