@@ -18,6 +18,7 @@ from wire.codec import decode_response, encode_request
 from wire.header import decode_response_header, encode_request_header, response_header_version
 
 LATEST, EARLIEST = -1, -2
+TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 
 
 class BrokerUnreachable(ConnectionError):
@@ -25,6 +26,7 @@ class BrokerUnreachable(ConnectionError):
 
 
 PRODUCE_VERSION = 9
+FETCH_PARTITION_BYTES = 1 << 20
 
 
 def produce_body(topic: str, batches: dict[int, bytes], acks: int = -1) -> dict[str, Any]:
@@ -36,6 +38,28 @@ def produce_body(topic: str, batches: dict[int, bytes], acks: int = -1) -> dict[
         "topic_data": [
             {"name": topic, "partition_data": [{"index": p, "records": b} for p, b in batches.items()]}
         ],
+    }
+
+
+def fetch_body(
+    topic: str, positions: dict[int, int], max_wait_ms: int = 0, min_bytes: int = 0
+) -> dict[str, Any]:
+    """A Fetch v12 request body (sessionless, read_uncommitted), up to 1 MiB per partition."""
+    partitions = [
+        {"partition": p, "fetch_offset": offset, "partition_max_bytes": FETCH_PARTITION_BYTES}
+        for p, offset in positions.items()
+    ]
+    return {
+        "replica_id": -1,
+        "max_wait_ms": max_wait_ms,
+        "min_bytes": min_bytes,
+        "max_bytes": FETCH_PARTITION_BYTES,
+        "isolation_level": 0,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [{"topic": topic, "partitions": partitions}],
+        "forgotten_topics_data": [],
+        "rack_id": "",
     }
 
 
@@ -156,13 +180,74 @@ class KafkaConnection:
         )
         return response["responses"][0]["partition_responses"][0]
 
-    def describe_configs(self, topic: str) -> list[dict[str, Any]]:
+    def describe_configs(self, name: str, resource_type: int = TOPIC_RESOURCE) -> dict[str, Any]:
+        """DescribeConfigs v4 of one resource; returns its result (error_code, configs, ...)."""
         response = self.request(
             ApiKey.DESCRIBE_CONFIGS,
             4,
-            {"resources": [{"resource_type": 2, "resource_name": topic, "configuration_keys": None}]},
+            {
+                "resources": [
+                    {"resource_type": resource_type, "resource_name": name, "configuration_keys": None}
+                ],
+                "include_synonyms": False,
+                "include_documentation": False,
+            },
         )
-        return response["results"][0]["configs"]
+        return response["results"][0]
+
+    def alter_configs(
+        self, name: str, changes: list[tuple[str, int, str | None]], resource_type: int = TOPIC_RESOURCE
+    ) -> dict[str, Any]:
+        """IncrementalAlterConfigs v1 of one resource: ``(key, operation, value)`` changes."""
+        configs = [{"name": k, "config_operation": op, "value": v} for k, op, v in changes]
+        response = self.request(
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
+            1,
+            {
+                "resources": [{"resource_type": resource_type, "resource_name": name, "configs": configs}],
+                "validate_only": False,
+            },
+        )
+        return response["responses"][0]
+
+    def fetch(self, topic: str, positions: dict[int, int], max_wait_ms: int) -> list[dict[str, Any]]:
+        """One sessionless read_uncommitted Fetch v12 from ``positions``; the partitions' answers."""
+        response = self.request(ApiKey.FETCH, 12, fetch_body(topic, positions, max_wait_ms, min_bytes=1))
+        if response["error_code"]:
+            return [{"partition_index": p, "error_code": response["error_code"]} for p in positions]
+        return [p for t in response["responses"] for p in t["partitions"]]
+
+    def commit_offsets(self, group: str, offsets: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        """OffsetCommit v8 as a standalone (generation -1) commit; the error code per partition.
+
+        Kafka accepts this only while the group has no members, which is what offset resets
+        and console consumers without a subscription need.
+        """
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for (topic, partition), offset in sorted(offsets.items()):
+            topics.setdefault(topic, []).append(
+                {"partition_index": partition, "committed_offset": offset, "committed_metadata": ""}
+            )
+        response = self.request(
+            ApiKey.OFFSET_COMMIT,
+            8,
+            {
+                "group_id": group,
+                "generation_id_or_member_epoch": -1,
+                "member_id": "",
+                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+            },
+        )
+        return {
+            (t["name"], p["partition_index"]): p["error_code"]
+            for t in response["topics"]
+            for p in t["partitions"]
+        }
+
+    def delete_groups(self, groups: list[str]) -> dict[str, int]:
+        """DeleteGroups v2; the error code per group."""
+        response = self.request(ApiKey.DELETE_GROUPS, 2, {"groups_names": groups})
+        return {r["group_id"]: r["error_code"] for r in response["results"]}
 
     def list_groups(self) -> list[dict[str, Any]]:
         return self.request(ApiKey.LIST_GROUPS, 4, {"states_filter": []})["groups"]
