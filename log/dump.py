@@ -89,6 +89,9 @@ def walk_log(
         position = 0
         while position < size:
             header = os.pread(fd, HEADER_SIZE, position)
+            if len(header) < HEADER_SIZE:
+                yield f"byte {position}: {len(header)} bytes left, too few for a batch header ({HEADER_SIZE})"
+                return
             try:
                 batch = parse_batch_header(header, 0)
             except WireError as exc:
