@@ -115,6 +115,7 @@ class Consumer:
 
     def __init__(self, conn: KafkaConnection, args: argparse.Namespace) -> None:
         self.conn, self.args = conn, args
+        self.delivered = 0
         partitions = topic_partitions(conn, args.topic)
         if args.partition is not None:
             if args.partition not in partitions:
@@ -150,8 +151,9 @@ class Consumer:
         if out_of_range:
             self.positions.update(self.reset(out_of_range))
 
-    def commit(self) -> None:
-        errors = self.conn.commit_offsets(
+    def commit(self, conn: KafkaConnection) -> None:
+        """Commit every position as the group's offset (a standalone commit)."""
+        errors = conn.commit_offsets(
             self.args.group, {(self.args.topic, p): o for p, o in self.positions.items()}
         )
         failed = {p: ErrorCode(code).name for (_, p), code in errors.items() if code}
@@ -159,41 +161,42 @@ class Consumer:
             raise AdminError(f"committing the positions of group {self.args.group} failed: {failed}")
 
 
-def consume_into(consumer: Consumer, out: BinaryIO, layout: Layout) -> int:
+def consume_into(consumer: Consumer, out: BinaryIO, layout: Layout) -> None:
+    """Print records until ``--max-messages`` or ``--timeout-ms`` of silence (or forever)."""
     args = consumer.args
-    count = 0
     idle_since = time.monotonic()
-    while args.max_messages is None or count < args.max_messages:
+    while args.max_messages is None or consumer.delivered < args.max_messages:
         received = False
         for partition, batch, record in consumer.poll():
             timestamp_type = "LogAppendTime" if batch.is_log_append_time else "CreateTime"
             out.write(
                 format_record(args.topic, partition, record.offset, timestamp_type, record, layout) + b"\n"
             )
-            count += 1
+            consumer.delivered += 1
             received = True
-            if count == args.max_messages:
+            if consumer.delivered == args.max_messages:
                 break
         out.flush()
         if received:
             idle_since = time.monotonic()
         elif args.timeout_ms is not None and (time.monotonic() - idle_since) * 1000 >= args.timeout_ms:
             break
-    return count
 
 
 def console_consume(args: argparse.Namespace) -> None:
     with KafkaConnection(args.bootstrap) as conn:
         consumer = Consumer(conn, args)
-        count = 0
         try:
-            count = consume_into(consumer, sys.stdout.buffer, layout_of(args))
-        except KeyboardInterrupt:
-            pass
-        finally:
+            consume_into(consumer, sys.stdout.buffer, layout_of(args))
             if args.group:
-                consumer.commit()
-    print(f"Processed a total of {count} messages", file=sys.stderr)
+                consumer.commit(conn)
+        except KeyboardInterrupt:
+            # Ctrl-C is how a consumer without limits stops.  It may have cut a request short,
+            # leaving that connection mid-answer, so the commit goes over a new one.
+            if args.group:
+                with KafkaConnection(args.bootstrap) as fresh:
+                    consumer.commit(fresh)
+    print(f"Processed a total of {consumer.delivered} messages", file=sys.stderr)
 
 
 def add_console_commands(commands: argparse._SubParsersAction) -> None:

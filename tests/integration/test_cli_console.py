@@ -8,12 +8,15 @@ records from a stock client come out whole; a group's consumer resumes where it 
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 
 import pytest
 from confluent_kafka import Producer
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
 from compat_tests.brokers import odradek_cli as odradek
+from compat_tests.brokers import odradek_command
 from tests.integration.broker_process import OdradekProcess
 
 pytestmark = pytest.mark.timeout(120)
@@ -197,3 +200,34 @@ def test_bad_input_names_its_line_and_sends_nothing(shared_broker: OdradekProces
     missing = odradek("console-consume", "no-such-topic", "--bootstrap", shared_broker.bootstrap)
     assert missing.returncode == 1
     assert "does not exist" in missing.stderr
+
+
+def test_ctrl_c_commits_and_reports(shared_broker: OdradekProcess) -> None:
+    """A consumer without limits runs until Ctrl-C, then commits its positions and exits cleanly."""
+    topic, group = "interrupted", "interrupted-group"
+    create(shared_broker, topic, 1)
+    command = [odradek_command(), "console-consume", topic, "--group", group, "--from-beginning"]
+    consumer = subprocess.Popen(
+        [*command, "--bootstrap", shared_broker.bootstrap], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        assert (
+            odradek(
+                "console-produce", topic, "--bootstrap", shared_broker.bootstrap, stdin="a\nb\nc\n"
+            ).returncode
+            == 0
+        )
+        assert consumer.stdout is not None
+        assert [consumer.stdout.readline() for _ in range(3)] == [b"a\n", b"b\n", b"c\n"]
+        consumer.send_signal(signal.SIGINT)
+        _, stderr = consumer.communicate(timeout=60)
+    finally:
+        consumer.kill()
+    assert consumer.returncode == 0, stderr
+    assert b"Processed a total of 3 messages" in stderr
+    described = json.loads(
+        odradek(
+            "groups", "describe", group, "--output", "json", "--bootstrap", shared_broker.bootstrap
+        ).stdout
+    )
+    assert [o["committed"] for o in described["offsets"]] == [3]

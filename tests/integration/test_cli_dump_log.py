@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
+from broker.cli_dump import BATCH_HEADERS
 from compat_tests.brokers import odradek_cli as odradek
 from tests.integration.broker_process import OdradekProcess
 
@@ -98,19 +99,7 @@ def test_text_form_fits_a_terminal(partition_dir: Path) -> None:
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[:2] == [f"Dumping {first_log}", "Log starting offset: 0"]
-    assert lines[2].split() == [
-        "BASE",
-        "LAST",
-        "COUNT",
-        "PRODUCER",
-        "EPOCH",
-        "SEQ",
-        "TXN",
-        "CTRL",
-        "CRC",
-        "POSITION",
-        "SIZE",
-    ]
+    assert lines[2].split() == BATCH_HEADERS
     assert lines[4].split()[:3] == ["0", "0", "1"] and lines[4].split()[-3] == "ok"
     assert max(len(line) for line in lines[2:]) <= 80  # the table; the path above is as given
     with_data = odradek("dump-log", first_log, "--print-data-log").stdout
