@@ -26,6 +26,9 @@ class BrokerUnreachable(ConnectionError):
 
 
 PRODUCE_VERSION = 9
+# What this client accepts in one response: Kafka's own request bound (socket.request.max.bytes),
+# far above any answer to the bounded requests it sends (Fetch asks for at most 1 MiB).
+MAX_RESPONSE_BYTES = 100 * 1024 * 1024
 FETCH_PARTITION_BYTES = 1 << 20
 
 
@@ -111,6 +114,8 @@ class KafkaConnection:
     def receive_response(self, api_key: int, version: int, correlation_id: int) -> dict[str, Any]:
         """The next response, which must answer ``correlation_id`` (Kafka answers in order)."""
         (size,) = struct.unpack(">i", self._receive(4))
+        if not 4 <= size <= MAX_RESPONSE_BYTES:
+            raise ConnectionError(f"the broker announced a {size}-byte response; refusing it")
         response = self._receive(size)
         received_id, offset = decode_response_header(response, 0, response_header_version(api_key, version))
         if received_id != correlation_id:

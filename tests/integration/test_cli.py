@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import socket
+import struct
+import threading
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -91,3 +94,22 @@ def test_unreachable_broker_says_what_to_do() -> None:
     assert result.returncode == 1
     assert "is `odradek serve` running there?" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_an_oversized_answer_is_refused_not_allocated() -> None:
+    """A peer announcing a 2 GiB response gets an error, not an attempt to read (or hold) it."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+
+        def answer_hugely() -> None:
+            connection, _ = server.accept()
+            with connection:
+                connection.recv(65536)
+                connection.sendall(struct.pack(">i", 2**31 - 1) + b"\x00" * 64)
+                connection.recv(1)  # hold the connection until the client gives up
+
+        peer = threading.Thread(target=answer_hugely, daemon=True)
+        peer.start()
+        result = odradek("topics", "list", "--bootstrap", f"127.0.0.1:{server.getsockname()[1]}")
+        peer.join(timeout=30)
+    assert result.returncode == 1
+    assert "announced a 2147483647-byte response; refusing it" in result.stderr
