@@ -19,6 +19,7 @@ from wire.header import decode_response_header, encode_request_header, response_
 
 LATEST, EARLIEST = -1, -2
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1  # Kafka's isolation.level, as Fetch and ListOffsets carry it
 
 
 class BrokerUnreachable(ConnectionError):
@@ -45,9 +46,13 @@ def produce_body(topic: str, batches: dict[int, bytes], acks: int = -1) -> dict[
 
 
 def fetch_body(
-    topic: str, positions: dict[int, int], max_wait_ms: int = 0, min_bytes: int = 0
+    topic: str,
+    positions: dict[int, int],
+    max_wait_ms: int = 0,
+    min_bytes: int = 0,
+    isolation_level: int = READ_UNCOMMITTED,
 ) -> dict[str, Any]:
-    """A Fetch v12 request body (sessionless, read_uncommitted), up to 1 MiB per partition."""
+    """A sessionless Fetch v12 request body, up to 1 MiB per partition."""
     partitions = [
         {"partition": p, "fetch_offset": offset, "partition_max_bytes": FETCH_PARTITION_BYTES}
         for p, offset in positions.items()
@@ -57,7 +62,7 @@ def fetch_body(
         "max_wait_ms": max_wait_ms,
         "min_bytes": min_bytes,
         "max_bytes": FETCH_PARTITION_BYTES,
-        "isolation_level": 0,
+        "isolation_level": isolation_level,
         "session_id": 0,
         "session_epoch": -1,
         "topics": [{"topic": topic, "partitions": partitions}],
@@ -160,14 +165,17 @@ class KafkaConnection:
         response = self.request(ApiKey.DELETE_TOPICS, 6, {"topics": [{"name": name}], "timeout_ms": 30_000})
         return response["responses"][0]
 
-    def list_offsets(self, topic: str, partitions: list[int], timestamp: int) -> dict[int, int]:
-        """Offset per partition for a ListOffsets timestamp (LATEST, EARLIEST or a time)."""
+    def list_offsets(
+        self, topic: str, partitions: list[int], timestamp: int, isolation_level: int = READ_UNCOMMITTED
+    ) -> dict[int, int]:
+        """Offset per partition for a ListOffsets timestamp (LATEST, EARLIEST or a time); LATEST
+        is the last stable offset under READ_COMMITTED."""
         response = self.request(
             ApiKey.LIST_OFFSETS,
             7,
             {
                 "replica_id": -1,
-                "isolation_level": 0,
+                "isolation_level": isolation_level,
                 "topics": [
                     {
                         "name": topic,
@@ -215,9 +223,12 @@ class KafkaConnection:
         )
         return response["responses"][0]
 
-    def fetch(self, topic: str, positions: dict[int, int], max_wait_ms: int) -> list[dict[str, Any]]:
-        """One sessionless read_uncommitted Fetch v12 from ``positions``; the partitions' answers."""
-        response = self.request(ApiKey.FETCH, 12, fetch_body(topic, positions, max_wait_ms, min_bytes=1))
+    def fetch(
+        self, topic: str, positions: dict[int, int], max_wait_ms: int, isolation_level: int = READ_UNCOMMITTED
+    ) -> list[dict[str, Any]]:
+        """One sessionless Fetch v12 from ``positions``; the partitions' answers."""
+        body = fetch_body(topic, positions, max_wait_ms, min_bytes=1, isolation_level=isolation_level)
+        response = self.request(ApiKey.FETCH, 12, body)
         if response["error_code"]:
             return [{"partition_index": p, "error_code": response["error_code"]} for p in positions]
         return [p for t in response["responses"] for p in t["partitions"]]

@@ -18,12 +18,13 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
-from broker.admin_client import EARLIEST, LATEST, KafkaConnection
+from broker.admin_client import EARLIEST, LATEST, READ_COMMITTED, READ_UNCOMMITTED, KafkaConnection
 from broker.cli_admin import topic_partitions
 from broker.cli_records import FORMATS, InputRecord, Layout, format_record, parse_line, partition_for_key
 from broker.cli_registry import CONNECTION, AdminError, check
+from wire.control_batch import read_end_txn_marker
 from wire.error_codes import ErrorCode
-from wire.record_batch import Record, decode_records, encode_batch, read_batch_header, verify_crc
+from wire.record_batch import BatchInfo, Record, decode_records, encode_batch, read_batch_header, verify_crc
 from wire.record_batch_errors import CorruptRecordError
 
 BATCH_RECORDS = 1000
@@ -97,8 +98,8 @@ def console_produce(args: argparse.Namespace) -> None:
     print(f"produced {producer.sent} record(s) to {args.topic}", file=sys.stderr)
 
 
-def batches_of(records: bytes | memoryview) -> Iterator[tuple[object, list[Record]]]:
-    """Whole batches of a fetched record set with their records; a cut-off last batch ends it."""
+def batches_of(records: bytes | memoryview) -> Iterator[BatchInfo]:
+    """Whole batches of a fetched record set, CRCs checked; a cut-off last batch ends it."""
     position = 0
     while position < len(records):
         try:
@@ -106,8 +107,31 @@ def batches_of(records: bytes | memoryview) -> Iterator[tuple[object, list[Recor
         except CorruptRecordError:
             return  # the fetch's size limit cut the last batch; the next fetch starts with it
         verify_crc(records, batch)
-        yield batch, ([] if batch.is_control else decode_records(records, batch))
+        yield batch
         position = batch.end_position
+
+
+class AbortedTransactions:
+    """The Java consumer's read_committed filter over one partition's fetched batches.
+
+    A producer's transactional batches are dropped from the first offset of its aborted
+    transaction (listed in the Fetch answer) until its abort marker; control batches are never
+    records.  Under read_uncommitted the list is empty, so only control batches are dropped.
+    """
+
+    def __init__(self, aborted: list[dict] | None) -> None:
+        self.pending = sorted((a["first_offset"], a["producer_id"]) for a in aborted or [])
+        self.active: set[int] = set()
+
+    def drops(self, records: bytes | memoryview, batch: BatchInfo) -> bool:
+        while self.pending and self.pending[0][0] <= batch.last_offset:
+            self.active.add(self.pending.pop(0)[1])
+        if batch.is_control:
+            marker = read_end_txn_marker(records, batch)
+            if marker is not None and not marker.is_commit:
+                self.active.discard(batch.producer_id)
+            return True
+        return batch.is_transactional and batch.producer_id in self.active
 
 
 class Consumer:
@@ -116,6 +140,7 @@ class Consumer:
     def __init__(self, conn: KafkaConnection, args: argparse.Namespace) -> None:
         self.conn, self.args = conn, args
         self.delivered = 0
+        self.isolation = READ_COMMITTED if args.isolation_level == "read_committed" else READ_UNCOMMITTED
         partitions = topic_partitions(conn, args.topic)
         if args.partition is not None:
             if args.partition not in partitions:
@@ -130,19 +155,21 @@ class Consumer:
 
     def reset(self, partitions: Iterable[int]) -> dict[int, int]:
         """Where a partition without a usable position starts: Kafka's auto.offset.reset."""
-        return self.conn.list_offsets(
-            self.args.topic, list(partitions), EARLIEST if self.args.from_beginning else LATEST
-        )
+        start = EARLIEST if self.args.from_beginning else LATEST
+        return self.conn.list_offsets(self.args.topic, list(partitions), start, self.isolation)
 
-    def poll(self) -> Iterator[tuple[int, object, Record]]:
+    def poll(self) -> Iterator[tuple[int, BatchInfo, Record]]:
         out_of_range = []
-        for answer in self.conn.fetch(self.args.topic, dict(self.positions), FETCH_WAIT_MS):
+        for answer in self.conn.fetch(self.args.topic, dict(self.positions), FETCH_WAIT_MS, self.isolation):
             partition = answer["partition_index"]
             if answer["error_code"] == ErrorCode.OFFSET_OUT_OF_RANGE:
                 out_of_range.append(partition)
                 continue
             check(answer, f"fetching {self.args.topic}-{partition}")
-            for batch, records in batches_of(answer["records"] or b""):
+            data = answer["records"] or b""
+            aborted = AbortedTransactions(answer.get("aborted_transactions"))
+            for batch in batches_of(data):
+                records = [] if aborted.drops(data, batch) else decode_records(data, batch)
                 for record in records:
                     if record.offset >= self.positions[partition]:
                         self.positions[partition] = record.offset + 1  # before: the caller may stop here
@@ -223,3 +250,9 @@ def add_console_commands(commands: argparse._SubParsersAction) -> None:
     consume.add_argument("--group", help="start from this group's committed offsets and commit when done")
     consume.add_argument("--max-messages", type=int, help="stop after this many records")
     consume.add_argument("--timeout-ms", type=int, help="stop when no record arrives for this long")
+    consume.add_argument(
+        "--isolation-level",
+        choices=["read_uncommitted", "read_committed"],
+        default="read_uncommitted",
+        help="read_committed stops at open transactions and skips aborted ones (default: Kafka's)",
+    )

@@ -145,3 +145,21 @@ def test_cli_configs(broker: RunningBroker, admin: Driver, topic: str) -> None:
 
 def _assert_config(admin: Driver, topic: str, key: str, value: str) -> None:
     assert admin.describe_configs(topic)[key] == value
+
+
+def test_cli_reads_committed_or_everything(broker: RunningBroker, admin: Driver, topic: str) -> None:
+    """console-consume's --isolation-level as Kafka's consumers: read_committed skips the aborted
+    transaction and every marker, read_uncommitted shows the aborted records too."""
+    admin.create_topic(topic, 1)
+    with admin.transactional_producer(f"compat-cli-{uuid.uuid4().hex[:8]}") as producer:
+        for values, commit in (([b"c0", b"c1"], True), ([b"a0"], False), ([b"c2"], True)):
+            producer.begin()
+            producer.send(topic, [Message(v, partition=0) for v in values])
+            (producer.commit if commit else producer.abort)()
+    consume = ["console-consume", topic, "--from-beginning", "--timeout-ms", "2000", "--format", "json"]
+    committed = [
+        json.loads(line) for line in cli(broker, *consume, "--isolation-level", "read_committed").splitlines()
+    ]
+    assert [(r["offset"], r["value"]) for r in committed] == [(0, "c0"), (1, "c1"), (5, "c2")]
+    everything = [json.loads(line) for line in cli(broker, *consume).splitlines()]
+    assert [(r["offset"], r["value"]) for r in everything] == [(0, "c0"), (1, "c1"), (3, "a0"), (5, "c2")]
