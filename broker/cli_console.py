@@ -37,9 +37,11 @@ def layout_of(args: argparse.Namespace) -> Layout:
 
 
 def parsed_lines(stream: BinaryIO, layout: Layout) -> Iterator[InputRecord]:
+    """Records of the input lines.  An empty text line is an empty value (the consumer prints
+    one so), an empty JSON line is nothing."""
     for number, line in enumerate(stream, 1):
-        line = line.rstrip(b"\r\n")
-        if not line:
+        line = line.removesuffix(b"\n").removesuffix(b"\r")
+        if not line and layout.format == "json":
             continue
         try:
             yield parse_line(line, layout)

@@ -231,3 +231,12 @@ def test_ctrl_c_commits_and_reports(shared_broker: OdradekProcess) -> None:
         ).stdout
     )
     assert [o["committed"] for o in described["offsets"]] == [3]
+
+
+def test_an_empty_line_is_an_empty_value(shared_broker: OdradekProcess) -> None:
+    """What the consumer prints for an empty value, the producer reads back as one."""
+    topic = "empty-values"
+    create(shared_broker, topic, 1)
+    produced = odradek("console-produce", topic, "--bootstrap", shared_broker.bootstrap, stdin="a\n\nb\r\n")
+    assert produced.returncode == 0, produced.stderr
+    assert consume(shared_broker, topic, "--from-beginning", "--max-messages", "3") == ["a", "", "b"]
