@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from broker.admin_client import EARLIEST, LATEST, KafkaConnection
 from broker.cli_admin import topic_partitions
@@ -23,6 +23,7 @@ from broker.cli_table import Output, table_output
 from wire.error_codes import ErrorCode
 
 Partition = tuple[str, int]
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 INACTIVE_STATES = ("Empty", "Dead")
 # Partitions per ListOffsets/OffsetCommit request: bounded requests, and steps for the bar.
 CHUNK = 500
@@ -50,7 +51,8 @@ def parse_datetime_ms(text: str) -> int:
             f"Error parsing timestamp {text!r}: use the format YYYY-MM-DDTHH:mm:SS.sss, "
             "optionally with a zone such as Z or +01:00"
         ) from exc
-    return int(moment.astimezone().timestamp() * 1000)
+    aware = moment if moment.tzinfo is not None else moment.astimezone()
+    return (aware - EPOCH) // timedelta(milliseconds=1)  # exact: no float milliseconds
 
 
 def chosen_partitions(

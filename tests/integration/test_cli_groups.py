@@ -210,6 +210,7 @@ def test_datetime_without_zone_is_local_time() -> None:
     """The parser's own contract, which the broker tests above exercise with explicit zones."""
     naive = "2023-11-14T22:13:20.000"
     assert parse_datetime_ms(naive) == int(datetime.fromisoformat(naive).astimezone().timestamp() * 1000)
+    assert parse_datetime_ms("2023-11-14T22:13:20.123Z") == BASE_TIME + 123
     assert parse_datetime_ms("2023-11-14T22:13:20.000Z") == int(
         datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC).timestamp() * 1000
     )
