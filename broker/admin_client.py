@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import socket
 import struct
+from collections.abc import Callable
 from typing import Any
 
 from wire.api_keys import ApiKey
@@ -69,6 +70,21 @@ def fetch_body(
         "forgotten_topics_data": [],
         "rack_id": "",
     }
+
+
+def topic_entries(
+    values: dict[tuple[str, int], int], entry: Callable[[int, int], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Per-partition values as the ``topics: [{name, partitions: [...]}]`` of group requests."""
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for (topic, partition), value in sorted(values.items()):
+        topics.setdefault(topic, []).append(entry(partition, value))
+    return [{"name": name, "partitions": partitions} for name, partitions in topics.items()]
+
+
+def partition_errors(topics: list[dict[str, Any]]) -> dict[tuple[str, int], int]:
+    """The error code per (topic, partition) of a group response's ``topics``."""
+    return {(t["name"], p["partition_index"]): p["error_code"] for t in topics for p in t["partitions"]}
 
 
 class KafkaConnection:
@@ -239,26 +255,19 @@ class KafkaConnection:
         Kafka accepts this only while the group has no members, which is what offset resets
         and console consumers without a subscription need.
         """
-        topics: dict[str, list[dict[str, Any]]] = {}
-        for (topic, partition), offset in sorted(offsets.items()):
-            topics.setdefault(topic, []).append(
-                {"partition_index": partition, "committed_offset": offset, "committed_metadata": ""}
-            )
-        response = self.request(
-            ApiKey.OFFSET_COMMIT,
-            8,
-            {
-                "group_id": group,
-                "generation_id_or_member_epoch": -1,
-                "member_id": "",
-                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
-            },
+        topics = topic_entries(
+            offsets, lambda p, o: {"partition_index": p, "committed_offset": o, "committed_metadata": ""}
         )
-        return {
-            (t["name"], p["partition_index"]): p["error_code"]
-            for t in response["topics"]
-            for p in t["partitions"]
-        }
+        body = {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "", "topics": topics}
+        return partition_errors(self.request(ApiKey.OFFSET_COMMIT, 8, body)["topics"])
+
+    def delete_offsets(
+        self, group: str, partitions: list[tuple[str, int]]
+    ) -> tuple[int, dict[tuple[str, int], int]]:
+        """OffsetDelete v0: the group's error code and the error code per partition."""
+        topics = topic_entries(dict.fromkeys(partitions, 0), lambda p, _: {"partition_index": p})
+        response = self.request(ApiKey.OFFSET_DELETE, 0, {"group_id": group, "topics": topics})
+        return response["error_code"], partition_errors(response["topics"])
 
     def delete_groups(self, groups: list[str]) -> dict[str, int]:
         """DeleteGroups v2; the error code per group."""

@@ -1,16 +1,19 @@
-"""``odradek groups reset-offsets`` and ``odradek groups delete``, as kafka-consumer-groups.sh.
+"""``odradek groups reset-offsets``, ``delete-offsets`` and ``delete``, as kafka-consumer-groups.sh.
 
 A reset is planned for the chosen partitions (``--topic T`` / ``--topic T:0,2`` /
 ``--all-topics``) with one scenario (``--to-earliest``, ``--to-latest``, ``--to-current``,
-``--to-offset N``, ``--shift-by N``, ``--to-datetime``), clamped to each partition's
+``--to-offset N``, ``--shift-by N``, ``--to-datetime``, ``--by-duration``), clamped to each partition's
 [earliest, latest] with Kafka's warnings, shown, and committed only with ``--execute``
 (``--dry-run`` is the default, as Kafka's).  A group with members is refused with Kafka's
-message: their next commit would overwrite the reset anyway.
+message: their next commit would overwrite the reset anyway.  ``delete-offsets`` removes
+the chosen partitions' committed offsets (OffsetDelete), which Kafka refuses per partition for
+topics a member is subscribed to.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -55,13 +58,35 @@ def parse_datetime_ms(text: str) -> int:
     return (aware - EPOCH) // timedelta(milliseconds=1)  # exact: no float milliseconds
 
 
+DURATION = re.compile(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", re.IGNORECASE)
+
+
+def parse_duration(text: str) -> timedelta:
+    """Kafka's ``--by-duration`` format, ISO-8601's ``PnDTnHnMnS`` (``PT6H``, ``P1DT30M``)."""
+    match = DURATION.fullmatch(text)
+    if match is None or not any(match.groups()) or text.upper().endswith("T"):
+        raise AdminError(f"Error parsing duration {text!r}: use the format PnDTnHnMnS, e.g. PT6H or P1DT30M")
+    days, hours, minutes, seconds = (float(g or 0) for g in match.groups())
+    return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+
+
+def target_time_ms(args: argparse.Namespace) -> int | None:
+    """The time ``--to-datetime`` or ``--by-duration`` (back from now) points at, if either."""
+    if args.to_datetime:
+        return parse_datetime_ms(args.to_datetime)
+    if args.by_duration:
+        return (datetime.now(UTC) - parse_duration(args.by_duration) - EPOCH) // timedelta(milliseconds=1)
+    return None
+
+
 def chosen_partitions(
-    conn: KafkaConnection, args: argparse.Namespace, committed: dict[Partition, int]
+    conn: KafkaConnection, args: argparse.Namespace, committed: dict[Partition, int], no_scope: str
 ) -> list[Partition]:
+    """``--all-topics`` (what the group committed) or the ``--topic`` specs; ``no_scope`` when neither."""
     if args.all_topics:
         return sorted(committed)
     if not args.topic:
-        raise AdminError("One of the reset scopes should be defined: --all-topics, --topic.")
+        raise AdminError(no_scope)
     chosen: set[Partition] = set()
     for spec in args.topic:
         topic, _, numbers = spec.partition(":")
@@ -113,15 +138,11 @@ def plan(
     committed: dict[Partition, int],
 ) -> dict[Partition, int]:
     """The new offset of every partition under the chosen scenario."""
-    steps = len(partitions) * (3 if args.to_datetime else 2)
-    with Progress(steps, "planning offsets") as bar:
+    target = target_time_ms(args)
+    with Progress(len(partitions) * (2 if target is None else 3), "planning offsets") as bar:
         earliest = log_offsets(conn, partitions, EARLIEST, bar)
         latest = log_offsets(conn, partitions, LATEST, bar)
-        by_time = (
-            log_offsets(conn, partitions, parse_datetime_ms(args.to_datetime), bar)
-            if args.to_datetime
-            else {}
-        )
+        by_time = {} if target is None else log_offsets(conn, partitions, target, bar)
     new = {}
     for partition in partitions:
         current = committed.get(partition, -1)
@@ -169,13 +190,36 @@ def groups_reset_offsets(conn: KafkaConnection, args: argparse.Namespace) -> Out
             f"but the current state is {state}."
         )
     committed = conn.committed_offsets(args.group)
-    new = plan(conn, args, chosen_partitions(conn, args, committed), committed)
+    scope = chosen_partitions(
+        conn, args, committed, "One of the reset scopes should be defined: --all-topics, --topic."
+    )
+    new = plan(conn, args, scope, committed)
     if args.execute:
         commit(conn, args.group, new)
     elif not args.dry_run:
         warn(NO_EXECUTE_WARNING)
     rows = [[args.group, topic, partition, offset] for (topic, partition), offset in sorted(new.items())]
     return table_output(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], rows, "no partitions to reset")
+
+
+def groups_delete_offsets(conn: KafkaConnection, args: argparse.Namespace) -> Output:
+    no_scope = "Option --delete-offsets requires either --all-topics or --topic to be specified."
+    partitions = chosen_partitions(conn, args, conn.committed_offsets(args.group), no_scope)
+    error, results = conn.delete_offsets(args.group, partitions)
+    if error:
+        raise AdminError(f"Error: deleting offsets from group '{args.group}' failed: {ErrorCode(error).name}")
+    rows = [
+        [topic, partition, f"Error: {ErrorCode(code).name}" if code else "Successful"]
+        for (topic, partition), code in sorted(results.items())
+    ]
+    table = table_output(["TOPIC", "PARTITION", "STATUS"], rows, "no partitions")
+    if any(results.values()):
+        raise AdminError(
+            f"Error: Encountered some partition-level error, see the follow-up details.\n{table.text}"
+        )
+    return Output(
+        f"Request succeeded for deleting offsets from group {args.group}.\n\n{table.text}", table.data
+    )
 
 
 def groups_delete(conn: KafkaConnection, args: argparse.Namespace) -> Output:
@@ -194,15 +238,20 @@ def groups_delete(conn: KafkaConnection, args: argparse.Namespace) -> Output:
     return Output(f"Deletion of requested consumer groups ('{quoted}') was successful.", {"deleted": deleted})
 
 
-def add_group_offset_actions(groups: argparse._SubParsersAction) -> None:
-    """Register ``groups reset-offsets`` and ``groups delete``."""
-    reset = action(groups, "reset-offsets", groups_reset_offsets, "move a group's committed offsets")
-    reset.add_argument("group")
-    scope = reset.add_mutually_exclusive_group()
+def scoped(parser: argparse.ArgumentParser) -> None:
+    """A group and its partitions: ``--topic`` (repeatable) or ``--all-topics``."""
+    parser.add_argument("group")
+    scope = parser.add_mutually_exclusive_group()
     scope.add_argument(
         "--topic", action="append", metavar="TOPIC[:P,P]", help="a topic, or some of its partitions"
     )
     scope.add_argument("--all-topics", action="store_true", help="every partition the group has committed")
+
+
+def add_group_offset_actions(groups: argparse._SubParsersAction) -> None:
+    """Register ``groups reset-offsets``, ``delete-offsets`` and ``delete``."""
+    reset = action(groups, "reset-offsets", groups_reset_offsets, "move a group's committed offsets")
+    scoped(reset)
     scenario = reset.add_mutually_exclusive_group(required=True)
     scenario.add_argument("--to-earliest", action="store_true")
     scenario.add_argument("--to-latest", action="store_true")
@@ -212,10 +261,16 @@ def add_group_offset_actions(groups: argparse._SubParsersAction) -> None:
         "--shift-by", type=int, metavar="N", help="from the committed offset (negative goes back)"
     )
     scenario.add_argument(
+        "--by-duration", metavar="PnDTnHnMnS", help="first offset at or after now minus this"
+    )
+    scenario.add_argument(
         "--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS.sss", help="first offset at or after a time"
     )
     mode = reset.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="show the plan only (the default)")
     mode.add_argument("--execute", action="store_true", help="commit the new offsets")
+    scoped(
+        action(groups, "delete-offsets", groups_delete_offsets, "delete some committed offsets of a group")
+    )
     delete = action(groups, "delete", groups_delete, "delete empty groups and their committed offsets")
     delete.add_argument("group", nargs="+")

@@ -121,9 +121,19 @@ def test_cli_group_offsets(broker: RunningBroker, admin: Driver, topic: str, gro
             f"Assignments can only be reset if the group '{group}' is inactive, but the current state is Stable."
             in refused.stderr
         )
+        subscribed = odradek_cli(
+            "groups", "delete-offsets", group, "--topic", topic, "--bootstrap", broker.bootstrap
+        )
+        assert subscribed.returncode == 1
+        assert "Encountered some partition-level error" in subscribed.stderr
+        assert [topic, "0", "Error:", "GROUP_SUBSCRIBED_TO_TOPIC"] in [
+            line.split() for line in subscribed.stderr.splitlines()
+        ]
         not_empty = odradek_cli("groups", "delete", group, "--bootstrap", broker.bootstrap)
         assert not_empty.returncode == 1 and "NON_EMPTY_GROUP" in not_empty.stderr
     eventually(lambda: _assert_state(admin, group, "Empty"))
+    cli(broker, "groups", "delete-offsets", group, "--all-topics")
+    assert admin.group_offsets(group) == {}
     cli(broker, "groups", "delete", group)
     assert admin.group_offsets(group) == {}
 

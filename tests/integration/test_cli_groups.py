@@ -214,3 +214,63 @@ def test_datetime_without_zone_is_local_time() -> None:
     assert parse_datetime_ms("2023-11-14T22:13:20.000Z") == int(
         datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC).timestamp() * 1000
     )
+
+
+def test_by_duration_counts_back_from_now(shared_broker: OdradekProcess) -> None:
+    bootstrap = ["--bootstrap", shared_broker.bootstrap]
+    assert odradek("topics", "create", "recent", "--partitions", "1", *bootstrap).returncode == 0
+    now = int(datetime.now(UTC).timestamp() * 1000)
+    hour = 3_600_000
+    lines = [
+        json.dumps({"value": f"v{i}", "timestamp": now - (10 - i) * hour - hour // 2}) for i in range(10)
+    ]
+    produced = odradek("console-produce", "recent", "--format", "json", *bootstrap, stdin="\n".join(lines))
+    assert produced.returncode == 0, produced.stderr
+    result = reset_offsets(
+        shared_broker, "recent-group", "--topic", "recent", "--by-duration", "PT5H", "--execute"
+    )
+    assert result.returncode == 0, result.stderr
+    assert new_offsets(result.stdout) == {("recent", 0): 6}  # the first record of the last 5 hours
+    two_days = reset_offsets(shared_broker, "recent-group", "--topic", "recent", "--by-duration", "P2DT0.5S")
+    assert new_offsets(two_days.stdout) == {("recent", 0): 0}
+    bad = reset_offsets(shared_broker, "recent-group", "--topic", "recent", "--by-duration", "5 hours")
+    assert bad.returncode == 1 and "use the format PnDTnHnMnS" in bad.stderr
+
+
+def test_delete_offsets(shared_broker: OdradekProcess) -> None:
+    prepare(shared_broker, "pruned", "pruned-group")
+    result = odradek(
+        "groups",
+        "delete-offsets",
+        "pruned-group",
+        "--topic",
+        "pruned:0",
+        "--bootstrap",
+        shared_broker.bootstrap,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "Request succeeded for deleting offsets from group pruned-group."
+    assert [line.split() for line in lines[2:]] == [
+        ["TOPIC", "PARTITION", "STATUS"],
+        ["------", "---------", "----------"],
+        ["pruned", "0", "Successful"],
+    ]
+    assert committed(shared_broker, "pruned-group") == {("pruned", 1): 5}
+    no_scope = odradek("groups", "delete-offsets", "pruned-group", "--bootstrap", shared_broker.bootstrap)
+    assert no_scope.returncode == 1
+    assert (
+        "Option --delete-offsets requires either --all-topics or --topic to be specified." in no_scope.stderr
+    )
+    everything = odradek(
+        "groups",
+        "delete-offsets",
+        "pruned-group",
+        "--all-topics",
+        "--output",
+        "json",
+        "--bootstrap",
+        shared_broker.bootstrap,
+    )
+    assert json.loads(everything.stdout) == [{"topic": "pruned", "partition": 1, "status": "Successful"}]
+    assert committed(shared_broker, "pruned-group") == {}
