@@ -140,15 +140,15 @@ def file_data(dumped: DumpedFile) -> dict[str, Any]:
 
 
 def dump_log_command(args: argparse.Namespace) -> str:
-    paths = segment_files(args.paths)
-    missing = [p for p in paths if not os.path.isfile(p)]
-    if missing or not paths:
-        raise AdminError(f"no segment files to dump at {', '.join(missing or args.paths)}")
-    total = sum(os.path.getsize(p) for p in paths if p.endswith(".log"))
     try:
+        paths = segment_files(args.paths)
+        missing = [p for p in paths if not os.path.isfile(p)]
+        if missing or not paths:
+            raise AdminError(f"no segment files to dump at {', '.join(missing or args.paths)}")
+        total = sum(os.path.getsize(p) for p in paths if p.endswith(".log"))
         with Progress(total, "reading logs") as bar:
             dumped = dump_files(paths, args.print_data_log, bar.advance)
-    except ValueError as exc:
+    except (ValueError, OSError) as exc:  # not a segment file; unreadable
         raise AdminError(str(exc)) from exc
     output = Output("\n\n".join(file_text(d) for d in dumped), [file_data(d) for d in dumped])
     return output.render(args.output)
