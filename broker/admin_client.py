@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import socket
 import struct
+from collections.abc import Callable
 from typing import Any
 
 from wire.api_keys import ApiKey
@@ -18,6 +19,8 @@ from wire.codec import decode_response, encode_request
 from wire.header import decode_response_header, encode_request_header, response_header_version
 
 LATEST, EARLIEST = -1, -2
+TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1  # Kafka's isolation.level, as Fetch and ListOffsets carry it
 
 
 class BrokerUnreachable(ConnectionError):
@@ -25,6 +28,10 @@ class BrokerUnreachable(ConnectionError):
 
 
 PRODUCE_VERSION = 9
+# What this client accepts in one response: Kafka's own request bound (socket.request.max.bytes),
+# far above any answer to the bounded requests it sends (Fetch asks for at most 1 MiB).
+MAX_RESPONSE_BYTES = 100 * 1024 * 1024
+FETCH_PARTITION_BYTES = 1 << 20
 
 
 def produce_body(topic: str, batches: dict[int, bytes], acks: int = -1) -> dict[str, Any]:
@@ -37,6 +44,47 @@ def produce_body(topic: str, batches: dict[int, bytes], acks: int = -1) -> dict[
             {"name": topic, "partition_data": [{"index": p, "records": b} for p, b in batches.items()]}
         ],
     }
+
+
+def fetch_body(
+    topic: str,
+    positions: dict[int, int],
+    max_wait_ms: int = 0,
+    min_bytes: int = 0,
+    isolation_level: int = READ_UNCOMMITTED,
+) -> dict[str, Any]:
+    """A sessionless Fetch v12 request body, up to 1 MiB per partition."""
+    partitions = [
+        {"partition": p, "fetch_offset": offset, "partition_max_bytes": FETCH_PARTITION_BYTES}
+        for p, offset in positions.items()
+    ]
+    return {
+        "replica_id": -1,
+        "max_wait_ms": max_wait_ms,
+        "min_bytes": min_bytes,
+        "max_bytes": FETCH_PARTITION_BYTES,
+        "isolation_level": isolation_level,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [{"topic": topic, "partitions": partitions}],
+        "forgotten_topics_data": [],
+        "rack_id": "",
+    }
+
+
+def topic_entries(
+    values: dict[tuple[str, int], int], entry: Callable[[int, int], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Per-partition values as the ``topics: [{name, partitions: [...]}]`` of group requests."""
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for (topic, partition), value in sorted(values.items()):
+        topics.setdefault(topic, []).append(entry(partition, value))
+    return [{"name": name, "partitions": partitions} for name, partitions in topics.items()]
+
+
+def partition_errors(topics: list[dict[str, Any]]) -> dict[tuple[str, int], int]:
+    """The error code per (topic, partition) of a group response's ``topics``."""
+    return {(t["name"], p["partition_index"]): p["error_code"] for t in topics for p in t["partitions"]}
 
 
 class KafkaConnection:
@@ -87,6 +135,8 @@ class KafkaConnection:
     def receive_response(self, api_key: int, version: int, correlation_id: int) -> dict[str, Any]:
         """The next response, which must answer ``correlation_id`` (Kafka answers in order)."""
         (size,) = struct.unpack(">i", self._receive(4))
+        if not 4 <= size <= MAX_RESPONSE_BYTES:
+            raise ConnectionError(f"the broker announced a {size}-byte response; refusing it")
         response = self._receive(size)
         received_id, offset = decode_response_header(response, 0, response_header_version(api_key, version))
         if received_id != correlation_id:
@@ -131,14 +181,17 @@ class KafkaConnection:
         response = self.request(ApiKey.DELETE_TOPICS, 6, {"topics": [{"name": name}], "timeout_ms": 30_000})
         return response["responses"][0]
 
-    def list_offsets(self, topic: str, partitions: list[int], timestamp: int) -> dict[int, int]:
-        """Offset per partition for a ListOffsets timestamp (LATEST, EARLIEST or a time)."""
+    def list_offsets(
+        self, topic: str, partitions: list[int], timestamp: int, isolation_level: int = READ_UNCOMMITTED
+    ) -> dict[int, int]:
+        """Offset per partition for a ListOffsets timestamp (LATEST, EARLIEST or a time); LATEST
+        is the last stable offset under READ_COMMITTED."""
         response = self.request(
             ApiKey.LIST_OFFSETS,
             7,
             {
                 "replica_id": -1,
-                "isolation_level": 0,
+                "isolation_level": isolation_level,
                 "topics": [
                     {
                         "name": topic,
@@ -156,13 +209,70 @@ class KafkaConnection:
         )
         return response["responses"][0]["partition_responses"][0]
 
-    def describe_configs(self, topic: str) -> list[dict[str, Any]]:
+    def describe_configs(self, name: str, resource_type: int = TOPIC_RESOURCE) -> dict[str, Any]:
+        """DescribeConfigs v4 of one resource; returns its result (error_code, configs, ...)."""
         response = self.request(
             ApiKey.DESCRIBE_CONFIGS,
             4,
-            {"resources": [{"resource_type": 2, "resource_name": topic, "configuration_keys": None}]},
+            {
+                "resources": [
+                    {"resource_type": resource_type, "resource_name": name, "configuration_keys": None}
+                ],
+                "include_synonyms": False,
+                "include_documentation": False,
+            },
         )
-        return response["results"][0]["configs"]
+        return response["results"][0]
+
+    def alter_configs(
+        self, name: str, changes: list[tuple[str, int, str | None]], resource_type: int = TOPIC_RESOURCE
+    ) -> dict[str, Any]:
+        """IncrementalAlterConfigs v1 of one resource: ``(key, operation, value)`` changes."""
+        configs = [{"name": k, "config_operation": op, "value": v} for k, op, v in changes]
+        response = self.request(
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
+            1,
+            {
+                "resources": [{"resource_type": resource_type, "resource_name": name, "configs": configs}],
+                "validate_only": False,
+            },
+        )
+        return response["responses"][0]
+
+    def fetch(
+        self, topic: str, positions: dict[int, int], max_wait_ms: int, isolation_level: int = READ_UNCOMMITTED
+    ) -> list[dict[str, Any]]:
+        """One sessionless Fetch v12 from ``positions``; the partitions' answers."""
+        body = fetch_body(topic, positions, max_wait_ms, min_bytes=1, isolation_level=isolation_level)
+        response = self.request(ApiKey.FETCH, 12, body)
+        if response["error_code"]:
+            return [{"partition_index": p, "error_code": response["error_code"]} for p in positions]
+        return [p for t in response["responses"] for p in t["partitions"]]
+
+    def commit_offsets(self, group: str, offsets: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        """OffsetCommit v8 as a standalone (generation -1) commit; the error code per partition.
+
+        Kafka accepts this only while the group has no members, which is what offset resets
+        and console consumers without a subscription need.
+        """
+        topics = topic_entries(
+            offsets, lambda p, o: {"partition_index": p, "committed_offset": o, "committed_metadata": ""}
+        )
+        body = {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "", "topics": topics}
+        return partition_errors(self.request(ApiKey.OFFSET_COMMIT, 8, body)["topics"])
+
+    def delete_offsets(
+        self, group: str, partitions: list[tuple[str, int]]
+    ) -> tuple[int, dict[tuple[str, int], int]]:
+        """OffsetDelete v0: the group's error code and the error code per partition."""
+        topics = topic_entries(dict.fromkeys(partitions, 0), lambda p, _: {"partition_index": p})
+        response = self.request(ApiKey.OFFSET_DELETE, 0, {"group_id": group, "topics": topics})
+        return response["error_code"], partition_errors(response["topics"])
+
+    def delete_groups(self, groups: list[str]) -> dict[str, int]:
+        """DeleteGroups v2; the error code per group."""
+        response = self.request(ApiKey.DELETE_GROUPS, 2, {"groups_names": groups})
+        return {r["group_id"]: r["error_code"] for r in response["results"]}
 
     def list_groups(self) -> list[dict[str, Any]]:
         return self.request(ApiKey.LIST_GROUPS, 4, {"states_filter": []})["groups"]

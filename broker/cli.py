@@ -3,7 +3,9 @@
 ``odradek serve`` starts a broker the way Kafka's start script does: a properties file with
 Kafka's key names, overridable by ``--override key=value`` (repeatable) and by the shortcut
 flags below.  With no arguments at all it serves ``localhost:9092`` from ``./odradek-data``.
-``odradek topics ...`` and ``odradek groups ...`` inspect and manage a running broker.
+``odradek topics|groups|configs ...`` inspect and manage a running broker,
+``odradek console-produce|console-consume`` move records between a terminal and a topic, and
+``odradek dump-log`` reads a partition's files offline.
 """
 
 from __future__ import annotations
@@ -16,7 +18,12 @@ import sys
 import trio
 
 from broker.admin_client import BrokerUnreachable
-from broker.cli_admin import AdminError, add_admin_commands, run_admin
+from broker.cli_admin import add_admin_commands
+from broker.cli_configs import add_config_commands
+from broker.cli_console import add_console_commands
+from broker.cli_dump import add_dump_command
+from broker.cli_group_offsets import add_group_offset_actions
+from broker.cli_registry import AdminError
 from broker.config import BrokerConfig, ConfigError
 from broker.server import Broker, serve
 
@@ -48,7 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="set any broker config key (repeatable; wins over the file and the environment)",
     )
     run.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    add_admin_commands(commands)
+    add_group_offset_actions(add_admin_commands(commands))
+    add_config_commands(commands)
+    add_console_commands(commands)
+    add_dump_command(commands)
     return parser
 
 
@@ -92,10 +102,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command != "serve":
         try:
-            print(run_admin(args))
+            result = args.run(args)
         except (AdminError, BrokerUnreachable, ConnectionError) as exc:
             print(f"odradek: {exc}", file=sys.stderr)
             return 1
+        if result is not None:
+            print(result)
         return 0
     logging.basicConfig(
         level=getattr(logging, args.log_level), format="%(asctime)s %(levelname)s %(name)s: %(message)s"

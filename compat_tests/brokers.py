@@ -300,6 +300,24 @@ def odradek_command() -> str:
     return found
 
 
+def odradek_cli(
+    *args: str, stdin: str | None = None, stderr: int | None = subprocess.PIPE
+) -> subprocess.CompletedProcess[str]:
+    """Run one ``odradek`` command (admin, console, dump-log) to its end; output as text.
+
+    ``stderr`` may be a terminal's descriptor, for what the command shows only on terminals.
+    """
+    return subprocess.run(
+        [odradek_command(), *args],
+        input=stdin,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+    )
+
+
 def start_odradek(
     workdir: Path,
     overrides: Mapping[str, str] | None = None,

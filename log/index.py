@@ -29,6 +29,9 @@ from log.errors import LogError
 from log.open_files import LazyFile
 from log.sync_ledger import sync
 
+OFFSET_ENTRY = struct.Struct(">ii")  # relative offset, file position
+TIME_ENTRY = struct.Struct(">qi")  # timestamp, relative offset
+
 
 class CorruptIndexError(LogError):
     """An index file does not fit its segment; the segment rebuilds it from the log."""
@@ -145,7 +148,7 @@ class OffsetPosition(NamedTuple):
 class OffsetIndex(_SparseIndex):
     """``.index``: absolute offset -> byte position of the append holding it."""
 
-    _entry = struct.Struct(">ii")
+    _entry = OFFSET_ENTRY
 
     def append(self, offset: int, position: int) -> None:
         self._append(offset - self.base_offset, position)
@@ -191,7 +194,7 @@ class TimestampOffset(NamedTuple):
 class TimeIndex(_SparseIndex):
     """``.timeindex``: running max timestamp -> offset of the batch that first reached it."""
 
-    _entry = struct.Struct(">qi")
+    _entry = TIME_ENTRY
 
     def last_entry(self) -> TimestampOffset:
         last = self._last()

@@ -31,7 +31,7 @@ from log.sync_ledger import remove, sync
 
 logger = logging.getLogger(__name__)
 
-_ENTRY = struct.Struct(">hqqqq")
+ENTRY = struct.Struct(">hqqqq")
 _VERSION = 0
 
 
@@ -62,11 +62,11 @@ class TxnIndex:
                     data = file.read()
             except FileNotFoundError:
                 data = b""
-            whole = len(data) - len(data) % _ENTRY.size
+            whole = len(data) - len(data) % ENTRY.size
             if whole != len(data):
                 logger.warning("%s: dropping a torn entry of %d bytes", self.path, len(data) - whole)
                 os.truncate(self.path, whole)
-            self._entries = [AbortedTxn(*fields[1:]) for fields in _ENTRY.iter_unpack(data[:whole])]
+            self._entries = [AbortedTxn(*fields[1:]) for fields in ENTRY.iter_unpack(data[:whole])]
         return self._entries
 
     def append(self, txn: AbortedTxn) -> None:
@@ -76,14 +76,14 @@ class TxnIndex:
             raise ValueError(
                 f"{self.path}: abort at offset {txn.last_offset} does not follow {entries[-1].last_offset}"
             )
-        self._write(_ENTRY.pack(_VERSION, *txn), os.O_APPEND)
+        self._write(ENTRY.pack(_VERSION, *txn), os.O_APPEND)
         entries.append(txn)
 
     def write_all(self, txns: list[AbortedTxn]) -> None:
         """Start over with ``txns`` (a segment the cleaner rewrote); with none, no file."""
         self.reset()
         if txns:
-            self._write(b"".join(_ENTRY.pack(_VERSION, *txn) for txn in txns), os.O_TRUNC)
+            self._write(b"".join(ENTRY.pack(_VERSION, *txn) for txn in txns), os.O_TRUNC)
             self._entries = list(txns)
 
     def _write(self, data: bytes, mode: int) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker import admin_client
 from broker.admin_client import KafkaConnection
 from wire.api_keys import ApiKey
 from wire.record_batch import Compression, Record, encode_batch
@@ -81,22 +82,4 @@ def fetch_body(
     topic: str, partition: int, offset: int, max_wait_ms: int = 0, min_bytes: int = 0
 ) -> dict[str, Any]:
     """A Fetch v12 request body for one partition, up to 1 MiB."""
-    return {
-        "replica_id": -1,
-        "max_wait_ms": max_wait_ms,
-        "min_bytes": min_bytes,
-        "max_bytes": 1 << 20,
-        "isolation_level": 0,
-        "session_id": 0,
-        "session_epoch": -1,
-        "topics": [
-            {
-                "topic": topic,
-                "partitions": [
-                    {"partition": partition, "fetch_offset": offset, "partition_max_bytes": 1 << 20}
-                ],
-            }
-        ],
-        "forgotten_topics_data": [],
-        "rack_id": "",
-    }
+    return admin_client.fetch_body(topic, {partition: offset}, max_wait_ms, min_bytes)

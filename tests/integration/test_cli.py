@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import subprocess
+import json
+import socket
+import struct
+import threading
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from compat_tests.brokers import free_ports, odradek_command
+from compat_tests.brokers import free_ports
+from compat_tests.brokers import odradek_cli as odradek
 from tests.integration.broker_process import OdradekProcess
-
-
-def odradek(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([odradek_command(), *args], capture_output=True, text=True, timeout=60)
 
 
 def test_topics_create_list_describe_delete(odradek_broker: OdradekProcess) -> None:
@@ -48,6 +48,12 @@ def test_topics_create_list_describe_delete(odradek_broker: OdradekProcess) -> N
     assert again.returncode == 1
     assert "TOPIC_ALREADY_EXISTS" in again.stderr
 
+    as_json = json.loads(odradek("topics", "describe", "clicks", "--output", "json", *bootstrap).stdout)
+    assert as_json["partitions"][0] == {"partition": 0, "earliest": 0, "latest": 10, "records": 10}
+    assert as_json["config_overrides"] == {"retention.ms": "3600000"}
+    listed_json = json.loads(odradek("topics", "list", "--output", "json", *bootstrap).stdout)
+    assert {"topic": "clicks", "partitions": 3, "records": 30, "internal": False} in listed_json
+
     deleted = odradek("topics", "delete", "clicks", *bootstrap)
     assert deleted.returncode == 0, deleted.stderr
     missing = odradek("topics", "describe", "clicks", *bootstrap)
@@ -66,14 +72,20 @@ def test_groups_show_committed_offsets_and_lag(odradek_broker: OdradekProcess) -
     consumer.commit(offsets=[TopicPartition("orders", 0, 4)], asynchronous=False)
     consumer.close()
 
-    listed = odradek("groups", "list", "--bootstrap", odradek_broker.bootstrap)
+    bootstrap = ["--bootstrap", odradek_broker.bootstrap]
+    listed = odradek("groups", "list", *bootstrap)
     assert listed.returncode == 0, listed.stderr
     assert any(line.split()[:1] == ["billing"] for line in listed.stdout.splitlines()[2:])
-    described = odradek("groups", "describe", "billing", "--bootstrap", odradek_broker.bootstrap)
+    described = odradek("groups", "describe", "billing", *bootstrap)
     assert described.returncode == 0, described.stderr
     rows = [line.split() for line in described.stdout.splitlines()]
     assert ["TOPIC", "PARTITION", "COMMITTED", "LATEST", "LAG"] in rows
     assert ["orders", "0", "4", "10", "6"] in rows
+    as_json = json.loads(odradek("groups", "describe", "billing", "--output", "json", *bootstrap).stdout)
+    assert as_json["state"] == "Empty"
+    assert as_json["offsets"] == [{"topic": "orders", "partition": 0, "committed": 4, "latest": 10, "lag": 6}]
+    groups = json.loads(odradek("groups", "list", "--output", "json", *bootstrap).stdout)
+    assert {"group": "billing", "state": "Empty", "protocol_type": ""} in groups  # commits only
 
 
 def test_unreachable_broker_says_what_to_do() -> None:
@@ -82,3 +94,22 @@ def test_unreachable_broker_says_what_to_do() -> None:
     assert result.returncode == 1
     assert "is `odradek serve` running there?" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_an_oversized_answer_is_refused_not_allocated() -> None:
+    """A peer announcing a 2 GiB response gets an error, not an attempt to read (or hold) it."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+
+        def answer_hugely() -> None:
+            connection, _ = server.accept()
+            with connection:
+                connection.recv(65536)
+                connection.sendall(struct.pack(">i", 2**31 - 1) + b"\x00" * 64)
+                connection.recv(1)  # hold the connection until the client gives up
+
+        peer = threading.Thread(target=answer_hugely, daemon=True)
+        peer.start()
+        result = odradek("topics", "list", "--bootstrap", f"127.0.0.1:{server.getsockname()[1]}")
+        peer.join(timeout=30)
+    assert result.returncode == 1
+    assert "announced a 2147483647-byte response; refusing it" in result.stderr

@@ -21,7 +21,7 @@ from wire.error_codes import ErrorCode
 
 pytestmark = pytest.mark.timeout(120)
 
-OFFSET_COMMIT, DELETE_RECORDS, DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 8, 21, 32, 33, 44
+OFFSET_COMMIT, DELETE_RECORDS, DESCRIBE_CONFIGS, ALTER_CONFIGS = 8, 21, 32, 33
 OFFSETS_TOPIC, GROUP, TOPIC = "__consumer_offsets", "keeps-its-offsets", "data"
 SET, DELETE, APPEND = 0, 1, 2
 TOPIC_RESOURCE = 2
@@ -100,15 +100,13 @@ def alter(client: RawClient, configs: dict[str, str], validate_only: bool = Fals
 
 
 def alter_incrementally(client: RawClient, op: int, key: str, value: str | None) -> dict[str, Any]:
-    entries = [{"name": key, "config_operation": op, "value": value}]
-    resource = {"resource_type": TOPIC_RESOURCE, "resource_name": OFFSETS_TOPIC, "configs": entries}
-    body = {"resources": [resource], "validate_only": False}
-    (answer,) = client.request(INCREMENTAL_ALTER_CONFIGS, 1, body)["responses"]
-    return answer
+    return client.alter_configs(OFFSETS_TOPIC, [(key, op, value)])
 
 
 def cleanup_policy(client: RawClient) -> str:
-    return next(c["value"] for c in client.describe_configs(OFFSETS_TOPIC) if c["name"] == "cleanup.policy")
+    return next(
+        c["value"] for c in client.describe_configs(OFFSETS_TOPIC)["configs"] if c["name"] == "cleanup.policy"
+    )
 
 
 REFUSED_CHANGES: dict[str, Callable[[RawClient], dict[str, Any]]] = {
