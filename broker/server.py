@@ -28,9 +28,13 @@ from broker.durability import Durability
 from broker.group_timers import install_group_coordinator
 from broker.log_maintenance import run_log_maintenance
 from broker.memory_budget import MemoryBudget
+from broker.metrics import BrokerMetrics
+from broker.metrics_http import serve_metrics
+from broker.metrics_state import BrokerStateCollector
 from broker.partitions import PartitionStore
 from broker.peer_watch import PeerWatch
 from broker.producer_ids import ProducerIdAllocator
+from broker.request_observer import RequestObserver
 from broker.topics import TopicRegistry
 from broker.txn_coordinator import install_transaction_coordinator
 from coordinator.coordinator import GroupCoordinator
@@ -90,8 +94,19 @@ class Broker:
         self.listeners: list[Listener] = []
         self.coordinator: GroupCoordinator | None = None
         self.transactions: TransactionCoordinator | None = None
+        self.metrics = BrokerMetrics()
+        self.metrics_address: tuple[str, int] | None = None  # bound by ``serve`` (metrics.listener)
+        self.metrics.registry.register(BrokerStateCollector(self))
+        self.request_observer = RequestObserver(
+            self.metrics,
+            self.topics,
+            config.get_bool("log.requests.enable"),
+            config.get_int("log.slow.request.ms"),
+        )
         queued_bytes = config.get_int("queued.max.request.bytes")
-        self.request_memory = MemoryBudget(queued_bytes if queued_bytes > 0 else None)
+        self.request_memory = MemoryBudget(
+            queued_bytes if queued_bytes > 0 else None, self.metrics.request_queue_time.observe
+        )
         self.peer_watch = PeerWatch()
         # Long-running duties started with the listeners and cancelled with them
         # (flush.ms enforcement; the coordinator and retention add theirs).
@@ -125,6 +140,12 @@ def connection_limits(config: BrokerConfig) -> ConnectionLimits:
     return ConnectionLimits(max_connections, config.get_int("max.connections.per.ip"))
 
 
+async def counted_connection(broker: Broker, listener: str, sock: trio.socket.SocketType, peer: str) -> None:
+    """Serve a connection, counted in its listener's connection gauge meanwhile."""
+    with broker.metrics.connection(listener):
+        await serve_connection(broker, sock, peer)
+
+
 async def serve(
     broker: Broker, *, task_status: trio.TaskStatus[list[Listener]] = trio.TASK_STATUS_IGNORED
 ) -> None:
@@ -142,9 +163,17 @@ async def serve(
             bound_port = sock.getsockname()[1]
             broker.listeners.append(Listener(listener.name, listener.host, bound_port))
             sockets.append(sock)
+        metrics_listener = broker.config.get("metrics.listener")
+        if metrics_listener:
+            host, port = broker.metrics_address = await nursery.start(
+                serve_metrics, metrics_listener, broker.metrics.registry
+            )
+            log.info("serving Prometheus metrics at http://%s:%d/metrics", host or "0.0.0.0", port)
         log.info("accepting up to %d connections (max.connections)", limits.max_connections)
-        for sock in sockets:
-            nursery.start_soon(accept_loop, sock, limits, nursery, partial(serve_connection, broker))
+        for sock, listener in zip(sockets, broker.config.listeners, strict=True):
+            nursery.start_soon(
+                accept_loop, sock, limits, nursery, partial(counted_connection, broker, listener.name)
+            )
         for task in broker.background_tasks:
             nursery.start_soon(task)
         task_status.started(list(broker.listeners))
