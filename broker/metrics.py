@@ -46,13 +46,19 @@ class BrokerMetrics:
     one process), plus the process metrics every Prometheus client library exports."""
 
     def __init__(self) -> None:
-        self.registry = registry = CollectorRegistry(auto_describe=True)
+        self.registry = registry = CollectorRegistry()
         for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
             registry.register(collector)
+        self.requests = Counter(
+            "kafka_network_requestmetrics_requests",
+            "Requests answered, per API and version (Kafka: RequestMetrics RequestsPerSec).",
+            ["request", "version"],
+            registry=registry,
+        )
         self.request_time = Histogram(
             "kafka_network_requestmetrics_totaltime_seconds",
             "Time from a request's arrival to its response being ready, per API and version "
-            "(Kafka: RequestMetrics TotalTimeMs; the count is RequestsPerSec).",
+            "(Kafka: RequestMetrics TotalTimeMs).",
             ["request", "version"],
             buckets=REQUEST_BUCKETS,
             registry=registry,
@@ -91,7 +97,7 @@ class BrokerMetrics:
             buckets=SYNC_BUCKETS,
             registry=registry,
         )
-        self._request_timers: dict[tuple[int, int], Any] = {}
+        self._request_meters: dict[tuple[int, int], tuple[Any, Any]] = {}
         self._produced: dict[str, tuple[Any, Any]] = {}
         self._fetched: dict[str, Any] = {}
 
@@ -101,14 +107,17 @@ class BrokerMetrics:
             f"kafka_server_brokertopicmetrics_{name}", documentation, ["topic"], registry=self.registry
         )
 
-    def request_timer(self, api_key: int, version: int) -> Any:
-        """The histogram child for one API version (a bounded set: only served versions get here)."""
-        timer = self._request_timers.get((api_key, version))
-        if timer is None:
-            timer = self._request_timers[api_key, version] = self.request_time.labels(
-                api_name(api_key), str(version)
+    def request_meters(self, api_key: int, version: int) -> tuple[Any, Any]:
+        """The (request counter, time histogram) children of one API version (a bounded set:
+        only served versions get here)."""
+        meters = self._request_meters.get((api_key, version))
+        if meters is None:
+            labels = (api_name(api_key), str(version))
+            meters = self._request_meters[api_key, version] = (
+                self.requests.labels(*labels),
+                self.request_time.labels(*labels),
             )
-        return timer
+        return meters
 
     def appended(self, topic: str, size: int, records: int) -> None:
         """A Produce request appended ``records`` records in ``size`` bytes of batches to ``topic``."""

@@ -73,7 +73,12 @@ async def respond(stream: trio.SocketStream, registry: CollectorRegistry) -> Non
                 return
             head += chunk
     if b"\r\n\r\n" in head:
-        status, body, content_type = route(head.split(b"\r\n", 1)[0], registry)
+        try:
+            status, body, content_type = route(head.split(b"\r\n", 1)[0], registry)
+        except Exception:
+            # a collector's bug must cost one scrape, never the listener (or the broker)
+            log.exception("collecting metrics failed")
+            status, body, content_type = "500 Internal Server Error", b"", "text/plain"
     elif len(head) >= HEAD_LIMIT:
         status, body, content_type = "431 Request Header Fields Too Large", b"", "text/plain"
     else:

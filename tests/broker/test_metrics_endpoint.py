@@ -29,6 +29,13 @@ from wire.header import encode_request_header, request_header_version
 METRICS = {"metrics.listener": "http://127.0.0.1:0"}
 
 
+class BrokenCollector:
+    """A collector with a bug: a scrape must fail alone, not the listener or the broker."""
+
+    def collect(self) -> list:
+        raise RuntimeError("a collector's bug")
+
+
 async def scraped(port: int) -> Scrape:
     return await trio.to_thread.run_sync(scrape, port)
 
@@ -80,6 +87,7 @@ async def test_requests_and_connections_are_counted_exactly(tmp_path: Path) -> N
                 )
                 == 7
             )
+            assert metrics.value("kafka_network_requestmetrics_requests_total", request="ApiVersions") == 7
             assert metrics.series("kafka_network_requestmetrics_totaltime_seconds_count") == [
                 {"request": "ApiVersions", "version": "3"}
             ]
@@ -105,6 +113,10 @@ async def test_http_answers_only_get_of_metrics(tmp_path: Path) -> None:
             assert (await http_exchange(port, b"\x00\xff garbage\r\n\r\n")).startswith(b"HTTP/1.1 400 ")
             huge = b"GET /metrics HTTP/1.1\r\nX: ".ljust(HEAD_LIMIT, b"a")  # no end of head in sight
             assert (await http_exchange(port, huge)).startswith(b"HTTP/1.1 431 ")
+            broken = BrokenCollector()
+            broker.metrics.registry.register(broken)
+            assert (await http_exchange(port, b"GET /metrics HTTP/1.1\r\n\r\n")).startswith(b"HTTP/1.1 500 ")
+            broker.metrics.registry.unregister(broken)
             # a client that hangs up halfway gets nothing, and the endpoint goes on serving
             assert await http_exchange(port, b"GET /met") == b""
             assert (await scraped(port)).value("kafka_server_replicamanager_underreplicatedpartitions") == 0
