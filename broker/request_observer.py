@@ -72,9 +72,7 @@ class RequestObserver:
         then no wait is allowed for."""
         elapsed = perf_counter() - started
         metrics = self._metrics
-        count, timer = metrics.request_meters(header.api_key, header.api_version)
-        count.inc()
-        timer.observe(elapsed)
+        metrics.requests.observe(header.api_key, header.api_version, elapsed)
         if header.api_key == ApiKey.FETCH and response is not None:
             metrics.fetched(self._fetched_bytes(response, header.api_version))
         slow = self._slow_s is not None and elapsed - allowed_wait_s(header.api_key, request) > self._slow_s

@@ -105,7 +105,7 @@ class Broker:
         )
         queued_bytes = config.get_int("queued.max.request.bytes")
         self.request_memory = MemoryBudget(
-            queued_bytes if queued_bytes > 0 else None, self.metrics.request_queue_time.observe
+            queued_bytes if queued_bytes > 0 else None, self.metrics.requests.queue_time.observe
         )
         self.peer_watch = PeerWatch()
         # Long-running duties started with the listeners and cancelled with them

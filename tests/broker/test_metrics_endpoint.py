@@ -232,3 +232,20 @@ async def test_each_fsync_round_and_partition_sync_is_timed(tmp_path: Path) -> N
     assert metrics.value("odradek_durability_round_seconds_count") == produced
     assert metrics.value("kafka_log_logflushstats_logflush_seconds_count") == produced
     assert metrics.value("kafka_server_brokertopicmetrics_messagesin_total", topic="synced") == produced
+
+
+async def test_a_scrape_exports_at_most_the_configured_partitions(tmp_path: Path) -> None:
+    def create(port: int) -> None:
+        with RawClient(f"127.0.0.1:{port}") as client:
+            client.create_topic("wide", 3)
+
+    settings = METRICS | {"metrics.partition.series.max": "2"}
+    with trio.fail_after(DEADLINE_S):
+        async with running_broker(tmp_path, **settings) as (broker, port):
+            before = await scraped(metrics_port(broker))
+            await trio.to_thread.run_sync(create, port)
+            after = await scraped(metrics_port(broker))
+    assert before.value("odradek_metrics_series_truncated") == 0
+    assert after.value("kafka_server_replicamanager_partitioncount") == 3
+    assert len(after.series("kafka_log_log_logendoffset")) == 2
+    assert after.value("odradek_metrics_series_truncated") == 1
