@@ -15,9 +15,8 @@ read at scrape time instead (:mod:`broker.metrics_state`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import (
     GC_COLLECTOR,
@@ -31,6 +30,11 @@ from prometheus_client import (
 )
 
 from broker.request_stats import RequestCollector, RequestStats
+
+if TYPE_CHECKING:
+    import trio
+
+    from broker.accept import ConnectionServer
 
 # ``_created`` series double the output and no Kafka dashboard reads them.
 disable_created_metrics()
@@ -101,15 +105,18 @@ class BrokerMetrics:
                 child = self._fetched[topic] = self.bytes_out.labels(topic)
             child.inc(size)
 
-    @contextmanager
-    def connection(self, listener: str) -> Iterator[None]:
-        """Count a connection on ``listener`` while the block runs."""
+    def counting(self, listener: str, serve: ConnectionServer) -> ConnectionServer:
+        """``serve``, with each connection counted in ``listener``'s gauge while it is served."""
         gauge = self.connections.labels(listener)
-        gauge.inc()
-        try:
-            yield
-        finally:
-            gauge.dec()
+
+        async def serve_counted(sock: trio.socket.SocketType, peer: str) -> None:
+            gauge.inc()
+            try:
+                await serve(sock, peer)
+            finally:
+                gauge.dec()
+
+        return serve_counted
 
     def forget_topic(self, topic: str) -> None:
         """Drop a deleted topic's series, as Kafka removes its BrokerTopicMetrics: a topic

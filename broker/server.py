@@ -140,10 +140,14 @@ def connection_limits(config: BrokerConfig) -> ConnectionLimits:
     return ConnectionLimits(max_connections, config.get_int("max.connections.per.ip"))
 
 
-async def counted_connection(broker: Broker, listener: str, sock: trio.socket.SocketType, peer: str) -> None:
-    """Serve a connection, counted in its listener's connection gauge meanwhile."""
-    with broker.metrics.connection(listener):
-        await serve_connection(broker, sock, peer)
+async def start_metrics_endpoint(broker: Broker, nursery: trio.Nursery) -> None:
+    """Serve ``GET /metrics`` at ``metrics.listener``, if set."""
+    metrics_listener = broker.config.get("metrics.listener")
+    if metrics_listener:
+        host, port = broker.metrics_address = await nursery.start(
+            serve_metrics, metrics_listener, broker.metrics.registry
+        )
+        log.info("serving Prometheus metrics at http://%s:%d/metrics", host or "0.0.0.0", port)
 
 
 async def serve(
@@ -152,6 +156,7 @@ async def serve(
     """Accept connections on every configured listener until cancelled."""
     limits = connection_limits(broker.config)
     async with trio.open_nursery() as nursery:
+        await start_metrics_endpoint(broker, nursery)
         sockets = []
         for listener in broker.config.listeners:
             sock = trio.socket.socket(
@@ -162,18 +167,11 @@ async def serve(
             sock.listen(1024)
             bound_port = sock.getsockname()[1]
             broker.listeners.append(Listener(listener.name, listener.host, bound_port))
-            sockets.append(sock)
-        metrics_listener = broker.config.get("metrics.listener")
-        if metrics_listener:
-            host, port = broker.metrics_address = await nursery.start(
-                serve_metrics, metrics_listener, broker.metrics.registry
-            )
-            log.info("serving Prometheus metrics at http://%s:%d/metrics", host or "0.0.0.0", port)
+            sockets.append((listener.name, sock))
         log.info("accepting up to %d connections (max.connections)", limits.max_connections)
-        for sock, listener in zip(sockets, broker.config.listeners, strict=True):
-            nursery.start_soon(
-                accept_loop, sock, limits, nursery, partial(counted_connection, broker, listener.name)
-            )
+        for listener_name, sock in sockets:
+            serve_one = broker.metrics.counting(listener_name, partial(serve_connection, broker))
+            nursery.start_soon(accept_loop, sock, limits, nursery, serve_one)
         for task in broker.background_tasks:
             nursery.start_soon(task)
         task_status.started(list(broker.listeners))
