@@ -15,8 +15,8 @@ read at scrape time instead (:mod:`broker.metrics_state`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, ParamSpec
 
 from prometheus_client import (
     GC_COLLECTOR,
@@ -31,10 +31,7 @@ from prometheus_client import (
 
 from broker.request_stats import RequestCollector, RequestStats
 
-if TYPE_CHECKING:
-    import trio
-
-    from broker.accept import ConnectionServer
+P = ParamSpec("P")
 
 # ``_created`` series double the output and no Kafka dashboard reads them.
 disable_created_metrics()
@@ -105,14 +102,15 @@ class BrokerMetrics:
                 child = self._fetched[topic] = self.bytes_out.labels(topic)
             child.inc(size)
 
-    def counting(self, listener: str, serve: ConnectionServer) -> ConnectionServer:
-        """``serve``, with each connection counted in ``listener``'s gauge while it is served."""
+    def counting(self, listener: str, serve: Callable[P, Awaitable[None]]) -> Callable[P, Awaitable[None]]:
+        """``serve`` (a listener's connection server), with each connection counted in
+        ``listener``'s gauge while it is served."""
         gauge = self.connections.labels(listener)
 
-        async def serve_counted(sock: trio.socket.SocketType, peer: str) -> None:
+        async def serve_counted(*args: P.args, **kwargs: P.kwargs) -> None:
             gauge.inc()
             try:
-                await serve(sock, peer)
+                await serve(*args, **kwargs)
             finally:
                 gauge.dec()
 
