@@ -14,10 +14,12 @@ Its clients are as hostile as Kafka clients: the request head is read within
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import trio
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.core import Metric
 
 from broker.config import parse_metrics_listener
 
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HEAD_LIMIT = 8192
+SAMPLES_PER_SLICE = 500
 READ_TIMEOUT_S = 10.0
 WRITE_TIMEOUT_S = 30.0
 MAX_CONNECTIONS = 16
@@ -35,11 +38,13 @@ MAX_CONNECTIONS = 16
 async def serve_metrics(
     listener: str,
     registry: CollectorRegistry,
+    refresh: Callable[[], Awaitable[None]],
     *,
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``registry`` at ``listener`` (``http://HOST:PORT``; an empty host means every
-    interface) until cancelled; reports the bound (host, port) once listening."""
+    interface) until cancelled; reports the bound (host, port) once listening. ``refresh``
+    runs before each scrape (the state walk of :mod:`broker.metrics_state`)."""
     host, port = parse_metrics_listener(listener)
     listeners = await trio.open_tcp_listeners(port, host=host or None)
     bound_port = listeners[0].socket.getsockname()[1]
@@ -52,7 +57,7 @@ async def serve_metrics(
             return
         active += 1
         try:
-            await respond(stream, registry)
+            await respond(stream, registry, refresh)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             log.debug("metrics connection lost: %s", exc)
         finally:
@@ -63,7 +68,9 @@ async def serve_metrics(
     await trio.serve_listeners(answer, listeners)
 
 
-async def respond(stream: trio.SocketStream, registry: CollectorRegistry) -> None:
+async def respond(
+    stream: trio.SocketStream, registry: CollectorRegistry, refresh: Callable[[], Awaitable[None]]
+) -> None:
     """Read one request head and answer it."""
     head = b""
     with trio.move_on_after(READ_TIMEOUT_S):
@@ -73,16 +80,20 @@ async def respond(stream: trio.SocketStream, registry: CollectorRegistry) -> Non
                 return
             head += chunk
     if b"\r\n\r\n" in head:
+        status = route(head.split(b"\r\n", 1)[0])
+    elif len(head) >= HEAD_LIMIT:
+        status = "431 Request Header Fields Too Large"
+    else:
+        return  # timed out or hung up halfway: nobody to answer
+    body, content_type = b"", "text/plain"
+    if status.startswith("200"):
         try:
-            status, body, content_type = route(head.split(b"\r\n", 1)[0], registry)
+            await refresh()
+            body, content_type = await render(registry), CONTENT_TYPE_LATEST
         except Exception:
             # a collector's bug must cost one scrape, never the listener (or the broker)
             log.exception("collecting metrics failed")
-            status, body, content_type = "500 Internal Server Error", b"", "text/plain"
-    elif len(head) >= HEAD_LIMIT:
-        status, body, content_type = "431 Request Header Fields Too Large", b"", "text/plain"
-    else:
-        return  # timed out or hung up halfway: nobody to answer
+            status = "500 Internal Server Error"
     method = head.split(b" ", 1)[0]
     response = (
         f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
@@ -92,14 +103,40 @@ async def respond(stream: trio.SocketStream, registry: CollectorRegistry) -> Non
         await stream.send_all(response if method == b"HEAD" else response + body)
 
 
-def route(request_line: bytes, registry: CollectorRegistry) -> tuple[str, bytes, str]:
-    """(status, body, content type) for a request line such as ``GET /metrics HTTP/1.1``."""
+def route(request_line: bytes) -> str:
+    """The status for a request line such as ``GET /metrics HTTP/1.1``."""
     parts = request_line.split(b" ")
     if len(parts) != 3 or not parts[2].startswith(b"HTTP/1."):
-        return "400 Bad Request", b"", "text/plain"
+        return "400 Bad Request"
     method, target, _ = parts
     if target.split(b"?", 1)[0] != b"/metrics":
-        return "404 Not Found", b"only /metrics is served here\n", "text/plain"
+        return "404 Not Found"
     if method not in (b"GET", b"HEAD"):
-        return "405 Method Not Allowed", b"", "text/plain"
-    return "200 OK", generate_latest(registry), CONTENT_TYPE_LATEST
+        return "405 Method Not Allowed"
+    return "200 OK"
+
+
+class _Only:
+    """A registry of one family, for ``generate_latest``."""
+
+    def __init__(self, family: Metric) -> None:
+        self._family = family
+
+    def collect(self) -> list[Metric]:
+        return [self._family]
+
+
+async def render(registry: CollectorRegistry) -> bytes:
+    """``generate_latest(registry)``, a slice of ``SAMPLES_PER_SLICE`` samples at a time with the
+    event loop running in between (rendering costs ~4 µs a sample here: 40,000 partition
+    gauges in one go would hold every connection for 160 ms). A family's later slices drop
+    the HELP and TYPE lines its first slice wrote."""
+    parts = []
+    for family in registry.collect():
+        for first in range(0, max(1, len(family.samples)), SAMPLES_PER_SLICE):
+            piece = Metric(family.name, family.documentation, family.type)
+            piece.samples = family.samples[first : first + SAMPLES_PER_SLICE]
+            text = generate_latest(_Only(piece))
+            parts.append(text if first == 0 else text.split(b"\n", 2)[2])
+            await trio.lowlevel.checkpoint()
+    return b"".join(parts)

@@ -2,18 +2,17 @@
 
 Log sizes, offsets and consumer-group lag change with every append; keeping gauges current
 would cost the produce path a gauge update per partition. Reading them at scrape time costs
-nothing between scrapes. A scrape runs on the event loop, so it is bounded: at most
+nothing between scrapes. A scrape runs on the event loop, so it is bounded and sliced: at most
 ``metrics.partition.series.max`` partitions and as many group/partition pairs are exported (the
-scrape says so in ``odradek_metrics_series_truncated``), keeping a scrape of a broker
-with 100,000 partitions from stalling every connection.
+scrape says so in ``odradek_metrics_series_truncated``), and the walk lets other tasks run
+every ``WALK_SLICE`` partitions, so a broker with 100,000 partitions keeps serving meanwhile.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from itertools import islice
 from typing import TYPE_CHECKING
 
+import trio
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -21,41 +20,42 @@ if TYPE_CHECKING:
     from broker.server import Broker
 
 PARTITION_LABELS = ["topic", "partition"]
+WALK_SLICE = 250
 GROUP_LABELS = ["consumergroup", "topic", "partition"]
 
 
 class BrokerStateCollector(Collector):
-    """Partition counts, per-partition log gauges and group lag, walked at scrape time."""
+    """Partition counts, per-partition log gauges and group lag, walked before each scrape
+    (:meth:`refresh`); ``collect`` hands out what the last walk found."""
 
     def __init__(self, broker: Broker) -> None:
         self._broker = broker
         self._max_series = broker.config.get_int("metrics.partition.series.max")
+        self._snapshot: list[Metric] = []
 
-    def collect(self) -> Iterator[Metric]:
+    def collect(self) -> list[Metric]:
+        return self._snapshot
+
+    async def refresh(self) -> None:
+        """Walk the partitions, letting the event loop run every ``WALK_SLICE`` of them (a
+        partition costs ~7 µs here: 10,000 in one go would hold every connection for 70 ms).
+        A partition whose topic is deleted meanwhile is offline (closed) when its turn comes."""
         broker = self._broker
-        logs = broker.partitions.all_logs()
-        online = [(topic, partition, plog) for topic, partition, plog in logs if plog.is_online]
-        yield _single(
-            "kafka_server_replicamanager_partitioncount",
-            "Partitions this broker leads (all of them: a single node leads every partition).",
-            broker.topics.partition_count,
-        )
-        yield _single(
-            "kafka_server_replicamanager_underreplicatedpartitions",
-            "Partitions with fewer in-sync replicas than replicas: 0 on a single node.",
-            0,
-        )
-        yield _single(
-            "kafka_server_replicamanager_offlinereplicacount",
-            "Partitions taken offline by a disk error (log.offline.retry.ms brings them back).",
-            len(logs) - len(online),
-        )
         size = _family("kafka_log_log_size", "Bytes of the partition's log segments on disk.")
         start = _family("kafka_log_log_logstartoffset", "The partition's log start offset.")
         end = _family("kafka_log_log_logendoffset", "The partition's log end offset.")
         segments = _family("kafka_log_log_numlogsegments", "Segments of the partition's log.")
         high_watermarks: dict[tuple[str, int], int] = {}
-        for topic, partition, plog in islice(online, self._max_series):
+        online = offline = 0
+        for index, (topic, partition, plog) in enumerate(broker.partitions.all_logs()):
+            if index % WALK_SLICE == WALK_SLICE - 1:
+                await trio.lowlevel.checkpoint()
+            if not plog.is_online:
+                offline += 1
+                continue
+            online += 1
+            if online > self._max_series:
+                continue
             labels = [topic, str(partition)]
             size.add_metric(labels, plog.size_in_bytes)
             start.add_metric(labels, plog.log_start_offset)
@@ -63,12 +63,34 @@ class BrokerStateCollector(Collector):
             segments.add_metric(labels, len(plog.segment_base_offsets))
             high_watermarks[topic, partition] = plog.high_watermark
         current, lag, groups_cut = self._group_lag(high_watermarks)
-        yield from (size, start, end, segments, current, lag)
-        yield _single(
-            "odradek_metrics_series_truncated",
-            "1 if this scrape left partitions or group offsets out (metrics.partition.series.max).",
-            int(len(online) > self._max_series or groups_cut),
-        )
+        self._snapshot = [
+            _single(
+                "kafka_server_replicamanager_partitioncount",
+                "Partitions this broker leads (all of them: a single node leads every partition).",
+                broker.topics.partition_count,
+            ),
+            _single(
+                "kafka_server_replicamanager_underreplicatedpartitions",
+                "Partitions with fewer in-sync replicas than replicas: 0 on a single node.",
+                0,
+            ),
+            _single(
+                "kafka_server_replicamanager_offlinereplicacount",
+                "Partitions taken offline by a disk error (log.offline.retry.ms brings them back).",
+                offline,
+            ),
+            size,
+            start,
+            end,
+            segments,
+            current,
+            lag,
+            _single(
+                "odradek_metrics_series_truncated",
+                "1 if this scrape left partitions or group offsets out (metrics.partition.series.max).",
+                int(online > self._max_series or groups_cut),
+            ),
+        ]
 
     def _group_lag(
         self, high_watermarks: dict[tuple[str, int], int]

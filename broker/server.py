@@ -96,7 +96,8 @@ class Broker:
         self.transactions: TransactionCoordinator | None = None
         self.metrics = BrokerMetrics()
         self.metrics_address: tuple[str, int] | None = None  # bound by ``serve`` (metrics.listener)
-        self.metrics.registry.register(BrokerStateCollector(self))
+        self.metrics_state = BrokerStateCollector(self)
+        self.metrics.registry.register(self.metrics_state)
         self.request_observer = RequestObserver(
             self.metrics,
             self.topics,
@@ -145,7 +146,7 @@ async def start_metrics_endpoint(broker: Broker, nursery: trio.Nursery) -> None:
     metrics_listener = broker.config.get("metrics.listener")
     if metrics_listener:
         host, port = broker.metrics_address = await nursery.start(
-            serve_metrics, metrics_listener, broker.metrics.registry
+            serve_metrics, metrics_listener, broker.metrics.registry, broker.metrics_state.refresh
         )
         log.info("serving Prometheus metrics at http://%s:%d/metrics", host or "0.0.0.0", port)
 

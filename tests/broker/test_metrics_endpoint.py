@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 import trio
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
 from broker.config import BrokerConfig, ConfigError
-from broker.metrics_http import HEAD_LIMIT
+from broker.metrics_http import HEAD_LIMIT, SAMPLES_PER_SLICE, render
 from broker.request_observer import allowed_wait_s
 from tests.broker.test_server import DEADLINE_S, connect, frame, receive_frame, running_broker
 from tests.integration.raw_client import RawClient, make_batch
@@ -249,3 +250,12 @@ async def test_a_scrape_exports_at_most_the_configured_partitions(tmp_path: Path
     assert after.value("kafka_server_replicamanager_partitioncount") == 3
     assert len(after.series("kafka_log_log_logendoffset")) == 2
     assert after.value("odradek_metrics_series_truncated") == 1
+
+
+async def test_sliced_rendering_is_the_exposition_of_the_whole_registry() -> None:
+    registry = CollectorRegistry()
+    wide = Gauge("wide", "More samples than one slice holds.", ["partition"], registry=registry)
+    for partition in range(2 * SAMPLES_PER_SLICE + 7):
+        wide.labels(str(partition)).set(partition)
+    Gauge("narrow", "A family of one sample.", registry=registry).set(1)
+    assert await render(registry) == generate_latest(registry)
