@@ -88,6 +88,17 @@ def parse_listeners(text: str) -> list[Listener]:
     return listeners
 
 
+def parse_metrics_listener(text: str) -> tuple[str, int]:
+    """``metrics.listener`` as (host, port): ``http://HOST:PORT``, an empty host meaning every
+    interface, as in ``listeners``."""
+    match = re.fullmatch(r"http://(\[[^\]]*\]|[^:/]*):(\d+)/?", text.strip())
+    if not match or int(match.group(2)) > 65535:
+        raise ConfigError(
+            f"metrics.listener={text!r} is not of the form http://host:port (e.g. http://:9404)"
+        )
+    return match.group(1).strip("[]"), int(match.group(2))
+
+
 def parse_security_protocol_map(text: str) -> dict[str, str]:
     """Parse ``listener.security.protocol.map`` (``NAME:PROTOCOL,...``), names upper-cased."""
     mapping: dict[str, str] = {}
@@ -193,6 +204,8 @@ class BrokerConfig:
         self.listeners  # noqa: B018 - parses them; each listener's security is checked by the broker
         if self.get("advertised.listeners"):
             parse_listeners(self.get("advertised.listeners") or "")
+        if self.get("metrics.listener"):
+            parse_metrics_listener(self.get("metrics.listener") or "")
 
     def get(self, key: str) -> str | None:
         """The effective value of a broker key (explicit, derived, or default)."""

@@ -513,6 +513,40 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "1000",
             "Fetch sessions (Odradek declines them).",
         ),
+        ConfigDef(
+            "metrics.listener",
+            T.STRING,
+            "",
+            "Odradek-specific: where to serve Prometheus metrics, http://host:port (e.g. "
+            "http://:9404, an empty host meaning every interface). Empty (the default): no endpoint, "
+            "as Kafka exposes nothing until a JMX port or exporter is set up, and an extra open "
+            "port that tells anyone the topic and group names is the operator's choice.",
+        ),
+        ConfigDef(
+            "metrics.partition.series.max",
+            T.INT,
+            "10000",
+            "Odradek-specific: most partitions (and group/partition pairs) whose log and lag gauges "
+            "one scrape exports; a scrape runs on the event loop, so this bounds its cost. "
+            "odradek_metrics_series_truncated says when it cut.",
+        ),
+        ConfigDef(
+            "log.requests.enable",
+            T.BOOLEAN,
+            "false",
+            "Odradek-specific (Kafka: the kafka.request.logger log level): log every request at INFO "
+            "on the odradek.requests logger, one JSON line with client id, address, API, version, "
+            "correlation id and latency.",
+        ),
+        ConfigDef(
+            "log.slow.request.ms",
+            T.LONG,
+            "10000",
+            "Odradek-specific: log a request whose answer took longer than this at WARNING (the "
+            "request log's line), not counting a Fetch's max.wait.ms or a JoinGroup's rebalance "
+            "timeout. -1 turns it off. 10 s is a third of the clients' request.timeout.ms: such a "
+            "request is on its way to a client timeout.",
+        ),
     )
 }
 

@@ -14,6 +14,7 @@ import pkgutil
 import struct
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 from broker import handlers as handlers_package
@@ -86,15 +87,18 @@ def describe_request(header: RequestHeader, client_address: str) -> str:
 class DeferredAnswer:
     """The connection's side of a :class:`PendingResponse`: its response buffers, once ready."""
 
-    __slots__ = ("_pending", "_header", "_client_address")
+    __slots__ = ("_pending", "_header", "_client_address", "_observer", "_started")
 
-    def __init__(self, pending: PendingResponse, header: RequestHeader, client_address: str) -> None:
-        self._pending, self._header, self._client_address = pending, header, client_address
+    def __init__(self, pending: PendingResponse, ctx: RequestContext, started: float) -> None:
+        self._pending, self._header, self._client_address = pending, ctx.header, ctx.client_address
+        self._observer, self._started = ctx.broker.request_observer, started
 
     async def parts(self) -> list[Any] | None:
         with _handler_errors(self._header, self._client_address):
             response = await self._pending.finish()
-            return None if response is None else _encode(self._header, response)
+            parts = None if response is None else _encode(self._header, response)
+            self._observer.finished(self._header, self._client_address, self._started, None, response)
+            return parts
 
 
 Answer = list[Any] | DeferredAnswer | None
@@ -137,7 +141,10 @@ async def dispatch(
 
     The header is returned so the connection can name the request if answering it fails.
     On a SASL listener, a request out of the authentication sequence closes the connection.
+    Every request that reaches its handler is reported to ``broker.request_observer`` once its
+    response is ready (metrics, request log).
     """
+    started = perf_counter()
     header, offset = decode_request_header(frame)
     if auth.gated:
         try:
@@ -156,8 +163,8 @@ async def dispatch(
     ctx = RequestContext(header, broker, client_address, auth)
     with _handler_errors(header, client_address):
         response = await handler(ctx, request)
-        if response is None:
-            return header, None
         if isinstance(response, PendingResponse):
-            return header, DeferredAnswer(response, header, client_address)
-        return header, _encode(header, response)
+            return header, DeferredAnswer(response, ctx, started)
+        parts = None if response is None else _encode(header, response)
+        broker.request_observer.finished(header, client_address, started, request, response)
+        return header, parts

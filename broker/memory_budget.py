@@ -19,6 +19,7 @@ of small ones.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 
 import trio
 
@@ -28,12 +29,17 @@ class RequestTooLarge(Exception):
 
 
 class MemoryBudget:
-    """Counts reserved request bytes against ``capacity``; ``None`` means unbounded."""
+    """Counts reserved request bytes against ``capacity``; ``None`` means unbounded.
 
-    def __init__(self, capacity: int | None) -> None:
+    ``on_wait`` hears how long each reservation waited, in seconds (0 for most): the request
+    queue time of the broker's metrics.
+    """
+
+    def __init__(self, capacity: int | None, on_wait: Callable[[float], None] = lambda seconds: None) -> None:
         self.capacity = capacity
         self.available = capacity if capacity is not None else 0
         self._waiters: deque[tuple[int, trio.Event]] = deque()
+        self._on_wait = on_wait
 
     async def acquire(self, size: int) -> None:
         """Reserve ``size`` bytes, waiting in line while the budget is spent.
@@ -42,6 +48,7 @@ class MemoryBudget:
         add a scheduler round trip to every request.
         """
         if self.capacity is None:
+            self._on_wait(0.0)
             return
         if size > self.capacity:
             raise RequestTooLarge(
@@ -50,11 +57,14 @@ class MemoryBudget:
             )
         if not self._waiters and size <= self.available:
             self.available -= size
+            self._on_wait(0.0)
             return
         entry = (size, trio.Event())
         self._waiters.append(entry)
+        waiting_since = trio.current_time()
         try:
             await entry[1].wait()
+            self._on_wait(trio.current_time() - waiting_since)
         except BaseException:
             if entry[1].is_set():
                 self.release(size)

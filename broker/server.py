@@ -32,9 +32,13 @@ from broker.dynamic_config import DynamicConfigs
 from broker.group_timers import install_group_coordinator
 from broker.log_maintenance import run_log_maintenance
 from broker.memory_budget import MemoryBudget
+from broker.metrics import BrokerMetrics
+from broker.metrics_http import serve_metrics
+from broker.metrics_state import BrokerStateCollector
 from broker.partitions import PartitionStore
 from broker.peer_watch import PeerWatch
 from broker.producer_ids import ProducerIdAllocator
+from broker.request_observer import RequestObserver
 from broker.security.listener_security import build_listener_security
 from broker.security.scram_store import ScramCredentialStore
 from broker.topics import TopicRegistry
@@ -117,8 +121,20 @@ class Broker:
         self.listeners: list[Listener] = []
         self.coordinator: GroupCoordinator | None = None
         self.transactions: TransactionCoordinator | None = None
+        self.metrics = BrokerMetrics()
+        self.metrics_address: tuple[str, int] | None = None  # bound by ``serve`` (metrics.listener)
+        self.metrics_state = BrokerStateCollector(self)
+        self.metrics.registry.register(self.metrics_state)
+        self.request_observer = RequestObserver(
+            self.metrics,
+            self.topics,
+            config.get_bool("log.requests.enable"),
+            config.get_int("log.slow.request.ms"),
+        )
         queued_bytes = config.get_int("queued.max.request.bytes")
-        self.request_memory = MemoryBudget(queued_bytes if queued_bytes > 0 else None)
+        self.request_memory = MemoryBudget(
+            queued_bytes if queued_bytes > 0 else None, self.metrics.requests.queue_time.observe
+        )
         self.peer_watch = PeerWatch()
         # Long-running duties started with the listeners and cancelled with them
         # (flush.ms enforcement; the coordinator and retention add theirs).
@@ -161,12 +177,23 @@ def connection_limits(config: BrokerConfig) -> ConnectionLimits:
     return ConnectionLimits(max_connections, config.get_int("max.connections.per.ip"))
 
 
+async def start_metrics_endpoint(broker: Broker, nursery: trio.Nursery) -> None:
+    """Serve ``GET /metrics`` at ``metrics.listener``, if set."""
+    metrics_listener = broker.config.get("metrics.listener")
+    if metrics_listener:
+        host, port = broker.metrics_address = await nursery.start(
+            serve_metrics, metrics_listener, broker.metrics.registry, broker.metrics_state.refresh
+        )
+        log.info("serving Prometheus metrics at http://%s:%d/metrics", host or "0.0.0.0", port)
+
+
 async def serve(
     broker: Broker, *, task_status: trio.TaskStatus[list[Listener]] = trio.TASK_STATUS_IGNORED
 ) -> None:
     """Accept connections on every configured listener until cancelled."""
     limits = connection_limits(broker.config)
     async with trio.open_nursery() as nursery:
+        await start_metrics_endpoint(broker, nursery)
         sockets = []
         for listener in broker.config.listeners:
             sock = trio.socket.socket(
@@ -181,9 +208,8 @@ async def serve(
         log.info("accepting up to %d connections (max.connections)", limits.max_connections)
         for listener_name, sock in sockets:
             security = broker.listener_security[listener_name]
-            nursery.start_soon(
-                accept_loop, sock, limits, nursery, partial(serve_connection, broker, security)
-            )
+            serve_one = broker.metrics.counting(listener_name, partial(serve_connection, broker, security))
+            nursery.start_soon(accept_loop, sock, limits, nursery, serve_one)
         for task in broker.background_tasks:
             nursery.start_soon(task)
         task_status.started(list(broker.listeners))

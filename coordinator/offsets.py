@@ -13,7 +13,7 @@ consumers) answers UNSTABLE_OFFSET_COMMIT for those partitions, as Kafka does (K
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from coordinator.records import NO_LEADER_EPOCH, OffsetAndMetadata, OffsetCommitKey, encode_offset_commit
@@ -272,6 +272,13 @@ class Offsets:
 
     def has_offsets(self, group_id: str) -> bool:
         return group_id in self._by_group
+
+    def committed(self) -> Iterator[tuple[str, str, int, int]]:
+        """Every committed offset as (group, topic, partition, offset), for lag metrics. A
+        generator over live state: callers must not yield to the event loop while walking it."""
+        for group_id, offsets in self._by_group.items():
+            for (topic, partition), value in offsets.items():
+                yield group_id, topic, partition, value.offset
 
     def tombstones(self, group_id: str) -> list[OffsetCommitKey]:
         """Keys of every commit of ``group_id`` (deleting a group deletes its offsets)."""

@@ -202,6 +202,8 @@ def append_partition(
     must_sync = broker.durability.after_append(
         (topic, index), partition_log, batches[0].record_count, wrote=not appended.duplicate
     )
+    if not appended.duplicate:
+        broker.metrics.appended(topic, len(records), sum(batch.record_count for batch in batches))
     if not must_sync:  # otherwise fetchers are woken when its round makes it visible
         broker.appends.notify((topic, index))
     return {

@@ -175,6 +175,7 @@ async def handle_delete_topics(ctx: RequestContext, request: dict[str, Any]) -> 
             )
             continue
         broker.topics.delete(info.name)
+        broker.metrics.forget_topic(info.name)
         await broker.partitions.delete_topic(info)
         responses.append(entry | {"name": info.name, "topic_id": info.topic_id, "error_code": ErrorCode.NONE})
     return {"throttle_time_ms": 0, "responses": responses}
