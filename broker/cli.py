@@ -55,6 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="set any broker config key (repeatable; wins over the file and the environment)",
     )
     run.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    run.add_argument(
+        "--log-requests",
+        action="store_true",
+        help="log one JSON line per request (shortcut for log.requests.enable=true)",
+    )
     add_group_offset_actions(add_admin_commands(commands))
     add_config_commands(commands)
     add_console_commands(commands)
@@ -64,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def config_from_args(args: argparse.Namespace) -> BrokerConfig:
     overrides = dict(args.override)
+    if args.log_requests:
+        overrides["log.requests.enable"] = "true"
     for flag, key in (
         ("data_dir", "log.dirs"),
         ("listeners", "listeners"),
