@@ -1,0 +1,174 @@
+"""The SASL mechanism servers and TLS principal rules, token by token (they are sans-IO).
+
+A SCRAM client is computed here from RFC 5802, independently of the server's code; real
+clients are exercised end to end in ``compat_tests/test_security.py``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import time
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from broker.config import ConfigError
+from broker.security.jaas import parse_jaas
+from broker.security.mechanism import AuthenticationFailed
+from broker.security.oauthbearer import JwksValidator, OAuthBearerServer, UnsecuredValidator
+from broker.security.plain import PlainServer
+from broker.security.scram import ScramCredential, ScramServer
+from broker.security.tls import PrincipalMapper, subject_name
+
+MECHANISM = "SCRAM-SHA-256"
+
+
+def _scram_store(password: str = "pencil") -> dict[tuple[str, str], ScramCredential]:
+    return {("user", MECHANISM): ScramCredential.from_password(MECHANISM, password)}
+
+
+def _scram_exchange(server: ScramServer, user: str, password: str, tamper_nonce: bool = False) -> bytes:
+    client_nonce = "fyko+d2lbbFgONRv9qkxdawL"
+    bare = f"n={user},r={client_nonce}"
+    server_first = server.step(f"n,,{bare}".encode()).decode()
+    fields = dict(item.split("=", 1) for item in server_first.split(","))
+    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), base64.b64decode(fields["s"]), int(fields["i"]))
+    nonce = fields["r"] + ("x" if tamper_nonce else "")
+    without_proof = f"c=biws,r={nonce}"
+    auth_message = f"{bare},{server_first},{without_proof}".encode()
+    client_key = hmac.digest(salted, b"Client Key", "sha256")
+    signature = hmac.digest(hashlib.sha256(client_key).digest(), auth_message, "sha256")
+    proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+    final = server.step(f"{without_proof},p={base64.b64encode(proof).decode()}".encode())
+    expected = hmac.digest(hmac.digest(salted, b"Server Key", "sha256"), auth_message, "sha256")
+    assert final == b"v=" + base64.b64encode(expected)
+    return final
+
+
+def test_scram_exchange_authenticates_and_proves_the_server() -> None:
+    store = _scram_store()
+    server = ScramServer(MECHANISM, lambda user, mechanism: store.get((user, mechanism)))
+    _scram_exchange(server, "user", "pencil")
+    assert server.complete and server.principal == "User:user"
+
+
+@pytest.mark.parametrize(
+    ("user", "password", "tamper"),
+    [("user", "wrong", False), ("nobody", "pencil", False), ("user", "pencil", True)],
+)
+def test_scram_refusals_all_read_alike(user: str, password: str, tamper: bool) -> None:
+    store = _scram_store()
+    server = ScramServer(MECHANISM, lambda u, m: store.get((u, m)))
+    with pytest.raises(
+        AuthenticationFailed, match="invalid credentials with SASL mechanism SCRAM-SHA-256|final"
+    ):
+        _scram_exchange(server, user, password, tamper)
+    assert not server.complete
+
+
+def test_scram_client_first_must_be_well_formed() -> None:
+    server = ScramServer(MECHANISM, lambda u, m: None)
+    with pytest.raises(AuthenticationFailed, match="Invalid SCRAM client first message"):
+        server.step(b"garbage")
+
+
+def test_plain_checks_user_password_and_authorization_id() -> None:
+    users = {"alice": b"secret"}
+    server = PlainServer(users)
+    server.step(b"\0alice\0secret")
+    assert server.principal == "User:alice"
+    for token, message in (
+        (b"\0alice\0nope", "Invalid username or password"),
+        (b"\0mallory\0secret", "Invalid username or password"),
+        (b"bob\0alice\0secret", "authorization id that is different from username"),
+        (b"alice-secret", "expected 3 tokens"),
+    ):
+        with pytest.raises(AuthenticationFailed, match=message):
+            PlainServer(users).step(token)
+
+
+def _unsecured(claims: dict[str, object], alg: str = "none") -> bytes:
+    def part(value: dict[str, object]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+    return f"n,,\x01auth=Bearer {part({'alg': alg})}.{part(claims)}.\x01\x01".encode()
+
+
+def test_unsecured_token_authenticates_its_subject_until_it_expires() -> None:
+    server = OAuthBearerServer(UnsecuredValidator())
+    assert server.step(_unsecured({"sub": "dave", "exp": time.time() + 60})) == b""
+    assert server.principal == "User:dave" and server.expires_at_ms is not None
+
+
+@pytest.mark.parametrize(
+    ("claims", "alg", "validator"),
+    [
+        ({"sub": "dave", "exp": time.time() - 60}, "none", UnsecuredValidator()),
+        ({"exp": time.time() + 60}, "none", UnsecuredValidator()),
+        ({"sub": "dave", "exp": time.time() + 60}, "HS256", UnsecuredValidator()),
+        (
+            {"sub": "dave", "exp": time.time() + 60, "scope": "read"},
+            "none",
+            UnsecuredValidator(required_scope=("write",)),
+        ),
+    ],
+)
+def test_refused_token_gets_the_rfc7628_challenge_then_fails(
+    claims: dict[str, object], alg: str, validator: UnsecuredValidator
+) -> None:
+    server = OAuthBearerServer(validator)
+    assert server.step(_unsecured(claims, alg)) == b'{"status":"invalid_token"}'
+    with pytest.raises(AuthenticationFailed, match="invalid_token"):
+        server.step(b"\x01")
+
+
+def test_jwks_validator_checks_signature_audience_and_expiry() -> None:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
+    jwks = json.dumps({"keys": [{**jwk, "kid": "k1", "use": "sig", "alg": "RS256"}]})
+    validator = JwksValidator(jwks, ["kafka"], "issuer", "sub", 0)
+
+    def token(**claims: object) -> str:
+        base = {"sub": "erin", "aud": "kafka", "iss": "issuer", "exp": int(time.time()) + 60}
+        return jwt.encode({**base, **claims}, key, algorithm="RS256", headers={"kid": "k1"})
+
+    assert validator(token()).principal == "erin"
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    forged = jwt.encode(
+        {"sub": "erin", "aud": "kafka", "iss": "issuer", "exp": int(time.time()) + 60},
+        other,
+        algorithm="RS256",
+        headers={"kid": "k1"},
+    )
+    for bad in (token(aud="other"), token(exp=int(time.time()) - 10), token(iss="else"), forged):
+        server = OAuthBearerServer(validator)
+        assert server.step(f"n,,\x01auth=Bearer {bad}\x01\x01".encode()) == b'{"status":"invalid_token"}'
+
+
+def test_principal_mapping_rules() -> None:
+    dn = subject_name(
+        {
+            "subject": (
+                (("countryName", "US"),),
+                (("organizationName", "Acme, Inc"),),
+                (("commonName", "Svc"),),
+            )
+        }
+    )
+    assert dn == "CN=Svc,O=Acme\\, Inc,C=US"
+    assert PrincipalMapper("DEFAULT").principal(dn) == dn
+    assert PrincipalMapper("RULE:^CN=([^,]+),.*$/$1/L, DEFAULT").principal(dn) == "svc"
+    assert PrincipalMapper("RULE:^CN=(.*?),O=Other.*$/$1/").principal(dn) is None
+    with pytest.raises(ConfigError):
+        PrincipalMapper("RULE:nonsense")
+
+
+def test_jaas_options_are_read_with_quotes_and_escapes() -> None:
+    options = parse_jaas(
+        "k", 'org.example.Module required user_a="p\\"w;d" user_b=plain debug="true";', "org.example.Module"
+    )
+    assert options == {"user_a": 'p"w;d', "user_b": "plain", "debug": "true"}
