@@ -25,6 +25,7 @@ from broker.config import BrokerConfig, Listener
 from broker.connection import serve_connection
 from broker.dispatch import load_handlers
 from broker.durability import Durability
+from broker.fetch_sessions import FetchSessionCache
 from broker.group_timers import install_group_coordinator
 from broker.log_maintenance import run_log_maintenance
 from broker.memory_budget import MemoryBudget
@@ -84,6 +85,11 @@ class Broker:
         self.partitions = PartitionStore(self, [str(d) for d in dirs])
         self.producer_ids = ProducerIdAllocator(self.data_dir)
         self.appends = AppendNotifier()
+        self.fetch_sessions = FetchSessionCache(
+            config.get_int("max.incremental.fetch.session.cache.slots"),
+            config.get_int("max.incremental.fetch.session.cache.partitions"),
+            clock,
+        )
         self.durability = Durability(self)
         self.served: dict[ApiKey, Served] = load_handlers()
         self.supported: dict[ApiKey, ApiSupport] = supported_apis(self.served)
