@@ -67,22 +67,24 @@ class SessionPartition:
     def key(self, uses_topic_ids: bool) -> SessionKey:
         return (self.topic_id if uses_topic_ids else self.topic, self.partition)
 
+    def was_told(self, high_watermark: int, log_start_offset: int) -> bool:
+        """Whether the client's last answer for this partition carried these offsets."""
+        return self.high_watermark == high_watermark and self.log_start_offset == log_start_offset
+
     def must_respond(self, response: dict[str, Any], records: int) -> bool:
         """Whether an incremental answer includes this partition (Kafka's ``CachedPartition``
         rules), remembering what it now tells: records, a changed high watermark or log start
         offset, or an error (after which the high watermark is forgotten, so the partition is
         included again once the error clears)."""
-        changed = records > 0
-        if self.high_watermark != response["high_watermark"]:
-            self.high_watermark = response["high_watermark"]
-            changed = True
-        if self.log_start_offset != response["log_start_offset"]:
-            self.log_start_offset = response["log_start_offset"]
-            changed = True
-        if response["error_code"] != ErrorCode.NONE:
-            self.high_watermark = -1
-            changed = True
-        return changed
+        error = response["error_code"] != ErrorCode.NONE
+        news = (
+            records > 0
+            or error
+            or not self.was_told(response["high_watermark"], response["log_start_offset"])
+        )
+        self.high_watermark = -1 if error else response["high_watermark"]
+        self.log_start_offset = response["log_start_offset"]
+        return news
 
 
 @dataclass(slots=True, eq=False)

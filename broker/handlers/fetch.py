@@ -62,14 +62,9 @@ def requested_partitions(ctx: RequestContext, request: dict[str, Any]) -> list[S
     position values, as Kafka's request map does). From Fetch 13 topics are named by id; an id
     this broker never issued has no name (None)."""
     by_id = ctx.api_version >= FIRST_TOPIC_ID_VERSION
-    topics = ctx.broker.topics
     wanted: dict[SessionKey, SessionPartition] = {}
     for t in request["topics"]:
-        if by_id:
-            info = topics.by_id(t["topic_id"])
-            name, topic_id = (info.name if info else None), t["topic_id"]
-        else:
-            name, topic_id = t["topic"], ZERO_UUID
+        name, topic_id = (None, t["topic_id"]) if by_id else (t["topic"], ZERO_UUID)
         for p in t["partitions"]:
             target = SessionPartition(
                 name,
@@ -80,7 +75,20 @@ def requested_partitions(ctx: RequestContext, request: dict[str, Any]) -> list[S
                 p.get("current_leader_epoch", -1),
             )
             wanted[target.key(by_id)] = target
-    return list(wanted.values())
+    targets = list(wanted.values())
+    if by_id:
+        refresh_topic_names(ctx, targets)
+    return targets
+
+
+def refresh_topic_names(ctx: RequestContext, targets: Sequence[SessionPartition]) -> None:
+    """Name a session's topics by their ids again for this fetch (Kafka resolves a session's
+    names on each fetch too): a topic deleted since is unknown (None), and one created again
+    under the same name is another topic, with another id."""
+    by_id = ctx.broker.topics.by_id
+    for target in targets:
+        info = by_id(target.topic_id)
+        target.topic = info.name if info else None
 
 
 def forgotten_partitions(ctx: RequestContext, request: dict[str, Any]) -> list[SessionKey]:
@@ -95,10 +103,17 @@ class FetchPlan:
     """One Fetch's partitions and limits, re-read after each wake-up."""
 
     def __init__(
-        self, ctx: RequestContext, request: dict[str, Any], targets: Sequence[SessionPartition]
+        self,
+        ctx: RequestContext,
+        request: dict[str, Any],
+        targets: Sequence[SessionPartition],
+        incremental: bool,
     ) -> None:
         self.ctx = ctx
         self.targets = targets
+        # An incremental answer leaves out quiet partitions, so none is even built (an idle
+        # consumer's session may hold thousands).
+        self.incremental = incremental
         broker_cap = ctx.broker.config.get_int("fetch.max.bytes")
         self.max_bytes = max(0, min(request.get("max_bytes", broker_cap), broker_cap))
         self.read_committed = request.get("isolation_level", 0) == READ_COMMITTED
@@ -109,8 +124,9 @@ class FetchPlan:
     def read(self) -> tuple[list[Answer], int, bool]:
         """Locate every partition's data once: (answers, bytes of records, any error).
 
-        ``records`` holds the located ``FileSlice`` (or b"") until :func:`attach_regions`
-        turns it into a sendable region; nothing is read from disk here.
+        ``records`` holds the located ``FileSlice`` (or b"") until :func:`topic_responses`
+        turns it into a sendable region; nothing is read from disk here. Partitions of an
+        incremental fetch with nothing new are left out.
         """
         answers: list[Answer] = []
         total = 0
@@ -120,6 +136,8 @@ class FetchPlan:
                 result = partition_error(target.partition, ErrorCode.UNKNOWN_TOPIC_ID)
             else:
                 result = self._read_partition(target, total)
+                if result is None:
+                    continue
             located = result["records"]
             size = located.length if isinstance(located, FileSlice) else 0
             total += size
@@ -127,7 +145,7 @@ class FetchPlan:
             answers.append((target, result, size))
         return answers, total, errored
 
-    def _read_partition(self, target: SessionPartition, bytes_so_far: int) -> dict[str, Any]:
+    def _read_partition(self, target: SessionPartition, bytes_so_far: int) -> dict[str, Any] | None:
         index = target.partition
         found = find_partition(self.ctx, target.topic, index, target.current_leader_epoch)
         if isinstance(found, ErrorCode):
@@ -155,6 +173,8 @@ class FetchPlan:
             if slices and not (bytes_so_far > 0 and slices[0].length > budget):
                 records = slices[0]  # KIP-74: only the first non-empty partition may exceed limits
                 aborted = found_aborted
+        if self.incremental and not records and target.was_told(high_watermark, log_start):
+            return None
         return {
             "partition_index": index,
             "error_code": ErrorCode.NONE,
@@ -209,7 +229,9 @@ async def handle_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str
     )
     if context.error != ErrorCode.NONE:
         return refused(context.error, INVALID_SESSION_ID)
-    plan = FetchPlan(ctx, request, context.targets)
+    if by_id and context.session is not None:
+        refresh_topic_names(ctx, context.targets)
+    plan = FetchPlan(ctx, request, context.targets, context.session is not None)
     deadline = trio.current_time() + max(0, request["max_wait_ms"]) / 1000
     min_bytes = request["min_bytes"]
     while True:

@@ -169,6 +169,18 @@ def test_sessions_by_topic_id_keep_to_topic_ids(client: RawClient) -> None:
     assert (by_name["error_code"], by_name["responses"]) == (ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR, [])
 
 
+def test_a_session_by_topic_id_does_not_follow_a_recreated_name(client: RawClient) -> None:
+    client.create_topic("sess-g", 1)
+    old_id = client.metadata(["sess-g"])["topics"][0]["topic_id"]
+    session_id = fetch(client, 0, 0, {old_id: {0: 0}}, version=IDS_VERSION)["session_id"]
+    assert client.delete_topic("sess-g")["error_code"] == ErrorCode.NONE
+    client.create_topic("sess-g", 1)
+    client.produce("sess-g", 0, make_batch([b"new topic"]))
+    after = fetch(client, session_id, 1, {}, version=IDS_VERSION)
+    (topic,) = after["responses"]
+    assert (topic["topic_id"], topic["partitions"][0]["error_code"]) == (old_id, ErrorCode.UNKNOWN_TOPIC_ID)
+
+
 def test_no_slots_no_sessions(tmp_path: Path) -> None:
     broker = OdradekProcess(tmp_path / "broker", {"max.incremental.fetch.session.cache.slots": "0"}).start()
     try:
