@@ -64,7 +64,7 @@ def test_incremental_fetches_in_a_session(admin: Driver, broker: RunningBroker, 
         news = fetcher.fetch(session, 2, {})
         assert (news.error, news.session_id, list(news.partitions)) == ("NONE", session, [(topic, 2)])
         assert news.partitions[(topic, 2)] > 0
-        assert fetcher.fetch(session, 7, {}).error == "INVALID_FETCH_SESSION_EPOCH"
+        assert fetcher.fetch(session, 7, {}) == FetchAnswer("INVALID_FETCH_SESSION_EPOCH", 0, {})
         # Partition 2 caught up and forgotten: new records there are not read any more.
         assert fetcher.fetch(session, 3, {topic: {2: 1}}, forgotten={topic: [2]}) == FetchAnswer(
             "NONE", session, {}
@@ -73,7 +73,7 @@ def test_incremental_fetches_in_a_session(admin: Driver, broker: RunningBroker, 
         assert fetcher.fetch(session, 4, {}) == FetchAnswer("NONE", session, {})
         closed = fetcher.fetch(session, -1, {topic: {2: 1}})
         assert (closed.error, closed.session_id, list(closed.partitions)) == ("NONE", 0, [(topic, 2)])
-        assert fetcher.fetch(session, 5, {}).error == "FETCH_SESSION_ID_NOT_FOUND"
+        assert fetcher.fetch(session, 5, {}) == FetchAnswer("FETCH_SESSION_ID_NOT_FOUND", 0, {})
 
 
 def test_consumer_on_many_partitions_receives_only_new_records(
@@ -96,3 +96,34 @@ def test_consumer_on_many_partitions_receives_only_new_records(
     assert sorted((r.partition, r.offset, r.value) for r in second) == sorted(
         (m.partition, 1 + i % 3, m.value) for i, m in enumerate(later)
     )
+
+
+def test_forgetting_every_partition_ends_the_session(
+    admin: Driver, broker: RunningBroker, topic: str
+) -> None:
+    """A session left with no partitions is closed: the answer is sessionless (session id 0)
+    and the session is gone."""
+    admin.create_topic(topic, 2)
+    with closing(RawFetcher(broker.bootstrap)) as fetcher:
+        session = fetcher.fetch(0, 0, {topic: {0: 0, 1: 0}}).session_id
+        assert session != 0
+        assert fetcher.fetch(session, 1, {}, forgotten={topic: [0, 1]}) == FetchAnswer("NONE", 0, {})
+        assert fetcher.fetch(session, 2, {}) == FetchAnswer("FETCH_SESSION_ID_NOT_FOUND", 0, {})
+
+
+def test_a_session_keeps_to_topic_names_or_ids(admin: Driver, broker: RunningBroker, topic: str) -> None:
+    """Fetch 13+ names topics by id: a session opened with ids answers by id and refuses a
+    request by name with FETCH_SESSION_TOPIC_ID_ERROR, and the reverse."""
+    admin.create_topic(topic, 1)
+    admin.produce(topic, [Message(b"v", partition=0)], ProducerSettings())
+    with closing(RawFetcher(broker.bootstrap)) as fetcher:
+        ids = {topic: fetcher.topic_id(topic)}
+        by_id = fetcher.fetch(0, 0, {topic: {0: 0}}, topic_ids=ids)
+        assert (by_id.error, by_id.session_id != 0, list(by_id.partitions)) == ("NONE", True, [(topic, 0)])
+        assert fetcher.fetch(by_id.session_id, 1, {topic: {0: 1}}, topic_ids=ids) == FetchAnswer(
+            "NONE", by_id.session_id, {}
+        )
+        refused = FetchAnswer("FETCH_SESSION_TOPIC_ID_ERROR", 0, {})
+        assert fetcher.fetch(by_id.session_id, 2, {}) == refused
+        by_name = fetcher.fetch(0, 0, {topic: {0: 0}}).session_id
+        assert fetcher.fetch(by_name, 1, {}, topic_ids=ids) == refused

@@ -483,17 +483,36 @@ class RawFetcher:
     def close(self) -> None:
         self._client.close()
 
+    def topic_id(self, topic: str) -> uuid.UUID:
+        """The topic's id, as Metadata (v10+) gives it."""
+        request = MetadataRequest(
+            min_version=10,
+            topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+            allow_auto_topic_creation=False,
+        )
+        (found,) = _request(self._client, request)["topics"]
+        topic_id: uuid.UUID = found["topic_id"]
+        return topic_id
+
     def fetch(
         self,
         session_id: int,
         session_epoch: int,
         wanted: Mapping[str, Mapping[int, int]],
         forgotten: Mapping[str, Sequence[int]] | None = None,
+        topic_ids: Mapping[str, uuid.UUID] | None = None,
     ) -> FetchAnswer:
-        """One Fetch that does not wait: ``wanted`` maps topics to {partition: fetch offset}."""
+        """One Fetch that does not wait: ``wanted`` maps topics to {partition: fetch offset}.
+
+        Fetch v12 names topics; given ``topic_ids`` (names to ids), v13+ names them by id.
+        """
+
+        def topic_key(topic: str) -> dict[str, Any]:
+            return {"topic_id": topic_ids[topic]} if topic_ids else {"topic": topic}
+
         topics = [
             FetchRequest.FetchTopic(
-                topic=topic,
+                **topic_key(topic),
                 partitions=[
                     FetchRequest.FetchTopic.FetchPartition(
                         partition=partition,
@@ -509,7 +528,7 @@ class RawFetcher:
             for topic, offsets in wanted.items()
         ]
         request = FetchRequest(
-            max_version=12,
+            **({"min_version": 13} if topic_ids else {"max_version": 12}),
             replica_id=-1,
             max_wait_ms=0,
             min_bytes=0,
@@ -519,17 +538,20 @@ class RawFetcher:
             session_epoch=session_epoch,
             topics=topics,
             forgotten_topics_data=[
-                FetchRequest.ForgottenTopic(topic=topic, partitions=list(partitions))
+                FetchRequest.ForgottenTopic(**topic_key(topic), partitions=list(partitions))
                 for topic, partitions in (forgotten or {}).items()
             ],
             rack_id="",
         )
         response = _request(self._client, request)
+        names = {topic_id: name for name, topic_id in (topic_ids or {}).items()}
         return FetchAnswer(
             kafka_error_name(response["error_code"]),
             response["session_id"],
             {
-                (t["topic"], p["partition_index"]): len(p["records"] or b"")
+                (names[t["topic_id"]] if topic_ids else t["topic"], p["partition_index"]): len(
+                    p["records"] or b""
+                )
                 for t in response["responses"]
                 for p in t["partitions"]
             },
