@@ -511,7 +511,19 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "max.incremental.fetch.session.cache.slots",
             T.INT,
             "1000",
-            "Fetch sessions (Odradek declines them).",
+            "The most incremental fetch sessions (KIP-227) the broker keeps; 0 declines every "
+            "session, so clients send full fetches.",
+        ),
+        ConfigDef(
+            "max.incremental.fetch.session.cache.partitions",
+            T.INT,
+            "200000",
+            "Odradek-specific. The most partitions all fetch sessions together may hold. Each "
+            "session is memory a client makes the broker keep (about 350 bytes a partition, and "
+            "a session may name partitions that do not exist), which Kafka bounds only by the "
+            "slots; a session past this is declined or closed, and its client sends full "
+            "fetches. 200,000 holds two consumers of every partition max.partitions.per.broker "
+            "allows (about 70 MB at most).",
         ),
         ConfigDef(
             "metrics.listener",

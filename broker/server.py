@@ -29,6 +29,7 @@ from broker.connection import serve_connection
 from broker.dispatch import load_handlers
 from broker.durability import Durability
 from broker.dynamic_config import DynamicConfigs
+from broker.fetch_sessions import FetchSessionCache
 from broker.group_timers import install_group_coordinator
 from broker.log_maintenance import run_log_maintenance
 from broker.memory_budget import MemoryBudget
@@ -111,6 +112,11 @@ class Broker:
         self.producer_ids = ProducerIdAllocator(self.data_dir)
         self.scram_credentials = ScramCredentialStore(self.data_dir)
         self.appends = AppendNotifier()
+        self.fetch_sessions = FetchSessionCache(
+            config.get_int("max.incremental.fetch.session.cache.slots"),
+            config.get_int("max.incremental.fetch.session.cache.partitions"),
+            clock,
+        )
         self.durability = Durability(self)
         self.client_software = ClientSoftware()
         self.client_telemetry = ClientTelemetry(

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import time
+from contextlib import closing
+
 import pytest
 
 from compat_tests.drivers.base import ClientError, Driver, ErrorKind, Message, ProducerSettings
+from compat_tests.drivers.kafka_python import RawMetadata
 from compat_tests.helpers import eventually
 from compat_tests.pools import BrokerPool, DriverPool
 
@@ -43,3 +47,29 @@ def test_produce_without_autocreate(
 
 def assert_partition_count(driver: Driver, topic: str, count: int) -> None:
     assert driver.partition_count(topic) == count
+
+
+AUTO_CREATED_PARTITIONS = 3
+BROKER_IDS = [1] * AUTO_CREATED_PARTITIONS  # every partition led by the suite's single node (id 1)
+MAX_POLLS = 3000  # 30 s of polls 10 ms apart: far beyond Kafka's creation (about 0.1 s)
+
+
+def test_auto_created_topic_appears_whole(brokers: BrokerPool, topic: str) -> None:
+    """What the first Metadata answer says about a topic it auto-creates, and what later ones say.
+
+    Apache Kafka 4.3 (KRaft) answers the request that creates the topic with
+    UNKNOWN_TOPIC_OR_PARTITION and no partitions (not LEADER_NOT_AVAILABLE), and the topic then
+    appears whole: every partition at once, each with its leader. Clients rely on the second
+    half: a consumer group leader that assigned from a partial topic would not rebalance when
+    the rest appeared.
+    """
+    broker = brokers.get({"num.partitions": str(AUTO_CREATED_PARTITIONS)})
+    whole = ("NONE", [("NONE", leader) for leader in BROKER_IDS])
+    with closing(RawMetadata(broker.bootstrap)) as metadata:
+        assert metadata.topic(topic) == ("UNKNOWN_TOPIC_OR_PARTITION", [])
+        seen = [metadata.topic(topic)]
+        while seen[-1] != whole and len(seen) < MAX_POLLS:
+            assert seen[-1] == ("UNKNOWN_TOPIC_OR_PARTITION", []), seen[-1]
+            time.sleep(0.01)
+            seen.append(metadata.topic(topic))
+    assert seen[-1] == whole, seen[-3:]

@@ -6,10 +6,13 @@ Size limits
 follow KIP-74: the first non-empty partition of a response always gets at least one whole
 batch, even one larger than ``max_bytes``/``partition_max_bytes``; later partitions only
 get what fits.  A response with less than ``min_bytes`` waits (up to ``max_wait_ms``) for
-an append to any of its partitions.  Fetch sessions (KIP-227) are declined by answering
-``session_id`` 0, which every client handles by sending full fetches; a full fetch is served
-whatever session id it names (Go clients send -1 with epoch -1).  From v13 topics are
-named by their (persistent) topic ids; an unknown id is UNKNOWN_TOPIC_ID.
+an append to any of its partitions.  From v13 topics are named by their (persistent) topic
+ids; an unknown id is UNKNOWN_TOPIC_ID.
+
+Fetch sessions (KIP-227, ``broker/fetch_sessions.py``): a full fetch with epoch 0 may open
+one, and an incremental fetch then reads every partition of its session but answers only those
+with something new.  A full fetch is served whatever session id it names (Go clients send -1
+with epoch -1).
 
 Isolation (KIP-98): every partition reports its last stable offset.  A read_committed fetch
 (``isolation_level`` 1) gets only the whole batches below it, and the aborted transactions
@@ -19,6 +22,7 @@ towards ``min_bytes``, so a long poll keeps waiting until a marker decides it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import trio
@@ -26,6 +30,7 @@ import trio
 from broker.api_support import Served
 from broker.context import RequestContext
 from broker.error_mapping import error_code_of
+from broker.fetch_sessions import INVALID_SESSION_ID, Answer, SessionKey, SessionPartition
 from broker.file_region import FileRegion
 from broker.partition_requests import find_partition
 from log.errors import LogError
@@ -34,6 +39,7 @@ from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
 FIRST_TOPIC_ID_VERSION = 13
+ZERO_UUID = bytes(16)
 READ_COMMITTED = 1
 
 
@@ -51,69 +57,107 @@ def partition_error(
     }
 
 
-class FetchPlan:
-    """One Fetch request's partitions and limits, re-read after each wake-up."""
+def requested_partitions(ctx: RequestContext, request: dict[str, Any]) -> list[SessionPartition]:
+    """The request's partitions in order, each named once (a repeat replaces the first's
+    position values, as Kafka's request map does). From Fetch 13 topics are named by id; an id
+    this broker never issued has no name (None)."""
+    by_id = ctx.api_version >= FIRST_TOPIC_ID_VERSION
+    wanted: dict[SessionKey, SessionPartition] = {}
+    for t in request["topics"]:
+        name, topic_id = (None, t["topic_id"]) if by_id else (t["topic"], ZERO_UUID)
+        for p in t["partitions"]:
+            target = SessionPartition(
+                name,
+                topic_id,
+                p["partition"],
+                p["fetch_offset"],
+                p["partition_max_bytes"],
+                p.get("current_leader_epoch", -1),
+            )
+            wanted[target.key(by_id)] = target
+    targets = list(wanted.values())
+    if by_id:
+        refresh_topic_names(ctx, targets)
+    return targets
 
-    def __init__(self, ctx: RequestContext, request: dict[str, Any]) -> None:
+
+def refresh_topic_names(ctx: RequestContext, targets: Sequence[SessionPartition]) -> None:
+    """Name a session's topics by their ids again for this fetch (Kafka resolves a session's
+    names on each fetch too): a topic deleted since is unknown (None), and one created again
+    under the same name is another topic, with another id."""
+    by_id = ctx.broker.topics.by_id
+    for target in targets:
+        info = by_id(target.topic_id)
+        target.topic = info.name if info else None
+
+
+def forgotten_partitions(ctx: RequestContext, request: dict[str, Any]) -> list[SessionKey]:
+    """The session keys ``forgotten_topics_data`` names (topic ids from Fetch 13)."""
+    topic_key = "topic_id" if ctx.api_version >= FIRST_TOPIC_ID_VERSION else "topic"
+    return [
+        (t[topic_key], index) for t in request.get("forgotten_topics_data", ()) for index in t["partitions"]
+    ]
+
+
+class FetchPlan:
+    """One Fetch's partitions and limits, re-read after each wake-up."""
+
+    def __init__(
+        self,
+        ctx: RequestContext,
+        request: dict[str, Any],
+        targets: Sequence[SessionPartition],
+        incremental: bool,
+    ) -> None:
         self.ctx = ctx
-        self.topics = request["topics"]
-        self.by_id = ctx.api_version >= FIRST_TOPIC_ID_VERSION
-        # Fetch v13+ names topics by id; an id this broker never issued has no name (None).
-        self.names = [
-            (info.name if (info := ctx.broker.topics.by_id(t["topic_id"])) else None)
-            if self.by_id
-            else t["topic"]
-            for t in self.topics
-        ]
+        self.targets = targets
+        # An incremental answer leaves out quiet partitions, so none is even built (an idle
+        # consumer's session may hold thousands).
+        self.incremental = incremental
         broker_cap = ctx.broker.config.get_int("fetch.max.bytes")
         self.max_bytes = max(0, min(request.get("max_bytes", broker_cap), broker_cap))
         self.read_committed = request.get("isolation_level", 0) == READ_COMMITTED
 
     def keys(self) -> list[tuple[str, int]]:
-        return [
-            (name, p["partition"])
-            for name, t in zip(self.names, self.topics, strict=True)
-            if name is not None
-            for p in t["partitions"]
-        ]
+        return [(t.topic, t.partition) for t in self.targets if t.topic is not None]
 
-    def read(self) -> tuple[list[dict[str, Any]], int, bool]:
-        """Locate every partition's data once: (topic responses, bytes of records, any error).
+    def read(self) -> tuple[list[Answer], int, bool]:
+        """Locate every partition's data once: (answers, bytes of records, any error).
 
-        ``records`` holds the located ``FileSlice`` (or b"") until :func:`attach_regions`
-        turns it into a sendable region; nothing is read from disk here.
+        ``records`` holds the located ``FileSlice`` (or b"") until :func:`topic_responses`
+        turns it into a sendable region; nothing is read from disk here. Partitions of an
+        incremental fetch with nothing new are left out.
         """
-        responses = []
+        answers: list[Answer] = []
         total = 0
         errored = False
-        for name, topic in zip(self.names, self.topics, strict=True):
-            partitions = []
-            for wanted in topic["partitions"]:
-                if name is None:
-                    result = partition_error(wanted["partition"], ErrorCode.UNKNOWN_TOPIC_ID)
-                else:
-                    result = self._read_partition(name, wanted, total)
-                located = result["records"]
-                total += located.length if isinstance(located, FileSlice) else 0
-                errored = errored or result["error_code"] != ErrorCode.NONE
-                partitions.append(result)
-            key = {"topic_id": topic["topic_id"]} if self.by_id else {"topic": name}
-            responses.append(key | {"partitions": partitions})
-        return responses, total, errored
+        for target in self.targets:
+            if target.topic is None:
+                result = partition_error(target.partition, ErrorCode.UNKNOWN_TOPIC_ID)
+            else:
+                result = self._read_partition(target, total)
+                if result is None:
+                    continue
+            located = result["records"]
+            size = located.length if isinstance(located, FileSlice) else 0
+            total += size
+            errored = errored or result["error_code"] != ErrorCode.NONE
+            answers.append((target, result, size))
+        return answers, total, errored
 
-    def _read_partition(self, topic: str, wanted: dict[str, Any], bytes_so_far: int) -> dict[str, Any]:
-        index = wanted["partition"]
-        found = find_partition(self.ctx, topic, index, wanted.get("current_leader_epoch", -1))
+    def _read_partition(self, target: SessionPartition, bytes_so_far: int) -> dict[str, Any] | None:
+        index = target.partition
+        found = find_partition(self.ctx, target.topic, index, target.current_leader_epoch)
         if isinstance(found, ErrorCode):
             return partition_error(index, found)
         partition_log, _info = found
         high_watermark = partition_log.high_watermark
         last_stable = partition_log.last_stable_offset
         log_start = partition_log.log_start_offset
-        offset = wanted["fetch_offset"]
+        offset = target.fetch_offset
         if offset < log_start or offset > partition_log.log_end_offset:
             return partition_error(index, ErrorCode.OFFSET_OUT_OF_RANGE, high_watermark, log_start)
-        budget = min(wanted["partition_max_bytes"], self.max_bytes - bytes_so_far)
+        budget = min(target.max_bytes, self.max_bytes - bytes_so_far)
         records: bytes | FileSlice = b""
         aborted: list[tuple[int, int]] = []
         readable_end = last_stable if self.read_committed else high_watermark
@@ -129,6 +173,8 @@ class FetchPlan:
             if slices and not (bytes_so_far > 0 and slices[0].length > budget):
                 records = slices[0]  # KIP-74: only the first non-empty partition may exceed limits
                 aborted = found_aborted
+        if self.incremental and not records and target.was_told(high_watermark, log_start):
+            return None
         return {
             "partition_index": index,
             "error_code": ErrorCode.NONE,
@@ -145,40 +191,70 @@ class FetchPlan:
         }
 
 
-def attach_regions(responses: list[dict[str, Any]]) -> None:
-    """Replace located slices by file regions that own their descriptors.
+def topic_responses(answers: list[Answer], by_id: bool) -> list[dict[str, Any]]:
+    """The response's topics: consecutive partitions of one topic share an entry (as Kafka
+    builds it; a session's order may name a topic again further on). Located slices become
+    file regions that own their descriptors, so this must run right after the last read with
+    no await in between: a slice's descriptor is only valid until the log next changes
+    segments, a region's stays valid until sent."""
+    topics: list[dict[str, Any]] = []
+    previous: object = None
+    for target, response, _size in answers:
+        located = response["records"]
+        if isinstance(located, FileSlice):
+            response["records"] = FileRegion(located.fd, located.position, located.length)
+        topic_key = target.topic_id if by_id else target.topic
+        if not topics or topic_key != previous:
+            topics.append({("topic_id" if by_id else "topic"): topic_key, "partitions": []})
+            previous = topic_key
+        topics[-1]["partitions"].append(response)
+    return topics
 
-    Must run right after the last read, with no await in between: a slice's descriptor is
-    only valid until the log next changes segments, a region's stays valid until sent.
-    """
-    for topic in responses:
-        for partition in topic["partitions"]:
-            located = partition["records"]
-            if isinstance(located, FileSlice):
-                partition["records"] = FileRegion(located.fd, located.position, located.length)
 
-
-FULL_FETCH_EPOCHS = (0, -1)
-"""KIP-227: epoch 0 asks for a new session, -1 for none; both are full fetches whatever the
-session id (Kafka closes the named session on -1). Only a later epoch continues a session."""
+def is_follower(request: dict[str, Any]) -> bool:
+    """A replica's fetch (replica id >= 0; from v15 in ``replica_state``): Kafka's privileged sessions."""
+    replica_state = request.get("replica_state") or {}
+    return max(request.get("replica_id", -1), replica_state.get("replica_id", -1)) >= 0
 
 
 async def handle_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    if request["session_epoch"] not in FULL_FETCH_EPOCHS:
-        # An incremental fetch in a session: this broker never creates one.
-        return {"error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND, "session_id": 0, "responses": []}
-    plan = FetchPlan(ctx, request)
+    by_id = ctx.api_version >= FIRST_TOPIC_ID_VERSION
+    sessions = ctx.broker.fetch_sessions
+    context = sessions.begin(
+        request["session_id"],
+        request["session_epoch"],
+        by_id,
+        requested_partitions(ctx, request),
+        forgotten_partitions(ctx, request),
+    )
+    if context.error != ErrorCode.NONE:
+        return refused(context.error, INVALID_SESSION_ID)
+    if by_id and context.session is not None:
+        refresh_topic_names(ctx, context.targets)
+    plan = FetchPlan(ctx, request, context.targets, context.session is not None)
     deadline = trio.current_time() + max(0, request["max_wait_ms"]) / 1000
     min_bytes = request["min_bytes"]
     while True:
-        responses, total, errored = plan.read()
+        answers, total, errored = plan.read()
         remaining = deadline - trio.current_time()
         if total >= min_bytes or errored or remaining <= 0:
             break
         if not await ctx.broker.appends.wait_any(plan.keys(), remaining):
             break  # nothing was appended: the last read stands
-    attach_regions(responses)
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
+    error, session_id, answers = sessions.finish(context, is_follower(request), answers)
+    if error != ErrorCode.NONE:
+        return refused(error, session_id)
+    return {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.NONE,
+        "session_id": session_id,
+        "responses": topic_responses(answers, by_id),
+    }
+
+
+def refused(error: ErrorCode, session_id: int) -> dict[str, Any]:
+    """A session error answers the whole Fetch, with no partitions."""
+    return {"throttle_time_ms": 0, "error_code": error, "session_id": session_id, "responses": []}
 
 
 HANDLERS = {ApiKey.FETCH: Served(handle_fetch)}

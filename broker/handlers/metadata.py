@@ -4,7 +4,10 @@ Auto-creation happens here, as in modern Kafka (Produce to an unknown topic does
 it): when ``auto.create.topics.enable`` is on and the request allows it (v4+), an unknown
 topic with a legal name is created with ``num.partitions``.  Like Kafka 4 (KRaft), whose
 brokers forward the creation to the controller, the response that triggered the creation
-still says UNKNOWN_TOPIC_OR_PARTITION; clients retry and find the topic ready.
+still says UNKNOWN_TOPIC_OR_PARTITION (with no partitions; not LEADER_NOT_AVAILABLE); clients
+retry and find the topic whole, every partition with its leader at once, never a partial list
+(``compat_tests/test_metadata.py::test_auto_created_topic_appears_whole``, run against Kafka
+4.3.1 too).
 """
 
 from __future__ import annotations

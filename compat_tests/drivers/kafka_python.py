@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from contextlib import closing
+from dataclasses import dataclass
 from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata
@@ -458,37 +459,132 @@ def raw_produce(bootstrap: str, topic: str, partition: int) -> str:
     return kafka_error_name(codes[0])
 
 
+@dataclass(frozen=True)
+class FetchAnswer:
+    """A Fetch response as a session test reads it: the top-level error name, the session id,
+    and the record bytes of every partition the answer names, by (topic, partition)."""
+
+    error: str
+    session_id: int
+    partitions: dict[tuple[str, int], int]
+
+
+class RawFetcher:
+    """Fetch v12 requests with the session id and epoch the test chooses, over one connection.
+
+    Stock consumers choose their own session ids and epochs; this sends exactly what a client
+    in a given session state sends (e.g. a Go client's sessionless full fetch, session -1 with
+    epoch -1), built by kafka-python's protocol classes, to see what the broker itself answers.
+    """
+
+    def __init__(self, bootstrap: str) -> None:
+        self._client = _net_client(bootstrap)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def topic_id(self, topic: str) -> uuid.UUID:
+        """The topic's id, as Metadata (v10+) gives it."""
+        request = MetadataRequest(
+            min_version=10,
+            topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+            allow_auto_topic_creation=False,
+        )
+        (found,) = _request(self._client, request)["topics"]
+        topic_id: uuid.UUID = found["topic_id"]
+        return topic_id
+
+    def fetch(
+        self,
+        session_id: int,
+        session_epoch: int,
+        wanted: Mapping[str, Mapping[int, int]],
+        forgotten: Mapping[str, Sequence[int]] | None = None,
+        topic_ids: Mapping[str, uuid.UUID] | None = None,
+    ) -> FetchAnswer:
+        """One Fetch that does not wait: ``wanted`` maps topics to {partition: fetch offset}.
+
+        Fetch v12 names topics; given ``topic_ids`` (names to ids), v13+ names them by id.
+        """
+
+        def topic_key(topic: str) -> dict[str, Any]:
+            return {"topic_id": topic_ids[topic]} if topic_ids else {"topic": topic}
+
+        topics = [
+            FetchRequest.FetchTopic(
+                **topic_key(topic),
+                partitions=[
+                    FetchRequest.FetchTopic.FetchPartition(
+                        partition=partition,
+                        current_leader_epoch=-1,
+                        fetch_offset=offset,
+                        last_fetched_epoch=-1,
+                        log_start_offset=-1,
+                        partition_max_bytes=1 << 20,
+                    )
+                    for partition, offset in offsets.items()
+                ],
+            )
+            for topic, offsets in wanted.items()
+        ]
+        request = FetchRequest(
+            **({"min_version": 13} if topic_ids else {"max_version": 12}),
+            replica_id=-1,
+            max_wait_ms=0,
+            min_bytes=0,
+            max_bytes=1 << 20,
+            isolation_level=0,
+            session_id=session_id,
+            session_epoch=session_epoch,
+            topics=topics,
+            forgotten_topics_data=[
+                FetchRequest.ForgottenTopic(**topic_key(topic), partitions=list(partitions))
+                for topic, partitions in (forgotten or {}).items()
+            ],
+            rack_id="",
+        )
+        response = _request(self._client, request)
+        names = {topic_id: name for name, topic_id in (topic_ids or {}).items()}
+        return FetchAnswer(
+            kafka_error_name(response["error_code"]),
+            response["session_id"],
+            {
+                (names[t["topic_id"]] if topic_ids else t["topic"], p["partition_index"]): len(
+                    p["records"] or b""
+                )
+                for t in response["responses"]
+                for p in t["partitions"]
+            },
+        )
+
+
+class RawMetadata:
+    """Metadata requests that allow auto-creation (as producers send them), over one
+    connection, answered as the broker said them: what a client sees while a topic is created."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self._client = _net_client(bootstrap)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def topic(self, topic: str) -> tuple[str, list[tuple[str, int]]]:
+        """The topic's error name and its partitions' (error name, leader id), by index."""
+        request = MetadataRequest(
+            topics=[MetadataRequest.MetadataRequestTopic(name=topic)], allow_auto_topic_creation=True
+        )
+        (found,) = (t for t in _request(self._client, request)["topics"] if t["name"] == topic)
+        partitions = sorted(found["partitions"], key=lambda p: p["partition_index"])
+        return kafka_error_name(found["error_code"]), [
+            (kafka_error_name(p["error_code"]), p["leader_id"]) for p in partitions
+        ]
+
+
 def raw_fetch(
     bootstrap: str, topic: str, partition: int, *, session_id: int, session_epoch: int
 ) -> tuple[str, int]:
-    """Send one Fetch v12 (from offset 0, not waiting) naming the given fetch session, and return
-    the top-level error name and how many record bytes came back for the partition.
-
-    Stock clients choose their own session ids and epochs; this sends what other clients do
-    (a Go client's sessionless full fetch names session -1 with epoch -1).
-    """
-    fetch_partition = FetchRequest.FetchTopic.FetchPartition(
-        partition=partition,
-        current_leader_epoch=-1,
-        fetch_offset=0,
-        last_fetched_epoch=-1,
-        log_start_offset=-1,
-        partition_max_bytes=1 << 20,
-    )
-    request = FetchRequest(
-        max_version=12,
-        replica_id=-1,
-        max_wait_ms=0,
-        min_bytes=0,
-        max_bytes=1 << 20,
-        isolation_level=0,
-        session_id=session_id,
-        session_epoch=session_epoch,
-        topics=[FetchRequest.FetchTopic(topic=topic, partitions=[fetch_partition])],
-        forgotten_topics_data=[],
-        rack_id="",
-    )
-    with closing(_net_client(bootstrap)) as client:
-        response = _request(client, request)
-    received = sum(len(p["records"] or b"") for t in response["responses"] for p in t["partitions"])
-    return kafka_error_name(response["error_code"]), received
+    """Fetch one partition from offset 0 naming the given fetch session; return the top-level
+    error name and how many record bytes came back."""
+    with closing(RawFetcher(bootstrap)) as fetcher:
+        answer = fetcher.fetch(session_id, session_epoch, {topic: {partition: 0}})
+    return answer.error, sum(answer.partitions.values())
