@@ -3,9 +3,8 @@
 Version 0 lists client metrics subscriptions only; version 1 lists the config resources of the
 types asked for (none: every type), in Kafka's order: groups, client metrics subscriptions,
 brokers, topics.  A type outside TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS and GROUP fails
-the whole request with UNSUPPORTED_VERSION, as in Kafka.  Two differences: Kafka also lists
-each broker as a BROKER_LOGGER resource, which Odradek does not serve in DescribeConfigs, so
-it lists none; and no group has configs of its own here yet, so GROUP lists nothing.
+the whole request with UNSUPPORTED_VERSION, as in Kafka.  One difference: Kafka also lists
+each broker as a BROKER_LOGGER resource, which Odradek does not list.
 """
 
 from __future__ import annotations
@@ -29,7 +28,21 @@ def resources_of(ctx: RequestContext, resource_type: int) -> list[str]:
         return [str(ctx.broker.node_id)]
     if resource_type == TOPIC:
         return sorted(topic.name for topic in ctx.broker.topics.all())
+    if resource_type == GROUP:
+        return _group_resources(ctx)
     return []
+
+
+def _group_resources(ctx: RequestContext) -> list[str]:
+    """Groups that exist or carry configs of their own, as Kafka lists them (``kafka-configs
+    --entity-type groups`` describes only a group listed here)."""
+    names = set(ctx.broker.dynamic_configs.groups)
+    coordinator = ctx.broker.coordinator
+    if coordinator is not None:
+        error, groups = coordinator.list_groups([], [])
+        if error == ErrorCode.NONE:
+            names.update(group["group_id"] for group in groups)
+    return sorted(names)
 
 
 async def handle_list_config_resources(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
