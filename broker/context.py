@@ -18,13 +18,24 @@ if TYPE_CHECKING:
     from broker.server import Broker
 
 
+ANONYMOUS = "User:ANONYMOUS"
+"""Kafka's principal for a connection nobody authenticated (every PLAINTEXT client)."""
+
+
 @dataclass(slots=True)
 class RequestContext:
-    """One request's envelope: its header, the broker it arrived at, and the peer."""
+    """One request's envelope: its header, the broker it arrived at, and the peer.
+
+    ``principal`` (Kafka's ``Type:name`` form), ``listener_name`` and ``host`` (the client's
+    IP) are what the authorizer judges the request by.
+    """
 
     header: RequestHeader
     broker: Broker
     client_address: str
+    principal: str = ANONYMOUS
+    listener_name: str = ""
+    host: str = ""
 
     @property
     def api_version(self) -> int:

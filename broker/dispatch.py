@@ -144,7 +144,7 @@ async def dispatch(broker: Broker, frame: memoryview, client_address: str) -> tu
         raise CloseConnection(f"unsupported {support.name} version {header.api_version}")
     handler = broker.served[support.key].handler
     request = decode_request(header.api_key, header.api_version, frame, offset)
-    ctx = RequestContext(header, broker, client_address)
+    ctx = RequestContext(header, broker, client_address, host=client_address.rpartition(":")[0])
     with _handler_errors(header, client_address):
         response = await handler(ctx, request)
         if response is None:

@@ -19,8 +19,10 @@ from pathlib import Path
 import trio
 
 from broker.accept import ConnectionLimits, accept_loop, default_max_connections
+from broker.acl_store import AclStore, open_acl_store
 from broker.api_support import ApiSupport, Served, supported_apis
 from broker.appends import AppendNotifier
+from broker.authorizer import Authorizer
 from broker.config import BrokerConfig, Listener
 from broker.connection import serve_connection
 from broker.dispatch import load_handlers
@@ -81,6 +83,8 @@ class Broker:
         self.data_dir = dirs[0]
         self.cluster_id = _load_cluster_id(self.data_dir, self.node_id, config.get("cluster.id"))
         self.topics = TopicRegistry(self.data_dir)
+        self.acls: AclStore | None = open_acl_store(config, self.data_dir)
+        self.authorizer: Authorizer | None = self.acls.authorizer if self.acls else None
         self.partitions = PartitionStore(self, [str(d) for d in dirs])
         self.producer_ids = ProducerIdAllocator(self.data_dir)
         self.appends = AppendNotifier()
