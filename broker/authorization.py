@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from broker.acl_model import CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
-from wire.api_keys import ApiKey
+from wire.api_keys import ApiKey, api_name
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ def operation_for(
         return listed[0]
     if operation is not None and operation in listed:
         return operation
-    raise LookupError(f"{api.api_name} checks {listed} on {resource_type.name}, not {operation}")
+    raise LookupError(f"{api_name(api)} checks {listed} on {resource_type.name}, not {operation}")
 
 
 def authorized(
@@ -201,3 +201,26 @@ def answer_each(
     denied = unauthorized_names(ctx, resource_type, names)
     answered = iter(answer([name for name in names if name not in denied]))
     return [refused(name) if name in denied else next(answered) for name in names]
+
+
+CONFIG_RESOURCES: dict[int, ResourceType] = {
+    2: R.TOPIC,
+    4: R.CLUSTER,
+    8: R.CLUSTER,
+    16: R.CLUSTER,
+    32: R.GROUP,
+}
+"""The ACL resource behind each DescribeConfigs/AlterConfigs resource type (TOPIC, BROKER,
+BROKER_LOGGER, CLIENT_METRICS, GROUP): broker-wide configs are the cluster's."""
+
+
+def config_refusal(
+    ctx: RequestContext, config_resource_type: int, name: str
+) -> tuple[ErrorCode, None] | None:
+    """The authorization error of one config resource, or None when allowed (or unknown: the
+    handler refuses those types itself)."""
+    resource_type = CONFIG_RESOURCES.get(config_resource_type)
+    if resource_type is None:
+        return None
+    resource_name = CLUSTER_NAME if resource_type == R.CLUSTER else name
+    return None if authorized(ctx, resource_type, resource_name) else (DENIED[resource_type], None)

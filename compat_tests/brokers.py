@@ -57,6 +57,38 @@ KAFKA_SINGLE_NODE: Mapping[str, str] = {
 """Internal topics default to three replicas, which a single node cannot host."""
 
 
+KAFKA_INTERNAL_USER = "admin"
+_PLAIN_JAAS = (
+    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    f'username="{KAFKA_INTERNAL_USER}" password="odradek-compat" user_{KAFKA_INTERNAL_USER}="odradek-compat";'
+)
+
+
+def kafka_authorizer_listeners(broker_port: int, internal_port: int, controller_port: int) -> dict[str, str]:
+    """Listeners for a KRaft node running the StandardAuthorizer while its clients stay anonymous.
+
+    The node must reach its own controller and itself (transaction markers, AddPartitionsToTxn
+    verification, forwarded admin requests) as a principal the authorizer lets do anything,
+    yet PLAINTEXT clients are ``User:ANONYMOUS``, which a test must be able to deny. So the
+    controller and inter-broker listeners speak SASL PLAIN as a super user of their own, and
+    clients keep the PLAINTEXT listener.
+    """
+    return {
+        "listeners": f"PLAINTEXT://127.0.0.1:{broker_port},INTERNAL://127.0.0.1:{internal_port},"
+        f"CONTROLLER://127.0.0.1:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{broker_port},INTERNAL://127.0.0.1:{internal_port}",
+        "inter.broker.listener.name": "INTERNAL",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "sasl.mechanism.controller.protocol": "PLAIN",
+        "listener.name.internal.plain.sasl.jaas.config": _PLAIN_JAAS,
+        "listener.name.controller.plain.sasl.jaas.config": _PLAIN_JAAS,
+        "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+        "super.users": f"User:{KAFKA_INTERNAL_USER}",
+    }
+
+
 @dataclass
 class RunningBroker:
     """A broker the suite can talk to; ``process`` is None for a broker someone else runs."""
@@ -209,7 +241,13 @@ def start_apache_kafka(
     if java is None:
         raise RuntimeError("java is not installed: it is needed to run Apache Kafka")
     workdir.mkdir(parents=True, exist_ok=True)
-    broker_port, controller_port = free_ports(2)
+    broker_port, controller_port, internal_port = free_ports(3)
+    settings = dict(overrides or {})
+    secured = (
+        kafka_authorizer_listeners(broker_port, internal_port, controller_port)
+        if settings.get("authorizer.class.name")
+        else {}
+    )
     config = {
         "process.roles": "broker,controller",
         "node.id": "1",
@@ -222,7 +260,8 @@ def start_apache_kafka(
         "log.dirs": str(workdir / "data"),
         **KAFKA_SINGLE_NODE,
         **SUITE_OVERRIDES,
-        **(overrides or {}),
+        **secured,
+        **settings,
     }
     properties = workdir / "server.properties"
     properties.write_text(_properties(config))
@@ -247,7 +286,7 @@ def start_apache_kafka(
             preexec_fn=_die_with_parent,
         )
     bootstrap = f"127.0.0.1:{broker_port}"
-    broker = RunningBroker(bootstrap, "apache-kafka", process, log_path, dict(overrides or {}))
+    broker = RunningBroker(bootstrap, "apache-kafka", process, log_path, settings)
     wait_until_ready(broker)
     return broker
 

@@ -16,7 +16,7 @@ from broker.acl_model import AclBinding, AclFilter
 from broker.api_support import Served
 from broker.authorization import cluster_authorized
 from broker.context import RequestContext
-from wire.api_keys import ApiKey
+from wire.api_keys import ApiKey, api_name
 from wire.error_codes import ErrorCode
 
 MAX_ACLS_PER_REQUEST = 10_000
@@ -30,7 +30,7 @@ def _refusal(ctx: RequestContext) -> tuple[ErrorCode, str] | None:
     if not cluster_authorized(ctx):
         return (
             ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-            f"Request {ctx.header.api_key.api_name} is not authorized.",
+            f"Request {api_name(ctx.header.api_key)} is not authorized.",
         )
     if ctx.broker.acls is None:
         return ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER

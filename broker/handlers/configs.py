@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.api_support import Served
+from broker.authorization import config_refusal
 from broker.config import BrokerConfig
 from broker.config_defs import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource, ConfigType
 from broker.context import RequestContext
@@ -128,7 +129,7 @@ async def handle_describe_configs(ctx: RequestContext, request: dict[str, Any]) 
             "error_message": None,
             "configs": [],
         }
-        problem = resource_error(ctx, kind, name)
+        problem = config_refusal(ctx, kind, name) or resource_error(ctx, kind, name)
         if problem is not None:
             results.append(result | {"error_code": problem[0], "error_message": problem[1]})
             continue
@@ -200,7 +201,7 @@ async def alter(ctx: RequestContext, request: dict[str, Any], incremental: bool)
             "error_code": ErrorCode.NONE,
             "error_message": None,
         }
-        problem = resource_error(ctx, kind, name)
+        problem = config_refusal(ctx, kind, name) or resource_error(ctx, kind, name)
         if problem is None and kind == BROKER:
             problem = (
                 ErrorCode.INVALID_REQUEST,

@@ -76,7 +76,7 @@ def _partition_errors(
     ]
 
 
-def _split_authorized(
+def split_authorized_topics(
     ctx: RequestContext,
     topics: list[dict[str, Any]],
     partitions_key: str,
@@ -103,7 +103,7 @@ async def handle_offset_commit(
     if not authorized(ctx, ResourceType.GROUP, request["group_id"]):
         denied = _partition_errors(requested, "partitions", ErrorCode.GROUP_AUTHORIZATION_FAILED, "name")
         return {"topics": _with_ids(ctx, denied) if ctx.api_version >= 10 else denied}
-    requested, refused = _split_authorized(ctx, requested, "partitions")
+    requested, refused = split_authorized_topics(ctx, requested, "partitions")
     with durability.collecting() as must_sync:
         topics = (
             coordinator_of(ctx).commit_offsets(
@@ -226,7 +226,7 @@ def authorized_fetch(
         result = fetch(None)
         result["topics"] = [t for t in result["topics"] if authorized(ctx, ResourceType.TOPIC, t["name"])]
         return result
-    allowed, refused = _split_authorized(ctx, topics, "partition_indexes", _NO_OFFSET)
+    allowed, refused = split_authorized_topics(ctx, topics, "partition_indexes", _NO_OFFSET)
     result = fetch(allowed)
     if result["error_code"] is ErrorCode.NONE:
         result["topics"] = result["topics"] + refused
@@ -236,7 +236,7 @@ def authorized_fetch(
 async def handle_offset_delete(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     if not authorized(ctx, ResourceType.GROUP, request["group_id"]):
         return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "topics": []}
-    allowed, refused = _split_authorized(ctx, request["topics"], "partitions")
+    allowed, refused = split_authorized_topics(ctx, request["topics"], "partitions")
     error, topics = coordinator_of(ctx).delete_offsets(request["group_id"], allowed)
     return {"error_code": error, "topics": topics + refused if error is ErrorCode.NONE else topics}
 
