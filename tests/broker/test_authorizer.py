@@ -35,7 +35,9 @@ def acl(
     return AclBinding(kind, name, pattern, principal, host, operation, permission)
 
 
-def allowed(auth: Authorizer, name: str, operation: AclOperation, principal: str = ALICE, host: str = HOST) -> bool:
+def allowed(
+    auth: Authorizer, name: str, operation: AclOperation, principal: str = ALICE, host: str = HOST
+) -> bool:
     return auth.allowed(principal, host, operation, R.TOPIC, name)
 
 
@@ -113,7 +115,9 @@ def test_a_literal_acl_named_like_a_prefix_does_not_cover_longer_names() -> None
 
 
 def test_super_users_pass_every_check() -> None:
-    auth = Authorizer(parse_super_users(" User:admin ; User:ops"), False, [acl("t", Op.ALL, DENY, principal="User:ops")])
+    auth = Authorizer(
+        parse_super_users(" User:admin ; User:ops"), False, [acl("t", Op.ALL, DENY, principal="User:ops")]
+    )
     assert allowed(auth, "t", Op.WRITE, principal="User:ops")
     assert allowed(auth, "t", Op.WRITE, principal="User:admin")
     assert not allowed(auth, "t", Op.WRITE, principal="User:admins")
@@ -149,7 +153,10 @@ def test_allowed_on_any_resource_of_a_type() -> None:
         (acl("t", Op.READ, pattern=P.MATCH), "Invalid patternType MATCH"),
         (acl("t", Op.ANY), "Invalid operation ANY"),
         (acl("t", Op.READ, AclPermissionType.ANY), "Invalid permissionType ANY"),
-        (acl("my-cluster", Op.ALTER, kind=R.CLUSTER), "The only valid name for the CLUSTER resource is kafka-cluster"),
+        (
+            acl("my-cluster", Op.ALTER, kind=R.CLUSTER),
+            "The only valid name for the CLUSTER resource is kafka-cluster",
+        ),
         (acl("", Op.READ), "Invalid empty resource name"),
         (acl("t", Op.READ, principal="alice"), "Could not parse principal from `alice`"),
     ],
