@@ -203,6 +203,27 @@ def test_commit_to_a_denied_group(secured_driver: Driver, setup: Admin, drivers:
     eventually(refused)
 
 
+def test_authorized_operations(acl_admin: Admin, setup: Admin) -> None:
+    """The ``*_authorized_operations`` bitfields: what the ACLs allow, implied operations
+    included; the cluster, which no ACL covers here, allows everything by default."""
+    topic = unique("operations")
+    setup.create_topic(topic, 1)
+    granted = [Acl("TOPIC", topic, ANONYMOUS, "READ"), Acl("TOPIC", topic, ANONYMOUS, "ALTER_CONFIGS")]
+    assert setup.create_acls(granted) == [None, None]
+    expected = {"READ", "DESCRIBE", "ALTER_CONFIGS", "DESCRIBE_CONFIGS"}
+    eventually(lambda: _assert_equal(acl_admin.authorized_operations("TOPIC", topic), expected))
+    everything = {
+        "CREATE",
+        "ALTER",
+        "DESCRIBE",
+        "CLUSTER_ACTION",
+        "DESCRIBE_CONFIGS",
+        "ALTER_CONFIGS",
+        "IDEMPOTENT_WRITE",
+    }
+    assert acl_admin.authorized_operations("CLUSTER", "kafka-cluster") == everything
+
+
 def test_undescribable_topic_is_hidden(acl_admin: Admin, setup: Admin) -> None:
     """DENY DESCRIBE: Metadata leaves the topic out of a listing and refuses it by name."""
     topic = unique("hidden")

@@ -197,9 +197,7 @@ async def handle_describe_groups(ctx: RequestContext, request: dict[str, Any]) -
         ctx,
         ResourceType.GROUP,
         request["groups"],
-        lambda allowed: coordinator_of(ctx).describe_groups(
-            allowed, with_operations, missing_is_error=ctx.api_version >= 6
-        ),
+        lambda allowed: coordinator_of(ctx).describe_groups(allowed, missing_is_error=ctx.api_version >= 6),
         denied_group,
     )
     for group in groups:

@@ -149,6 +149,11 @@ class Admin(ABC):
         """DeleteAcls: per filter, the ACLs it deleted (a refused filter raises)."""
 
     @abstractmethod
+    def authorized_operations(self, resource_type: str, name: str) -> set[str]:
+        """What the broker says this client may do on a TOPIC, GROUP or the CLUSTER (the
+        ``*_authorized_operations`` fields), as Kafka's operation names."""
+
+    @abstractmethod
     def close(self) -> None:
         """Release the client."""
 

@@ -535,6 +535,16 @@ class ConfluentAdmin(Admin):
         )
         return [{_neutral_acl(binding) for binding in deleted} for deleted in self._wait(futures)]
 
+    def authorized_operations(self, resource_type: str, name: str) -> set[str]:
+        if resource_type == "TOPIC":
+            futures = self.admin.describe_topics(TopicCollection([name]), include_authorized_operations=True)
+        elif resource_type == "GROUP":
+            futures = self.admin.describe_consumer_groups([name], include_authorized_operations=True)
+        else:
+            futures = [self.admin.describe_cluster(include_authorized_operations=True)]
+        (described,) = self._wait(futures)
+        return {op.name for op in described.authorized_operations or ()}
+
     def close(self) -> None:
         """librdkafka's AdminClient has no close: its handle goes with the last reference."""
 

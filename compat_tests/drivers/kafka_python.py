@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import closing
 from typing import Any
 
+import pytest
 from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata
 from kafka import TopicPartition as KpPartition
 from kafka import codec as kp_codec
@@ -445,6 +446,19 @@ class KafkaPythonAdmin(Admin):
                 if error.errno != 0:
                     raise error()
         return [{_neutral_acl(acl) for acl in deleted} for _, deleted, _ in results]
+
+    def authorized_operations(self, resource_type: str, name: str) -> set[str]:
+        with kafka_python_api.errors(NAME):
+            if resource_type == "TOPIC":
+                (topic,) = self.admin.describe_topic_partitions([name])["topics"]
+                bits = topic["topic_authorized_operations"]
+            elif resource_type == "GROUP":
+                bits = self.admin.describe_groups([name], include_authorized_operations=True)[name][
+                    "authorized_operations"
+                ]
+            else:
+                pytest.skip("kafka-python's describe_cluster does not ask for authorized operations")
+        return {ACLOperation(code).name for code in range(32) if (bits or 0) >> code & 1}
 
     def close(self) -> None:
         self.admin.close()

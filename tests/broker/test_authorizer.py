@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from broker.acl_model import (
@@ -13,8 +15,9 @@ from broker.acl_model import (
     PatternType,
     ResourceType,
 )
-from broker.acl_store import decode_acls, encode_acls
-from broker.authorizer import Authorizer, parse_super_users
+from broker.acl_store import ACL_FILE, decode_acls, encode_acls, open_acl_store
+from broker.authorizer import STANDARD_AUTHORIZER, Authorizer, parse_super_users
+from broker.config import BrokerConfig
 
 Op, R, P = AclOperation, ResourceType, PatternType
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
@@ -213,3 +216,16 @@ def test_stored_acls_round_trip_and_refuse_garbage() -> None:
         decode_acls(b'{"version": 7, "acls": []}')
     with pytest.raises(ValueError, match="invalid stored ACL"):
         decode_acls(b'{"version": 1, "acls": [[2, "", 3, "User:a", "*", 3, 3]]}')
+
+
+def test_start_up_refuses_an_unknown_authorizer_or_an_unreadable_acl_file(tmp_path: Path) -> None:
+    def store(class_name: str) -> object:
+        config = BrokerConfig.load(overrides={"authorizer.class.name": class_name}, environ={})
+        return open_acl_store(config, tmp_path)
+
+    assert store("") is None
+    with pytest.raises(SystemExit, match="AclAuthorizer is not supported"):
+        store("kafka.security.authorizer.AclAuthorizer")
+    (tmp_path / ACL_FILE).write_bytes(b"{not json")
+    with pytest.raises(SystemExit, match="cannot be read"):
+        store(STANDARD_AUTHORIZER)

@@ -7,13 +7,11 @@ checked against Apache Kafka in ``compat_tests/test_acls.py``.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from compat_tests.brokers import odradek_command
 from compat_tests.drivers.admin import Acl
 from compat_tests.drivers.base import ClientError, ErrorKind
 from compat_tests.drivers.catalog import ADMINS
@@ -113,23 +111,3 @@ def test_the_number_of_acls_is_bounded(tmp_path: Path) -> None:
             assert len(admin.describe_acls(EVERYTHING)) == 2
     finally:
         broker.stop()
-
-
-def test_an_unknown_authorizer_class_stops_start_up(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [
-            odradek_command(),
-            "serve",
-            "--data-dir",
-            str(tmp_path / "data"),
-            "--listeners",
-            "PLAINTEXT://127.0.0.1:0",
-            "--override",
-            "authorizer.class.name=kafka.security.authorizer.AclAuthorizer",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode != 0
-    assert "authorizer.class.name=kafka.security.authorizer.AclAuthorizer is not supported" in done.stderr
