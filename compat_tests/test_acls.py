@@ -224,6 +224,51 @@ def test_authorized_operations(acl_admin: Admin, setup: Admin) -> None:
     assert acl_admin.authorized_operations("CLUSTER", "kafka-cluster") == everything
 
 
+@pytest.mark.parametrize(
+    ("operation", "call"),
+    [
+        ("DESCRIBE_CONFIGS", lambda admin, topic: admin.topic_configs(topic)),
+        (
+            "ALTER_CONFIGS",
+            lambda admin, topic: admin.alter_topic_configs(
+                topic, {"retention.ms": "60000"}, incremental=True
+            ),
+        ),
+        ("ALTER", lambda admin, topic: admin.create_partitions(topic, 2)),
+        ("DELETE", lambda admin, topic: admin.delete_records(topic, {0: 0})),
+    ],
+    ids=["describe-configs", "alter-configs", "create-partitions", "delete-records"],
+)
+def test_topic_admin_refused(
+    acl_admin: Admin, setup: Admin, operation: str, call: Callable[[Admin, str], object]
+) -> None:
+    """DescribeConfigs, IncrementalAlterConfigs, CreatePartitions and DeleteRecords each need
+    their operation on the topic (DESCRIBE_CONFIGS, ALTER_CONFIGS, ALTER, DELETE)."""
+    topic = unique(operation.lower().replace("_", "-"))
+    setup.create_topic(topic, 1)
+    deny_but_describe(setup, "TOPIC", topic, operation)
+    eventually(refused_with(ErrorKind.TOPIC_AUTHORIZATION_FAILED, lambda: call(acl_admin, topic)))
+
+
+def test_transactional_id_refused(secured_driver: Driver, setup: Admin) -> None:
+    """DENY WRITE on a transactional id: the producer cannot initialize (InitProducerId, or
+    already FindCoordinator, which needs DESCRIBE on the id, answers
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED)."""
+    transactional_id = unique("txn")
+    deny(setup, "TRANSACTIONAL_ID", transactional_id, "WRITE")
+
+    def refused() -> None:
+        try:
+            producer = secured_driver.transactional_producer(transactional_id, timeout_ms=10000)
+        except ClientError as exc:
+            assert exc.kind == ErrorKind.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, exc
+        else:
+            producer.close()
+            raise AssertionError("initialized anyway")
+
+    eventually(refused)
+
+
 def test_undescribable_topic_is_hidden(acl_admin: Admin, setup: Admin) -> None:
     """DENY DESCRIBE: Metadata leaves the topic out of a listing and refuses it by name."""
     topic = unique("hidden")
@@ -248,21 +293,39 @@ def test_an_acl_for_someone_else_closes_the_topic(secured_driver: Driver, setup:
     )
 
 
-def test_acl_changes_need_cluster_alter(brokers: BrokerPool) -> None:
-    """DENY ALTER on the cluster refuses CreateAcls (CLUSTER_AUTHORIZATION_FAILED); the cluster
-    resource is then covered, so DescribeAcls (DESCRIBE, not allowed by any ACL) is refused too.
-    A broker of its own: nothing anonymous can undo this. (librdkafka drops DescribeAcls'
-    top-level error and reports no ACLs, so kafka-python asks.)"""
+def test_cluster_acls(brokers: BrokerPool) -> None:
+    """DENY ALTER on the cluster refuses CreateAcls (CLUSTER_AUTHORIZATION_FAILED), and covers
+    the cluster, so every cluster operation no ACL allows is refused: DescribeAcls (DESCRIBE),
+    and CREATE/DELETE, after which CreateTopics, auto-creation and DeleteTopics need
+    CREATE/DELETE on each topic, which the default allows where no ACL covers the topic. A broker of its own: nothing
+    anonymous can undo this. (librdkafka drops DescribeAcls' top-level error and reports no
+    ACLs, so kafka-python asks.)"""
     broker = brokers.get({**AUTHORIZER, "delete.topic.enable": "true"})
     with ADMINS["kafka-python"](broker.bootstrap) as admin:
+        kept, refused_prefix = unique("kept"), unique("no-create")
+        admin.create_topic(kept, 1)
+        no_create = [
+            Acl("TOPIC", refused_prefix, ANONYMOUS, "CREATE", "DENY", "PREFIXED"),
+            Acl("TOPIC", refused_prefix, ANONYMOUS, "DESCRIBE", "ALLOW", "PREFIXED"),
+        ]
+        assert admin.create_acls(no_create) == [None, None]
+        deny_but_describe(admin, "TOPIC", kept, "DELETE")
         deny(admin, "CLUSTER", "kafka-cluster", "ALTER")
         probe = Acl("TOPIC", unique("after"), ALICE, "READ")
         eventually(lambda: _assert_equal(admin.create_acls([probe]), ["CLUSTER_AUTHORIZATION_FAILED"]))
         eventually(
             refused_with(
-                "CLUSTER_AUTHORIZATION_FAILED", lambda: admin.describe_acls(every_acl_on("ANY", None))
+                ErrorKind.CLUSTER_AUTHORIZATION_FAILED, lambda: admin.describe_acls(every_acl_on("ANY", None))
             )
         )
+        topic_refused = ErrorKind.TOPIC_AUTHORIZATION_FAILED
+        eventually(refused_with(topic_refused, lambda: admin.create_topic(f"{refused_prefix}-1", 1)))
+        # Metadata's auto-creation needs CREATE too.
+        eventually(
+            refused_with(topic_refused, lambda: admin.metadata_allowing_creation(f"{refused_prefix}-2"))
+        )
+        admin.create_topic(unique("uncovered"), 1)
+        eventually(refused_with(topic_refused, lambda: admin.delete_topic(kept)))
 
 
 def kafka_acls(bootstrap: str, *args: str) -> str:

@@ -118,6 +118,7 @@ class ErrorKind(StrEnum):
     TOPIC_AUTHORIZATION_FAILED = "TOPIC_AUTHORIZATION_FAILED"
     GROUP_AUTHORIZATION_FAILED = "GROUP_AUTHORIZATION_FAILED"
     CLUSTER_AUTHORIZATION_FAILED = "CLUSTER_AUTHORIZATION_FAILED"
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED = "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
     TIMEOUT = "TIMEOUT"
     OTHER = "OTHER"
 
@@ -148,6 +149,7 @@ _PATTERNS: list[tuple[ErrorKind, re.Pattern[str]]] = [
     (ErrorKind.TOPIC_AUTHORIZATION_FAILED, re.compile(r"topic.?authorization", re.I)),
     (ErrorKind.GROUP_AUTHORIZATION_FAILED, re.compile(r"group.?authorization", re.I)),
     (ErrorKind.CLUSTER_AUTHORIZATION_FAILED, re.compile(r"cluster.?authorization", re.I)),
+    (ErrorKind.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, re.compile(r"transactional.?id.?authorization", re.I)),
     (ErrorKind.TIMEOUT, re.compile(r"time.?out|timed.?out", re.I)),
 ]
 
