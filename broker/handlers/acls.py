@@ -23,17 +23,18 @@ MAX_ACLS_PER_REQUEST = 10_000
 """Kafka's ``MAX_RECORDS_PER_USER_OP``: ACLs one CreateAcls or DeleteAcls may change."""
 
 NO_AUTHORIZER = "No Authorizer is configured."
+"""Kafka's message for CreateAcls and DeleteAcls; DescribeAcls says it differently."""
 
 
-def _refusal(ctx: RequestContext) -> tuple[ErrorCode, str] | None:
-    """Why the request is refused as a whole: no authorizer, or no permission on the cluster."""
+def _refusal(ctx: RequestContext, no_authorizer: str = NO_AUTHORIZER) -> tuple[ErrorCode, str] | None:
+    """Why the request is refused as a whole: no permission on the cluster, or no authorizer."""
     if not cluster_authorized(ctx):
         return (
             ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
             f"Request {api_name(ctx.header.api_key)} is not authorized.",
         )
     if ctx.broker.acls is None:
-        return ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER
+        return ErrorCode.SECURITY_DISABLED, no_authorizer
     return None
 
 
@@ -112,12 +113,11 @@ def _described(acls: list[AclBinding]) -> list[dict[str, Any]]:
 
 
 async def handle_describe_acls(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    refusal = _refusal(ctx)
+    refusal = _refusal(ctx, "No Authorizer is configured on the broker")
     if refusal is not None or ctx.broker.authorizer is None:
-        code, message = refusal or (ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER)
-        if code == ErrorCode.SECURITY_DISABLED:
-            message = "No Authorizer is configured on the broker"
-        return {"throttle_time_ms": 0, "resources": []} | _error(code, message)
+        return {"throttle_time_ms": 0, "resources": []} | _error(
+            *refusal or (ErrorCode.SECURITY_DISABLED, None)
+        )
     acl_filter = AclFilter.from_request(request)
     invalid = acl_filter.validation_error()
     if invalid is not None:

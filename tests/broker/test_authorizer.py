@@ -6,20 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from broker.acl_model import (
-    CLUSTER_NAME,
-    AclBinding,
-    AclFilter,
-    AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourceType,
-)
+from broker.acl_model import CLUSTER_NAME, AclBinding, AclFilter, AclPermissionType
+from broker.acl_model import AclOperation as Op
+from broker.acl_model import PatternType as P
+from broker.acl_model import ResourceType as R
 from broker.acl_store import ACL_FILE, decode_acls, encode_acls, open_acl_store
 from broker.authorizer import STANDARD_AUTHORIZER, Authorizer, parse_super_users
 from broker.config import BrokerConfig
 
-Op, R, P = AclOperation, ResourceType, PatternType
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
 ALICE, BOB = "User:alice", "User:bob"
 HOST = "10.0.0.1"
@@ -27,20 +21,18 @@ HOST = "10.0.0.1"
 
 def acl(
     name: str,
-    operation: AclOperation,
+    operation: Op,
     permission: AclPermissionType = ALLOW,
     *,
     principal: str = ALICE,
     host: str = "*",
-    kind: ResourceType = R.TOPIC,
-    pattern: PatternType = P.LITERAL,
+    kind: R = R.TOPIC,
+    pattern: P = P.LITERAL,
 ) -> AclBinding:
     return AclBinding(kind, name, pattern, principal, host, operation, permission)
 
 
-def allowed(
-    auth: Authorizer, name: str, operation: AclOperation, principal: str = ALICE, host: str = HOST
-) -> bool:
+def allowed(auth: Authorizer, name: str, operation: Op, principal: str = ALICE, host: str = HOST) -> bool:
     return auth.allowed(principal, host, operation, R.TOPIC, name)
 
 
@@ -64,7 +56,7 @@ def test_deny_wins_over_allow() -> None:
 
 
 @pytest.mark.parametrize("granting", [Op.READ, Op.WRITE, Op.DELETE, Op.ALTER, Op.DESCRIBE, Op.ALL])
-def test_describe_is_implied(granting: AclOperation) -> None:
+def test_describe_is_implied(granting: Op) -> None:
     assert allowed(Authorizer(frozenset(), False, [acl("t", granting)]), "t", Op.DESCRIBE)
 
 
@@ -175,10 +167,10 @@ def test_a_valid_binding_passes() -> None:
 
 def acl_filter(
     name: str | None,
-    pattern: PatternType,
-    kind: ResourceType = R.TOPIC,
+    pattern: P,
+    kind: R = R.TOPIC,
     principal: str | None = None,
-    operation: AclOperation = Op.ANY,
+    operation: Op = Op.ANY,
 ) -> AclFilter:
     return AclFilter(kind, name, pattern, principal, None, operation, AclPermissionType.ANY)
 
