@@ -108,12 +108,24 @@ DENIED: dict[ResourceType, ErrorCode] = {
 """The error Kafka answers when the check on a resource of this type fails (``AclEntry.authorizationError``)."""
 
 
+def _operations_by_resource() -> dict[tuple[int, ResourceType], tuple[AclOperation, ...]]:
+    """``CHECKS`` indexed by (API, resource type), for one dict lookup per check."""
+    table: dict[tuple[int, ResourceType], tuple[AclOperation, ...]] = {}
+    for api, checks in CHECKS.items():
+        for check in checks:
+            table[api, check.resource_type] = (*table.get((api, check.resource_type), ()), check.operation)
+    return table
+
+
+_OPERATIONS = _operations_by_resource()
+
+
 def operation_for(
-    api: ApiKey, resource_type: ResourceType, operation: AclOperation | None = None
+    api: int, resource_type: ResourceType, operation: AclOperation | None = None
 ) -> AclOperation:
     """The operation ``api`` checks on ``resource_type``: the one in the table, or ``operation``,
     which must be one of the table's when the API checks several on that type."""
-    listed = [check.operation for check in CHECKS[api] if check.resource_type == resource_type]
+    listed = _OPERATIONS.get((api, resource_type), ())
     if operation is None and len(listed) == 1:
         return listed[0]
     if operation is not None and operation in listed:

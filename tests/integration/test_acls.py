@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from broker.admin_client import KafkaConnection
 from compat_tests.drivers.admin import Acl
 from compat_tests.drivers.base import ClientError, ErrorKind
 from compat_tests.drivers.catalog import ADMINS
@@ -19,6 +20,8 @@ from compat_tests.drivers.confluent import ConfluentAdmin
 from compat_tests.drivers.kafka_python import KafkaPythonAdmin, KafkaPythonClient
 from compat_tests.drivers.records import make_records, unique_topic
 from tests.integration.broker_process import OdradekProcess
+from wire.api_keys import ApiKey
+from wire.error_codes import ErrorCode
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -111,3 +114,35 @@ def test_the_number_of_acls_is_bounded(tmp_path: Path) -> None:
             assert len(admin.describe_acls(EVERYTHING)) == 2
     finally:
         broker.stop()
+
+
+def leader_epoch_errors(bootstrap: str, topic: str) -> list[int]:
+    with KafkaConnection(bootstrap) as connection:
+        answer = connection.request(
+            ApiKey.OFFSET_FOR_LEADER_EPOCH,
+            4,
+            {
+                "replica_id": -1,
+                "topics": [
+                    {
+                        "topic": topic,
+                        "partitions": [{"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}],
+                    }
+                ],
+            },
+        )
+    return [p["error_code"] for t in answer["topics"] for p in t["partitions"]]
+
+
+def test_offset_for_leader_epoch_trusts_cluster_action(open_broker: OdradekProcess) -> None:
+    """As Kafka: CLUSTER_ACTION on the cluster (here the default, no ACL covers the cluster)
+    answers every topic; without it each topic needs DESCRIBE."""
+    topic = unique_topic("epochs")
+    with ConfluentAdmin(open_broker.bootstrap) as admin:
+        admin.create_topic(topic, 1)
+        assert admin.create_acls([Acl("TOPIC", topic, ANONYMOUS, "DESCRIBE", "DENY")]) == [None]
+        assert leader_epoch_errors(open_broker.bootstrap, topic) == [ErrorCode.NONE]
+        assert admin.create_acls([Acl("CLUSTER", "kafka-cluster", ANONYMOUS, "CLUSTER_ACTION", "DENY")]) == [
+            None
+        ]
+        assert leader_epoch_errors(open_broker.bootstrap, topic) == [ErrorCode.TOPIC_AUTHORIZATION_FAILED]
