@@ -62,31 +62,25 @@ _PLAIN_JAAS = (
     "org.apache.kafka.common.security.plain.PlainLoginModule required "
     f'username="{KAFKA_INTERNAL_USER}" password="odradek-compat" user_{KAFKA_INTERNAL_USER}="odradek-compat";'
 )
+KAFKA_AUTHORIZER_SETTINGS: Mapping[str, str] = {
+    "inter.broker.listener.name": "INTERNAL",
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+    "sasl.enabled.mechanisms": "PLAIN",
+    "sasl.mechanism.inter.broker.protocol": "PLAIN",
+    "sasl.mechanism.controller.protocol": "PLAIN",
+    "listener.name.internal.plain.sasl.jaas.config": _PLAIN_JAAS,
+    "listener.name.controller.plain.sasl.jaas.config": _PLAIN_JAAS,
+    "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+    "super.users": f"User:{KAFKA_INTERNAL_USER}",
+}
+"""What a KRaft node running the StandardAuthorizer needs, with an ``INTERNAL`` listener beside
+PLAINTEXT, while its clients stay anonymous.
 
-
-def kafka_authorizer_listeners(broker_port: int, internal_port: int, controller_port: int) -> dict[str, str]:
-    """Listeners for a KRaft node running the StandardAuthorizer while its clients stay anonymous.
-
-    The node must reach its own controller and itself (transaction markers, AddPartitionsToTxn
-    verification, forwarded admin requests) as a principal the authorizer lets do anything,
-    yet PLAINTEXT clients are ``User:ANONYMOUS``, which a test must be able to deny. So the
-    controller and inter-broker listeners speak SASL PLAIN as a super user of their own, and
-    clients keep the PLAINTEXT listener.
-    """
-    return {
-        "listeners": f"PLAINTEXT://127.0.0.1:{broker_port},INTERNAL://127.0.0.1:{internal_port},"
-        f"CONTROLLER://127.0.0.1:{controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{broker_port},INTERNAL://127.0.0.1:{internal_port}",
-        "inter.broker.listener.name": "INTERNAL",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
-        "sasl.enabled.mechanisms": "PLAIN",
-        "sasl.mechanism.inter.broker.protocol": "PLAIN",
-        "sasl.mechanism.controller.protocol": "PLAIN",
-        "listener.name.internal.plain.sasl.jaas.config": _PLAIN_JAAS,
-        "listener.name.controller.plain.sasl.jaas.config": _PLAIN_JAAS,
-        "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
-        "super.users": f"User:{KAFKA_INTERNAL_USER}",
-    }
+The node must reach its own controller and itself (broker registration and heartbeats,
+transaction markers, AddPartitionsToTxn verification, forwarded admin requests) as a principal
+the authorizer lets do anything, yet PLAINTEXT clients are ``User:ANONYMOUS``, which a test
+must be able to deny. So the controller and inter-broker (INTERNAL) listeners speak SASL PLAIN
+as a super user of their own, and clients keep the PLAINTEXT listener."""
 
 
 @dataclass
@@ -220,6 +214,15 @@ def kafka_jars(version: str = KAFKA_VERSION) -> Path:
     return resolve_jars(f"kafka-{version}", [f"org.apache.kafka:kafka_2.13:{version}", SLF4J_BINDING])
 
 
+def kafka_tools_jars(version: str = KAFKA_VERSION) -> Path:
+    """Apache Kafka's command-line tools: kafka-tools (most of them) with kafka_2.13, which
+    still holds ``kafka.admin.ConfigCommand`` in 4.x."""
+    return resolve_jars(
+        f"kafka-tools-{version}",
+        [f"org.apache.kafka:kafka_2.13:{version}", f"org.apache.kafka:kafka-tools:{version}", SLF4J_BINDING],
+    )
+
+
 def random_cluster_id() -> str:
     """A cluster id in Kafka's format (URL-safe base64 of a UUID, not starting with '-')."""
     while True:
@@ -243,16 +246,13 @@ def start_apache_kafka(
     workdir.mkdir(parents=True, exist_ok=True)
     broker_port, controller_port, internal_port = free_ports(3)
     settings = dict(overrides or {})
-    secured = (
-        kafka_authorizer_listeners(broker_port, internal_port, controller_port)
-        if settings.get("authorizer.class.name")
-        else {}
-    )
+    secured = bool(settings.get("authorizer.class.name"))
+    internal = f",INTERNAL://127.0.0.1:{internal_port}" if secured else ""
     config = {
         "process.roles": "broker,controller",
         "node.id": "1",
-        "listeners": f"PLAINTEXT://127.0.0.1:{broker_port},CONTROLLER://127.0.0.1:{controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{broker_port}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{broker_port},CONTROLLER://127.0.0.1:{controller_port}{internal}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{broker_port}{internal}",
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
@@ -260,7 +260,7 @@ def start_apache_kafka(
         "log.dirs": str(workdir / "data"),
         **KAFKA_SINGLE_NODE,
         **SUITE_OVERRIDES,
-        **secured,
+        **(KAFKA_AUTHORIZER_SETTINGS if secured else {}),
         **settings,
     }
     properties = workdir / "server.properties"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from compat_tests.brokers import RunningBroker
+from compat_tests.brokers import RunningBroker, kafka_tools_jars
 from compat_tests.drivers.admin import Acl, Admin
 from compat_tests.drivers.base import (
     ClientError,
@@ -31,7 +31,7 @@ from compat_tests.drivers.base import (
 )
 from compat_tests.drivers.catalog import ADMINS
 from compat_tests.helpers import eventually, poll_for_error, poll_until
-from compat_tests.maven import SLF4J_BINDING, classpath, resolve_jars
+from compat_tests.maven import classpath
 from compat_tests.pools import BrokerPool, DriverPool
 
 AUTHORIZER = {
@@ -330,7 +330,7 @@ def test_cluster_acls(brokers: BrokerPool) -> None:
 
 def kafka_acls(bootstrap: str, *args: str) -> str:
     """Run Kafka's ``kafka-acls`` (org.apache.kafka.tools.AclCommand) and return its output."""
-    libs = resolve_jars("kafka-tools-4.3.1", ["org.apache.kafka:kafka-tools:4.3.1", SLF4J_BINDING])
+    libs = kafka_tools_jars()
     command = [
         "java",
         "-cp",
