@@ -209,6 +209,33 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "auto.create.topics.enable", T.BOOLEAN, "true", "Create unknown topics on Metadata requests."
         ),
         ConfigDef(
+            "authorizer.class.name",
+            T.STRING,
+            "",
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer switches the built-in "
+            "authorizer on (ACLs kept in acls.json in the data directory); empty, as in Kafka, "
+            "means no authorizer: every request is allowed and the ACL APIs answer SECURITY_DISABLED.",
+        ),
+        ConfigDef(
+            "super.users",
+            T.LIST,
+            "",
+            "Principals (e.g. User:admin) allowed everything whatever the ACLs say, separated by semicolons.",
+        ),
+        ConfigDef(
+            "allow.everyone.if.no.acl.found",
+            T.BOOLEAN,
+            "false",
+            "Whether a resource that no ACL covers is open to everyone (true) or only to super users.",
+        ),
+        ConfigDef(
+            "authorizer.max.acls",
+            T.INT,
+            "100000",
+            "Odradek-specific. Most ACLs the authorizer holds; CreateAcls beyond it is refused "
+            "with POLICY_VIOLATION. Kafka has no bound.",
+        ),
+        ConfigDef(
             "max.request.partition.size.limit",
             T.INT,
             "2000",

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from broker.server import Broker
 
 
+ANONYMOUS = "User:ANONYMOUS"
+"""Kafka's principal for a connection nobody authenticated (every PLAINTEXT client)."""
+
+
 @dataclass(slots=True)
 class RequestContext:
     """One request's envelope: its header, the broker it arrived at, the peer and who it is."""

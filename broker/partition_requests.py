@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from broker.acl_model import ResourceType
+from broker.authorization import authorized
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
@@ -23,10 +25,19 @@ def leader_epoch_error(requested: int, current: int) -> ErrorCode | None:
 
 
 def find_partition(
-    ctx: RequestContext, topic: str, index: int, current_leader_epoch: int = -1
+    ctx: RequestContext,
+    topic: str,
+    index: int,
+    current_leader_epoch: int = -1,
+    *,
+    cluster_trusted: bool = False,
 ) -> tuple[PartitionLog, TopicInfo] | ErrorCode:
-    """The partition's log and topic, or the error Kafka answers first: unknown partition,
-    then a fenced or unknown leader epoch, then an offline log directory."""
+    """The partition's log and topic, or the error Kafka answers first: the API's operation
+    refused on the topic (``broker.authorization``), unknown partition, then a fenced or
+    unknown leader epoch, then an offline log directory. ``cluster_trusted``: the caller's
+    cluster operation (CLUSTER_ACTION) already covers every topic."""
+    if not cluster_trusted and not authorized(ctx, ResourceType.TOPIC, topic):
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED
     partition_log = ctx.broker.partitions.get(topic, index)
     info = ctx.broker.topics.get(topic)
     if partition_log is None or info is None:

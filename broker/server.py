@@ -19,8 +19,10 @@ from pathlib import Path
 import trio
 
 from broker.accept import ConnectionLimits, accept_loop, default_max_connections
+from broker.acl_store import AclStore, open_acl_store
 from broker.api_support import ApiSupport, Served, supported_apis
 from broker.appends import AppendNotifier
+from broker.authorizer import Authorizer
 from broker.client_metrics_store import SubscriptionStore
 from broker.client_software import ClientSoftware
 from broker.client_telemetry import ClientTelemetry
@@ -108,6 +110,8 @@ class Broker:
             self.data_dir, self.node_id, config.get("cluster.id")
         )
         self.topics = TopicRegistry(self.data_dir)
+        self.acls: AclStore | None = open_acl_store(config, self.data_dir)
+        self.authorizer: Authorizer | None = self.acls.authorizer if self.acls else None
         self.partitions = PartitionStore(self, [str(d) for d in dirs])
         self.producer_ids = ProducerIdAllocator(self.data_dir)
         self.scram_credentials = ScramCredentialStore(self.data_dir)

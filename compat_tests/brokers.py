@@ -57,6 +57,31 @@ KAFKA_SINGLE_NODE: Mapping[str, str] = {
 """Internal topics default to three replicas, which a single node cannot host."""
 
 
+KAFKA_INTERNAL_USER = "admin"
+_PLAIN_JAAS = (
+    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    f'username="{KAFKA_INTERNAL_USER}" password="odradek-compat" user_{KAFKA_INTERNAL_USER}="odradek-compat";'
+)
+KAFKA_AUTHORIZER_SETTINGS: Mapping[str, str] = {
+    "inter.broker.listener.name": "INTERNAL",
+    "sasl.enabled.mechanisms": "PLAIN",
+    "sasl.mechanism.inter.broker.protocol": "PLAIN",
+    "sasl.mechanism.controller.protocol": "PLAIN",
+    "listener.name.internal.plain.sasl.jaas.config": _PLAIN_JAAS,
+    "listener.name.controller.plain.sasl.jaas.config": _PLAIN_JAAS,
+    "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+    "super.users": f"User:{KAFKA_INTERNAL_USER}",
+}
+"""What a KRaft node running the StandardAuthorizer needs, with an ``INTERNAL`` listener beside
+PLAINTEXT, while its clients stay anonymous.
+
+The node must reach its own controller and itself (broker registration and heartbeats,
+transaction markers, AddPartitionsToTxn verification, forwarded admin requests) as a principal
+the authorizer lets do anything, yet PLAINTEXT clients are ``User:ANONYMOUS``, which a test
+must be able to deny. So the controller and inter-broker (INTERNAL) listeners speak SASL PLAIN
+as a super user of their own, and clients keep the PLAINTEXT listener."""
+
+
 @dataclass
 class RunningBroker:
     """A broker the suite can talk to; ``process`` is None for a broker someone else runs."""
@@ -245,7 +270,11 @@ def start_apache_kafka(
         raise RuntimeError("java is not installed: it is needed to run Apache Kafka")
     workdir.mkdir(parents=True, exist_ok=True)
     broker_port, controller_port = free_ports(2)
-    addresses, extra, protocols = _extra_listeners(extra_listeners or {})
+    settings = dict(overrides or {})
+    secured = bool(settings.get("authorizer.class.name"))
+    internal = {"INTERNAL": "SASL_PLAINTEXT"} if secured else {}
+    addresses, extra, protocols = _extra_listeners({**(extra_listeners or {}), **internal})
+    controller_protocol = "SASL_PLAINTEXT" if secured else "PLAINTEXT"
     config = {
         "process.roles": "broker,controller",
         "node.id": "1",
@@ -253,12 +282,13 @@ def start_apache_kafka(
         "advertised.listeners": f"PLAINTEXT://127.0.0.1:{broker_port}{extra}",
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": f"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT{protocols}",
+        "listener.security.protocol.map": f"PLAINTEXT:PLAINTEXT,CONTROLLER:{controller_protocol}{protocols}",
         "controller.quorum.bootstrap.servers": f"127.0.0.1:{controller_port}",
         "log.dirs": str(workdir / "data"),
         **KAFKA_SINGLE_NODE,
         **SUITE_OVERRIDES,
-        **(overrides or {}),
+        **(KAFKA_AUTHORIZER_SETTINGS if secured else {}),
+        **settings,
     }
     properties = workdir / "server.properties"
     properties.write_text(_properties(config))
@@ -284,7 +314,7 @@ def start_apache_kafka(
             preexec_fn=_die_with_parent,
         )
     bootstrap = f"127.0.0.1:{broker_port}"
-    broker = RunningBroker(bootstrap, "apache-kafka", process, log_path, dict(overrides or {}), addresses)
+    broker = RunningBroker(bootstrap, "apache-kafka", process, log_path, settings, addresses)
     wait_until_ready(broker)
     return broker
 

@@ -48,9 +48,6 @@ NO_PRODUCER_ID = -1
 FIRST_MEMBER_EPOCH_COMMIT_VERSION = 9
 CLASSIC_GROUP_TYPE = "classic"
 CONSUMER_GROUP_TYPE = "consumer"
-# Without an authorizer every operation Kafka defines on groups is allowed; these are the
-# AclOperation codes READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS.
-GROUP_AUTHORIZED_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
 
 
 class StoredRecord(NamedTuple):
@@ -379,19 +376,13 @@ class GroupCoordinator(PartitionedCoordinator):
 
     # --- administration ------------------------------------------------------------------
 
-    def describe_groups(
-        self, group_ids: list[str], include_authorized_operations: bool, missing_is_error: bool = False
-    ) -> list[dict[str, Any]]:
+    def describe_groups(self, group_ids: list[str], missing_is_error: bool = False) -> list[dict[str, Any]]:
         """DescribeGroups: a group that is not a classic group is described as Dead, or with
-        ``missing_is_error`` (DescribeGroups v6+, KIP-1043) answered GROUP_ID_NOT_FOUND."""
-        return [
-            self._describe_group(group_id, include_authorized_operations, missing_is_error)
-            for group_id in group_ids
-        ]
+        ``missing_is_error`` (DescribeGroups v6+, KIP-1043) answered GROUP_ID_NOT_FOUND.
+        Authorized operations are the broker's to add (``broker.authorization``)."""
+        return [self._describe_group(group_id, missing_is_error) for group_id in group_ids]
 
-    def _describe_group(
-        self, group_id: str, include_authorized_operations: bool, missing_is_error: bool
-    ) -> dict[str, Any]:
+    def _describe_group(self, group_id: str, missing_is_error: bool) -> dict[str, Any]:
         described: dict[str, Any] = {
             "error_code": self.availability(group_id),
             "group_id": group_id,
@@ -428,8 +419,6 @@ class GroupCoordinator(PartitionedCoordinator):
                 for member in group.members.values()
             ],
         )
-        if include_authorized_operations:
-            described["authorized_operations"] = GROUP_AUTHORIZED_OPERATIONS
         return described
 
     def list_groups(self, states: list[str], types: list[str]) -> tuple[ErrorCode, list[dict[str, Any]]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.api_support import Served
+from broker.authorization import cluster_operations_field
 from broker.context import RequestContext
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
@@ -28,6 +29,9 @@ async def handle_describe_cluster(ctx: RequestContext, request: dict[str, Any]) 
         "endpoint_type": BROKERS_ENDPOINT,
         "cluster_id": broker.cluster_id,
         "controller_id": broker.node_id,
+        "cluster_authorized_operations": cluster_operations_field(
+            ctx, bool(request.get("include_cluster_authorized_operations"))
+        ),
         "brokers": [
             {"broker_id": broker.node_id, "host": endpoint.host, "port": endpoint.port, "rack": None}
         ],

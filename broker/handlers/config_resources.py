@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.api_support import Served
+from broker.authorization import cluster_authorized
 from broker.context import RequestContext
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
@@ -47,6 +48,12 @@ def _group_resources(ctx: RequestContext) -> list[str]:
 
 async def handle_list_config_resources(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     wanted = set(request["resource_types"] or SUPPORTED_TYPES) if ctx.api_version >= 1 else {CLIENT_METRICS}
+    if not cluster_authorized(ctx):
+        return {
+            "throttle_time_ms": 0,
+            "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            "config_resources": [],
+        }
     if not wanted <= set(SUPPORTED_TYPES):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.UNSUPPORTED_VERSION, "config_resources": []}
     return {

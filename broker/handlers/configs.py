@@ -16,6 +16,7 @@ from typing import Any
 
 from broker import broker_loggers
 from broker.api_support import Served
+from broker.authorization import config_refusal
 from broker.client_metrics_resources import CLIENT_METRICS, alter_client_metrics, describe_client_metrics
 from broker.config import BrokerConfig
 from broker.config_defs import BROKER_CONFIGS, DYNAMIC_BROKER_KEYS, TOPIC_CONFIGS, ConfigSource, ConfigType
@@ -186,7 +187,7 @@ async def handle_describe_configs(ctx: RequestContext, request: dict[str, Any]) 
             "error_message": None,
             "configs": [],
         }
-        problem = resource_error(ctx, kind, name)
+        problem = config_refusal(ctx, kind, name) or resource_error(ctx, kind, name)
         if problem is not None:
             results.append(result | {"error_code": problem[0], "error_message": problem[1]})
             continue
@@ -339,7 +340,7 @@ async def alter(ctx: RequestContext, request: dict[str, Any], incremental: bool)
             "error_code": ErrorCode.NONE,
             "error_message": None,
         }
-        problem = resource_error(ctx, kind, name)
+        problem = config_refusal(ctx, kind, name) or resource_error(ctx, kind, name)
         if problem is None:
             try:
                 _ALTER[kind](ctx, name, resource, incremental, not request["validate_only"])

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.acl_model import ResourceType
 from broker.api_support import Served
+from broker.authorization import answer_each, authorized, operations_field, unauthorized_names
 from broker.context import RequestContext
 from broker.handlers.groups import client_host, coordinator_of
 from coordinator.consumer_heartbeat import HeartbeatRequest
-from coordinator.coordinator import GROUP_AUTHORIZED_OPERATIONS
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
@@ -25,6 +26,11 @@ def _enabled(ctx: RequestContext) -> bool:
 async def handle_consumer_group_heartbeat(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     if not _enabled(ctx):
         return {"error_code": ErrorCode.UNSUPPORTED_VERSION}
+    if not authorized(ctx, ResourceType.GROUP, request["group_id"]):
+        return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
+    if unauthorized_names(ctx, ResourceType.TOPIC, request["subscribed_topic_names"] or ()):
+        # Kafka refuses a subscription naming a topic the member may not describe.
+        return {"error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
     owned = request["topic_partitions"]
     heartbeat = HeartbeatRequest(
         group_id=request["group_id"],
@@ -51,11 +57,18 @@ async def handle_consumer_group_describe(ctx: RequestContext, request: dict[str,
                 for group_id in request["group_ids"]
             ]
         }
-    groups = coordinator_of(ctx).consumer_group_describe(request["group_ids"])
-    if request["include_authorized_operations"]:
-        for group in groups:
-            if group["error_code"] == ErrorCode.NONE:
-                group["authorized_operations"] = GROUP_AUTHORIZED_OPERATIONS
+    groups = answer_each(
+        ctx,
+        ResourceType.GROUP,
+        request["group_ids"],
+        coordinator_of(ctx).consumer_group_describe,
+        lambda group_id: {"group_id": group_id, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED},
+    )
+    for group in groups:
+        if group["error_code"] == ErrorCode.NONE:
+            group["authorized_operations"] = operations_field(
+                ctx, ResourceType.GROUP, group["group_id"], request["include_authorized_operations"]
+            )
     return {"groups": groups}
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.api_support import Served
+from broker.authorization import cluster_authorized
 from broker.context import RequestContext
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
@@ -63,12 +64,14 @@ def _update_error(ctx: RequestContext, update: dict[str, Any]) -> str | None:
 
 async def handle_update_features(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     results = []
+    allowed = cluster_authorized(ctx)
     for update in request["feature_updates"]:
-        message = _update_error(ctx, update)
+        message = _update_error(ctx, update) if allowed else None
+        code = ErrorCode.NONE if message is None else ErrorCode.INVALID_UPDATE_VERSION
         results.append(
             {
                 "feature": update["feature"],
-                "error_code": ErrorCode.NONE if message is None else ErrorCode.INVALID_UPDATE_VERSION,
+                "error_code": code if allowed else ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                 "error_message": message,
             }
         )

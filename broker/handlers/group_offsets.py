@@ -10,9 +10,12 @@ topic without an id any more (deleted) is left out of a fetch of everything.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from broker.acl_model import ResourceType
 from broker.api_support import Served
+from broker.authorization import authorized, unauthorized_names
 from broker.context import PendingResponse, RequestContext
 from broker.handlers.groups import coordinator_of
 from coordinator.offsets import topics_with_error
@@ -48,17 +51,22 @@ _NO_OFFSET = {"committed_offset": -1, "committed_leader_epoch": -1, "metadata": 
 """What OffsetFetch answers for a partition without an offset, beside its error."""
 
 
-def _unknown_ids(
-    topics: list[dict[str, Any]], partitions_key: str, answer: dict[str, Any] | None = None
+def _partition_errors(
+    topics: list[dict[str, Any]],
+    partitions_key: str,
+    code: ErrorCode,
+    key: str = "topic_id",
+    answer: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """UNKNOWN_TOPIC_ID (with ``answer``'s fields) for every partition of request topics whose id is unknown."""
+    """``code`` (with ``answer``'s fields) for every partition of these request topics, which
+    are named by ``key``: UNKNOWN_TOPIC_ID for unknown ids, TOPIC_AUTHORIZATION_FAILED."""
     return [
         {
-            "topic_id": topic["topic_id"],
+            key: topic[key],
             "partitions": [
                 {
                     "partition_index": p["partition_index"] if isinstance(p, dict) else p,
-                    "error_code": ErrorCode.UNKNOWN_TOPIC_ID,
+                    "error_code": code,
                     **(answer or {}),
                 }
                 for p in topic[partitions_key]
@@ -66,6 +74,21 @@ def _unknown_ids(
         }
         for topic in topics
     ]
+
+
+def split_authorized_topics(
+    ctx: RequestContext,
+    topics: list[dict[str, Any]],
+    partitions_key: str,
+    answer: dict[str, Any] | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The request topics the API's topic operation allows, and the refused ones answered."""
+    denied = unauthorized_names(ctx, ResourceType.TOPIC, (t["name"] for t in topics))
+    allowed = [t for t in topics if t["name"] not in denied]
+    refused = [t for t in topics if t["name"] in denied]
+    return allowed, _partition_errors(
+        refused, partitions_key, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "name", answer
+    )
 
 
 async def handle_offset_commit(
@@ -77,18 +100,25 @@ async def handle_offset_commit(
     requested, unknown = (
         _by_name(ctx, request["topics"]) if ctx.api_version >= 10 else (request["topics"], [])
     )
+    if not authorized(ctx, ResourceType.GROUP, request["group_id"]):
+        denied = _partition_errors(requested, "partitions", ErrorCode.GROUP_AUTHORIZATION_FAILED, "name")
+        return {"topics": _with_ids(ctx, denied) if ctx.api_version >= 10 else denied}
+    requested, refused = split_authorized_topics(ctx, requested, "partitions")
     with durability.collecting() as must_sync:
-        topics = coordinator_of(ctx).commit_offsets(
-            group_id=request["group_id"],
-            generation_id=request.get("generation_id_or_member_epoch", -1),
-            member_id=request.get("member_id", ""),
-            group_instance_id=request.get("group_instance_id"),
-            retention_time_ms=request.get("retention_time_ms", -1),
-            topics=requested,
-            api_version=ctx.api_version,
+        topics = (
+            coordinator_of(ctx).commit_offsets(
+                group_id=request["group_id"],
+                generation_id=request.get("generation_id_or_member_epoch", -1),
+                member_id=request.get("member_id", ""),
+                group_instance_id=request.get("group_instance_id"),
+                retention_time_ms=request.get("retention_time_ms", -1),
+                topics=requested,
+                api_version=ctx.api_version,
+            )
+            + refused
         )
     if ctx.api_version >= 10:
-        topics = _with_ids(ctx, topics) + _unknown_ids(unknown, "partitions")
+        topics = _with_ids(ctx, topics) + _partition_errors(unknown, "partitions", ErrorCode.UNKNOWN_TOPIC_ID)
     return answer_when_synced(ctx, must_sync, topics)
 
 
@@ -125,18 +155,28 @@ async def handle_offset_fetch(ctx: RequestContext, request: dict[str, Any]) -> d
     if ctx.api_version >= 8:
         return {
             "groups": [
-                coordinator.fetch_offsets(
+                authorized_fetch(
+                    ctx,
                     group["group_id"],
                     group["topics"],
-                    group["member_id"],
-                    group["member_epoch"],
-                    request["require_stable"],
+                    lambda topics, group=group: coordinator.fetch_offsets(
+                        group["group_id"],
+                        topics,
+                        group["member_id"],
+                        group["member_epoch"],
+                        request["require_stable"],
+                    ),
                 )
                 for group in request["groups"]
             ]
         }
-    result = coordinator.fetch_offsets(
-        request["group_id"], request["topics"], require_stable=request.get("require_stable", False)
+    result = authorized_fetch(
+        ctx,
+        request["group_id"],
+        request["topics"],
+        lambda topics: coordinator.fetch_offsets(
+            request["group_id"], topics, require_stable=request.get("require_stable", False)
+        ),
     )
     error = result["error_code"]
     if ctx.api_version < 2 and error is not ErrorCode.NONE:
@@ -156,19 +196,49 @@ async def handle_offset_fetch(ctx: RequestContext, request: dict[str, Any]) -> d
 def _fetch_offsets_by_id(ctx: RequestContext, group: dict[str, Any], require_stable: bool) -> dict[str, Any]:
     """One group of an OffsetFetch v10+, whose topics are named by id."""
     requested, unknown = _by_name(ctx, group["topics"]) if group["topics"] is not None else (None, [])
-    result = coordinator_of(ctx).fetch_offsets(
-        group["group_id"], requested, group["member_id"], group["member_epoch"], require_stable
+    result = authorized_fetch(
+        ctx,
+        group["group_id"],
+        requested,
+        lambda topics: coordinator_of(ctx).fetch_offsets(
+            group["group_id"], topics, group["member_id"], group["member_epoch"], require_stable
+        ),
     )
     if result["error_code"] is ErrorCode.NONE:
-        result["topics"] = _with_ids(ctx, result["topics"]) + _unknown_ids(
-            unknown, "partition_indexes", _NO_OFFSET
+        result["topics"] = _with_ids(ctx, result["topics"]) + _partition_errors(
+            unknown, "partition_indexes", ErrorCode.UNKNOWN_TOPIC_ID, answer=_NO_OFFSET
         )
     return result
 
 
+def authorized_fetch(
+    ctx: RequestContext,
+    group_id: str,
+    topics: list[dict[str, Any]] | None,
+    fetch: Callable[[list[dict[str, Any]] | None], dict[str, Any]],
+) -> dict[str, Any]:
+    """One group's OffsetFetch as Kafka authorizes it: DESCRIBE on the group, else
+    GROUP_AUTHORIZATION_FAILED; named topics the principal may not describe answer
+    TOPIC_AUTHORIZATION_FAILED, and a fetch of every topic leaves them out."""
+    if not authorized(ctx, ResourceType.GROUP, group_id):
+        return {"group_id": group_id, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "topics": []}
+    if topics is None:
+        result = fetch(None)
+        result["topics"] = [t for t in result["topics"] if authorized(ctx, ResourceType.TOPIC, t["name"])]
+        return result
+    allowed, refused = split_authorized_topics(ctx, topics, "partition_indexes", _NO_OFFSET)
+    result = fetch(allowed)
+    if result["error_code"] is ErrorCode.NONE:
+        result["topics"] = result["topics"] + refused
+    return result
+
+
 async def handle_offset_delete(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    error, topics = coordinator_of(ctx).delete_offsets(request["group_id"], request["topics"])
-    return {"error_code": error, "topics": topics}
+    if not authorized(ctx, ResourceType.GROUP, request["group_id"]):
+        return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "topics": []}
+    allowed, refused = split_authorized_topics(ctx, request["topics"], "partitions")
+    error, topics = coordinator_of(ctx).delete_offsets(request["group_id"], allowed)
+    return {"error_code": error, "topics": topics + refused if error is ErrorCode.NONE else topics}
 
 
 HANDLERS = {

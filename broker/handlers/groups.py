@@ -15,9 +15,11 @@ from typing import Any
 
 import trio
 
+from broker.acl_model import AclOperation, ResourceType
 from broker.api_support import Served
+from broker.authorization import answer_each, authorized, cluster_authorized, operations_field
 from broker.context import RequestContext
-from coordinator.classic_group import Responder
+from coordinator.classic_group import Responder, join_error, sync_error
 from coordinator.classic_protocol import JoinRequest, SyncRequest
 from coordinator.coordinator import GroupCoordinator
 from wire.api_keys import ApiKey
@@ -25,6 +27,9 @@ from wire.error_codes import ErrorCode
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
+KEY_RESOURCES = {GROUP_KEY_TYPE: ResourceType.GROUP, TRANSACTION_KEY_TYPE: ResourceType.TRANSACTIONAL_ID}
+"""FindCoordinator needs DESCRIBE on the group or transactional id it looks up."""
+GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 
 
 def coordinator_of(ctx: RequestContext) -> GroupCoordinator:
@@ -62,14 +67,21 @@ async def handle_find_coordinator(ctx: RequestContext, request: dict[str, Any]) 
     if ctx.api_version >= 4:
         return {
             "coordinators": [
-                {"key": key} | _coordinator_entry(ctx, key_type) for key in request["coordinator_keys"]
+                {"key": key} | _coordinator_entry(ctx, key_type, key) for key in request["coordinator_keys"]
             ]
         }
-    return _coordinator_entry(ctx, key_type)  # v0-3 answer for the one key at the top level
+    return _coordinator_entry(ctx, key_type, request["key"])  # v0-3 answer for the one key at the top level
 
 
-def _coordinator_entry(ctx: RequestContext, key_type: int) -> dict[str, Any]:
-    if key_type == GROUP_KEY_TYPE:
+def _coordinator_entry(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
+    resource = KEY_RESOURCES.get(key_type)
+    if resource is not None and not authorized(ctx, resource, key):
+        error = (
+            ErrorCode.GROUP_AUTHORIZATION_FAILED
+            if key_type == GROUP_KEY_TYPE
+            else ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        )
+    elif key_type == GROUP_KEY_TYPE:
         error = ErrorCode.NONE if ctx.broker.coordinator is not None else ErrorCode.COORDINATOR_NOT_AVAILABLE
     elif key_type == TRANSACTION_KEY_TYPE:
         advertised = ApiKey.END_TXN in ctx.broker.supported
@@ -99,6 +111,8 @@ def _coordinator_entry(ctx: RequestContext, key_type: int) -> dict[str, Any]:
 
 async def handle_join_group(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     version = ctx.api_version
+    if not authorized(ctx, ResourceType.GROUP, request["group_id"]):
+        return join_error(GROUP_DENIED) | {"protocol_name": None if version >= 7 else ""}
     join = JoinRequest(
         group_id=request["group_id"],
         member_id=request["member_id"],
@@ -123,6 +137,8 @@ async def handle_join_group(ctx: RequestContext, request: dict[str, Any]) -> dic
 
 
 async def handle_sync_group(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    if not authorized(ctx, ResourceType.GROUP, request["group_id"]):
+        return sync_error(GROUP_DENIED)
     sync = SyncRequest(
         group_id=request["group_id"],
         generation_id=request["generation_id"],
@@ -138,6 +154,8 @@ async def handle_sync_group(ctx: RequestContext, request: dict[str, Any]) -> dic
 
 
 async def handle_heartbeat(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    if not authorized(ctx, ResourceType.GROUP, request["group_id"]):
+        return {"error_code": GROUP_DENIED}
     error = coordinator_of(ctx).heartbeat(
         request["group_id"], request["generation_id"], request["member_id"], request.get("group_instance_id")
     )
@@ -145,6 +163,8 @@ async def handle_heartbeat(ctx: RequestContext, request: dict[str, Any]) -> dict
 
 
 async def handle_leave_group(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    if not authorized(ctx, ResourceType.GROUP, request["group_id"]):
+        return {"error_code": GROUP_DENIED, "members": []}
     if ctx.api_version >= 3:
         leaving = [(m["member_id"], m.get("group_instance_id")) for m in request["members"]]
     else:
@@ -159,12 +179,32 @@ async def handle_leave_group(ctx: RequestContext, request: dict[str, Any]) -> di
 # --- administration ----------------------------------------------------------------------
 
 
+def denied_group(group_id: str) -> dict[str, Any]:
+    """A DescribeGroups entry for a group the principal may not describe."""
+    return {
+        "error_code": GROUP_DENIED,
+        "group_id": group_id,
+        "group_state": "",
+        "protocol_type": "",
+        "protocol_data": "",
+        "members": [],
+    }
+
+
 async def handle_describe_groups(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    groups = coordinator_of(ctx).describe_groups(
+    with_operations = bool(request.get("include_authorized_operations"))
+    groups = answer_each(
+        ctx,
+        ResourceType.GROUP,
         request["groups"],
-        bool(request.get("include_authorized_operations")),
-        missing_is_error=ctx.api_version >= 6,
+        lambda allowed: coordinator_of(ctx).describe_groups(allowed, missing_is_error=ctx.api_version >= 6),
+        denied_group,
     )
+    for group in groups:
+        if with_operations and group["error_code"] == ErrorCode.NONE:
+            group["authorized_operations"] = operations_field(
+                ctx, ResourceType.GROUP, group["group_id"], True
+            )
     return {"groups": groups}
 
 
@@ -172,13 +212,25 @@ async def handle_list_groups(ctx: RequestContext, request: dict[str, Any]) -> di
     error, groups = coordinator_of(ctx).list_groups(
         request.get("states_filter") or [], request.get("types_filter") or []
     )
+    if not cluster_authorized(ctx, AclOperation.DESCRIBE):
+        # Without DESCRIBE on the cluster, only the groups the principal may describe.
+        groups = [
+            g for g in groups if authorized(ctx, ResourceType.GROUP, g["group_id"], AclOperation.DESCRIBE)
+        ]
     return {"error_code": error, "groups": groups}
 
 
 async def handle_delete_groups(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     # Kafka answers each distinct group once.
     group_ids = list(dict.fromkeys(request["groups_names"]))
-    return {"results": coordinator_of(ctx).delete_groups(group_ids)}
+    results = answer_each(
+        ctx,
+        ResourceType.GROUP,
+        group_ids,
+        coordinator_of(ctx).delete_groups,
+        lambda group_id: {"group_id": group_id, "error_code": GROUP_DENIED},
+    )
+    return {"results": results}
 
 
 HANDLERS = {

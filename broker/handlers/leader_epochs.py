@@ -11,16 +11,17 @@ from functools import partial
 from typing import Any
 
 from broker.api_support import Served
+from broker.authorization import cluster_authorized
 from broker.context import RequestContext
 from broker.partition_requests import find_partition, per_partition
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
 
-def end_offset(ctx: RequestContext, topic: str, wanted: dict[str, Any]) -> dict[str, Any]:
+def end_offset(ctx: RequestContext, trusted: bool, topic: str, wanted: dict[str, Any]) -> dict[str, Any]:
     index = wanted["partition"]
     result = {"partition": index, "leader_epoch": -1, "end_offset": -1}
-    found = find_partition(ctx, topic, index, wanted.get("current_leader_epoch", -1))
+    found = find_partition(ctx, topic, index, wanted.get("current_leader_epoch", -1), cluster_trusted=trusted)
     if isinstance(found, ErrorCode):
         return result | {"error_code": found}
     partition_log, info = found
@@ -37,7 +38,10 @@ def end_offset(ctx: RequestContext, topic: str, wanted: dict[str, Any]) -> dict[
 async def handle_offset_for_leader_epoch(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     return {
         "throttle_time_ms": 0,
-        "topics": per_partition(request["topics"], partial(end_offset, ctx), topic_key="topic"),
+        # As Kafka: CLUSTER_ACTION (brokers) covers every topic, else DESCRIBE on each.
+        "topics": per_partition(
+            request["topics"], partial(end_offset, ctx, cluster_authorized(ctx)), topic_key="topic"
+        ),
     }
 
 

@@ -13,6 +13,7 @@ import os
 from typing import Any
 
 from broker.api_support import Served
+from broker.authorization import cluster_authorized
 from broker.context import RequestContext
 from log.disk_error_report import describe_os_error
 from wire.api_keys import ApiKey
@@ -32,6 +33,8 @@ def _disk_usage(log_dir: str) -> tuple[int, int] | None:
 
 
 async def handle_describe_log_dirs(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    if not cluster_authorized(ctx):
+        return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "results": []}
     requested = request["topics"]
     wanted = None if requested is None else {(t["topic"], p) for t in requested for p in t["partitions"]}
     store = ctx.broker.partitions

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.acl_model import AclOperation, ResourceType
 from broker.api_support import Served
+from broker.authorization import authorized, cluster_authorized, cluster_operations_field, operations_field
 from broker.context import RequestContext
 from broker.partition_limits import PartitionBudget
 from broker.topic_admin import NewTopic, TopicError, register_topic_async, validate_new_topic
@@ -22,10 +24,6 @@ from broker.topics import TopicInfo, topic_name_error
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
-AUTHORIZED_OPERATIONS_OMITTED = -2147483648
-# Without an authorizer Kafka grants every operation; these are AclOperation codes
-# READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS.
-ALL_TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 ZERO_UUID = bytes(16)
 FIRST_VERSION_WITH_TOPIC_IDS = 12
 
@@ -62,9 +60,7 @@ def topic_entry(ctx: RequestContext, topic: TopicInfo, with_operations: bool) ->
         "topic_id": topic.topic_id,
         "is_internal": topic.internal,
         "partitions": partition_entries(ctx, topic),
-        "topic_authorized_operations": ALL_TOPIC_OPERATIONS
-        if with_operations
-        else AUTHORIZED_OPERATIONS_OMITTED,
+        "topic_authorized_operations": operations_field(ctx, ResourceType.TOPIC, topic.name, with_operations),
     }
 
 
@@ -81,14 +77,24 @@ async def auto_create_topic(ctx: RequestContext, name: str) -> None:
 
 
 async def resolve_topic(ctx: RequestContext, name: str, auto_create: bool) -> TopicInfo | ErrorCode:
-    """Find ``name``, creating it if allowed; otherwise the error Kafka answers with."""
+    """Find ``name``, creating it if allowed (which takes CREATE on the cluster or on the topic);
+    otherwise the error Kafka answers with."""
     topic = ctx.broker.topics.get(name)
     if topic is not None:
         return topic
+    if not (auto_create and ctx.broker.config.get_bool("auto.create.topics.enable")):
+        return (
+            ErrorCode.INVALID_TOPIC_EXCEPTION
+            if topic_name_error(name)
+            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        )
+    if not (
+        cluster_authorized(ctx, AclOperation.CREATE)
+        or authorized(ctx, ResourceType.TOPIC, name, AclOperation.CREATE)
+    ):
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED
     if topic_name_error(name):
         return ErrorCode.INVALID_TOPIC_EXCEPTION
-    if not (auto_create and ctx.broker.config.get_bool("auto.create.topics.enable")):
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     try:
         await auto_create_topic(ctx, name)
     except TopicError as exc:
@@ -103,7 +109,12 @@ async def handle_metadata(ctx: RequestContext, request: dict[str, Any]) -> dict[
     requested = request["topics"]
     topics: list[dict[str, Any]] = []
     if requested is None or (version == 0 and not requested):
-        topics = [topic_entry(ctx, t, with_operations) for t in broker.topics.all()]
+        # Listing every topic leaves out those the principal may not describe, without a word.
+        topics = [
+            topic_entry(ctx, t, with_operations)
+            for t in broker.topics.all()
+            if authorized(ctx, ResourceType.TOPIC, t.name, AclOperation.DESCRIBE)
+        ]
     elif version < FIRST_VERSION_WITH_TOPIC_IDS and any(
         t["name"] is None or t["topic_id"] != ZERO_UUID for t in requested
     ):
@@ -119,8 +130,14 @@ async def handle_metadata(ctx: RequestContext, request: dict[str, Any]) -> dict[
                 by_id = broker.topics.by_id(wanted["topic_id"])
                 if by_id is None:
                     topics.append(error_entry(None, ErrorCode.UNKNOWN_TOPIC_ID, wanted["topic_id"]))
+                elif not authorized(ctx, ResourceType.TOPIC, by_id.name, AclOperation.DESCRIBE):
+                    # Ids are not secret (Kafka): the id comes back, the name does not.
+                    topics.append(error_entry(None, ErrorCode.TOPIC_AUTHORIZATION_FAILED, wanted["topic_id"]))
                 else:
                     topics.append(topic_entry(ctx, by_id, with_operations))
+                continue
+            if not authorized(ctx, ResourceType.TOPIC, name, AclOperation.DESCRIBE):
+                topics.append(error_entry(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 continue
             found = await resolve_topic(ctx, name, auto_create)
             if isinstance(found, TopicInfo):
@@ -133,7 +150,9 @@ async def handle_metadata(ctx: RequestContext, request: dict[str, Any]) -> dict[
         "cluster_id": broker.cluster_id,
         "controller_id": broker.node_id,
         "topics": topics,
-        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        "cluster_authorized_operations": cluster_operations_field(
+            ctx, bool(request.get("include_cluster_authorized_operations"))
+        ),
     }
 
 
@@ -150,7 +169,11 @@ async def handle_describe_topic_partitions(ctx: RequestContext, request: dict[st
     cursor = request["cursor"]
     after = cursor["topic_name"] if cursor is not None else ""
     listing_all = not request["topics"]
-    names = [t.name for t in registry.all()] if listing_all else [t["name"] for t in request["topics"]]
+    names = (
+        [t.name for t in registry.all() if authorized(ctx, ResourceType.TOPIC, t.name)]
+        if listing_all
+        else [t["name"] for t in request["topics"]]
+    )
     wanted = sorted({name for name in names if name >= after})
     if cursor is not None and not listing_all and cursor["topic_name"] not in wanted:
         return {"topics": [error_entry(t["name"], ErrorCode.INVALID_REQUEST) for t in request["topics"]]}
@@ -164,13 +187,19 @@ async def handle_describe_topic_partitions(ctx: RequestContext, request: dict[st
             next_cursor = {"topic_name": name, "partition_index": 0}
             break
         topic = registry.get(name)
+        if not authorized(ctx, ResourceType.TOPIC, name):
+            topics.append(error_entry(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            continue
         if topic is None:
             code = (
                 ErrorCode.INVALID_TOPIC_EXCEPTION
                 if topic_name_error(name)
                 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             )
-            topics.append(error_entry(name, code) | {"topic_authorized_operations": ALL_TOPIC_OPERATIONS})
+            topics.append(
+                error_entry(name, code)
+                | {"topic_authorized_operations": operations_field(ctx, ResourceType.TOPIC, name, True)}
+            )
             continue
         start = cursor["partition_index"] if cursor is not None and name == cursor["topic_name"] else 0
         entry = topic_entry(ctx, topic, with_operations=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.api_support import Served
+from broker.authorization import cluster_authorized
 from broker.context import RequestContext
 from broker.handlers.topics import replica_lists_error
 from wire.api_keys import ApiKey
@@ -47,6 +48,12 @@ def _election(ctx: RequestContext, topic: str, partition: int) -> dict[str, Any]
 
 
 async def handle_elect_leaders(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    if not cluster_authorized(ctx):
+        return {
+            "throttle_time_ms": 0,
+            "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            "replica_election_results": [],
+        }
     # All partitions (topic_partitions null): Kafka answers only those it elected, so none.
     results = [
         {
@@ -76,12 +83,15 @@ def _reassignment(ctx: RequestContext, topic: str, wanted: dict[str, Any]) -> di
 async def handle_alter_partition_reassignments(
     ctx: RequestContext, request: dict[str, Any]
 ) -> dict[str, Any]:
+    allowed = cluster_authorized(ctx)
     return {
         "throttle_time_ms": 0,
         "allow_replication_factor_change": request["allow_replication_factor_change"],
-        "error_code": ErrorCode.NONE,
+        "error_code": ErrorCode.NONE if allowed else ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
         "error_message": None,
-        "responses": [
+        "responses": []
+        if not allowed
+        else [
             {
                 "name": topic["name"],
                 "partitions": [_reassignment(ctx, topic["name"], p) for p in topic["partitions"]],
@@ -93,7 +103,8 @@ async def handle_alter_partition_reassignments(
 
 async def handle_list_partition_reassignments(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     """No reassignment is ever in progress: each one completes when it is asked for."""
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "topics": []}
+    error = ErrorCode.NONE if cluster_authorized(ctx) else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    return {"throttle_time_ms": 0, "error_code": error, "error_message": None, "topics": []}
 
 
 HANDLERS = {

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.acl_model import ResourceType
 from broker.api_support import Served
+from broker.authorization import authorized
 from broker.context import PendingResponse, RequestContext
 from broker.dispatch import CloseConnection
 from broker.error_mapping import error_code_of
@@ -217,7 +219,7 @@ def append_partition(
 
 def resolve_topic(
     ctx: RequestContext, topic_data: dict[str, Any]
-) -> tuple[str, tuple[ErrorCode, str] | None]:
+) -> tuple[str, tuple[ErrorCode, str | None] | None]:
     """The topic's name (v13+ sends its id instead) and why nothing may be appended to it."""
     if ctx.api_version < FIRST_TOPIC_ID_VERSION:
         name = topic_data["name"]
@@ -227,6 +229,8 @@ def resolve_topic(
         if info is None:
             return "", (ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")
         name = info.name
+    if not authorized(ctx, ResourceType.TOPIC, name):
+        return name, (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
     if info is not None and info.internal:
         return name, (ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {name}")
     return name, None
@@ -236,11 +240,16 @@ async def handle_produce(
     ctx: RequestContext, request: dict[str, Any]
 ) -> dict[str, Any] | PendingResponse | None:
     acks = request["acks"]
-    refusal: tuple[ErrorCode, str] | None = None
+    refusal: tuple[ErrorCode, str | None] | None = None
+    transactional_id = request.get("transactional_id")
     if ctx.api_version < MIN_ACCEPTED_VERSION:
         refusal = (ErrorCode.UNSUPPORTED_VERSION, "Produce v0-2 (message format v0/v1) is not supported")
     elif acks not in (0, 1, -1):
         refusal = (ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not one of 0, 1, -1 (all)")
+    elif transactional_id is not None and not authorized(
+        ctx, ResourceType.TRANSACTIONAL_ID, transactional_id
+    ):
+        refusal = (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None)
     now_ms = ctx.broker.clock()
     responses: list[tuple[str | None, dict[str, Any]]] = []
     must_sync: list[tuple[str, int]] = []
@@ -258,7 +267,7 @@ async def handle_produce(
                     partition["index"],
                     partition["records"],
                     now_ms,
-                    request.get("transactional_id"),
+                    transactional_id,
                 )
                 if wait:
                     must_sync.append((name, partition["index"]))

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.acl_model import AclOperation, ResourceType
 from broker.api_support import Served
+from broker.authorization import authorized, authorized_on_any, cluster_authorized
 from broker.context import RequestContext
 from broker.handlers.transactions import error_for, transactions_of
 from coordinator.transactions import TxnError
@@ -20,8 +22,22 @@ from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
 
+def _refusal(ctx: RequestContext, transactional_id: str | None) -> ErrorCode | None:
+    """Kafka's checks: WRITE on the transactional id; without one IDEMPOTENT_WRITE on the
+    cluster or WRITE on some topic (KIP-679)."""
+    if transactional_id is not None:
+        allowed = authorized(ctx, ResourceType.TRANSACTIONAL_ID, transactional_id)
+        return None if allowed else ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if cluster_authorized(ctx) or authorized_on_any(ctx, ResourceType.TOPIC, AclOperation.WRITE):
+        return None
+    return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
 async def handle_init_producer_id(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     transactional_id = request.get("transactional_id")
+    refused = _refusal(ctx, transactional_id)
+    if refused is not None:
+        return {"throttle_time_ms": 0, "error_code": refused, "producer_id": -1, "producer_epoch": -1}
     if transactional_id is None:
         producer_id, epoch = ctx.broker.producer_ids.allocate(), 0
     else:
@@ -51,6 +67,8 @@ def _producers_of(ctx: RequestContext, topic: str, partition: int) -> dict[str, 
     """One partition of a DescribeProducers answer, with each producer's open transaction
     (``current_txn_start_offset``, -1 when none) as Kafka reports it."""
     partition_log = ctx.broker.partitions.get(topic, partition)
+    if not authorized(ctx, ResourceType.TOPIC, topic):
+        return {"partition_index": partition, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
     if partition_log is None:
         return {"partition_index": partition, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
     if not partition_log.is_online:

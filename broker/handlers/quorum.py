@@ -13,6 +13,7 @@ import base64
 from typing import Any
 
 from broker.api_support import Served
+from broker.authorization import cluster_authorized
 from broker.context import RequestContext
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
@@ -51,6 +52,13 @@ def _partition(ctx: RequestContext, index: int) -> dict[str, Any]:
 
 
 async def handle_describe_quorum(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    if not cluster_authorized(ctx):
+        return {
+            "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            "error_message": None,
+            "topics": [],
+            "nodes": [],
+        }
     topics = []
     for topic in request["topics"][:1]:  # Kafka answers for one partition: the metadata log's
         partitions = topic["partitions"][:1]
@@ -62,7 +70,7 @@ async def handle_describe_quorum(ctx: RequestContext, request: dict[str, Any]) -
         else:
             partitions = [_partition(ctx, p["partition_index"]) for p in partitions]
         topics.append({"topic_name": topic["topic_name"], "partitions": partitions})
-    endpoint = ctx.broker.endpoint
+    endpoint = ctx.broker.endpoint_for(ctx.listener_name)
     return {
         "error_code": ErrorCode.NONE,
         "error_message": None,

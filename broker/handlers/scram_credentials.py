@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Any
 
 from broker.api_support import Served
+from broker.authorization import cluster_authorized
 from broker.context import RequestContext
 from broker.security.scram import MAX_ITERATIONS, MECHANISM_TYPES, MIN_ITERATIONS, ScramCredential
 from wire.api_keys import ApiKey
@@ -27,6 +28,13 @@ def _result(user: str, code: ErrorCode = ErrorCode.NONE, message: str | None = N
 
 
 async def handle_describe(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    if not cluster_authorized(ctx):
+        return {
+            "throttle_time_ms": 0,
+            "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            "error_message": None,
+            "results": [],
+        }
     store = ctx.broker.scram_credentials
     wanted = request["users"]
     names = sorted(store.users()) if not wanted else [u["name"] for u in wanted]
@@ -84,6 +92,11 @@ async def handle_alter(ctx: RequestContext, request: dict[str, Any]) -> dict[str
         ("upsert", u) for u in request["upsertions"]
     ]
     counts = Counter(operation["name"] for _, operation in operations)
+    if not cluster_authorized(ctx):
+        return {
+            "throttle_time_ms": 0,
+            "results": [_result(name, ErrorCode.CLUSTER_AUTHORIZATION_FAILED) for name in counts],
+        }
     errors: dict[str, tuple[ErrorCode, str]] = {}
     upserts: dict[tuple[str, str], ScramCredential] = {}
     deletions: set[tuple[str, str]] = set()

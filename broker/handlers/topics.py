@@ -12,7 +12,9 @@ from collections import Counter
 from functools import partial
 from typing import Any
 
+from broker.acl_model import AclOperation, ResourceType
 from broker.api_support import Served
+from broker.authorization import authorized, cluster_authorized, unauthorized_names
 from broker.config_defs import TOPIC_CONFIGS
 from broker.context import RequestContext
 from broker.error_mapping import error_code_of
@@ -99,9 +101,18 @@ def refuse_all(names: list[str], error: TopicError) -> list[dict[str, Any]]:
     return [{"name": name, "error_code": error.code, "error_message": error.message} for name in names]
 
 
+def uncreatable(ctx: RequestContext, names: list[str]) -> set[str]:
+    """The topics the principal may not create: CREATE on the cluster allows every topic,
+    else CREATE on each topic is needed."""
+    if cluster_authorized(ctx, AclOperation.CREATE):
+        return set()
+    return unauthorized_names(ctx, ResourceType.TOPIC, names, AclOperation.CREATE)
+
+
 async def handle_create_topics(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    denied = uncreatable(ctx, [t["name"] for t in request["topics"]])
     try:
-        requested = requested_partitions(ctx, request["topics"])
+        requested = requested_partitions(ctx, [t for t in request["topics"] if t["name"] not in denied])
         budget = PartitionBudget(ctx.broker, requested, bool(request.get("validate_only")))
     except TopicError as exc:
         refused = refuse_all([t["name"] for t in request["topics"]], exc)
@@ -115,6 +126,15 @@ async def handle_create_topics(ctx: RequestContext, request: dict[str, Any]) -> 
             results.append(
                 result
                 | {"error_code": ErrorCode.INVALID_REQUEST, "error_message": f"Duplicate topic name {name}"}
+            )
+            continue
+        if name in denied:
+            results.append(
+                result
+                | {
+                    "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                    "error_message": "Authorization failed.",
+                }
             )
             continue
         configs = {c["name"]: c["value"] for c in wanted["configs"] if c["value"] is not None}
@@ -142,8 +162,12 @@ async def handle_create_topics(ctx: RequestContext, request: dict[str, Any]) -> 
                 "topic_id": topic_id,
                 "num_partitions": topic.partitions,
                 "replication_factor": topic.replication_factor,
-                "configs": created_configs(ctx, name),
             }
+            | (
+                {"configs": created_configs(ctx, name)}
+                if authorized(ctx, ResourceType.TOPIC, name, AclOperation.DESCRIBE_CONFIGS)
+                else {"configs": [], "topic_config_error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+            )
         )
     return {"throttle_time_ms": 0, "topics": results}
 
@@ -155,12 +179,28 @@ async def handle_delete_topics(ctx: RequestContext, request: dict[str, Any]) -> 
     else:
         wanted = [(name, ZERO_UUID) for name in request["topic_names"]]
     responses = []
+    every_topic = cluster_authorized(ctx, AclOperation.DELETE)
     for name, topic_id in wanted:
         info = broker.topics.get(name) if name is not None else broker.topics.by_id(topic_id)
         entry: dict[str, Any] = {"name": name, "topic_id": topic_id, "error_message": None}
+        # Kafka's controller: without DELETE on the cluster, a topic named needs DESCRIBE (else
+        # its existence is not revealed) and DELETE; one given by id is named only if describable.
+        target = name if name is not None else info.name if info is not None else None
+        describable = (
+            every_topic
+            or target is None
+            or authorized(ctx, ResourceType.TOPIC, target, AclOperation.DESCRIBE)
+        )
+        if name is not None and not describable:
+            responses.append(entry | {"error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED})
+            continue
         if info is None:
             code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if name is not None else ErrorCode.UNKNOWN_TOPIC_ID
             responses.append(entry | {"error_code": code})
+            continue
+        if not (every_topic or authorized(ctx, ResourceType.TOPIC, info.name, AclOperation.DELETE)):
+            shown = info.name if describable else None
+            responses.append(entry | {"name": shown, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED})
             continue
         if not broker.config.get_bool("delete.topic.enable"):
             responses.append(entry | {"error_code": ErrorCode.TOPIC_DELETION_DISABLED})
@@ -183,11 +223,13 @@ async def handle_delete_topics(ctx: RequestContext, request: dict[str, Any]) -> 
 
 def create_partitions_error(
     ctx: RequestContext, wanted: dict[str, Any], info: TopicInfo | None, duplicate: bool
-) -> tuple[ErrorCode, str] | None:
+) -> tuple[ErrorCode, str | None] | None:
     """Why one topic of a CreatePartitions request cannot grow as asked, or None."""
     name, count = wanted["name"], wanted["count"]
     if duplicate:
         return ErrorCode.INVALID_REQUEST, f"Duplicate topic name {name}"
+    if not authorized(ctx, ResourceType.TOPIC, name):
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED, None
     if info is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
     if info.internal:
@@ -249,6 +291,12 @@ async def handle_create_partitions(ctx: RequestContext, request: dict[str, Any])
 def delete_partition_records(ctx: RequestContext, topic: str, wanted: dict[str, Any]) -> dict[str, Any]:
     index = wanted["partition_index"]
     partition_log = ctx.broker.partitions.get(topic, index)
+    if not authorized(ctx, ResourceType.TOPIC, topic):
+        return {
+            "partition_index": index,
+            "low_watermark": -1,
+            "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        }
     if partition_log is None:
         return {
             "partition_index": index,

@@ -12,11 +12,14 @@ for it and OPERATION_NOT_ATTEMPTED for the rest, as Kafka answers.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
+from broker.acl_model import ResourceType
 from broker.api_support import Served
+from broker.authorization import answer_each, authorized, cluster_authorized, unauthorized_names
 from broker.context import PendingResponse, RequestContext
-from broker.handlers.group_offsets import answer_when_synced
+from broker.handlers.group_offsets import answer_when_synced, split_authorized_topics
 from broker.handlers.groups import coordinator_of
 from coordinator.offsets import topics_with_error
 from coordinator.offsets_topic import OFFSETS_TOPIC
@@ -106,15 +109,18 @@ def _add_partitions(
     epoch: int,
     topics: list[dict[str, Any]],
     verify: bool,
+    denied: Collection[str] = (),
 ) -> dict[tuple[str, int], ErrorCode]:
-    """One transaction's partitions, added (or checked, ``verify``): an error per partition."""
+    """One transaction's partitions, added (or checked, ``verify``): an error per partition;
+    topics in ``denied`` (no WRITE) fail it as missing partitions do."""
     wanted = [(topic["name"], p) for topic in topics for p in topic["partitions"]]
-    missing = {tp for tp in wanted if ctx.broker.partitions.get(*tp) is None}
-    if missing:
-        return {
-            tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in missing else ErrorCode.OPERATION_NOT_ATTEMPTED
-            for tp in wanted
-        }
+    failed = {
+        tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED if tp[0] in denied else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        for tp in wanted
+        if tp[0] in denied or ctx.broker.partitions.get(*tp) is None
+    }
+    if failed:
+        return {tp: failed.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in wanted}
     coordinator = transactions_of(ctx)
     try:
         if verify:
@@ -128,15 +134,28 @@ def _add_partitions(
 async def handle_add_partitions_to_txn(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     if ctx.api_version < FIRST_BATCHED_ADD_PARTITIONS_VERSION:
         topics = request["v3_and_below_topics"]
-        errors = _add_partitions(
-            ctx,
-            request["v3_and_below_transactional_id"],
-            request["v3_and_below_producer_id"],
-            request["v3_and_below_producer_epoch"],
-            topics,
-            verify=False,
-        )
+        transactional_id = request["v3_and_below_transactional_id"]
+        if not authorized(ctx, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            wanted = [(t["name"], p) for t in topics for p in t["partitions"]]
+            errors = dict.fromkeys(wanted, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        else:
+            errors = _add_partitions(
+                ctx,
+                transactional_id,
+                request["v3_and_below_producer_id"],
+                request["v3_and_below_producer_epoch"],
+                topics,
+                verify=False,
+                denied=unauthorized_names(ctx, ResourceType.TOPIC, (t["name"] for t in topics)),
+            )
         return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _partitions_result(topics, errors)}
+    if not cluster_authorized(ctx):
+        # v4+ is the brokers' own verification (KIP-890): CLUSTER_ACTION.
+        return {
+            "throttle_time_ms": 0,
+            "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            "results_by_transaction": [],
+        }
     results = []
     for txn in request["transactions"]:
         errors = _add_partitions(
@@ -163,6 +182,10 @@ async def handle_add_offsets_to_txn(ctx: RequestContext, request: dict[str, Any]
     """The group's ``__consumer_offsets`` partition joins the transaction (its offsets follow
     in TxnOffsetCommit and are applied by the transaction's marker)."""
     group_id = request["group_id"]
+    if not authorized(ctx, ResourceType.TRANSACTIONAL_ID, request["transactional_id"]):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+    if not authorized(ctx, ResourceType.GROUP, group_id):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
     if not group_id:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_GROUP_ID}
     offsets_partition = (OFFSETS_TOPIC, coordinator_of(ctx).partition_for(group_id))
@@ -187,11 +210,17 @@ async def handle_txn_offset_commit(
     from v5) under the producer's current epoch; otherwise the commit could never be decided.
     """
     group_id = request["group_id"]
-    if not group_id:
-        return {
-            "throttle_time_ms": 0,
-            "topics": topics_with_error(request["topics"], ErrorCode.INVALID_GROUP_ID),
-        }
+    refusal = (
+        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        if not authorized(ctx, ResourceType.TRANSACTIONAL_ID, request["transactional_id"])
+        else ErrorCode.GROUP_AUTHORIZATION_FAILED
+        if not authorized(ctx, ResourceType.GROUP, group_id)
+        else ErrorCode.INVALID_GROUP_ID
+        if not group_id
+        else None
+    )
+    if refusal is not None:
+        return {"throttle_time_ms": 0, "topics": topics_with_error(request["topics"], refusal)}
     producer = (request["producer_id"], request["producer_epoch"])
     groups = coordinator_of(ctx)
     offsets_partition = (OFFSETS_TOPIC, groups.partition_for(group_id))
@@ -199,16 +228,20 @@ async def handle_txn_offset_commit(
     if error is not ErrorCode.NONE:
         return {"throttle_time_ms": 0, "topics": topics_with_error(request["topics"], error)}
     durability = ctx.broker.durability
+    allowed, refused = split_authorized_topics(ctx, request["topics"], "partitions")
     with durability.collecting() as must_sync:
-        topics = groups.commit_offsets(
-            group_id=group_id,
-            generation_id=request.get("generation_id", -1),
-            member_id=request.get("member_id", ""),
-            group_instance_id=request.get("group_instance_id"),
-            retention_time_ms=-1,
-            topics=request["topics"],
-            api_version=ctx.api_version,
-            producer=producer,
+        topics = (
+            groups.commit_offsets(
+                group_id=group_id,
+                generation_id=request.get("generation_id", -1),
+                member_id=request.get("member_id", ""),
+                group_instance_id=request.get("group_instance_id"),
+                retention_time_ms=-1,
+                topics=allowed,
+                api_version=ctx.api_version,
+                producer=producer,
+            )
+            + refused
         )
     return answer_when_synced(ctx, must_sync, topics)
 
@@ -220,6 +253,8 @@ async def handle_end_txn(ctx: RequestContext, request: dict[str, Any]) -> dict[s
     """Commit or abort; from v5 (transaction version 2) the epoch moves on with every end and
     the answer says to what."""
     bump = ctx.api_version >= FIRST_END_TXN_EPOCH_BUMP_VERSION
+    if not authorized(ctx, ResourceType.TRANSACTIONAL_ID, request["transactional_id"]):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
     try:
         producer_id, epoch = transactions_of(ctx).end_txn(
             request["transactional_id"],
@@ -243,10 +278,22 @@ async def handle_end_txn(ctx: RequestContext, request: dict[str, Any]) -> dict[s
 
 async def handle_describe_transactions(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     coordinator = transactions_of(ctx)
-    return {
-        "throttle_time_ms": 0,
-        "transaction_states": [coordinator.describe(txn_id) for txn_id in request["transactional_ids"]],
-    }
+    states = answer_each(
+        ctx,
+        ResourceType.TRANSACTIONAL_ID,
+        request["transactional_ids"],
+        lambda allowed: [coordinator.describe(txn_id) for txn_id in allowed],
+        lambda txn_id: {
+            "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            "transactional_id": txn_id,
+        },
+    )
+    for state in states:
+        # Only the partitions of topics the principal may describe.
+        state["topics"] = [
+            t for t in state.get("topics", []) if authorized(ctx, ResourceType.TOPIC, t["topic"])
+        ]
+    return {"throttle_time_ms": 0, "transaction_states": states}
 
 
 async def handle_list_transactions(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
@@ -260,7 +307,9 @@ async def handle_list_transactions(ctx: RequestContext, request: dict[str, Any])
         "throttle_time_ms": 0,
         "error_code": error,
         "unknown_state_filters": unknown,
-        "transaction_states": listed,
+        "transaction_states": [
+            t for t in listed if authorized(ctx, ResourceType.TRANSACTIONAL_ID, t["transactional_id"])
+        ],
     }
 
 

@@ -17,13 +17,13 @@ import time
 import trio
 
 from broker.accept import RateLimitedLog
+from broker.context import ANONYMOUS
 from broker.security.listener_security import ListenerSecurity
 from broker.security.mechanism import AuthenticationFailed, SaslServer
 from wire.api_keys import ApiKey
 
 log = logging.getLogger(__name__)
 
-ANONYMOUS = "User:ANONYMOUS"
 _BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE})
 _warn_failure = RateLimitedLog(logging.WARNING)
 

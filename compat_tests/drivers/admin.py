@@ -42,8 +42,24 @@ class BrokerInfo:
     port: int
 
 
+@dataclass(frozen=True, slots=True)
+class Acl:
+    """An ACL binding in Kafka's words (``kafka-acls`` prints the same): resource type TOPIC,
+    GROUP, CLUSTER, TRANSACTIONAL_ID, ...; pattern LITERAL or PREFIXED; operation READ, WRITE,
+    ...; permission ALLOW or DENY.  As a filter, a None name, principal or host matches any, and
+    ANY (MATCH for patterns) matches every value."""
+
+    resource_type: str
+    name: str | None
+    principal: str | None
+    operation: str
+    permission: str = "ALLOW"
+    pattern: str = "LITERAL"
+    host: str | None = "*"
+
+
 class Admin(ABC):
-    """An admin client: topics, partitions, configs, records, cluster."""
+    """An admin client: topics, partitions, configs, records, cluster, ACLs."""
 
     name: ClassVar[str]
 
@@ -119,6 +135,23 @@ class Admin(ABC):
     @abstractmethod
     def metadata_allowing_creation(self, topic: str) -> TopicInfo:
         """Metadata for ``topic`` with allow_auto_topic_creation=true (what producers send)."""
+
+    @abstractmethod
+    def create_acls(self, acls: Sequence[Acl]) -> list[str | None]:
+        """CreateAcls: per ACL, None when created, else Kafka's name for the error."""
+
+    @abstractmethod
+    def describe_acls(self, acl_filter: Acl) -> set[Acl]:
+        """DescribeAcls: the ACLs the filter matches (a refused request raises)."""
+
+    @abstractmethod
+    def delete_acls(self, filters: Sequence[Acl]) -> list[set[Acl]]:
+        """DeleteAcls: per filter, the ACLs it deleted (a refused filter raises)."""
+
+    @abstractmethod
+    def authorized_operations(self, resource_type: str, name: str) -> set[str]:
+        """What the broker says this client may do on a TOPIC, GROUP or the CLUSTER (the
+        ``*_authorized_operations`` fields), as Kafka's operation names."""
 
     @abstractmethod
     def close(self) -> None:

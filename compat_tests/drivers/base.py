@@ -115,6 +115,10 @@ class ErrorKind(StrEnum):
     GROUP_NOT_FOUND = "GROUP_NOT_FOUND"
     PRODUCER_FENCED = "PRODUCER_FENCED"
     """A newer producer with the same transactional.id took over (or the epoch is stale)."""
+    TOPIC_AUTHORIZATION_FAILED = "TOPIC_AUTHORIZATION_FAILED"
+    GROUP_AUTHORIZATION_FAILED = "GROUP_AUTHORIZATION_FAILED"
+    CLUSTER_AUTHORIZATION_FAILED = "CLUSTER_AUTHORIZATION_FAILED"
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED = "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
     TIMEOUT = "TIMEOUT"
     OTHER = "OTHER"
 
@@ -140,6 +144,12 @@ _PATTERNS: list[tuple[ErrorKind, re.Pattern[str]]] = [
         ErrorKind.PRODUCER_FENCED,
         re.compile(r"producer.?fenced|\b_FENCED\b|invalid.?producer.?epoch", re.I),
     ),
+    # Java's TopicAuthorizationException, kafka-python's and aiokafka's
+    # TopicAuthorizationFailedError, librdkafka's "Broker: Topic authorization failed".
+    (ErrorKind.TOPIC_AUTHORIZATION_FAILED, re.compile(r"topic.?authorization", re.I)),
+    (ErrorKind.GROUP_AUTHORIZATION_FAILED, re.compile(r"group.?authorization", re.I)),
+    (ErrorKind.CLUSTER_AUTHORIZATION_FAILED, re.compile(r"cluster.?authorization", re.I)),
+    (ErrorKind.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, re.compile(r"transactional.?id.?authorization", re.I)),
     (ErrorKind.TIMEOUT, re.compile(r"time.?out|timed.?out", re.I)),
 ]
 

@@ -26,6 +26,10 @@ from confluent_kafka import (
 from confluent_kafka import Message as RdMessage
 from confluent_kafka import TopicPartition as RdPartition
 from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
     AdminClient,
     AlterConfigOpType,
     ConfigEntry,
@@ -34,10 +38,11 @@ from confluent_kafka.admin import (
     NewPartitions,
     NewTopic,
     OffsetSpec,
+    ResourcePatternType,
     ResourceType,
 )
 
-from compat_tests.drivers.admin import Admin, AdminDriver, BrokerInfo, ConfigValue, TopicInfo
+from compat_tests.drivers.admin import Acl, Admin, AdminDriver, BrokerInfo, ConfigValue, TopicInfo
 from compat_tests.drivers.base import (
     GROUP_PROTOCOLS,
     NO_OFFSET,
@@ -356,6 +361,36 @@ class ConfluentClient(BulkClient):
             return result
 
 
+_RESOURCE_NAMES = {"CLUSTER": "BROKER"}
+"""librdkafka calls Kafka's CLUSTER resource type BROKER (the same code, 4)."""
+
+
+def _rd_acl(acl: Acl, kind: type[AclBinding] | type[AclBindingFilter]) -> Any:
+    """librdkafka's AclBinding (or AclBindingFilter) for a neutral ACL."""
+    return kind(
+        ResourceType[_RESOURCE_NAMES.get(acl.resource_type, acl.resource_type)],
+        acl.name,
+        ResourcePatternType[acl.pattern],
+        acl.principal,
+        acl.host,
+        AclOperation[acl.operation],
+        AclPermissionType[acl.permission],
+    )
+
+
+def _neutral_acl(binding: AclBinding) -> Acl:
+    kind = {v: k for k, v in _RESOURCE_NAMES.items()}.get(binding.restype.name, binding.restype.name)
+    return Acl(
+        kind,
+        binding.name,
+        binding.principal,
+        binding.operation.name,
+        binding.permission_type.name,
+        binding.resource_pattern_type.name,
+        binding.host,
+    )
+
+
 class ConfluentAdmin(Admin):
     """confluent-kafka's AdminClient (librdkafka)."""
 
@@ -475,6 +510,40 @@ class ConfluentAdmin(Admin):
     def group_offsets(self, group: str) -> dict[TopicPartition, int]:
         (result,) = self._wait(self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)]))
         return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions}
+
+    def create_acls(self, acls: Sequence[Acl]) -> list[str | None]:
+        futures = self.admin.create_acls(
+            [_rd_acl(acl, AclBinding) for acl in acls], request_timeout=OP_TIMEOUT_S
+        )
+        outcomes: list[str | None] = []
+        for future in futures.values():
+            try:
+                self._wait([future])
+            except ClientError as exc:
+                outcomes.append(exc.error)
+            else:
+                outcomes.append(None)
+        return outcomes
+
+    def describe_acls(self, acl_filter: Acl) -> set[Acl]:
+        future = self.admin.describe_acls(_rd_acl(acl_filter, AclBindingFilter), request_timeout=OP_TIMEOUT_S)
+        return {_neutral_acl(binding) for binding in self._wait([future])[0]}
+
+    def delete_acls(self, filters: Sequence[Acl]) -> list[set[Acl]]:
+        futures = self.admin.delete_acls(
+            [_rd_acl(f, AclBindingFilter) for f in filters], request_timeout=OP_TIMEOUT_S
+        )
+        return [{_neutral_acl(binding) for binding in deleted} for deleted in self._wait(futures)]
+
+    def authorized_operations(self, resource_type: str, name: str) -> set[str]:
+        if resource_type == "TOPIC":
+            futures = self.admin.describe_topics(TopicCollection([name]), include_authorized_operations=True)
+        elif resource_type == "GROUP":
+            futures = self.admin.describe_consumer_groups([name], include_authorized_operations=True)
+        else:
+            futures = [self.admin.describe_cluster(include_authorized_operations=True)]
+        (described,) = self._wait(futures)
+        return {op.name for op in described.authorized_operations or ()}
 
     def close(self) -> None:
         """librdkafka's AdminClient has no close: its handle goes with the last reference."""

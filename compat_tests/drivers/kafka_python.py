@@ -17,15 +17,24 @@ from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata
 from kafka import TopicPartition as KpPartition
 from kafka import codec as kp_codec
 from kafka.admin import (
+    ACL,
+    ACLFilter,
+    ACLOperation,
+    ACLPermissionType,
+    ACLResourcePatternType,
     AlterConfigOp,
     ConfigResource,
     ConfigResourceType,
     KafkaAdminClient,
     OffsetSpec,
+    ResourcePattern,
+    ResourcePatternFilter,
+    ResourceType,
 )
 from kafka.net.compat import KafkaNetClient
 from kafka.protocol.admin import DescribeConfigsRequest
@@ -35,7 +44,7 @@ from kafka.protocol.producer import ProduceRequest
 from kafka.record.memory_records import MemoryRecordsBuilder
 
 from compat_tests.drivers import kafka_python_api
-from compat_tests.drivers.admin import Admin, AdminDriver, BrokerInfo, ConfigValue, TopicInfo
+from compat_tests.drivers.admin import Acl, Admin, AdminDriver, BrokerInfo, ConfigValue, TopicInfo
 from compat_tests.drivers.base import (
     NO_OFFSET,
     OP_TIMEOUT_S,
@@ -47,7 +56,6 @@ from compat_tests.drivers.base import (
     Received,
     TopicPartition,
     TransactionalProducer,
-    client_errors,
     client_failure,
     kafka_error_name,
     kafka_state_name,
@@ -85,28 +93,28 @@ class KafkaPythonConsumer(Consumer):
 
     def __init__(self, driver: KafkaPythonDriver, settings: ConsumerSettings) -> None:
         super().__init__(driver)
-        with client_errors():
+        with kafka_python_api.errors(NAME):
             self._consumer = KafkaConsumer(**kafka_python_api.consumer_config(driver.bootstrap, settings))
 
     def assign(self, positions: Mapping[TopicPartition, int | None]) -> None:
-        with client_errors():
+        with kafka_python_api.errors(NAME):
             kafka_python_api.assign(self._consumer, KpPartition, positions)
 
     def subscribe(self, topics: Sequence[str]) -> None:
-        with client_errors():
+        with kafka_python_api.errors(NAME):
             subscribe_with_metadata(self._consumer, topics)
 
     def poll(self, max_records: int, timeout_s: float) -> list[Received]:
-        with client_errors():
+        with kafka_python_api.errors(NAME):
             batches = self._consumer.poll(timeout_ms=int(timeout_s * 1000), max_records=max_records)
         return kafka_python_api.received(batches)
 
     def assignment(self) -> set[TopicPartition]:
-        with client_errors():
+        with kafka_python_api.errors(NAME):
             return {(tp.topic, tp.partition) for tp in self._consumer.assignment()}
 
     def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        with client_errors():
+        with kafka_python_api.errors(NAME):
             self._consumer.commit(_commit_offsets(offsets))
 
     def close(self) -> None:
@@ -252,6 +260,29 @@ def _request(client: KafkaNetClient, request: Any) -> dict[str, Any]:
     return result
 
 
+def _kp_acl(acl: Acl, kind: type[ACL] | type[ACLFilter]) -> Any:
+    """kafka-python's ACL (or ACLFilter) for a neutral one."""
+    pattern_type = (ResourcePattern if kind is ACL else ResourcePatternFilter)(
+        ResourceType[acl.resource_type], acl.name, ACLResourcePatternType[acl.pattern]
+    )
+    return kind(
+        acl.principal, acl.host, ACLOperation[acl.operation], ACLPermissionType[acl.permission], pattern_type
+    )
+
+
+def _neutral_acl(acl: ACL) -> Acl:
+    pattern = acl.resource_pattern
+    return Acl(
+        pattern.resource_type.name,
+        pattern.resource_name,
+        acl.principal,
+        acl.operation.name,
+        acl.permission_type.name,
+        pattern.pattern_type.name,
+        acl.host,
+    )
+
+
 class KafkaPythonAdmin(Admin):
     """kafka-python's KafkaAdminClient."""
 
@@ -393,6 +424,43 @@ class KafkaPythonAdmin(Admin):
             result = self.admin.list_group_offsets({group: None})[group]
         return {(tp.topic, tp.partition): meta.offset for tp, meta in result.items()}
 
+    def create_acls(self, acls: Sequence[Acl]) -> list[str | None]:
+        bindings = [_kp_acl(acl, ACL) for acl in acls]
+        with kafka_python_api.errors(NAME):
+            outcome = self.admin.create_acls(bindings)
+        # kafka-python lists the failures' error classes in request order, without their ACLs.
+        failures = iter(outcome["failed"])
+        return [
+            None if any(b is ok for ok in outcome["succeeded"]) else kafka_error_name(next(failures).errno)
+            for b in bindings
+        ]
+
+    def describe_acls(self, acl_filter: Acl) -> set[Acl]:
+        with kafka_python_api.errors(NAME):
+            found, _ = self.admin.describe_acls(_kp_acl(acl_filter, ACLFilter))
+        return {_neutral_acl(acl) for acl in found}
+
+    def delete_acls(self, filters: Sequence[Acl]) -> list[set[Acl]]:
+        with kafka_python_api.errors(NAME):
+            results = self.admin.delete_acls([_kp_acl(f, ACLFilter) for f in filters])
+            for _, _, error in results:
+                if error.errno != 0:
+                    raise error()
+        return [{_neutral_acl(acl) for acl in deleted} for _, deleted, _ in results]
+
+    def authorized_operations(self, resource_type: str, name: str) -> set[str]:
+        with kafka_python_api.errors(NAME):
+            if resource_type == "TOPIC":
+                (topic,) = self.admin.describe_topic_partitions([name])["topics"]
+                bits = topic["topic_authorized_operations"]
+            elif resource_type == "GROUP":
+                bits = self.admin.describe_groups([name], include_authorized_operations=True)[name][
+                    "authorized_operations"
+                ]
+            else:
+                pytest.skip("kafka-python's describe_cluster does not ask for authorized operations")
+        return {ACLOperation(code).name for code in range(32) if (bits or 0) >> code & 1}
+
     def close(self) -> None:
         self.admin.close()
         if self._net is not None:
@@ -414,7 +482,7 @@ class KafkaPythonDriver(AdminDriver):
         config["request_timeout_ms"] = TIMEOUT_MS
         if settings.retries is not None:
             config["retries"] = settings.retries
-        with client_errors():
+        with kafka_python_api.errors(NAME):
             producer = KafkaProducer(**config)
             try:
                 return _deliver(producer, topic, messages)

@@ -298,7 +298,7 @@ class Harness:
         }
 
     def state(self, group: str) -> str:
-        return self.coordinator.describe_groups([group], False)[0]["group_state"]
+        return self.coordinator.describe_groups([group])[0]["group_state"]
 
     def stable_group(self, group: str, *clients: str, **join_kwargs: Any) -> tuple[int, dict[str, str]]:
         """Bring ``clients`` into one Stable generation; returns (generation, client -> member id)."""

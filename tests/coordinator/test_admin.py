@@ -8,12 +8,11 @@ from wire.error_codes import ErrorCode as E
 
 def test_describe_a_stable_group(h: Harness) -> None:
     generation, members = h.stable_group("g", "a", "b")
-    [described] = h.coordinator.describe_groups(["g"], True)
+    [described] = h.coordinator.describe_groups(["g"])
     assert described["error_code"] == E.NONE
     assert described["group_state"] == "Stable"
     assert described["protocol_type"] == "consumer"
     assert described["protocol_data"] == "range"
-    assert described["authorized_operations"] > 0
     by_client = {m["client_id"]: m for m in described["members"]}
     assert by_client["a"]["member_id"] == members["a"]
     assert by_client["a"]["member_metadata"] == subscription("orders")
@@ -23,22 +22,21 @@ def test_describe_a_stable_group(h: Harness) -> None:
 
 def test_describe_a_rebalancing_group_hides_member_metadata(h: Harness) -> None:
     _, reply = h.join_new("g", client_id="a")
-    [described] = h.coordinator.describe_groups(["g"], False)
+    [described] = h.coordinator.describe_groups(["g"])
     assert described["group_state"] == "PreparingRebalance"
     assert described["protocol_data"] == ""
     assert described["members"][0]["member_metadata"] == b""
-    assert "authorized_operations" not in described  # the codec's default: "not requested"
 
 
 def test_describe_an_unknown_group_says_dead(h: Harness) -> None:
-    [described] = h.coordinator.describe_groups(["nobody"], False)
+    [described] = h.coordinator.describe_groups(["nobody"])
     assert described["error_code"] == E.NONE
     assert described["group_state"] == "Dead"
     assert described["members"] == []
 
 
 def test_describe_groups_v6_says_an_unknown_group_is_not_found(h: Harness) -> None:
-    [described] = h.coordinator.describe_groups(["nobody"], False, missing_is_error=True)
+    [described] = h.coordinator.describe_groups(["nobody"], missing_is_error=True)
     assert (described["error_code"], described["error_message"]) == (
         E.GROUP_ID_NOT_FOUND,
         "Group nobody not found.",

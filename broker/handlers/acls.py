@@ -1,0 +1,178 @@
+"""CreateAcls, DescribeAcls, DeleteAcls: the built-in authorizer's ACLs, as Kafka's AclApis.
+
+All three need the cluster operation the authorization table names (ALTER to change, DESCRIBE
+to list) and answer SECURITY_DISABLED when no authorizer is configured.  New ACLs are
+validated as the KRaft controller does, with its messages; a change is stored durably before
+it is answered (``broker.acl_store``).  One request creates or removes at most
+``MAX_ACLS_PER_REQUEST`` ACLs (Kafka's controller bound for one operation), and the broker
+holds at most ``authorizer.max.acls``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.acl_model import AclBinding, AclFilter
+from broker.api_support import Served
+from broker.authorization import cluster_authorized
+from broker.context import RequestContext
+from wire.api_keys import ApiKey, api_name
+from wire.error_codes import ErrorCode
+
+MAX_ACLS_PER_REQUEST = 10_000
+"""Kafka's ``MAX_RECORDS_PER_USER_OP``: ACLs one CreateAcls or DeleteAcls may change."""
+
+NO_AUTHORIZER = "No Authorizer is configured."
+"""Kafka's message for CreateAcls and DeleteAcls; DescribeAcls says it differently."""
+
+
+def _refusal(ctx: RequestContext, no_authorizer: str = NO_AUTHORIZER) -> tuple[ErrorCode, str] | None:
+    """Why the request is refused as a whole: no permission on the cluster, or no authorizer."""
+    if not cluster_authorized(ctx):
+        return (
+            ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            f"Request {api_name(ctx.header.api_key)} is not authorized.",
+        )
+    if ctx.broker.acls is None:
+        return ErrorCode.SECURITY_DISABLED, no_authorizer
+    return None
+
+
+def _error(code: ErrorCode, message: str | None) -> dict[str, Any]:
+    return {"error_code": code, "error_message": message}
+
+
+_OK = _error(ErrorCode.NONE, None)
+
+
+async def handle_create_acls(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    creations = request["creations"]
+    refusal = _refusal(ctx)
+    store = ctx.broker.acls
+    if refusal is not None or store is None:
+        return {"throttle_time_ms": 0, "results": [_error(*refusal) for _ in creations] if refusal else []}
+    if len(creations) > MAX_ACLS_PER_REQUEST:
+        message = f"Cannot create more than {MAX_ACLS_PER_REQUEST} acls in a single operation."
+        return {
+            "throttle_time_ms": 0,
+            "results": [_error(ErrorCode.INVALID_REQUEST, message) for _ in creations],
+        }
+    results: list[dict[str, Any]] = []
+    wanted: list[tuple[int, AclBinding]] = []
+    for creation in creations:
+        binding = AclBinding.from_codes(
+            creation["resource_type"],
+            creation["resource_name"],
+            creation["resource_pattern_type"],
+            creation["principal"],
+            creation["host"],
+            creation["operation"],
+            creation["permission_type"],
+        )
+        invalid = binding.validation_error()
+        results.append(_OK if invalid is None else _error(ErrorCode.INVALID_REQUEST, invalid))
+        if invalid is None:
+            wanted.append((len(results) - 1, binding))
+
+    def add(current: list[AclBinding]) -> list[AclBinding]:
+        acls = dict.fromkeys(current)
+        for index, binding in wanted:
+            if binding in acls:
+                continue  # Kafka keeps one copy and reports success
+            if len(acls) >= store.max_acls:
+                results[index] = _error(
+                    ErrorCode.POLICY_VIOLATION,
+                    f"The broker holds at most {store.max_acls} ACLs (authorizer.max.acls)",
+                )
+                continue
+            acls[binding] = None
+        return list(acls)
+
+    if wanted:
+        await store.update(add)
+    return {"throttle_time_ms": 0, "results": results}
+
+
+def _described(acls: list[AclBinding]) -> list[dict[str, Any]]:
+    """DescribeAcls groups ACLs by resource pattern."""
+    by_pattern: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
+    for acl in acls:
+        key = (acl.resource_type, acl.resource_name, acl.pattern_type)
+        by_pattern.setdefault(key, []).append(
+            {
+                "principal": acl.principal,
+                "host": acl.host,
+                "operation": acl.operation,
+                "permission_type": acl.permission,
+            }
+        )
+    return [
+        {"resource_type": kind, "resource_name": name, "pattern_type": pattern, "acls": entries}
+        for (kind, name, pattern), entries in by_pattern.items()
+    ]
+
+
+async def handle_describe_acls(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    refusal = _refusal(ctx, "No Authorizer is configured on the broker")
+    if refusal is not None or ctx.broker.authorizer is None:
+        return {"throttle_time_ms": 0, "resources": []} | _error(
+            *refusal or (ErrorCode.SECURITY_DISABLED, None)
+        )
+    acl_filter = AclFilter.from_request(request)
+    invalid = acl_filter.validation_error()
+    if invalid is not None:
+        return {"throttle_time_ms": 0, "resources": []} | _error(ErrorCode.INVALID_REQUEST, invalid)
+    resources = _described(ctx.broker.authorizer.matching(acl_filter))
+    return {"throttle_time_ms": 0, "resources": resources} | _OK
+
+
+def _deleted(acl: AclBinding) -> dict[str, Any]:
+    return _OK | {
+        "resource_type": acl.resource_type,
+        "resource_name": acl.resource_name,
+        "pattern_type": acl.pattern_type,
+        "principal": acl.principal,
+        "host": acl.host,
+        "operation": acl.operation,
+        "permission_type": acl.permission,
+    }
+
+
+async def handle_delete_acls(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    refusal = _refusal(ctx)
+    store = ctx.broker.acls
+    if refusal is not None or store is None:
+        return {
+            "throttle_time_ms": 0,
+            "filter_results": [_error(*refusal) | {"matching_acls": []} for _ in request["filters"]]
+            if refusal
+            else [],
+        }
+    filters = [AclFilter.from_request(f) for f in request["filters"]]
+    results: list[dict[str, Any]] = []
+
+    def remove(current: list[AclBinding]) -> list[AclBinding]:
+        doomed: set[AclBinding] = set()
+        for acl_filter in filters:
+            invalid = acl_filter.validation_error()
+            matched = [] if invalid else [acl for acl in current if acl_filter.matches(acl)]
+            if len(doomed.union(matched)) > MAX_ACLS_PER_REQUEST:
+                invalid = f"Cannot remove more than {MAX_ACLS_PER_REQUEST} acls in a single delete operation."
+            else:
+                doomed.update(matched)
+            results.append(
+                (_error(ErrorCode.INVALID_REQUEST, invalid) | {"matching_acls": []})
+                if invalid
+                else _OK | {"matching_acls": [_deleted(acl) for acl in matched]}
+            )
+        return [acl for acl in current if acl not in doomed]
+
+    await store.update(remove)
+    return {"throttle_time_ms": 0, "filter_results": results}
+
+
+HANDLERS = {
+    ApiKey.DESCRIBE_ACLS: Served(handle_describe_acls),
+    ApiKey.CREATE_ACLS: Served(handle_create_acls),
+    ApiKey.DELETE_ACLS: Served(handle_delete_acls),
+}

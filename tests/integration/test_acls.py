@@ -1,0 +1,148 @@
+"""The built-in authorizer's broker-side duties: ACLs survive restarts, super.users, the
+default when no ACL applies, SECURITY_DISABLED without an authorizer, and the ACL bound.
+
+Clients are PLAINTEXT, so every request is ``User:ANONYMOUS``; what Kafka also does is
+checked against Apache Kafka in ``compat_tests/test_acls.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from broker.admin_client import KafkaConnection
+from compat_tests.drivers.admin import Acl
+from compat_tests.drivers.base import ClientError, ErrorKind
+from compat_tests.drivers.catalog import ADMINS
+from compat_tests.drivers.confluent import ConfluentAdmin
+from compat_tests.drivers.kafka_python import KafkaPythonAdmin, KafkaPythonClient
+from compat_tests.drivers.records import make_records, unique_topic
+from tests.integration.broker_process import OdradekProcess
+from wire.api_keys import ApiKey
+from wire.error_codes import ErrorCode
+
+pytestmark = pytest.mark.timeout(120)
+
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+OPEN = {"authorizer.class.name": STANDARD_AUTHORIZER, "allow.everyone.if.no.acl.found": "true"}
+ANONYMOUS = "User:ANONYMOUS"
+EVERYTHING = Acl("ANY", None, None, "ANY", "ANY", "ANY", None)
+
+
+@pytest.fixture
+def open_broker(tmp_path: Path) -> Iterator[OdradekProcess]:
+    broker = OdradekProcess(tmp_path / "broker", OPEN).start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def produce_refusal(bootstrap: str, topic: str) -> ErrorKind | None:
+    """What producing one record to ``topic`` answers: None when it is stored."""
+    try:
+        KafkaPythonClient(bootstrap).produce(topic, make_records(1), timeout_s=15)
+    except ClientError as exc:
+        return exc.kind
+    return None
+
+
+def test_acls_survive_a_restart_and_the_default_can_close_everything(open_broker: OdradekProcess) -> None:
+    """ACLs are stored in the data directory; restarted with allow.everyone.if.no.acl.found=false,
+    only what an ACL allows is open, and CreateAcls (CLUSTER ALTER) is refused."""
+    allowed, closed = unique_topic("allowed"), unique_topic("closed")
+    acls = [
+        Acl("TOPIC", allowed, ANONYMOUS, "WRITE"),
+        Acl("TOPIC", "closed-", "User:bob", "READ", pattern="PREFIXED"),
+    ]
+    with ConfluentAdmin(open_broker.bootstrap) as admin:
+        admin.create_topic(allowed, 1)
+        admin.create_topic(closed, 1)
+        assert admin.create_acls(acls) == [None, None]
+    assert (open_broker.data_dir / "acls.json").exists()
+    open_broker.stop()
+    open_broker.overrides["allow.everyone.if.no.acl.found"] = "false"
+    open_broker.start()
+    with KafkaPythonAdmin(open_broker.bootstrap) as admin:
+        with pytest.raises(ClientError) as refused:
+            admin.describe_acls(EVERYTHING)
+        assert refused.value.error == "CLUSTER_AUTHORIZATION_FAILED"
+        assert admin.create_acls([Acl("TOPIC", closed, ANONYMOUS, "ALL")]) == ["CLUSTER_AUTHORIZATION_FAILED"]
+    assert produce_refusal(open_broker.bootstrap, allowed) is None
+    assert produce_refusal(open_broker.bootstrap, closed) == ErrorKind.TOPIC_AUTHORIZATION_FAILED
+    open_broker.stop()
+    open_broker.overrides["allow.everyone.if.no.acl.found"] = "true"
+    open_broker.start()
+    with ConfluentAdmin(open_broker.bootstrap) as admin:
+        assert admin.describe_acls(EVERYTHING) == set(acls)
+
+
+def test_super_users_ignore_acls(tmp_path: Path) -> None:
+    topic = unique_topic("super")
+    broker = OdradekProcess(tmp_path / "broker", {**OPEN, "super.users": f"User:admin;{ANONYMOUS}"}).start()
+    try:
+        with ConfluentAdmin(broker.bootstrap) as admin:
+            admin.create_topic(topic, 1)
+            assert admin.create_acls([Acl("TOPIC", topic, ANONYMOUS, "ALL", "DENY")]) == [None]
+        assert produce_refusal(broker.bootstrap, topic) is None
+    finally:
+        broker.stop()
+
+
+@pytest.mark.parametrize("admin_client", sorted(ADMINS))
+def test_no_authorizer_means_security_disabled(admin_client: str, tmp_path: Path) -> None:
+    broker = OdradekProcess(tmp_path / "broker").start()
+    try:
+        with ADMINS[admin_client](broker.bootstrap) as admin:
+            assert admin.create_acls([Acl("TOPIC", "t", ANONYMOUS, "READ")]) == ["SECURITY_DISABLED"]
+            with pytest.raises(ClientError) as refused:
+                admin.delete_acls([EVERYTHING])
+            assert refused.value.error == "SECURITY_DISABLED"
+    finally:
+        broker.stop()
+
+
+def test_the_number_of_acls_is_bounded(tmp_path: Path) -> None:
+    broker = OdradekProcess(tmp_path / "broker", {**OPEN, "authorizer.max.acls": "2"}).start()
+    try:
+        with ConfluentAdmin(broker.bootstrap) as admin:
+            acls = [Acl("TOPIC", f"t{i}", "User:bob", "READ") for i in range(3)]
+            assert admin.create_acls(acls) == [None, None, "POLICY_VIOLATION"]
+            assert admin.create_acls(acls[:1]) == [None]  # already there: no new room needed
+            assert len(admin.describe_acls(EVERYTHING)) == 2
+    finally:
+        broker.stop()
+
+
+def leader_epoch_errors(bootstrap: str, topic: str) -> list[int]:
+    with KafkaConnection(bootstrap) as connection:
+        answer = connection.request(
+            ApiKey.OFFSET_FOR_LEADER_EPOCH,
+            4,
+            {
+                "replica_id": -1,
+                "topics": [
+                    {
+                        "topic": topic,
+                        "partitions": [{"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}],
+                    }
+                ],
+            },
+        )
+    return [p["error_code"] for t in answer["topics"] for p in t["partitions"]]
+
+
+def test_offset_for_leader_epoch_trusts_cluster_action(open_broker: OdradekProcess) -> None:
+    """As Kafka: CLUSTER_ACTION on the cluster (here the default, no ACL covers the cluster)
+    answers every topic; without it each topic needs DESCRIBE."""
+    topic = unique_topic("epochs")
+    with ConfluentAdmin(open_broker.bootstrap) as admin:
+        admin.create_topic(topic, 1)
+        assert admin.create_acls([Acl("TOPIC", topic, ANONYMOUS, "DESCRIBE", "DENY")]) == [None]
+        assert leader_epoch_errors(open_broker.bootstrap, topic) == [ErrorCode.NONE]
+        assert admin.create_acls([Acl("CLUSTER", "kafka-cluster", ANONYMOUS, "CLUSTER_ACTION", "DENY")]) == [
+            None
+        ]
+        assert leader_epoch_errors(open_broker.bootstrap, topic) == [ErrorCode.TOPIC_AUTHORIZATION_FAILED]
