@@ -100,12 +100,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "PLAINTEXT so far: a listener resolving to SSL, SASL_PLAINTEXT or SASL_SSL is refused "
             "at start-up instead of silently speaking plaintext.",
         ),
-        ConfigDef(
-            "log.dirs",
-            T.STRING,
-            None,
-            "Data directories. Falls back to log.dir.",
-        ),
+        ConfigDef("log.dirs", T.STRING, None, "Data directories. Falls back to log.dir."),
         ConfigDef(
             "log.dir",
             T.STRING,
