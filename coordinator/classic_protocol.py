@@ -31,16 +31,18 @@ from coordinator.classic_group import (
     Protocols,
     Responder,
     join_error,
+    member_identity,
     sync_error,
 )
 from coordinator.config import CoordinatorConfig
+from coordinator.group_protocol import GroupProtocol
 from coordinator.records import GroupMetadataKey, encode_group_metadata
 from coordinator.timer import Timer
+from log.clock import Clock
 from wire.error_codes import ErrorCode
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], int]
 Record = tuple[bytes, bytes | None]
 # Appends records to the group's ``__consumer_offsets`` partition; returns the error to
 # answer with if that failed.
@@ -96,8 +98,10 @@ def group_metadata_record(group: ClassicGroup, assignment: dict[str, bytes]) -> 
     return encode_group_metadata(GroupMetadataKey(group.group_id), group.to_metadata(assignment))
 
 
-class ClassicGroups:
+class ClassicGroups(GroupProtocol[ClassicGroup]):
     """Runs the classic protocol over the coordinator's groups (``groups`` is shared)."""
+
+    kind = ClassicGroup
 
     def __init__(
         self,
@@ -107,17 +111,10 @@ class ClassicGroups:
         config: CoordinatorConfig,
         write: GroupWriter,
     ) -> None:
-        self._groups = groups
-        self._timer = timer
-        self._clock = clock
-        self._config = config
+        super().__init__(groups, timer, clock, config)
         self._write = write
 
     # --- lookup --------------------------------------------------------------------------
-
-    def group(self, group_id: str) -> ClassicGroup | None:
-        group = self._groups.get(group_id)
-        return group if isinstance(group, ClassicGroup) else None
 
     def create_group(self, group_id: str) -> ClassicGroup:
         """Create an Empty group and persist it, so that it survives a restart."""
@@ -238,12 +235,7 @@ class ClassicGroups:
         self, group: ClassicGroup, request: JoinRequest, member_id: str, respond: Responder
     ) -> None:
         member = ClassicMember(
-            member_id=member_id,
-            group_instance_id=request.group_instance_id,
-            client_id=request.client_id,
-            client_host=request.client_host,
-            rebalance_timeout_ms=request.rebalance_timeout_ms,
-            session_timeout_ms=request.session_timeout_ms,
+            **member_identity(request, member_id=member_id),
             protocol_type=request.protocol_type,
             protocols=list(request.protocols),
             is_new=True,

@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,9 +30,11 @@ from coordinator.consumer_group import (
     MemberState,
     reconcile,
 )
+from coordinator.group_protocol import GroupProtocol
 from coordinator.offsets import TopicCatalog
 from coordinator.timer import Timer
 from coordinator.topic_regex import InvalidTopicRegex, compile_topic_regex, matches
+from log.clock import Clock
 from wire.error_codes import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -86,26 +87,21 @@ def heartbeat_response(
     }
 
 
-class ConsumerGroups:
+class ConsumerGroups(GroupProtocol[ConsumerGroup]):
     """Runs the consumer protocol over the coordinator's groups (``groups`` is shared)."""
+
+    kind = ConsumerGroup
 
     def __init__(
         self,
         groups: dict[str, Any],
         timer: Timer,
-        clock: Callable[[], int],
+        clock: Clock,
         config: CoordinatorConfig,
         topics: TopicCatalog,
     ) -> None:
-        self._groups = groups
-        self._timer = timer
-        self._clock = clock
-        self._config = config
+        super().__init__(groups, timer, clock, config)
         self._topics = topics
-
-    def group(self, group_id: str) -> ConsumerGroup | None:
-        group = self._groups.get(group_id)
-        return group if isinstance(group, ConsumerGroup) else None
 
     # --- heartbeat -----------------------------------------------------------------------
 

@@ -98,10 +98,8 @@ class GroupCoordinator(PartitionedCoordinator):
         topics: TopicCatalog,
         clock: Callable[[], int],
     ) -> None:
-        super().__init__(config.offsets_topic_partitions)
+        super().__init__(config.offsets_topic_partitions, storage, clock)
         self.config = config
-        self._storage = storage
-        self._clock = clock
         self._groups: dict[str, Any] = {}
         self.classic = ClassicGroups(self._groups, self._timer, clock, config, self._write)
         self.offsets = Offsets(topics, clock, config.offset_metadata_max_bytes, self._write)
