@@ -34,16 +34,12 @@ from coordinator.classic_group import (
     member_identity,
     sync_error,
 )
-from coordinator.config import CoordinatorConfig
 from coordinator.group_protocol import GroupProtocol
-from coordinator.records import GroupMetadataKey, encode_group_metadata
-from coordinator.timer import Timer
-from log.clock import Clock
+from coordinator.records import GroupMetadataKey, Record, encode_group_metadata
 from wire.error_codes import ErrorCode
 
 log = logging.getLogger(__name__)
 
-Record = tuple[bytes, bytes | None]
 # Appends records to the group's ``__consumer_offsets`` partition; returns the error to
 # answer with if that failed.
 GroupWriter = Callable[[str, list[Record]], ErrorCode]
@@ -98,21 +94,12 @@ def group_metadata_record(group: ClassicGroup, assignment: dict[str, bytes]) -> 
     return encode_group_metadata(GroupMetadataKey(group.group_id), group.to_metadata(assignment))
 
 
+@dataclass(eq=False)
 class ClassicGroups(GroupProtocol[ClassicGroup]):
-    """Runs the classic protocol over the coordinator's groups (``groups`` is shared)."""
+    """Runs the classic protocol over the coordinator's groups, persisting them with ``_write``."""
 
     kind = ClassicGroup
-
-    def __init__(
-        self,
-        groups: dict[str, Any],
-        timer: Timer,
-        clock: Clock,
-        config: CoordinatorConfig,
-        write: GroupWriter,
-    ) -> None:
-        super().__init__(groups, timer, clock, config)
-        self._write = write
+    _write: GroupWriter
 
     # --- lookup --------------------------------------------------------------------------
 

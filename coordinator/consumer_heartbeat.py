@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from coordinator.assignors import ASSIGNORS, Assignment, MemberSpec, TopicId
-from coordinator.config import CoordinatorConfig
 from coordinator.consumer_group import (
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
@@ -32,9 +31,7 @@ from coordinator.consumer_group import (
 )
 from coordinator.group_protocol import GroupProtocol
 from coordinator.offsets import TopicCatalog
-from coordinator.timer import Timer
 from coordinator.topic_regex import InvalidTopicRegex, compile_topic_regex, matches
-from log.clock import Clock
 from wire.error_codes import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -87,21 +84,13 @@ def heartbeat_response(
     }
 
 
+@dataclass(eq=False)
 class ConsumerGroups(GroupProtocol[ConsumerGroup]):
-    """Runs the consumer protocol over the coordinator's groups (``groups`` is shared)."""
+    """Runs the consumer protocol over the coordinator's groups; ``_topics`` resolves what
+    members subscribe to."""
 
     kind = ConsumerGroup
-
-    def __init__(
-        self,
-        groups: dict[str, Any],
-        timer: Timer,
-        clock: Clock,
-        config: CoordinatorConfig,
-        topics: TopicCatalog,
-    ) -> None:
-        super().__init__(groups, timer, clock, config)
-        self._topics = topics
+    _topics: TopicCatalog
 
     # --- heartbeat -----------------------------------------------------------------------
 

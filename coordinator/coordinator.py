@@ -29,6 +29,7 @@ from coordinator.partitioned import PartitionedCoordinator
 from coordinator.records import (
     GroupMetadataKey,
     OffsetCommitKey,
+    Record,
     decode_group_value,
     decode_key,
     decode_offset_value,
@@ -41,7 +42,6 @@ from wire.errors import DecodeError
 
 log = logging.getLogger(__name__)
 
-Record = tuple[bytes, bytes | None]
 NO_PRODUCER_ID = -1
 # OffsetCommit v9 (KIP-848): members commit with their member epoch; a missing group is
 # GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION.

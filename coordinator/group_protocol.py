@@ -8,6 +8,7 @@ handlers then answer as Kafka does for a group of the wrong type).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
 from coordinator.config import CoordinatorConfig
@@ -17,17 +18,19 @@ from log.clock import Clock
 G = TypeVar("G")
 
 
+@dataclass(eq=False)
 class GroupProtocol(Generic[G]):
-    """One group protocol over the coordinator's groups (``groups`` is shared, not copied)."""
+    """One group protocol over the coordinator's groups (``_groups`` is shared, not copied).
+
+    A subclass adds the fields its protocol needs besides these and sets :attr:`kind`.
+    """
 
     kind: ClassVar[type[Any]]
     """The class of the groups this protocol runs."""
-
-    def __init__(self, groups: dict[str, Any], timer: Timer, clock: Clock, config: CoordinatorConfig) -> None:
-        self._groups = groups
-        self._timer = timer
-        self._clock = clock
-        self._config = config
+    _groups: dict[str, Any]
+    _timer: Timer
+    _clock: Clock
+    _config: CoordinatorConfig
 
     def group(self, group_id: str) -> G | None:
         """The group ``group_id`` if it exists and is of this protocol's kind."""

@@ -27,8 +27,9 @@ from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from coordinator.config import TransactionConfig
-from coordinator.coordinator import CoordinatorStorage, Record, StoredRecord
+from coordinator.coordinator import CoordinatorStorage, StoredRecord
 from coordinator.partitioned import PartitionedCoordinator
+from coordinator.records import Record
 from coordinator.txn_metadata import (
     COMPLETE,
     MAX_EPOCH,
