@@ -27,6 +27,7 @@ from coordinator.consumer_group import (
     ConsumerGroup,
     ConsumerMember,
     MemberState,
+    Owned,
     reconcile,
 )
 from coordinator.group_protocol import GroupProtocol
@@ -60,7 +61,7 @@ class HeartbeatRequest:
     subscribed_topic_names: list[str] | None
     subscribed_topic_regex: str | None
     server_assignor: str | None
-    owned: dict[TopicId, list[int]] | None
+    owned: Owned
     client_id: str
     client_host: str
 
