@@ -60,8 +60,12 @@ class OdradekProcess:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait()
 
-    def restart(self) -> OdradekProcess:
-        self.stop()
+    def restart(self, *, crash: bool = False) -> OdradekProcess:
+        """Stop the broker (cleanly, or with ``crash`` as :meth:`kill` does) and start it again."""
+        if crash:
+            self.kill()
+        else:
+            self.stop()
         return self.start()
 
     def log_text(self) -> str:
