@@ -68,5 +68,12 @@ class OdradekProcess:
             self.stop()
         return self.start()
 
+    def __enter__(self) -> OdradekProcess:
+        """Started for a ``with`` block, stopped cleanly when it ends."""
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

@@ -33,12 +33,8 @@ COMPACTED = {
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OdradekProcess]:
-    process = OdradekProcess(tmp_path_factory.mktemp("compaction"), CLEANER)
-    process.start()
-    try:
+    with OdradekProcess(tmp_path_factory.mktemp("compaction"), CLEANER) as process:
         yield process
-    finally:
-        process.stop()
 
 
 def produce_keyed(

@@ -37,14 +37,11 @@ CONSUMER_PROTOCOL = {"group.protocol": "consumer"}
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[OdradekProcess]:
-    process = OdradekProcess(
+    with OdradekProcess(
         tmp_path / "broker",
         {"group.consumer.heartbeat.interval.ms": "500", "group.consumer.session.timeout.ms": "6000"},
-    ).start()
-    try:
+    ) as process:
         yield process
-    finally:
-        process.stop()
 
 
 def members(bootstrap: str, topic: str, group: str, count: int, first: int = 0) -> list[Member]:

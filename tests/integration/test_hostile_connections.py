@@ -98,13 +98,10 @@ def closed_by_broker(sock: socket.socket) -> bool:
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OdradekProcess]:
-    process = OdradekProcess(
+    with OdradekProcess(
         tmp_path_factory.mktemp("hostile-connections"), {"socket.request.read.timeout.ms": "1000"}
-    ).start()
-    try:
+    ) as process:
         yield process
-    finally:
-        process.stop()
 
 
 def settled_baseline(broker: OdradekProcess) -> int:

@@ -25,12 +25,10 @@ EARLIEST = -2
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OdradekProcess]:
-    process = OdradekProcess(tmp_path_factory.mktemp("retention"), {"log.retention.check.interval.ms": "200"})
-    process.start()
-    try:
+    with OdradekProcess(
+        tmp_path_factory.mktemp("retention"), {"log.retention.check.interval.ms": "200"}
+    ) as process:
         yield process
-    finally:
-        process.stop()
 
 
 def produce(bootstrap: str, topic: str, values: list[bytes], timestamp_ms: int) -> None:

@@ -50,14 +50,11 @@ def admin(request: pytest.FixtureRequest, shared_broker: OdradekProcess) -> Iter
 def no_autocreate_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OdradekProcess]:
     """A broker started with ``auto.create.topics.enable=false`` (and num.partitions=3, to see a
     broker default that is not Kafka's)."""
-    broker = OdradekProcess(
+    with OdradekProcess(
         tmp_path_factory.mktemp("no-autocreate"),
         {"auto.create.topics.enable": "false", "num.partitions": "3"},
-    ).start()
-    try:
+    ) as broker:
         yield broker
-    finally:
-        broker.stop()
 
 
 def expect_failure(error: str, call: object, *args: object, **kwargs: object) -> ClientError:
