@@ -273,6 +273,9 @@ class JavaTransactionalProducer(JvmObject, TransactionalProducer):
 class JavaDriver(Driver):
     """Drives kafka-clients of one version through its session-wide JVM."""
 
+    consumer_class = JavaConsumer
+    transactional_producer_class = JavaTransactionalProducer
+
     def __init__(self, bootstrap: str, jvm: JavaProcess) -> None:
         super().__init__(bootstrap)
         self.jvm = jvm
@@ -297,12 +300,6 @@ class JavaDriver(Driver):
             "timeout_ms": int(settings.timeout_s * 1000),
         }
         return self._call("produce", topic=topic, messages=_wire_messages(messages), settings=settings_json)
-
-    def open_consumer(self, settings: ConsumerSettings) -> Consumer:
-        return JavaConsumer(self, settings)
-
-    def transactional_producer(self, transactional_id: str, timeout_ms: int = 60000) -> TransactionalProducer:
-        return JavaTransactionalProducer(self, transactional_id, timeout_ms)
 
     def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:
         return dict(self._call("list_offsets", topic=topic, partitions=list(partitions), spec=spec))
