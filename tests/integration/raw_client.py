@@ -6,11 +6,16 @@ codes need to send precisely one request and see precisely its answer.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import trio
 
 from broker.admin_client import KafkaConnection
 from wire.api_keys import ApiKey
 from wire.record_batch import Compression, Record, encode_batch
+
+T = TypeVar("T")
 
 
 class RawClient(KafkaConnection):
@@ -85,3 +90,16 @@ def fetch_body(
         "forgotten_topics_data": [],
         "rack_id": "",
     }
+
+
+async def in_thread(
+    port: int, work: Callable[[RawClient], T], limiter: trio.CapacityLimiter | None = None
+) -> T:
+    """``work`` with a client of the in-process broker on ``port``, in a worker thread: the client
+    blocks, and the broker's trio loop must keep running to answer it."""
+
+    def run() -> T:
+        with RawClient(f"127.0.0.1:{port}") as client:
+            return work(client)
+
+    return await trio.to_thread.run_sync(run, limiter=limiter)
