@@ -96,11 +96,13 @@ def closed_by_broker(sock: socket.socket) -> bool:
     return True
 
 
+BROKER_SETTINGS = {"socket.request.read.timeout.ms": "1000"}
+"""A request must arrive whole within 1 s, so that slow senders are cut off quickly."""
+
+
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OdradekProcess]:
-    with OdradekProcess(
-        tmp_path_factory.mktemp("hostile-connections"), {"socket.request.read.timeout.ms": "1000"}
-    ) as process:
+    with OdradekProcess(tmp_path_factory.mktemp("hostile-connections"), BROKER_SETTINGS) as process:
         yield process
 
 

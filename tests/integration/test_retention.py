@@ -23,11 +23,13 @@ HOUR_MS = 3_600_000
 EARLIEST = -2
 
 
+BROKER_SETTINGS = {"log.retention.check.interval.ms": "200"}
+"""Retention runs every 200 ms, so that expired segments go while a test waits."""
+
+
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OdradekProcess]:
-    with OdradekProcess(
-        tmp_path_factory.mktemp("retention"), {"log.retention.check.interval.ms": "200"}
-    ) as process:
+    with OdradekProcess(tmp_path_factory.mktemp("retention"), BROKER_SETTINGS) as process:
         yield process
 
 
