@@ -188,12 +188,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef(
             "sasl.oauthbearer.clock.skew.seconds", T.INT, "30", "Tolerated clock difference with the issuer."
         ),
-        ConfigDef(
-            "log.dirs",
-            T.STRING,
-            None,
-            "Data directories. Falls back to log.dir.",
-        ),
+        ConfigDef("log.dirs", T.STRING, None, "Data directories. Falls back to log.dir."),
         ConfigDef(
             "log.dir",
             T.STRING,

@@ -35,8 +35,18 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def internal_topic_storage(broker: Broker, topic: str, partitions: int, segment_bytes_key: str) -> LogStorage:
-    """Coordinator storage over a compacted internal topic, created on first use (as Kafka does)."""
+def internal_topic_storage(
+    broker: Broker, topic: str, configured_partitions: int, segment_bytes_key: str
+) -> tuple[int, LogStorage]:
+    """How many partitions a coordinator's compacted internal topic has, and storage over it
+    (the topic is created on first use, as Kafka does).
+
+    Keys map to partitions by the topic's real size, so changing the setting later must not
+    move them: an existing topic's count wins over ``configured_partitions`` (Kafka, too, reads
+    the count from the existing topic).
+    """
+    existing = broker.topics.get(topic)
+    partitions = existing.partitions if existing is not None else configured_partitions
 
     def partition_log(partition: int, create: bool) -> PartitionLog | None:
         if topic not in broker.topics:
@@ -49,7 +59,9 @@ def internal_topic_storage(broker: Broker, topic: str, partitions: int, segment_
             )
         return broker.partitions.get(topic, partition)
 
-    return LogStorage(partition_log, lambda partition: announce_append(broker, (topic, partition)))
+    return partitions, LogStorage(
+        partition_log, lambda partition: announce_append(broker, (topic, partition))
+    )
 
 
 def announce_append(broker: Broker, key: tuple[str, int]) -> None:
@@ -64,22 +76,13 @@ def announce_append(broker: Broker, key: tuple[str, int]) -> None:
         broker.appends.notify(key)
 
 
-def partitions_of(broker: Broker, topic: str, configured: int) -> int:
-    """How many partitions a coordinator's topic has: keys map to partitions by the topic's
-    real size, so changing the setting later must not move them (Kafka, too, reads the count
-    from the existing topic)."""
-    existing = broker.topics.get(topic)
-    return existing.partitions if existing is not None else configured
-
-
 def create_group_coordinator(broker: Broker) -> GroupCoordinator:
     """A coordinator over this broker's ``__consumer_offsets`` (not yet loaded)."""
     config = CoordinatorConfig.from_config(broker.config)
-    partitions = partitions_of(broker, OFFSETS_TOPIC, config.offsets_topic_partitions)
-    config = dataclasses.replace(config, offsets_topic_partitions=partitions)
-    storage = internal_topic_storage(
+    partitions, storage = internal_topic_storage(
         broker, OFFSETS_TOPIC, config.offsets_topic_partitions, "offsets.topic.segment.bytes"
     )
+    config = dataclasses.replace(config, offsets_topic_partitions=partitions)
     return GroupCoordinator(config, storage, broker.topics, broker.clock)
 
 
@@ -90,12 +93,17 @@ def install_group_coordinator(broker: Broker) -> GroupCoordinator:
         (group, group_overrides(configs)) for group, configs in broker.dynamic_configs.groups.items()
     )
     broker.coordinator = coordinator
+    start_coordinator(broker, coordinator, "group coordinator")
+    return coordinator
+
+
+def start_coordinator(broker: Broker, coordinator: PartitionedCoordinator, name: str) -> None:
+    """Register the background task that loads ``coordinator`` and then drives its timers."""
 
     async def run() -> None:
-        await run_coordinator(coordinator, broker.clock, "group coordinator")
+        await run_coordinator(coordinator, broker.clock, name)
 
     broker.background_tasks.append(run)
-    return coordinator
 
 
 async def run_coordinator(coordinator: PartitionedCoordinator, clock: Clock, name: str) -> None:

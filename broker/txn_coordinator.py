@@ -15,7 +15,7 @@ import logging
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from broker.group_timers import announce_append, internal_topic_storage, partitions_of, run_coordinator
+from broker.group_timers import announce_append, internal_topic_storage, start_coordinator
 from coordinator.config import TransactionConfig
 from coordinator.log_storage import COORDINATOR_EPOCH
 from coordinator.offsets_topic import OFFSETS_TOPIC
@@ -62,11 +62,10 @@ def write_markers(
 def install_transaction_coordinator(broker: Broker) -> TransactionCoordinator:
     """Set ``broker.transactions`` and register the task that loads it and drives its timers."""
     config = TransactionConfig.from_config(broker.config)
-    partitions = partitions_of(broker, TRANSACTION_STATE_TOPIC, config.state_log_partitions)
-    config = dataclasses.replace(config, state_log_partitions=partitions)
-    storage = internal_topic_storage(
+    partitions, storage = internal_topic_storage(
         broker, TRANSACTION_STATE_TOPIC, config.state_log_partitions, "transaction.state.log.segment.bytes"
     )
+    config = dataclasses.replace(config, state_log_partitions=partitions)
     coordinator = TransactionCoordinator(
         config,
         storage,
@@ -75,9 +74,5 @@ def install_transaction_coordinator(broker: Broker) -> TransactionCoordinator:
         broker.clock,
     )
     broker.transactions = coordinator
-
-    async def run() -> None:
-        await run_coordinator(coordinator, broker.clock, "transaction coordinator")
-
-    broker.background_tasks.append(run)
+    start_coordinator(broker, coordinator, "transaction coordinator")
     return coordinator

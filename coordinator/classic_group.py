@@ -57,6 +57,23 @@ class GroupError(Exception):
         self.code = code
 
 
+MEMBER_IDENTITY = (
+    "member_id",
+    "group_instance_id",
+    "client_id",
+    "client_host",
+    "rebalance_timeout_ms",
+    "session_timeout_ms",
+)
+"""What a member, its JoinGroup request and its persisted :class:`MemberMetadata` share, under
+the same names, so each conversion between them copies these in one place."""
+
+
+def member_identity(source: object, **overrides: Any) -> dict[str, Any]:
+    """The :data:`MEMBER_IDENTITY` fields of ``source`` as keyword arguments, with ``overrides``."""
+    return {name: getattr(source, name) for name in MEMBER_IDENTITY} | overrides
+
+
 @dataclass(eq=False)
 class ClassicMember:
     """One member: its identity, timeouts, supported protocols and last assignment."""
@@ -197,12 +214,7 @@ class ClassicGroup:
         for meta in value.members:
             group.add(
                 ClassicMember(
-                    member_id=meta.member_id,
-                    group_instance_id=meta.group_instance_id,
-                    client_id=meta.client_id,
-                    client_host=meta.client_host,
-                    rebalance_timeout_ms=meta.rebalance_timeout_ms,
-                    session_timeout_ms=meta.session_timeout_ms,
+                    **member_identity(meta),
                     protocol_type=value.protocol_type,
                     protocols=[(value.protocol or "", meta.subscription)],
                     assignment=meta.assignment,
@@ -221,12 +233,7 @@ class ClassicGroup:
             current_state_timestamp_ms=self.state_timestamp_ms,
             members=tuple(
                 MemberMetadata(
-                    member_id=member.member_id,
-                    group_instance_id=member.group_instance_id,
-                    client_id=member.client_id,
-                    client_host=member.client_host,
-                    rebalance_timeout_ms=member.rebalance_timeout_ms,
-                    session_timeout_ms=member.session_timeout_ms,
+                    **member_identity(member),
                     subscription=member.metadata(self.protocol_name or ""),
                     assignment=assignment.get(member.member_id, b""),
                 )

@@ -31,17 +31,15 @@ from coordinator.classic_group import (
     Protocols,
     Responder,
     join_error,
+    member_identity,
     sync_error,
 )
-from coordinator.config import CoordinatorConfig
-from coordinator.records import GroupMetadataKey, encode_group_metadata
-from coordinator.timer import Timer
+from coordinator.group_protocol import GroupProtocol
+from coordinator.records import GroupMetadataKey, Record, encode_group_metadata
 from wire.error_codes import ErrorCode
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], int]
-Record = tuple[bytes, bytes | None]
 # Appends records to the group's ``__consumer_offsets`` partition; returns the error to
 # answer with if that failed.
 GroupWriter = Callable[[str, list[Record]], ErrorCode]
@@ -96,28 +94,14 @@ def group_metadata_record(group: ClassicGroup, assignment: dict[str, bytes]) -> 
     return encode_group_metadata(GroupMetadataKey(group.group_id), group.to_metadata(assignment))
 
 
-class ClassicGroups:
-    """Runs the classic protocol over the coordinator's groups (``groups`` is shared)."""
+@dataclass(eq=False)
+class ClassicGroups(GroupProtocol[ClassicGroup]):
+    """Runs the classic protocol over the coordinator's groups, persisting them with ``_write``."""
 
-    def __init__(
-        self,
-        groups: dict[str, Any],
-        timer: Timer,
-        clock: Clock,
-        config: CoordinatorConfig,
-        write: GroupWriter,
-    ) -> None:
-        self._groups = groups
-        self._timer = timer
-        self._clock = clock
-        self._config = config
-        self._write = write
+    kind = ClassicGroup
+    _write: GroupWriter
 
     # --- lookup --------------------------------------------------------------------------
-
-    def group(self, group_id: str) -> ClassicGroup | None:
-        group = self._groups.get(group_id)
-        return group if isinstance(group, ClassicGroup) else None
 
     def create_group(self, group_id: str) -> ClassicGroup:
         """Create an Empty group and persist it, so that it survives a restart."""
@@ -238,12 +222,7 @@ class ClassicGroups:
         self, group: ClassicGroup, request: JoinRequest, member_id: str, respond: Responder
     ) -> None:
         member = ClassicMember(
-            member_id=member_id,
-            group_instance_id=request.group_instance_id,
-            client_id=request.client_id,
-            client_host=request.client_host,
-            rebalance_timeout_ms=request.rebalance_timeout_ms,
-            session_timeout_ms=request.session_timeout_ms,
+            **member_identity(request, member_id=member_id),
             protocol_type=request.protocol_type,
             protocols=list(request.protocols),
             is_new=True,

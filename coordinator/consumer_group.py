@@ -22,6 +22,11 @@ from coordinator.classic_group import CONSUMER_PROTOCOL_TYPE, GroupError
 from coordinator.records import OffsetAndMetadata
 from wire.error_codes import ErrorCode
 
+Owned = dict[TopicId, list[int]] | None
+"""The partitions a member reports owning in its heartbeat, by topic (None: unchanged since the last)."""
+OwnerEpochs = dict[tuple[TopicId, int], int]
+"""The epoch of the member that still owns each assigned partition, for moves between members."""
+
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
 
@@ -67,7 +72,7 @@ class ConsumerMember:
                     yield topic, partition
 
 
-def owns_any(owned: dict[TopicId, list[int]] | None, partitions: Assignment) -> bool:
+def owns_any(owned: Owned, partitions: Assignment) -> bool:
     """Whether the member still reports owning one of ``partitions`` (None: unknown, assume so)."""
     if owned is None:
         return True
@@ -75,22 +80,17 @@ def owns_any(owned: dict[TopicId, list[int]] | None, partitions: Assignment) -> 
 
 
 def reconcile(
-    member: ConsumerMember,
-    assignment_epoch: int,
-    target: Assignment,
-    owner_epoch: dict[tuple[TopicId, int], int],
-    owned: dict[TopicId, list[int]] | None,
+    member: ConsumerMember, assignment_epoch: int, target: Assignment, owner_epoch: OwnerEpochs, owned: Owned
 ) -> ConsumerMember:
     """The member's next step towards ``target`` (Kafka's ``CurrentAssignmentBuilder``)."""
-    if member.state is MemberState.STABLE:
-        if member.member_epoch == assignment_epoch:
-            return member
-        return _next_assignment(member, member.member_epoch, assignment_epoch, target, owner_epoch, owned)
+    revoking_epoch = member.member_epoch
+    if member.state is MemberState.STABLE and member.member_epoch == assignment_epoch:
+        return member
     if member.state is MemberState.UNREVOKED_PARTITIONS:
         if owns_any(owned, member.pending_revocation):
             return member
-        return _next_assignment(member, member.member_epoch + 1, assignment_epoch, target, owner_epoch, owned)
-    return _next_assignment(member, member.member_epoch, assignment_epoch, target, owner_epoch, owned)
+        revoking_epoch += 1
+    return _next_assignment(member, revoking_epoch, assignment_epoch, target, owner_epoch, owned)
 
 
 def _next_assignment(
@@ -98,8 +98,8 @@ def _next_assignment(
     revoking_epoch: int,
     assignment_epoch: int,
     target: Assignment,
-    owner_epoch: dict[tuple[TopicId, int], int],
-    owned: dict[TopicId, list[int]] | None,
+    owner_epoch: OwnerEpochs,
+    owned: Owned,
 ) -> ConsumerMember:
     kept: Assignment = {}
     revoking: Assignment = {}
@@ -151,7 +151,7 @@ class ConsumerGroup:
     static_members: dict[str, str] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)
     # Which member epoch holds each partition (assigned or still being revoked).
-    owner_epoch: dict[tuple[TopicId, int], int] = field(default_factory=dict)
+    owner_epoch: OwnerEpochs = field(default_factory=dict)
     # Subscribed topic name -> (topic id, partition count); a change bumps the group epoch.
     subscription_metadata: dict[str, tuple[TopicId, int]] = field(default_factory=dict)
     dead: bool = False

@@ -17,22 +17,21 @@ from __future__ import annotations
 import dataclasses
 import logging
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.assignors import ASSIGNORS, Assignment, MemberSpec, TopicId
-from coordinator.config import CoordinatorConfig
 from coordinator.consumer_group import (
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
     ConsumerGroup,
     ConsumerMember,
     MemberState,
+    Owned,
     reconcile,
 )
+from coordinator.group_protocol import GroupProtocol
 from coordinator.offsets import TopicCatalog
-from coordinator.timer import Timer
 from coordinator.topic_regex import InvalidTopicRegex, compile_topic_regex, matches
 from wire.error_codes import ErrorCode
 
@@ -62,7 +61,7 @@ class HeartbeatRequest:
     subscribed_topic_names: list[str] | None
     subscribed_topic_regex: str | None
     server_assignor: str | None
-    owned: dict[TopicId, list[int]] | None
+    owned: Owned
     client_id: str
     client_host: str
 
@@ -86,32 +85,19 @@ def heartbeat_response(
     }
 
 
-class ConsumerGroups:
-    """Runs the consumer protocol over the coordinator's groups (``groups`` is shared)."""
+@dataclass(eq=False)
+class ConsumerGroups(GroupProtocol[ConsumerGroup]):
+    """Runs the consumer protocol over the coordinator's groups; ``_topics`` resolves what
+    members subscribe to."""
 
-    def __init__(
-        self,
-        groups: dict[str, Any],
-        timer: Timer,
-        clock: Callable[[], int],
-        config: CoordinatorConfig,
-        topics: TopicCatalog,
-    ) -> None:
-        self._groups = groups
-        self._timer = timer
-        self._clock = clock
-        self._config = config
-        self._topics = topics
-        # KIP-848 group configs (GROUP config resources) by group id: Kafka's key names
-        # ("consumer.session.timeout.ms") to values, read at each use so a change applies at once.
-        self.group_configs: dict[str, dict[str, int]] = {}
+    kind = ConsumerGroup
+    _topics: TopicCatalog
+    # KIP-848 group configs (GROUP config resources) by group id: Kafka's key names
+    # ("consumer.session.timeout.ms") to values, read at each use so a change applies at once.
+    group_configs: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def _group_setting(self, group_id: str, key: str, default: int) -> int:
         return self.group_configs.get(group_id, {}).get(key, default)
-
-    def group(self, group_id: str) -> ConsumerGroup | None:
-        group = self._groups.get(group_id)
-        return group if isinstance(group, ConsumerGroup) else None
 
     # --- heartbeat -----------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from coordinator.partitioned import PartitionedCoordinator
 from coordinator.records import (
     GroupMetadataKey,
     OffsetCommitKey,
+    Record,
     decode_group_value,
     decode_key,
     decode_offset_value,
@@ -41,7 +42,6 @@ from wire.errors import DecodeError
 
 log = logging.getLogger(__name__)
 
-Record = tuple[bytes, bytes | None]
 NO_PRODUCER_ID = -1
 # OffsetCommit v9 (KIP-848): members commit with their member epoch; a missing group is
 # GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION.
@@ -95,10 +95,8 @@ class GroupCoordinator(PartitionedCoordinator):
         topics: TopicCatalog,
         clock: Callable[[], int],
     ) -> None:
-        super().__init__(config.offsets_topic_partitions)
+        super().__init__(config.offsets_topic_partitions, storage, clock)
         self.config = config
-        self._storage = storage
-        self._clock = clock
         self._groups: dict[str, Any] = {}
         self.classic = ClassicGroups(self._groups, self._timer, clock, config, self._write)
         self.offsets = Offsets(topics, clock, config.offset_metadata_max_bytes, self._write)

@@ -20,12 +20,12 @@ from collections.abc import Callable, Iterator, Sequence
 
 from coordinator.coordinator import StoredMarker, StoredRecord
 from coordinator.offsets import Producer
+from coordinator.records import Record
 from log.partition_log import PartitionLog
 from wire.control_batch import read_end_txn_marker
 from wire.record_batch import Record as BatchRecord
 from wire.record_batch import decode_records, encode_batch, scan_batches
 
-Record = tuple[bytes, bytes | None]
 PartitionLogs = Callable[[int, bool], PartitionLog | None]
 
 # One node is the only coordinator there ever was: its markers all carry epoch 0.

@@ -16,12 +16,17 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
-from coordinator.records import NO_LEADER_EPOCH, OffsetAndMetadata, OffsetCommitKey, encode_offset_commit
+from coordinator.records import (
+    NO_LEADER_EPOCH,
+    OffsetAndMetadata,
+    OffsetCommitKey,
+    Record,
+    encode_offset_commit,
+)
 from wire.error_codes import ErrorCode
 
 log = logging.getLogger(__name__)
 
-Record = tuple[bytes, bytes | None]
 TopicPartition = tuple[str, int]
 Producer = tuple[int, int]
 """(producer id, epoch) of a transactional write."""

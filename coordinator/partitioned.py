@@ -12,17 +12,25 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from coordinator.offsets_topic import partition_for
 from coordinator.timer import Timer
+from log.clock import Clock
 from wire.error_codes import ErrorCode
+
+if TYPE_CHECKING:
+    from coordinator.coordinator import CoordinatorStorage
 
 
 class PartitionedCoordinator(ABC):
-    """Loading state and timers of a coordinator over ``partitions`` topic partitions."""
+    """Loading state and timers of a coordinator over ``partitions`` topic partitions, whose
+    records go through ``storage`` and whose time is ``clock`` (ms)."""
 
-    def __init__(self, partitions: int) -> None:
+    def __init__(self, partitions: int, storage: CoordinatorStorage, clock: Clock) -> None:
         self.partitions = partitions
+        self._storage = storage
+        self._clock = clock
         self._timer = Timer()
         self._loaded: set[int] = set()
         self._started = False

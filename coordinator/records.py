@@ -26,6 +26,9 @@ from wire.internal_records.consumer_offsets import (
 )
 from wire.primitives import Buffer
 
+Record = tuple[bytes, bytes | None]
+"""A record of an internal topic as the coordinators write it: key, and value (None: a tombstone)."""
+
 # OffsetCommitValue v3 adds the leader epoch; v1 is the only one with an expire timestamp,
 # which Kafka still writes when an old client (OffsetCommit v2-4) asked for a retention time.
 OFFSET_VALUE_VERSION = 3
@@ -91,7 +94,7 @@ _KEYS = {
 }
 
 
-def encode_offset_commit(key: OffsetCommitKey, value: OffsetAndMetadata | None) -> tuple[bytes, bytes | None]:
+def encode_offset_commit(key: OffsetCommitKey, value: OffsetAndMetadata | None) -> Record:
     """The (key, value) of an offset commit record; ``value`` None makes a tombstone."""
     key_bytes = stored_records.encode(
         OFFSET_COMMIT_KEY,
@@ -114,7 +117,7 @@ def encode_offset_commit(key: OffsetCommitKey, value: OffsetAndMetadata | None) 
     return key_bytes, stored_records.encode(OFFSET_COMMIT_VALUE, version, fields)
 
 
-def encode_group_metadata(key: GroupMetadataKey, value: GroupMetadata | None) -> tuple[bytes, bytes | None]:
+def encode_group_metadata(key: GroupMetadataKey, value: GroupMetadata | None) -> Record:
     """The (key, value) of a group metadata record; ``value`` None makes a tombstone."""
     key_bytes = stored_records.encode(GROUP_METADATA_KEY, stored_records.KEY_VERSION, {"group": key.group})
     if value is None:

@@ -27,8 +27,9 @@ from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from coordinator.config import TransactionConfig
-from coordinator.coordinator import CoordinatorStorage, Record, StoredRecord
+from coordinator.coordinator import CoordinatorStorage, StoredRecord
 from coordinator.partitioned import PartitionedCoordinator
+from coordinator.records import Record
 from coordinator.txn_metadata import (
     COMPLETE,
     MAX_EPOCH,
@@ -77,12 +78,10 @@ class TransactionCoordinator(PartitionedCoordinator):
         write_markers: MarkerWriter,
         clock: Callable[[], int],
     ) -> None:
-        super().__init__(config.state_log_partitions)
+        super().__init__(config.state_log_partitions, storage, clock)
         self.config = config
-        self._storage = storage
         self._allocate = allocate_producer_id
         self._write_markers = write_markers
-        self._clock = clock
         self._txns: dict[str, TxnMetadata] = {}
         self._by_producer: dict[int, str] = {}  # producer id -> transactional id, for produce checks
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from enum import IntEnum
 
 from wire import stored_records
 from wire.internal_records.transaction_state import TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE
+from wire.kafka_names import KafkaNamedEnum
 from wire.primitives import Buffer
 
 TopicPartition = tuple[str, int]
@@ -31,8 +31,9 @@ MAX_EPOCH = 2**15 - 2
 VALUE_VERSION = 0
 
 
-class TxnState(IntEnum):
-    """Kafka's TransactionState, with the ids it stores and the names its APIs report."""
+class TxnState(KafkaNamedEnum):
+    """Kafka's TransactionState, with the ids it stores and the names (``PrepareCommit``)
+    DescribeTransactions/ListTransactions report."""
 
     EMPTY = 0
     ONGOING = 1
@@ -42,15 +43,6 @@ class TxnState(IntEnum):
     COMPLETE_ABORT = 5
     DEAD = 6
     PREPARE_EPOCH_FENCE = 7
-
-    @property
-    def kafka_name(self) -> str:
-        """``PrepareCommit`` etc.: DescribeTransactions/ListTransactions spell states so."""
-        return "".join(word.capitalize() for word in self.name.split("_"))
-
-    @classmethod
-    def by_kafka_name(cls, name: str) -> TxnState | None:
-        return next((state for state in cls if state.kafka_name == name), None)
 
 
 PREPARING = frozenset({TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT, TxnState.PREPARE_EPOCH_FENCE})

@@ -8,62 +8,43 @@ from ``wire.record_batch`` and follow the same convention.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
-from wire.error_codes import ErrorCode
+from wire.error_codes import CodedError, ErrorCode
 
 
-class LogError(Exception):
-    """Base of every error the storage engine raises on purpose."""
+class LogError(CodedError):
+    """Base of every error the storage engine raises on purpose (UNKNOWN_SERVER_ERROR unless a
+    subclass names its code)."""
 
-    error_code: ClassVar[ErrorCode] = ErrorCode.UNKNOWN_SERVER_ERROR
 
-
-class OffsetOutOfRangeError(LogError):
+class OffsetOutOfRangeError(LogError, code=ErrorCode.OFFSET_OUT_OF_RANGE):
     """A read asked for an offset below the log start or above the log end."""
 
-    error_code = ErrorCode.OFFSET_OUT_OF_RANGE
 
-
-class MessageTooLargeError(LogError):
+class MessageTooLargeError(LogError, code=ErrorCode.MESSAGE_TOO_LARGE):
     """A batch is larger than the topic's max.message.bytes."""
 
-    error_code = ErrorCode.MESSAGE_TOO_LARGE
 
-
-class OutOfOrderSequenceError(LogError):
+class OutOfOrderSequenceError(LogError, code=ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER):
     """An idempotent producer skipped or repeated sequence numbers (not one of the last 5 batches)."""
 
-    error_code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
 
-
-class InvalidProducerEpochError(LogError):
+class InvalidProducerEpochError(LogError, code=ErrorCode.INVALID_PRODUCER_EPOCH):
     """An idempotent producer wrote with an epoch older than the one the partition has seen."""
 
-    error_code = ErrorCode.INVALID_PRODUCER_EPOCH
 
-
-class InvalidTxnStateError(LogError):
+class InvalidTxnStateError(LogError, code=ErrorCode.INVALID_TXN_STATE):
     """A producer with a transaction open in the partition wrote a non-transactional batch."""
 
-    error_code = ErrorCode.INVALID_TXN_STATE
 
-
-class TransactionCoordinatorFencedError(LogError):
+class TransactionCoordinatorFencedError(LogError, code=ErrorCode.TRANSACTION_COORDINATOR_FENCED):
     """A transaction marker came from a coordinator epoch older than one already seen for
     its producer: a zombie coordinator, whose decision must not be written."""
 
-    error_code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
 
-
-class InvalidConfigError(LogError):
+class InvalidConfigError(LogError, code=ErrorCode.INVALID_CONFIG):
     """A topic or broker log setting has an unknown name or a value Kafka would reject."""
 
-    error_code = ErrorCode.INVALID_CONFIG
 
-
-class KafkaStorageError(LogError):
+class KafkaStorageError(LogError, code=ErrorCode.KAFKA_STORAGE_ERROR):
     """The disk failed under the log; the partition stays offline until its disk takes writes
     again (``PartitionLog.reopen_after_disk_error``, retried every ``log.offline.retry.ms``)."""
-
-    error_code = ErrorCode.KAFKA_STORAGE_ERROR

@@ -10,10 +10,10 @@ Kafka's API names in upper snake case; :attr:`ApiKey.api_name` gives Kafka's spe
 
 from __future__ import annotations
 
-from enum import IntEnum
+from wire.kafka_names import KafkaNamedEnum
 
 
-class ApiKey(IntEnum):
+class ApiKey(KafkaNamedEnum):
     PRODUCE = 0
     FETCH = 1
     LIST_OFFSETS = 2
@@ -108,10 +108,8 @@ class ApiKey(IntEnum):
     ALTER_SHARE_GROUP_OFFSETS = 91
     DELETE_SHARE_GROUP_OFFSETS = 92
 
-    @property
-    def api_name(self) -> str:
-        """Kafka's name of the API (``InitProducerId``), rebuilt from the member name."""
-        return "".join(part.capitalize() for part in self.name.split("_"))
+    api_name = KafkaNamedEnum.kafka_name
+    """Kafka's name of the API (``InitProducerId``), rebuilt from the member name."""
 
 
 def api_name(key: int) -> str:

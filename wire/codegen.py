@@ -155,6 +155,10 @@ def strict_messages() -> bool:
     return os.environ.get("ODRADEK_STRICT_MESSAGES") == "1"
 
 
+_NOT_NULLABLE = {"DecodeError": "is null but not nullable", "EncodeError": "is not nullable"}
+"""How a failure says that a null was read or given for a field that may not be null."""
+
+
 class _Generator:
     """Accumulates the source and namespace of one generated module."""
 
@@ -207,6 +211,17 @@ class _Generator:
 
     def fail(self, indent: int, error: str, message: str) -> None:
         self.emit(indent, f"raise {error}({f'{self.label}: {message}'!r})")
+
+    def null_branch(self, field: Field, indent: int, value: str, if_null: str, error: str, path: str) -> int:
+        """Emit ``if <value> is None:`` running ``if_null`` where ``field`` is nullable in this
+        version and raising ``error`` otherwise, then ``else:``; returns the else body's indent."""
+        self.emit(indent, f"if {value} is None:")
+        if self.nullable(field):
+            self.emit(indent + 1, if_null)
+        else:
+            self.fail(indent + 1, error, f"{path} {_NOT_NULLABLE[error]}")
+        self.emit(indent, "else:")
+        return indent + 1
 
     # --- schema queries ------------------------------------------------------------------
 
@@ -327,13 +342,7 @@ class _Generator:
         min_size = self.min_size(element) if element else max(1, self.struct_min_size(field.fields))
         count = self.name("n")
         self.emit(indent, f"{count}, pos = {_ARRAY_READERS[self.flexible]}(buf, pos, {min_size})")
-        self.emit(indent, f"if {count} is None:")
-        if self.nullable(field):
-            self.emit(indent + 1, f"{target} = None")
-        else:
-            self.fail(indent + 1, "DecodeError", f"{path} is null but not nullable")
-        self.emit(indent, "else:")
-        indent += 1
+        indent = self.null_branch(field, indent, count, f"{target} = None", "DecodeError", path)
         if self.counts_elements:
             self.emit(indent, f"elements -= {count}")
             self.emit(indent, "if elements < 0:")
@@ -432,13 +441,9 @@ class _Generator:
             fmt = ">" + _fixed_format([field])
             self.emit(indent, f"{w}({self.struct(fmt)}.pack({self.fixed_arg(field, value)}))")
             return
-        self.emit(indent, f"if {value} is None:")
-        if self.nullable(field):
-            self.emit(indent + 1, f"{w}({self.null_bytes(kind)!r})")
-        else:
-            self.fail(indent + 1, "EncodeError", f"{path} is not nullable")
-        self.emit(indent, "else:")
-        indent += 1
+        indent = self.null_branch(
+            field, indent, value, f"{w}({self.null_bytes(kind)!r})", "EncodeError", path
+        )
         if kind in ("string", "bytes", "records"):
             self.encode_variable(kind, value, w, indent)
         elif kind == "{}":

@@ -6,6 +6,7 @@ that the code reads like the protocol documentation.
 """
 
 from enum import IntEnum
+from typing import Any, ClassVar
 
 
 class ErrorCode(IntEnum):
@@ -146,3 +147,19 @@ class ErrorCode(IntEnum):
     STREAMS_INVALID_TOPOLOGY_EPOCH = 131
     STREAMS_TOPOLOGY_FENCED = 132
     SHARE_SESSION_LIMIT_REACHED = 133
+
+
+class CodedError(Exception):
+    """An error raised on purpose that names the Kafka error code the broker answers with.
+
+    A subclass names its code in its bases, ``class Full(CodedError, code=ErrorCode.X)``: an
+    enum member, not a name resolved later, so a misspelling fails at import rather than
+    turning into UNKNOWN_SERVER_ERROR on the wire.  Without one it inherits its parent's.
+    """
+
+    error_code: ClassVar[ErrorCode] = ErrorCode.UNKNOWN_SERVER_ERROR
+
+    def __init_subclass__(cls, code: ErrorCode | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if code is not None:
+            cls.error_code = code

@@ -147,6 +147,14 @@ def _int_length(buf: Buffer, pos: int, prefix: struct.Struct) -> int:
         raise DecodeError(f"truncated length at offset {pos}") from None
 
 
+def _end_of(buf: Buffer, pos: int, length: int) -> int:
+    """Where the ``length`` bytes at ``pos`` end; raises when ``buf`` holds fewer."""
+    end = pos + length
+    if end > len(buf):
+        raise _past_end(buf, pos, length)
+    return end
+
+
 def _past_end(buf: Buffer, pos: int, length: int) -> DecodeError:
     return DecodeError(f"{length} bytes at offset {pos} run past the end of {len(buf)}")
 
@@ -191,9 +199,7 @@ def compact_array_length(values: Sequence[Any] | None) -> bytes:
 def _utf8(buf: Buffer, pos: int, length: int) -> tuple[str | None, int]:
     if length < 0:
         return None, pos
-    end = pos + length
-    if end > len(buf):
-        raise _past_end(buf, pos, length)
+    end = _end_of(buf, pos, length)
     try:
         return str(buf[pos:end], "utf-8"), end
     except UnicodeDecodeError:
@@ -241,18 +247,14 @@ def _string_bytes(value: str) -> bytes:
 def _copy(buf: Buffer, pos: int, length: int) -> tuple[bytes | None, int]:
     if length < 0:
         return None, pos
-    end = pos + length
-    if end > len(buf):
-        raise _past_end(buf, pos, length)
+    end = _end_of(buf, pos, length)
     return bytes(buf[pos:end]), end
 
 
 def _view(buf: memoryview, pos: int, length: int) -> tuple[memoryview | None, int]:
     if length < 0:
         return None, pos
-    end = pos + length
-    if end > len(buf):
-        raise _past_end(buf, pos, length)
+    end = _end_of(buf, pos, length)
     return buf[pos:end], end
 
 

@@ -8,9 +8,7 @@ becomes CORRUPT_MESSAGE, its InvalidRecordException INVALID_RECORD.  They are
 
 from __future__ import annotations
 
-from typing import ClassVar
-
-from wire.error_codes import ErrorCode
+from wire.error_codes import CodedError, ErrorCode
 from wire.errors import WireError
 
 __all__ = [
@@ -22,16 +20,12 @@ __all__ = [
 ]
 
 
-class RecordBatchError(WireError):
+class RecordBatchError(WireError, CodedError, code=ErrorCode.CORRUPT_MESSAGE):
     """Base of the record batch errors; ``error_code`` is the Kafka error code to answer."""
 
-    error_code: ClassVar[ErrorCode] = ErrorCode.CORRUPT_MESSAGE
 
-
-class CorruptRecordError(RecordBatchError):
+class CorruptRecordError(RecordBatchError, code=ErrorCode.CORRUPT_MESSAGE):
     """The bytes are damaged: bad CRC, impossible length, batch cut short, undecodable payload."""
-
-    error_code = ErrorCode.CORRUPT_MESSAGE
 
 
 class DecompressionLimitError(CorruptRecordError):
@@ -40,10 +34,8 @@ class DecompressionLimitError(CorruptRecordError):
     damaged bytes to answer TELEMETRY_TOO_LARGE."""
 
 
-class InvalidRecordError(RecordBatchError):
+class InvalidRecordError(RecordBatchError, code=ErrorCode.INVALID_RECORD):
     """The bytes are intact but break a protocol rule (count vs offsets, control batch, ...)."""
-
-    error_code = ErrorCode.INVALID_RECORD
 
 
 class RecordErrors(InvalidRecordError):

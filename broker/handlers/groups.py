@@ -11,7 +11,7 @@ Kafka does while the request is in flight.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
 
@@ -32,11 +32,18 @@ KEY_RESOURCES = {GROUP_KEY_TYPE: ResourceType.GROUP, TRANSACTION_KEY_TYPE: Resou
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 
 
-def coordinator_of(ctx: RequestContext) -> GroupCoordinator:
-    coordinator = ctx.broker.coordinator
+_Coordinator = TypeVar("_Coordinator")
+
+
+def installed(coordinator: _Coordinator | None, installer: str) -> _Coordinator:
+    """A coordinator of the broker; None means ``installer`` never ran, a wiring bug."""
     if coordinator is None:
-        raise RuntimeError("broker.group_timers.install_group_coordinator was not called")
+        raise RuntimeError(f"{installer} was not called")
     return coordinator
+
+
+def coordinator_of(ctx: RequestContext) -> GroupCoordinator:
+    return installed(ctx.broker.coordinator, "broker.group_timers.install_group_coordinator")
 
 
 def client_host(ctx: RequestContext) -> str:

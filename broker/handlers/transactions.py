@@ -20,7 +20,7 @@ from broker.api_support import Served
 from broker.authorization import answer_each, authorized, cluster_authorized, unauthorized_names
 from broker.context import PendingResponse, RequestContext
 from broker.handlers.group_offsets import answer_when_synced, split_authorized_topics
-from broker.handlers.groups import coordinator_of
+from broker.handlers.groups import coordinator_of, installed
 from coordinator.offsets import topics_with_error
 from coordinator.offsets_topic import OFFSETS_TOPIC
 from coordinator.transactions import TransactionCoordinator, TxnError
@@ -45,10 +45,7 @@ FIRST_END_TXN_EPOCH_BUMP_VERSION = 5
 
 
 def transactions_of(ctx: RequestContext) -> TransactionCoordinator:
-    coordinator = ctx.broker.transactions
-    if coordinator is None:
-        raise RuntimeError("broker.txn_coordinator.install_transaction_coordinator was not called")
-    return coordinator
+    return installed(ctx.broker.transactions, "broker.txn_coordinator.install_transaction_coordinator")
 
 
 def error_for(ctx: RequestContext, failure: TxnError | ErrorCode) -> ErrorCode:

@@ -168,17 +168,16 @@ class AdminDriver(Driver):
     """A compatibility driver whose admin calls go through its client's :class:`Admin`, so each
     admin call of a client is written once for the integration tests and the scenarios alike."""
 
+    admin_class: ClassVar[type[Admin]]
+    """The client's admin client, made as ``admin_class(bootstrap)``."""
     _admin_client: Admin | None = None
-
-    @abstractmethod
-    def make_admin(self) -> Admin:
-        """The client's admin client (created on first use: admin clients connect eagerly, and
-        not every scenario needs one)."""
 
     @property
     def admin(self) -> Admin:
+        """The client's admin client (created on first use: admin clients connect eagerly, and
+        not every scenario needs one)."""
         if self._admin_client is None:
-            self._admin_client = self.make_admin()
+            self._admin_client = self.admin_class(self.bootstrap)
         return self._admin_client
 
     def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:

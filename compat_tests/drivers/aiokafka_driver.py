@@ -175,6 +175,8 @@ class AiokafkaDriver(Driver):
     """Drives AIOKafkaProducer, AIOKafkaConsumer and AIOKafkaAdminClient on a private loop."""
 
     name = NAME
+    consumer_class = AiokafkaConsumer
+    transactional_producer_class = AiokafkaTransactionalProducer
 
     def __init__(self, bootstrap: str) -> None:
         super().__init__(bootstrap)
@@ -210,12 +212,6 @@ class AiokafkaDriver(Driver):
                 await producer.stop()
 
         return self.run(produce())
-
-    def open_consumer(self, settings: ConsumerSettings) -> Consumer:
-        return AiokafkaConsumer(self, settings)
-
-    def transactional_producer(self, transactional_id: str, timeout_ms: int = 60000) -> TransactionalProducer:
-        return AiokafkaTransactionalProducer(self, transactional_id, timeout_ms)
 
     def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:
         async def list_offsets() -> dict[int, int]:

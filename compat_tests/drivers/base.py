@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import TracebackType
-from typing import NoReturn, Self
+from typing import ClassVar, NoReturn, Self
 
 import pytest
 
@@ -294,6 +294,11 @@ class Driver(ABC):
     """The ``group.protocol`` values the client implements; KIP-848's "consumer" is recent."""
     group_protocol_gap = "its consumer only implements the classic group protocol, not KIP-848's"
     """Why the client lacks the protocols it lacks: the skip reason names it."""
+    consumer_class: ClassVar[type[Consumer]]
+    """The client's consumer, made as ``consumer_class(driver, settings)`` by :meth:`consumer`."""
+    transactional_producer_class: ClassVar[type[TransactionalProducer] | None] = None
+    """The client's transactional producer, made as ``(driver, transactional_id, timeout_ms)``;
+    None where the client has no transactions."""
 
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap
@@ -318,16 +323,14 @@ class Driver(ABC):
         """
         if settings.group_protocol not in self.group_protocols:
             self.unsupported(f"group.protocol={settings.group_protocol}: {self.group_protocol_gap}")
-        return self.open_consumer(settings)
-
-    @abstractmethod
-    def open_consumer(self, settings: ConsumerSettings) -> Consumer:
-        """Create the client's consumer for ``settings`` (called by :meth:`consumer`)."""
+        return self.consumer_class(self, settings)
 
     def transactional_producer(self, transactional_id: str, timeout_ms: int = 60000) -> TransactionalProducer:
         """Open a transactional producer: ``transactional.id`` is ``transactional_id``,
         ``transaction.timeout.ms`` is ``timeout_ms``; init_transactions has returned when this does."""
-        self.unsupported("transactions")
+        if self.transactional_producer_class is None:
+            self.unsupported("transactions")
+        return self.transactional_producer_class(self, transactional_id, timeout_ms)
 
     @abstractmethod
     def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:

@@ -562,6 +562,9 @@ class ConfluentDriver(AdminDriver):
     """Drives confluent-kafka's Producer, Consumer and AdminClient."""
 
     name = NAME
+    consumer_class = ConfluentConsumer
+    transactional_producer_class = ConfluentTransactionalProducer
+    admin_class = ConfluentAdmin
     group_protocols = frozenset(GROUP_PROTOCOLS if libversion()[1] >= KIP_848_LIBRDKAFKA else {"classic"})
     group_protocol_gap = f"librdkafka {libversion()[0]} predates KIP-848 (generally available from 2.12)"
 
@@ -586,12 +589,3 @@ class ConfluentDriver(AdminDriver):
         with _errors():
             producer = Producer(config)
         return _deliver(producer, topic, messages)
-
-    def open_consumer(self, settings: ConsumerSettings) -> Consumer:
-        return ConfluentConsumer(self, settings)
-
-    def transactional_producer(self, transactional_id: str, timeout_ms: int = 60000) -> TransactionalProducer:
-        return ConfluentTransactionalProducer(self, transactional_id, timeout_ms)
-
-    def make_admin(self) -> ConfluentAdmin:
-        return ConfluentAdmin(self.bootstrap)

@@ -271,6 +271,9 @@ class JavaTelemetryProducer(JvmObject):
 class JavaDriver(Driver):
     """Drives kafka-clients of one version through its session-wide JVM."""
 
+    consumer_class = JavaConsumer
+    transactional_producer_class = JavaTransactionalProducer
+
     def __init__(
         self, bootstrap: str, jvm: JavaProcess, client_config: Mapping[str, str] | None = None
     ) -> None:
@@ -299,12 +302,6 @@ class JavaDriver(Driver):
             "timeout_ms": int(settings.timeout_s * 1000),
         }
         return self._call("produce", topic=topic, messages=_wire_messages(messages), settings=settings_json)
-
-    def open_consumer(self, settings: ConsumerSettings) -> Consumer:
-        return JavaConsumer(self, settings)
-
-    def transactional_producer(self, transactional_id: str, timeout_ms: int = 60000) -> TransactionalProducer:
-        return JavaTransactionalProducer(self, transactional_id, timeout_ms)
 
     def telemetry_producer(self, client_id: str, topic: str) -> JavaTelemetryProducer:
         """A producer that sent one record to ``topic`` and keeps pushing its metrics until closed."""

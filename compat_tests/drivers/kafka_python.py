@@ -471,6 +471,9 @@ class KafkaPythonDriver(AdminDriver):
     """Drives kafka-python's KafkaProducer, KafkaConsumer and KafkaAdminClient."""
 
     name = NAME
+    consumer_class = KafkaPythonConsumer
+    transactional_producer_class = KafkaPythonTransactionalProducer
+    admin_class = KafkaPythonAdmin
 
     def produce(self, topic: str, messages: Sequence[Message], settings: ProducerSettings) -> list[int]:
         if settings.compression != "none" and not getattr(kp_codec, f"has_{settings.compression}")():
@@ -488,15 +491,6 @@ class KafkaPythonDriver(AdminDriver):
                 return _deliver(producer, topic, messages)
             finally:
                 producer.close(timeout=5)
-
-    def open_consumer(self, settings: ConsumerSettings) -> Consumer:
-        return KafkaPythonConsumer(self, settings)
-
-    def transactional_producer(self, transactional_id: str, timeout_ms: int = 60000) -> TransactionalProducer:
-        return KafkaPythonTransactionalProducer(self, transactional_id, timeout_ms)
-
-    def make_admin(self) -> KafkaPythonAdmin:
-        return KafkaPythonAdmin(self.bootstrap)
 
 
 def raw_produce(bootstrap: str, topic: str, partition: int) -> str:

@@ -130,6 +130,7 @@ class KcatDriver(Driver):
     """Runs the ``kcat`` binary; skipped with a reason where it is not installed."""
 
     name = "kcat"
+    consumer_class = KcatConsumer
     sets_timestamps = False
     group_protocol_gap = "its librdkafka 2.0 predates KIP-848 (generally available from librdkafka 2.12)"
 
@@ -181,9 +182,6 @@ class KcatDriver(Driver):
             payload = MESSAGE_DELIMITER.join((m.key or b"") + KEY_DELIMITER + (m.value or b"") for m in run)
             self._run(args, payload)
         return [NO_OFFSET] * len(messages)
-
-    def open_consumer(self, settings: ConsumerSettings) -> Consumer:
-        return KcatConsumer(self, settings)
 
     def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:
         """``kcat -Q`` asks ListOffsets per partition; -2/-1 are Kafka's earliest/latest markers."""

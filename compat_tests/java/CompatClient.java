@@ -519,44 +519,43 @@ public final class CompatClient {
             }
         }
 
+        /** Step past an opening bracket; false when {@code close} follows (an empty container). */
+        private boolean opens(char close) {
+            i++;
+            skipSpace();
+            if (s.charAt(i) == close) {
+                i++;
+                return false;
+            }
+            return true;
+        }
+
+        /** Step past what follows an element: a comma (true, another element) or {@code close}. */
+        private boolean continues(char close) {
+            skipSpace();
+            return s.charAt(i++) != close;
+        }
+
         private Object value() {
             skipSpace();
             char ch = s.charAt(i);
             if (ch == '{') {
                 Map<String, Object> map = new LinkedHashMap<>();
-                i++;
-                skipSpace();
-                if (s.charAt(i) == '}') {
-                    i++;
-                    return map;
-                }
-                while (true) {
+                for (boolean more = opens('}'); more; more = continues('}')) {
                     skipSpace();
                     String key = string();
                     skipSpace();
                     expect(':');
                     map.put(key, value());
-                    skipSpace();
-                    if (s.charAt(i++) == '}') {
-                        return map;
-                    }
                 }
+                return map;
             }
             if (ch == '[') {
                 List<Object> list = new ArrayList<>();
-                i++;
-                skipSpace();
-                if (s.charAt(i) == ']') {
-                    i++;
-                    return list;
-                }
-                while (true) {
+                for (boolean more = opens(']'); more; more = continues(']')) {
                     list.add(value());
-                    skipSpace();
-                    if (s.charAt(i++) == ']') {
-                        return list;
-                    }
                 }
+                return list;
             }
             if (ch == '"') {
                 return string();

@@ -65,9 +65,20 @@ class OdradekProcess:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait()
 
-    def restart(self) -> OdradekProcess:
-        self.stop()
+    def restart(self, *, crash: bool = False) -> OdradekProcess:
+        """Stop the broker (cleanly, or with ``crash`` as :meth:`kill` does) and start it again."""
+        if crash:
+            self.kill()
+        else:
+            self.stop()
         return self.start()
+
+    def __enter__(self) -> OdradekProcess:
+        """Started for a ``with`` block, stopped cleanly when it ends."""
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

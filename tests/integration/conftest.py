@@ -13,18 +13,12 @@ from tests.integration.broker_process import OdradekProcess
 @pytest.fixture
 def odradek_broker(tmp_path: Path) -> Iterator[OdradekProcess]:
     """A fresh broker for one test (its own port and data directory)."""
-    broker = OdradekProcess(tmp_path / "broker").start()
-    try:
+    with OdradekProcess(tmp_path / "broker") as broker:
         yield broker
-    finally:
-        broker.stop()
 
 
 @pytest.fixture(scope="module")
 def shared_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OdradekProcess]:
     """One broker shared by a module's tests (each test uses its own topics)."""
-    broker = OdradekProcess(tmp_path_factory.mktemp("shared-broker")).start()
-    try:
+    with OdradekProcess(tmp_path_factory.mktemp("shared-broker")) as broker:
         yield broker
-    finally:
-        broker.stop()

@@ -6,12 +6,17 @@ codes need to send precisely one request and see precisely its answer.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import trio
 
 from broker import admin_client
 from broker.admin_client import KafkaConnection
 from wire.api_keys import ApiKey
 from wire.record_batch import Compression, Record, encode_batch
+
+T = TypeVar("T")
 
 
 class RawClient(KafkaConnection):
@@ -83,3 +88,16 @@ def fetch_body(
 ) -> dict[str, Any]:
     """A Fetch v12 request body for one partition, up to 1 MiB."""
     return admin_client.fetch_body(topic, {partition: offset}, max_wait_ms, min_bytes)
+
+
+async def in_thread(
+    port: int, work: Callable[[RawClient], T], limiter: trio.CapacityLimiter | None = None
+) -> T:
+    """``work`` with a client of the in-process broker on ``port``, in a worker thread: the client
+    blocks, and the broker's trio loop must keep running to answer it."""
+
+    def run() -> T:
+        with RawClient(f"127.0.0.1:{port}") as client:
+            return work(client)
+
+    return await trio.to_thread.run_sync(run, limiter=limiter)

@@ -8,7 +8,7 @@ from pathlib import Path
 import trio
 
 from tests.broker.test_server import running_broker
-from tests.integration.raw_client import RawClient, make_batch
+from tests.integration.raw_client import RawClient, in_thread, make_batch
 from wire.error_codes import ErrorCode
 
 FIXED_MS = 978_307_200_000  # 2001-01-01, far from the machine's own clock
@@ -18,12 +18,11 @@ async def test_append_times_and_logs_follow_the_injected_clock(tmp_path: Path) -
     with trio.fail_after(30):
         async with running_broker(tmp_path, clock=lambda: FIXED_MS) as (broker, port):
 
-            def produce() -> dict:
-                with RawClient(f"127.0.0.1:{port}") as client:
-                    client.create_topic("stamped", 1, {"message.timestamp.type": "LogAppendTime"})
-                    return client.produce("stamped", 0, make_batch([b"v"]), acks=1)
+            def produce(client: RawClient) -> dict:
+                client.create_topic("stamped", 1, {"message.timestamp.type": "LogAppendTime"})
+                return client.produce("stamped", 0, make_batch([b"v"]), acks=1)
 
-            answer = await trio.to_thread.run_sync(produce)
+            answer = await in_thread(port, produce)
             assert answer["error_code"] == ErrorCode.NONE
             assert answer["log_append_time_ms"] == FIXED_MS
             partition_log = broker.partitions.get("stamped", 0)

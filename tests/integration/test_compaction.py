@@ -15,8 +15,10 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, Producer, TopicPartition
 
 from tests.integration.broker_process import OdradekProcess
+from tests.integration.partition_reader import read_to_end
 from tests.integration.raw_client import RawClient
-from tests.integration.test_retention import consume_all, wait_for
+from tests.integration.test_retention import consume_all
+from tests.integration.waiting import wait_until
 from wire.error_codes import ErrorCode
 from wire.record_batch import Record, encode_batch
 
@@ -31,12 +33,8 @@ COMPACTED = {
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OdradekProcess]:
-    process = OdradekProcess(tmp_path_factory.mktemp("compaction"), CLEANER)
-    process.start()
-    try:
+    with OdradekProcess(tmp_path_factory.mktemp("compaction"), CLEANER) as process:
         yield process
-    finally:
-        process.stop()
 
 
 def produce_keyed(
@@ -64,26 +62,7 @@ def produce_keyed(
 
 
 def read_keyed(bootstrap: str, topic: str) -> list[tuple[int, bytes, bytes | None]]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "compaction-reader",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
-    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-    out = []
-    try:
-        while True:
-            message = consumer.poll(10)
-            assert message is not None, "no end of partition"
-            if message.error():
-                assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
-                return out
-            out.append((message.offset(), message.key(), message.value()))
-    finally:
-        consumer.close()
+    return read_to_end(bootstrap, topic, 0, lambda m: (m.offset(), m.key(), m.value()))
 
 
 def test_latest_value_per_key_and_tombstones_through_a_consumer(broker: OdradekProcess) -> None:
@@ -104,7 +83,7 @@ def test_latest_value_per_key_and_tombstones_through_a_consumer(broker: OdradekP
             return False
         return True
 
-    wait_for(compacted_and_tombstones_gone, "compaction to drop superseded records and tombstones", 60)
+    wait_until(compacted_and_tombstones_gone, "compaction to drop superseded records and tombstones", 60)
     records = read_keyed(broker.bootstrap, topic)
     assert all(appended[offset] == (key, value) for offset, key, value in records), "offsets never shift"
     assert [offset for offset, _, _ in records] == sorted({offset for offset, _, _ in records})
@@ -152,9 +131,8 @@ def test_consumer_offsets_are_compacted_and_survive_a_crash(tmp_path: Path) -> N
             sizes = [path.stat().st_size for path in sorted(offsets_dir.glob("*.log"))]
             return sum(sizes[:-1]) < 2048
 
-        wait_for(compacted, "__consumer_offsets to be compacted", timeout_s=60)
-        broker.kill()
-        broker.start()
+        wait_until(compacted, "__consumer_offsets to be compacted", timeout_s=60)
+        broker.restart(crash=True)
         consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "committer"})
         committed = consumer.committed(
             [TopicPartition("tracked", 0), TopicPartition("tracked", 1)], timeout=30

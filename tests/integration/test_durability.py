@@ -18,7 +18,7 @@ from broker.admin_client import PRODUCE_VERSION, produce_body
 from broker.server import Broker
 from log.partition_log import PartitionLog
 from tests.broker.test_server import running_broker
-from tests.integration.raw_client import RawClient, make_batch
+from tests.integration.raw_client import RawClient, in_thread, make_batch
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
@@ -28,23 +28,16 @@ REQUESTS_EACH = 5
 
 
 async def create_topic(port: int, topic: str) -> None:
-    def create() -> None:
-        with RawClient(f"127.0.0.1:{port}") as client:
-            client.create_topic(topic, 1)
-
-    await trio.to_thread.run_sync(create)
+    await in_thread(port, lambda client: client.create_topic(topic, 1))
 
 
 async def produce(port: int, topic: str, requests: int) -> list[int]:
     """Send ``requests`` one-record produce requests (acks=1) in turn; return their error codes."""
 
-    def send() -> list[int]:
-        with RawClient(f"127.0.0.1:{port}") as client:
-            return [
-                client.produce(topic, 0, make_batch([b"v"]), acks=1)["error_code"] for _ in range(requests)
-            ]
+    def send(client: RawClient) -> list[int]:
+        return [client.produce(topic, 0, make_batch([b"v"]), acks=1)["error_code"] for _ in range(requests)]
 
-    return await trio.to_thread.run_sync(send, limiter=trio.CapacityLimiter(1))
+    return await in_thread(port, send, trio.CapacityLimiter(1))
 
 
 def partition_log(broker: Broker, topic: str) -> PartitionLog:
@@ -159,13 +152,12 @@ async def test_one_round_syncs_every_partition_of_a_request(tmp_path: Path) -> N
     with trio.fail_after(DEADLINE_S):
         async with running_broker(tmp_path, **{"log.flush.interval.messages": "1"}) as (broker, port):
 
-            def produce_to_four() -> dict:
-                with RawClient(f"127.0.0.1:{port}") as client:
-                    client.create_topic("wide", 4)
-                    batches = {p: make_batch([b"x", b"y"]) for p in range(4)}
-                    return client.request(ApiKey.PRODUCE, PRODUCE_VERSION, produce_body("wide", batches))
+            def produce_to_four(client: RawClient) -> dict:
+                client.create_topic("wide", 4)
+                batches = {p: make_batch([b"x", b"y"]) for p in range(4)}
+                return client.request(ApiKey.PRODUCE, PRODUCE_VERSION, produce_body("wide", batches))
 
-            answer = await trio.to_thread.run_sync(produce_to_four)
+            answer = await in_thread(port, produce_to_four)
             errors = [p["error_code"] for p in answer["responses"][0]["partition_responses"]]
             assert errors == [ErrorCode.NONE] * 4
             logs = [broker.partitions.get("wide", p) for p in range(4)]
@@ -190,15 +182,14 @@ async def test_consumers_do_not_see_an_append_before_its_sync(tmp_path: Path, mo
                 while log.log_end_offset < 2:
                     await trio.sleep(0.01)
 
-                def look() -> tuple[dict, int]:
-                    with RawClient(f"127.0.0.1:{port}") as client:
-                        return client.fetch_partition("hidden", 0, 1), client.list_offset("hidden", 0, -1)
+                def look(client: RawClient) -> tuple[dict, int]:
+                    return client.fetch_partition("hidden", 0, 1), client.list_offset("hidden", 0, -1)
 
-                waiting, latest = await trio.to_thread.run_sync(look)
+                waiting, latest = await in_thread(port, look)
                 assert (waiting["error_code"], waiting["high_watermark"], latest) == (ErrorCode.NONE, 1, 1)
                 assert not waiting["records"]
                 release.set()
-            synced, latest = await trio.to_thread.run_sync(look)
+            synced, latest = await in_thread(port, look)
             assert (synced["high_watermark"], latest) == (2, 2)
             assert synced["records"]
 
@@ -209,20 +200,19 @@ async def test_an_offset_commit_is_answered_once_synced(tmp_path: Path) -> None:
         async with running_broker(tmp_path, **{"log.flush.interval.messages": "1"}) as (broker, port):
             await create_topic(port, "committed")
 
-            def commit() -> dict:
-                with RawClient(f"127.0.0.1:{port}") as client:
-                    topics = [
-                        {"name": "committed", "partitions": [{"partition_index": 0, "committed_offset": 7}]}
-                    ]
-                    body = {
-                        "group_id": "g",
-                        "generation_id_or_member_epoch": -1,
-                        "member_id": "",
-                        "topics": topics,
-                    }
-                    return client.request(ApiKey.OFFSET_COMMIT, 8, {"group_instance_id": None, **body})
+            def commit(client: RawClient) -> dict:
+                topics = [
+                    {"name": "committed", "partitions": [{"partition_index": 0, "committed_offset": 7}]}
+                ]
+                body = {
+                    "group_id": "g",
+                    "generation_id_or_member_epoch": -1,
+                    "member_id": "",
+                    "topics": topics,
+                }
+                return client.request(ApiKey.OFFSET_COMMIT, 8, {"group_instance_id": None, **body})
 
-            answer = await trio.to_thread.run_sync(commit)
+            answer = await in_thread(port, commit)
             assert answer["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NONE
             offsets_logs = [
                 log for topic, _, log in broker.partitions.all_logs() if topic == "__consumer_offsets"

@@ -11,15 +11,15 @@ from kafka.structs import OffsetAndMetadata, TopicPartition
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.test_groups_sharing import (
     confluent_member,
-    create_topic,
+    filled_topic,
     kafka_python_member,
     produce,
     start,
     stop,
     values,
     wait_for_all,
-    wait_until,
 )
+from tests.integration.waiting import wait_until
 
 
 def _committed(admin: KafkaAdminClient, group: str) -> dict[int, int]:
@@ -28,9 +28,7 @@ def _committed(admin: KafkaAdminClient, group: str) -> dict[int, int]:
 
 def test_kafka_python_admin_lists_describes_reports_lag_and_deletes(odradek_broker: OdradekProcess) -> None:
     bootstrap, topic, group = odradek_broker.bootstrap, "admin-kp", "admin-kp-group"
-    create_topic(bootstrap, topic, 3)
-    first = values("a", 90)
-    produce(bootstrap, topic, first, 3)
+    first = filled_topic(bootstrap, topic, 3, "a", 90)
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     member = kafka_python_member(bootstrap, topic, group, "admin-member")
     start(member)
@@ -75,9 +73,7 @@ def test_kafka_python_admin_lists_describes_reports_lag_and_deletes(odradek_brok
 
 def test_confluent_admin_lists_describes_alters_and_deletes(odradek_broker: OdradekProcess) -> None:
     bootstrap, topic, group = odradek_broker.bootstrap, "admin-ck", "admin-ck-group"
-    create_topic(bootstrap, topic, 2)
-    expected = values("c", 40)
-    produce(bootstrap, topic, expected, 2)
+    expected = filled_topic(bootstrap, topic, 2, "c", 40)
     admin = AdminClient({"bootstrap.servers": bootstrap})
     member = confluent_member(bootstrap, topic, group, "ck-admin-member")
     start(member)

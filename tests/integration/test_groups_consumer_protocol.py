@@ -21,28 +21,27 @@ from tests.integration.test_groups_sharing import (
     Member,
     confluent_member,
     create_topic,
+    deliver_once,
+    filled_topic,
     produce,
     start,
     stop,
     values,
     wait_for_all,
     wait_for_balance,
-    wait_until,
 )
+from tests.integration.waiting import wait_until
 
 CONSUMER_PROTOCOL = {"group.protocol": "consumer"}
 
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[OdradekProcess]:
-    process = OdradekProcess(
+    with OdradekProcess(
         tmp_path / "broker",
         {"group.consumer.heartbeat.interval.ms": "500", "group.consumer.session.timeout.ms": "6000"},
-    ).start()
-    try:
+    ) as process:
         yield process
-    finally:
-        process.stop()
 
 
 def members(bootstrap: str, topic: str, group: str, count: int, first: int = 0) -> list[Member]:
@@ -58,17 +57,13 @@ def test_consumer_protocol_members_share_partitions_and_rebalance(broker: Odrade
     start(*group_members)
     try:
         wait_for_balance(group_members, sizes=[2, 2, 2])
-        first = values("first", 600)
-        produce(bootstrap, topic, first)
-        assert set(wait_for_all(group_members, first).values()) == {1}
+        deliver_once(bootstrap, topic, group_members, values("first", 600))
 
         fourth = members(bootstrap, topic, group, 4, first=3)
         start(*fourth)
         group_members += fourth
         wait_for_balance(group_members, sizes=[1, 1, 2, 2])
-        second = values("second", 300)
-        produce(bootstrap, topic, second)
-        assert set(wait_for_all(group_members, second).values()) == {1}
+        deliver_once(bootstrap, topic, group_members, values("second", 300))
 
         admin = AdminClient({"bootstrap.servers": bootstrap})
         listed = admin.list_consumer_groups().result(timeout=30)
@@ -121,9 +116,7 @@ def test_consumer_protocol_group_resumes_from_committed_offsets_after_a_restart(
     broker: OdradekProcess,
 ) -> None:
     bootstrap, topic, group = broker.bootstrap, "kip848-restart", "kip848-restart-group"
-    create_topic(bootstrap, topic, 2)
-    before = values("before", 100)
-    produce(bootstrap, topic, before, 2)
+    before = filled_topic(bootstrap, topic, 2, "before", 100)
     [member] = members(bootstrap, topic, group, 1)
     start(member)
     try:

@@ -16,14 +16,15 @@ from tests.integration.broker_process import OdradekProcess
 from tests.integration.test_groups_sharing import (
     Member,
     create_topic,
+    filled_topic,
     kafka_python_member,
     produce,
     start,
     stop,
     values,
     wait_for_all,
-    wait_until,
 )
+from tests.integration.waiting import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -153,9 +154,7 @@ def test_a_group_resumes_from_its_committed_offsets_after_a_broker_restart(
     odradek_broker: OdradekProcess,
 ) -> None:
     bootstrap, topic, group = odradek_broker.bootstrap, "resume", "resume-group"
-    create_topic(bootstrap, topic, 3)
-    before = values("before", 300)
-    produce(bootstrap, topic, before, 3)
+    before = filled_topic(bootstrap, topic, 3, "before", 300)
     assert sorted(_consume(bootstrap, topic, group, 300)) == sorted(before)
 
     odradek_broker.restart()
@@ -163,8 +162,7 @@ def test_a_group_resumes_from_its_committed_offsets_after_a_broker_restart(
     produce(bootstrap, topic, after, 3)
     assert sorted(_consume(bootstrap, topic, group, 150)) == sorted(after)
 
-    odradek_broker.kill()  # a crash must not lose acknowledged commits either
-    odradek_broker.start()
+    odradek_broker.restart(crash=True)  # a crash must not lose acknowledged commits either
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
     committed = consumer.committed([TopicPartition(topic, p) for p in range(3)], timeout=30)
     consumer.close()
@@ -193,8 +191,7 @@ def test_a_live_member_rides_through_a_broker_crash(odradek_broker: OdradekProce
             )
         finally:
             committed.close()
-        odradek_broker.kill()
-        odradek_broker.start()
+        odradek_broker.restart(crash=True)
         second = values("second", 100)
         produce(bootstrap, topic, second, 2)
         counts = wait_for_all([member], first + second)

@@ -11,7 +11,8 @@ import asyncio
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from aiokafka import AIOKafkaConsumer
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor as AioRangeAssignor
@@ -22,17 +23,10 @@ from kafka.coordinator.assignors.range import RangePartitionAssignor
 from compat_tests.drivers.kafka_python import subscribe_with_metadata
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient
+from tests.integration.waiting import wait_until
 
 PARTITIONS = 6
 DEADLINE_S = 60
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = DEADLINE_S) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int = PARTITIONS) -> None:
@@ -50,6 +44,15 @@ def produce(bootstrap: str, topic: str, values: list[bytes], partitions: int = P
 
 def values(prefix: str, count: int) -> list[bytes]:
     return [f"{prefix}-{i}".encode() for i in range(count)]
+
+
+def filled_topic(bootstrap: str, topic: str, partitions: int, prefix: str, count: int) -> list[bytes]:
+    """A new topic of ``partitions`` partitions holding ``count`` values (``prefix-i``, spread
+    over every partition); returns the values."""
+    create_topic(bootstrap, topic, partitions)
+    written = values(prefix, count)
+    produce(bootstrap, topic, written, partitions)
+    return written
 
 
 class Member(threading.Thread):
@@ -199,70 +202,74 @@ def wait_for_all(members: list[Member], expected: list[bytes]) -> Counter[bytes]
     return seen()
 
 
+def deliver_once(bootstrap: str, topic: str, members: list[Member], expected: list[bytes]) -> None:
+    """Produce ``expected`` and wait until the members consumed every message exactly once."""
+    produce(bootstrap, topic, expected)
+    assert set(wait_for_all(members, expected).values()) == {1}
+
+
+@contextmanager
+def balanced_group(
+    bootstrap: str, topic: str, count: int, make: Callable[[int], Member]
+) -> Iterator[list[Member]]:
+    """A new topic shared by ``count`` started members (``make(i)``), once balanced; every member
+    in the list, including any the block appends, is stopped however the block ends."""
+    create_topic(bootstrap, topic)
+    members = [make(i) for i in range(count)]
+    start(*members)
+    try:
+        wait_for_balance(members)
+        yield members
+    finally:
+        stop(*members)
+
+
 def test_kafka_python_members_share_partitions_and_a_fourth_member_rebalances(
     odradek_broker: OdradekProcess,
 ) -> None:
     bootstrap, topic, group = odradek_broker.bootstrap, "kp-share", "kp-group"
-    create_topic(bootstrap, topic)
-    members = [kafka_python_member(bootstrap, topic, group, f"kp-{i}") for i in range(3)]
-    start(*members)
-    try:
-        wait_for_balance(members)
-        assert sorted(len(m.assignment) for m in members) == [2, 2, 2]
-        first = values("first", 600)
-        produce(bootstrap, topic, first)
-        counts = wait_for_all(members, first)
-        assert set(counts.values()) == {1}
-        for member in members:
-            assert {p for p, _, _ in member.received} <= member.assignment
 
-        fourth = kafka_python_member(bootstrap, topic, group, "kp-3")
+    def member(i: int) -> Member:
+        return kafka_python_member(bootstrap, topic, group, f"kp-{i}")
+
+    with balanced_group(bootstrap, topic, 3, member) as members:
+        assert sorted(len(m.assignment) for m in members) == [2, 2, 2]
+        deliver_once(bootstrap, topic, members, values("first", 600))
+        for each in members:
+            assert {p for p, _, _ in each.received} <= each.assignment
+
+        fourth = member(3)
         start(fourth)
         members.append(fourth)
         wait_for_balance(members)
         assert sorted(len(m.assignment) for m in members) == [1, 1, 2, 2]
-        second = values("second", 300)
-        produce(bootstrap, topic, second)
-        counts = wait_for_all(members, second)
-        assert set(counts.values()) == {1}
+        deliver_once(bootstrap, topic, members, values("second", 300))
         assert fourth.values(), "the new member got partitions and messages"
-    finally:
-        stop(*members)
 
 
 def test_confluent_members_share_partitions_exactly_once(odradek_broker: OdradekProcess) -> None:
     bootstrap, topic, group = odradek_broker.bootstrap, "ck-share", "ck-group"
-    create_topic(bootstrap, topic)
-    members = [confluent_member(bootstrap, topic, group, f"ck-{i}") for i in range(3)]
-    start(*members)
-    try:
-        wait_for_balance(members)
-        expected = values("ck", 600)
-        produce(bootstrap, topic, expected)
-        counts = wait_for_all(members, expected)
-        assert set(counts.values()) == {1}
-    finally:
-        stop(*members)
+    with balanced_group(
+        bootstrap, topic, 3, lambda i: confluent_member(bootstrap, topic, group, f"ck-{i}")
+    ) as members:
+        deliver_once(bootstrap, topic, members, values("ck", 600))
 
 
 def test_cooperative_sticky_members_share_partitions(odradek_broker: OdradekProcess) -> None:
     """librdkafka's incremental protocol rides on the same JoinGroup/SyncGroup rounds."""
     bootstrap, topic, group = odradek_broker.bootstrap, "coop-share", "coop-group"
-    create_topic(bootstrap, topic)
-    config = {"partition.assignment.strategy": "cooperative-sticky"}
-    members = [confluent_member(bootstrap, topic, group, f"coop-{i}", **config) for i in range(2)]
-    start(*members)
-    try:
-        wait_for_balance(members)
-        third = confluent_member(bootstrap, topic, group, "coop-2", **config)
+
+    def member(i: int) -> Member:
+        return confluent_member(
+            bootstrap, topic, group, f"coop-{i}", **{"partition.assignment.strategy": "cooperative-sticky"}
+        )
+
+    with balanced_group(bootstrap, topic, 2, member) as members:
+        third = member(2)
         start(third)
         members.append(third)
         wait_for_balance(members, sizes=[2, 2, 2])
-        expected = values("coop", 300)
-        produce(bootstrap, topic, expected)
-        assert set(wait_for_all(members, expected).values()) == {1}
-    finally:
-        stop(*members)
+        deliver_once(bootstrap, topic, members, values("coop", 300))
 
 
 def test_two_groups_each_get_every_message(odradek_broker: OdradekProcess) -> None:
@@ -353,17 +360,13 @@ def test_members_of_three_clients_share_one_group_with_the_range_assignor(
     start(*members)
     try:
         wait_for_balance(members)
-        first = values("mixed-a", 300)
-        produce(bootstrap, topic, first)
-        assert set(wait_for_all(members, first).values()) == {1}
+        deliver_once(bootstrap, topic, members, values("mixed-a", 300))
         fourth = confluent_member(
             bootstrap, topic, group, "mixed-ck-2", **{"partition.assignment.strategy": "range"}
         )
         start(fourth)
         members.append(fourth)
         wait_for_balance(members)
-        second = values("mixed-b", 300)
-        produce(bootstrap, topic, second)
-        assert set(wait_for_all(members, second).values()) == {1}
+        deliver_once(bootstrap, topic, members, values("mixed-b", 300))
     finally:
         stop(*members)

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+from confluent_kafka import Message
 
 from tests.integration.broker_process import OdradekProcess
+from tests.integration.partition_reader import read_to_end
 from tests.integration.raw_client import RawClient, make_batch
-from tests.integration.test_retention import wait_for
+from tests.integration.waiting import wait_until
 from tests.wire.test_record_validation import ATTACKS, LIMIT, batch_of, zstd_bomb
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
@@ -56,30 +57,6 @@ def produce_two(client: RawClient, topic: str, bad: bytes, good: bytes) -> dict[
     return {p["index"]: p for p in response["responses"][0]["partition_responses"]}
 
 
-def read_to_end(bootstrap: str, topic: str, partition: int) -> list[bytes]:
-    """Every value of the partition, through librdkafka, until it reports the partition's end."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "hostile-reader",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
-    consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
-    values = []
-    try:
-        while True:
-            message = consumer.poll(30)
-            assert message is not None, "the consumer stalled before the end of the partition"
-            if message.error():
-                assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
-                return values
-            values.append(message.value())
-    finally:
-        consumer.close()
-
-
 @pytest.mark.parametrize("attack", [name for name in ATTACKS if name != "zstd bomb"])
 def test_hostile_batch_is_refused_and_the_good_partition_still_lands(
     broker: OdradekProcess, attack: str
@@ -96,8 +73,8 @@ def test_hostile_batch_is_refused_and_the_good_partition_still_lands(
             assert answers[1]["error_code"] == ErrorCode.NONE, answers[1]
         assert client.list_offset(topic, 0, LATEST) == 0, "nothing of the refused batch is stored"
         assert client.list_offset(topic, 1, LATEST) == 4
-    assert read_to_end(broker.bootstrap, topic, 1) == [b"good-1", b"good-2"] * 2
-    assert read_to_end(broker.bootstrap, topic, 0) == []
+    assert read_to_end(broker.bootstrap, topic, 1, Message.value) == [b"good-1", b"good-2"] * 2
+    assert read_to_end(broker.bootstrap, topic, 0, Message.value) == []
 
 
 def test_compressed_batch_with_broken_offsets_gets_record_errors(broker: OdradekProcess) -> None:
@@ -155,18 +132,7 @@ COMPACTED = {
 
 def values_of(bootstrap: str, topic: str) -> list[tuple[bytes, int]]:
     """(key, value length) of every record, read with a consumer to the partition's end."""
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "cleaner-reader", "enable.partition.eof": True}
-    )
-    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-    out = []
-    try:
-        while (message := consumer.poll(30)) is not None and not message.error():
-            out.append((message.key(), len(message.value())))
-        assert message is not None and message.error().code() == KafkaError._PARTITION_EOF
-        return out
-    finally:
-        consumer.close()
+    return read_to_end(bootstrap, topic, 0, lambda m: (m.key(), len(m.value())))
 
 
 def test_cleaner_keeps_a_stored_batch_over_the_bound_and_compacts_the_rest(tmp_path: Path) -> None:
@@ -194,7 +160,7 @@ def test_cleaner_keeps_a_stored_batch_over_the_bound_and_compacts_the_rest(tmp_p
         def compacted() -> bool:
             return [key for key, _ in values_of(broker.bootstrap, topic)].count(b"k0") < 40
 
-        wait_for(compacted, "the cleaner to compact the records after the oversized batch", 60)
+        wait_until(compacted, "the cleaner to compact the records after the oversized batch", 60)
         assert (b"big", 2 * MIB) in values_of(broker.bootstrap, topic), "the oversized batch is kept"
         assert "keeping the batch at offset 0 uncompacted" in broker.log_text()
         assert "cannot clean" not in broker.log_text()

@@ -12,7 +12,7 @@ import resource
 import socket
 import struct
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,7 @@ from confluent_kafka import Producer
 
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient, fetch_body
+from tests.integration.waiting import wait_until
 from wire.codec import encode_request
 from wire.header import encode_request_header, request_header_version
 
@@ -55,15 +56,6 @@ def rss_bytes(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     raise AssertionError("no VmRSS line")
-
-
-def wait_until(condition: Callable[[], bool], what: str, deadline_s: float = SETTLE_DEADLINE_S) -> None:
-    """Poll ``condition`` until it holds; fail with ``what`` after a generous deadline."""
-    end = time.monotonic() + deadline_s
-    while not condition():
-        if time.monotonic() > end:
-            raise AssertionError(f"not within {deadline_s} s: {what}")
-        time.sleep(0.05)
 
 
 def request_frame(api_key: int, version: int, body: dict, correlation_id: int = 1) -> bytes:
@@ -104,15 +96,14 @@ def closed_by_broker(sock: socket.socket) -> bool:
     return True
 
 
+BROKER_SETTINGS = {"socket.request.read.timeout.ms": "1000"}
+"""A request must arrive whole within 1 s, so that slow senders are cut off quickly."""
+
+
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OdradekProcess]:
-    process = OdradekProcess(
-        tmp_path_factory.mktemp("hostile-connections"), {"socket.request.read.timeout.ms": "1000"}
-    ).start()
-    try:
+    with OdradekProcess(tmp_path_factory.mktemp("hostile-connections"), BROKER_SETTINGS) as process:
         yield process
-    finally:
-        process.stop()
 
 
 def settled_baseline(broker: OdradekProcess) -> int:
@@ -121,16 +112,27 @@ def settled_baseline(broker: OdradekProcess) -> int:
     return open_fds(broker.process.pid)
 
 
+def parked_clients(
+    broker: OdradekProcess, topic: str, count: int, pipelined: bytes = b""
+) -> tuple[list[socket.socket], int]:
+    """``count`` connections, each with a Fetch parked on the new empty ``topic`` (and
+    ``pipelined`` bytes queued behind it), once the broker holds them all; returned with the
+    broker's descriptor count from before they connected."""
+    with RawClient(broker.bootstrap) as admin:
+        admin.create_topic(topic)
+    baseline = settled_baseline(broker)
+    clients = [connect(broker) for _ in range(count)]
+    for client in clients:
+        client.sendall(parked_fetch(topic) + pipelined)
+    pid = broker.process.pid
+    wait_until(lambda: open_fds(pid) >= baseline + count, "the broker accepted the parked fetches")
+    return clients, baseline
+
+
 def test_parked_fetches_of_closed_clients_release_their_descriptors(broker: OdradekProcess) -> None:
     """Old code: each abandoned long poll kept its socket open until max_wait_ms ran out."""
-    with RawClient(broker.bootstrap) as admin:
-        admin.create_topic("parked")
-    baseline = settled_baseline(broker)
-    clients = [connect(broker) for _ in range(100)]
-    for client in clients:
-        client.sendall(parked_fetch("parked"))
+    clients, baseline = parked_clients(broker, "parked", 100)
     pid = broker.process.pid
-    wait_until(lambda: open_fds(pid) >= baseline + len(clients), "the broker accepted the parked fetches")
     for index, client in enumerate(clients):
         client.close() if index % 2 else reset(client)
     wait_until(lambda: open_fds(pid) <= baseline + FD_SLACK, "descriptors of closed clients were released")
@@ -139,14 +141,10 @@ def test_parked_fetches_of_closed_clients_release_their_descriptors(broker: Odra
 
 def test_parked_fetch_is_cancelled_even_with_pipelined_bytes_pending(broker: OdradekProcess) -> None:
     """A second request queued behind the parked one hides EOF from a peek; POLLRDHUP does not."""
-    with RawClient(broker.bootstrap) as admin:
-        admin.create_topic("parked-pipelined")
-    baseline = settled_baseline(broker)
-    clients = [connect(broker) for _ in range(20)]
-    for client in clients:
-        client.sendall(parked_fetch("parked-pipelined") + request_frame(API_VERSIONS, 3, {}, 2))
+    clients, baseline = parked_clients(
+        broker, "parked-pipelined", 20, pipelined=request_frame(API_VERSIONS, 3, {}, 2)
+    )
     pid = broker.process.pid
-    wait_until(lambda: open_fds(pid) >= baseline + len(clients), "the broker accepted the parked fetches")
     for client in clients:
         client.shutdown(socket.SHUT_WR)
     wait_until(lambda: open_fds(pid) <= baseline + FD_SLACK, "half-closed clients' requests were cancelled")

@@ -74,11 +74,7 @@ def test_producer_state_survives_restart(odradek_broker: OdradekProcess, stop: s
         ]
         for expected_offset, batch in enumerate(batches):
             assert client.produce("idem-restart", 0, batch)["base_offset"] == expected_offset
-    if stop == "clean":
-        odradek_broker.stop()
-    else:
-        odradek_broker.kill()
-    odradek_broker.start()
+    odradek_broker.restart(crash=stop == "kill")
     with RawClient(odradek_broker.bootstrap) as client:
         retry = client.produce("idem-restart", 0, batches[-1])
         assert (retry["error_code"], retry["base_offset"]) == (ErrorCode.NONE, 7)

@@ -474,11 +474,7 @@ def test_offsets_across_segments(odradek_broker: OdradekProcess) -> None:
         assert writer.list_offsets(topic, [0], base) == {0: 2345}
 
     for stop in ("restart", "kill"):
-        if stop == "restart":
-            odradek_broker.restart()
-        else:
-            odradek_broker.kill()
-            odradek_broker.start()
+        odradek_broker.restart(crash=stop == "kill")
         assert writer.list_offsets(topic, [0], "earliest") == {0: 2345}, stop
         assert writer.list_offsets(topic, [0], "latest") == {0: 5000}, stop
         assert writer.list_offsets(topic, [0], base + 300_000) == {0: 3000}, stop

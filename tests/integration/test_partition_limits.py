@@ -90,11 +90,8 @@ def small_broker(tmp_path: Path) -> Iterator[OdradekProcess]:
         "max.partitions.per.request": "12",
         "num.partitions": "13",
     }
-    process = OdradekProcess(tmp_path / "small-broker", overrides).start()
-    try:
+    with OdradekProcess(tmp_path / "small-broker", overrides) as process:
         yield process
-    finally:
-        process.stop()
 
 
 def test_a_million_partitions_are_refused_before_anything_is_registered(

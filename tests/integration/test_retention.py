@@ -8,7 +8,7 @@ fetch below it must answer OFFSET_OUT_OF_RANGE, while younger data stays readabl
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,20 +16,21 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient
+from tests.integration.waiting import wait_until
 from wire.error_codes import ErrorCode
 
 HOUR_MS = 3_600_000
 EARLIEST = -2
 
 
+BROKER_SETTINGS = {"log.retention.check.interval.ms": "200"}
+"""Retention runs every 200 ms, so that expired segments go while a test waits."""
+
+
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OdradekProcess]:
-    process = OdradekProcess(tmp_path_factory.mktemp("retention"), {"log.retention.check.interval.ms": "200"})
-    process.start()
-    try:
+    with OdradekProcess(tmp_path_factory.mktemp("retention"), BROKER_SETTINGS) as process:
         yield process
-    finally:
-        process.stop()
 
 
 def produce(bootstrap: str, topic: str, values: list[bytes], timestamp_ms: int) -> None:
@@ -77,13 +78,6 @@ def segment_files(broker: OdradekProcess, topic: str) -> list[Path]:
     return sorted((broker.data_dir / f"{topic}-0").glob("*.log*"))
 
 
-def wait_for(condition: Callable[[], bool], what: str, timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
-
-
 def test_time_retention_through_a_client(broker: OdradekProcess) -> None:
     topic = "retained-by-time"
     configs = {"segment.bytes": "2048", "retention.ms": str(HOUR_MS), "file.delete.delay.ms": "0"}
@@ -99,7 +93,7 @@ def test_time_retention_through_a_client(broker: OdradekProcess) -> None:
     expected_low = max(base for base in bases if base <= len(old))
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "watermarks"})
     try:
-        wait_for(lambda: watermarks(consumer, topic)[0] == expected_low, "retention")
+        wait_until(lambda: watermarks(consumer, topic)[0] == expected_low, "retention")
         low, high = watermarks(consumer, topic)
     finally:
         consumer.close()
@@ -130,7 +124,7 @@ def test_size_retention_through_a_client(broker: OdradekProcess) -> None:
         sizes = [path.stat().st_size for path in segment_files(broker, topic)]
         return sum(sizes) - sizes[0] < 6000
 
-    wait_for(within_limit, "size retention")
+    wait_until(within_limit, "size retention")
     with RawClient(broker.bootstrap) as client:
         start = client.list_offset(topic, 0, EARLIEST)
     retained = consume_all(broker.bootstrap, topic, OFFSET_BEGINNING)

@@ -20,7 +20,7 @@ import trio
 
 from log.partition_log import PartitionLog
 from tests.broker.test_server import running_broker
-from tests.integration.raw_client import RawClient, make_batch
+from tests.integration.raw_client import RawClient, in_thread, make_batch
 from wire.error_codes import ErrorCode
 from wire.record_batch import decode_records, scan_batches
 
@@ -53,31 +53,27 @@ async def test_one_failing_partition_does_not_take_the_broker_down(tmp_path: Pat
     with trio.fail_after(DEADLINE_S):
         async with running_broker(tmp_path, **{"log.flush.interval.ms": "50"}) as (broker, port):
 
-            def setup() -> None:
-                with RawClient(f"127.0.0.1:{port}") as client:
-                    client.create_topic("fragile", 2)
-                    for partition in (0, 1):
-                        assert (
-                            client.produce("fragile", partition, make_batch([b"before"]))["error_code"] == 0
-                        )
+            def setup(client: RawClient) -> None:
+                client.create_topic("fragile", 2)
+                for partition in (0, 1):
+                    assert client.produce("fragile", partition, make_batch([b"before"]))["error_code"] == 0
 
-            await trio.to_thread.run_sync(setup)
+            await in_thread(port, setup)
             broken = broker.partitions.get("fragile", 0)
             break_active_segment(broken)
 
-            def exercise() -> dict[str, int]:
-                with RawClient(f"127.0.0.1:{port}") as client:
-                    return {
-                        "produce broken": client.produce("fragile", 0, make_batch([b"lost"]))["error_code"],
-                        "produce again": client.produce("fragile", 0, make_batch([b"lost"]))["error_code"],
-                        "fetch broken": client.fetch_partition("fragile", 0, 0)["error_code"],
-                        "list offsets broken": list_offsets_error(client, "fragile", 0),
-                        "produce healthy": client.produce("fragile", 1, make_batch([b"after"]))["error_code"],
-                        "fetch healthy": client.fetch_partition("fragile", 1, 0)["error_code"],
-                        "metadata": client.metadata(["fragile"])["topics"][0]["error_code"],
-                    }
+            def exercise(client: RawClient) -> dict[str, int]:
+                return {
+                    "produce broken": client.produce("fragile", 0, make_batch([b"lost"]))["error_code"],
+                    "produce again": client.produce("fragile", 0, make_batch([b"lost"]))["error_code"],
+                    "fetch broken": client.fetch_partition("fragile", 0, 0)["error_code"],
+                    "list offsets broken": list_offsets_error(client, "fragile", 0),
+                    "produce healthy": client.produce("fragile", 1, make_batch([b"after"]))["error_code"],
+                    "fetch healthy": client.fetch_partition("fragile", 1, 0)["error_code"],
+                    "metadata": client.metadata(["fragile"])["topics"][0]["error_code"],
+                }
 
-            results = await trio.to_thread.run_sync(exercise)
+            results = await in_thread(port, exercise)
             assert results == {
                 "produce broken": ErrorCode.KAFKA_STORAGE_ERROR,
                 "produce again": ErrorCode.KAFKA_STORAGE_ERROR,
@@ -91,7 +87,7 @@ async def test_one_failing_partition_does_not_take_the_broker_down(tmp_path: Pat
             while healthy.recovery_point < 2:  # the periodic flush gets past the broken log
                 await trio.sleep(0.05)
             assert not broken.is_online
-            assert await trio.to_thread.run_sync(exercise) == results
+            assert await in_thread(port, exercise) == results
 
 
 @contextmanager
@@ -117,12 +113,11 @@ async def test_a_failed_partition_stays_offline_while_its_disk_fails_then_comes_
                 with RawClient(f"127.0.0.1:{port}") as client:
                     return client.produce("flaky", 0, make_batch([value]))
 
-            def setup() -> None:
-                with RawClient(f"127.0.0.1:{port}") as client:
-                    client.create_topic("flaky", 1)
+            def setup(client: RawClient) -> None:
+                client.create_topic("flaky", 1)
                 assert produce(b"before")["error_code"] == ErrorCode.NONE
 
-            await trio.to_thread.run_sync(setup)
+            await in_thread(port, setup)
             flaky = broker.partitions.get("flaky", 0)
             with immutable(flaky.directory):
                 break_active_segment(flaky)

@@ -25,6 +25,7 @@ from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentClient
 from compat_tests.drivers.kafka_python import raw_produce
 from compat_tests.drivers.records import make_records, unique_topic
 from tests.integration.broker_process import OdradekProcess
+from tests.integration.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -49,14 +50,11 @@ def admin(request: pytest.FixtureRequest, shared_broker: OdradekProcess) -> Iter
 def no_autocreate_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OdradekProcess]:
     """A broker started with ``auto.create.topics.enable=false`` (and num.partitions=3, to see a
     broker default that is not Kafka's)."""
-    broker = OdradekProcess(
+    with OdradekProcess(
         tmp_path_factory.mktemp("no-autocreate"),
         {"auto.create.topics.enable": "false", "num.partitions": "3"},
-    ).start()
-    try:
+    ) as broker:
         yield broker
-    finally:
-        broker.stop()
 
 
 def expect_failure(error: str, call: object, *args: object, **kwargs: object) -> ClientError:
@@ -66,15 +64,6 @@ def expect_failure(error: str, call: object, *args: object, **kwargs: object) ->
         call(*args, **kwargs)
     assert failure.value.error == error, failure.value
     return failure.value
-
-
-def wait_for(predicate: object, timeout_s: float = 10.0, what: str = "condition") -> None:
-    """Poll ``predicate`` until true; some effects (directory renames) may trail the response."""
-    assert callable(predicate)
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, f"{what} not reached after {timeout_s}s"
-        time.sleep(0.1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -293,9 +282,9 @@ def test_delete_topic_then_recreate_empty(admin: Admin, shared_broker: OdradekPr
     assert topic not in admin.list_topics()
     expect_failure("UNKNOWN_TOPIC_OR_PARTITION", admin.describe_topic, topic)
     data = shared_broker.data_dir
-    wait_for(
+    wait_until(
         lambda: not any((data / f"{topic}-{p}").exists() for p in range(2)),
-        what="partition directories removed or renamed for deletion",
+        "partition directories removed or renamed for deletion",
     )
     expect_failure("UNKNOWN_TOPIC_OR_PARTITION", admin.delete_topic, topic)
 
@@ -508,11 +497,7 @@ def test_topic_state_survives_restart(tmp_path: Path, stop: str) -> None:
             before = _topic_state(admin, [grown, configured])
             topics_before = {t for t in admin.list_topics() if not t.startswith("__")}
 
-        if stop == "restart":
-            broker.restart()
-        else:
-            broker.kill()
-            broker.start()
+        broker.restart(crash=stop == "kill")
 
         with ConfluentAdmin(broker.bootstrap) as admin:
             assert {t for t in admin.list_topics() if not t.startswith("__")} == topics_before

@@ -11,26 +11,24 @@ from wire.error_codes import ErrorCode
 from wire.record_batch import decode_records, scan_batches
 
 
-def fetch_by_id(client: RawClient, topic_id: bytes, offset: int) -> dict:
-    response = client.request(
-        1,
-        16,
-        {
-            "max_wait_ms": 0,
-            "min_bytes": 0,
-            "max_bytes": 1 << 20,
-            "session_epoch": -1,
-            "topics": [
-                {
-                    "topic_id": topic_id,
-                    "partitions": [{"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1 << 20}],
-                }
-            ],
-        },
-    )
-    (topic,) = response["responses"]
+def only_partition(client: RawClient, api: ApiKey, version: int, body: dict, topic_id: bytes) -> dict:
+    """Send a request naming one partition of the topic ``topic_id``; its answer for that partition."""
+    (topic,) = client.request(api, version, body)["responses"]
     assert topic["topic_id"] == topic_id
-    return topic["partitions"][0]
+    (partition,) = topic["partitions" if api is ApiKey.FETCH else "partition_responses"]
+    return partition
+
+
+def fetch_by_id(client: RawClient, topic_id: bytes, offset: int) -> dict:
+    wanted = {"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1 << 20}
+    body = {
+        "max_wait_ms": 0,
+        "min_bytes": 0,
+        "max_bytes": 1 << 20,
+        "session_epoch": -1,
+        "topics": [{"topic_id": topic_id, "partitions": [wanted]}],
+    }
+    return only_partition(client, ApiKey.FETCH, 16, body, topic_id)
 
 
 def test_fetch_by_topic_id_survives_restart(odradek_broker: OdradekProcess) -> None:
@@ -51,21 +49,9 @@ def test_fetch_by_topic_id_survives_restart(odradek_broker: OdradekProcess) -> N
 
 
 def produce_by_id(client: RawClient, topic_id: bytes, values: list[bytes]) -> dict:
-    response = client.request(
-        0,
-        13,
-        {
-            "transactional_id": None,
-            "acks": -1,
-            "timeout_ms": 10_000,
-            "topic_data": [
-                {"topic_id": topic_id, "partition_data": [{"index": 0, "records": make_batch(values)}]}
-            ],
-        },
-    )
-    (topic,) = response["responses"]
-    assert topic["topic_id"] == topic_id
-    return topic["partition_responses"][0]
+    data = [{"topic_id": topic_id, "partition_data": [{"index": 0, "records": make_batch(values)}]}]
+    body = {"transactional_id": None, "acks": -1, "timeout_ms": 10_000, "topic_data": data}
+    return only_partition(client, ApiKey.PRODUCE, 13, body, topic_id)
 
 
 def test_produce_v13_by_topic_id(odradek_broker: OdradekProcess) -> None:

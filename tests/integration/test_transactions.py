@@ -175,8 +175,7 @@ def test_kill_mid_transaction_keeps_it_open_until_it_ends(odradek_broker: Odrade
         txn.produce("txn-crash", 0, b"t1", b"t2")
         client.produce("txn-crash", 0, make_batch([b"after"]))
         producer = (txn.producer_id, txn.epoch)
-    odradek_broker.kill()
-    odradek_broker.start()
+    odradek_broker.restart(crash=True)
     with RawClient(odradek_broker.bootstrap) as client:
         assert committed_view(client, "txn-crash")[:2] == (1, [])
         txn = Txn(client, "crashy")
@@ -190,8 +189,7 @@ def test_kill_mid_transaction_keeps_it_open_until_it_ends(odradek_broker: Odrade
             time.sleep(0.1)
         assert error == ErrorCode.NONE
         assert committed_view(client, "txn-crash")[:2] == (5, [])
-    odradek_broker.kill()
-    odradek_broker.start()
+    odradek_broker.restart(crash=True)
     with RawClient(odradek_broker.bootstrap) as client:
         assert committed_view(client, "txn-crash")[:2] == (5, [])
         assert Txn(client, "crashy").describe()["transaction_state"] == "CompleteCommit"

@@ -20,37 +20,34 @@ from wire.schemas import ALL_APIS
 # A made-up schema covering what the real declarations may not: every nullable kind, a
 # nullable struct, tagged fields in a nested struct and an array element, uuid, float64.  It
 # borrows the key of Envelope, a controller-only API no broker schema here declares.
-SAMPLE = api(
-    ApiKey.ENVELOPE,
-    "0-1",
-    flexible="1+",
-    request=(
-        F("id", "uuid"),
-        F("name", "string", nullable="0+"),
-        F("ids", "[]int32"),
-        F("blob", "bytes", nullable="0+"),
-        F("ratio", "float64"),
-        F("port", "uint16"),
-        F(
-            "leader",
-            "{}",
-            "0+",
-            F("broker", "int32"),
-            F("rack", "string", "1+", nullable="1+", tag=0, default=None),
-            nullable="0+",
-        ),
-        F("records", "records", nullable="0+"),
-        F(
-            "topics",
-            "[]",
-            "0+",
-            F("name", "string"),
-            F("partitions", "[]int32"),
-            F("note", "string", "1+", tag=3),
-        ),
-        F("added", "int64", "1+", default=-1),
+SAMPLE_REQUEST = (
+    F("id", "uuid"),
+    F("name", "string", nullable="0+"),
+    F("ids", "[]int32"),
+    F("blob", "bytes", nullable="0+"),
+    F("ratio", "float64"),
+    F("port", "uint16"),
+    F(
+        "leader",
+        "{}",
+        "0+",
+        F("broker", "int32"),
+        F("rack", "string", "1+", nullable="1+", tag=0, default=None),
+        nullable="0+",
     ),
-    response=(F("error_code", "int16"),),
+    F("records", "records", nullable="0+"),
+    F(
+        "topics",
+        "[]",
+        "0+",
+        F("name", "string"),
+        F("partitions", "[]int32"),
+        F("note", "string", "1+", tag=3),
+    ),
+    F("added", "int64", "1+", default=-1),
+)
+SAMPLE = api(
+    ApiKey.ENVELOPE, "0-1", flexible="1+", request=SAMPLE_REQUEST, response=(F("error_code", "int16"),)
 )
 SAMPLE_MESSAGE = {
     "id": bytes(range(16)),
