@@ -119,7 +119,7 @@ class ClientSecurity:
     def presents_certificate(self) -> bool:
         return self.listener == "SSL" and self.with_certificate
 
-    def java(self, files: TlsFiles) -> dict[str, str]:
+    def java(self, files: TlsFiles | None) -> dict[str, str]:
         props = {"security.protocol": self.listener}
         if self.tls:
             props |= {"ssl.truststore.type": "PEM", "ssl.truststore.location": str(files.ca)}
