@@ -102,7 +102,9 @@ def unsecured_jwt(subject: str, lifetime_s: float = 3600) -> str:
 
 @dataclass(frozen=True)
 class ClientSecurity:
-    """How one client authenticates: the listener, the SASL mechanism (None: a certificate)."""
+    """How one client authenticates: the listener, the SASL mechanism (None: a certificate).
+
+    Each spelling takes the TLS files, which only TLS listeners need (None for the others)."""
 
     listener: str
     mechanism: str | None = None
@@ -138,7 +140,7 @@ class ClientSecurity:
             )
         return props
 
-    def librdkafka(self, files: TlsFiles) -> dict[str, Any]:
+    def librdkafka(self, files: TlsFiles | None) -> dict[str, Any]:
         """confluent-kafka (and kcat) properties."""
         conf: dict[str, Any] = {"security.protocol": self.listener}
         if self.tls:
@@ -162,7 +164,7 @@ class ClientSecurity:
             }
         return conf
 
-    def kafka_python(self, files: TlsFiles) -> dict[str, Any]:
+    def kafka_python(self, files: TlsFiles | None) -> dict[str, Any]:
         """kafka-python keyword arguments."""
         from kafka.net.sasl.oauth import AbstractTokenProvider
 

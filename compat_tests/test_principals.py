@@ -70,14 +70,13 @@ def broker(
     running.stop()
 
 
+def security(user: str) -> ClientSecurity:
+    return ClientSecurity("SASL_PLAINTEXT", "PLAIN", user, USERS[user])
+
+
 def config(broker: RunningBroker, user: str) -> dict[str, Any]:
-    return {
-        "bootstrap.servers": broker.addresses["SASL_PLAINTEXT"],
-        "security.protocol": "SASL_PLAINTEXT",
-        "sasl.mechanism": "PLAIN",
-        "sasl.username": user,
-        "sasl.password": USERS[user],
-    }
+    """confluent-kafka's settings for ``user``."""
+    return {"bootstrap.servers": broker.addresses["SASL_PLAINTEXT"], **security(user).librdkafka(None)}
 
 
 class Owned:
@@ -143,11 +142,8 @@ def produce(broker: RunningBroker, user: str, topic: str, transactional_id: str 
 def kafka_python_config(broker: RunningBroker, user: str) -> dict[str, Any]:
     return {
         "bootstrap_servers": broker.addresses["SASL_PLAINTEXT"],
-        "security_protocol": "SASL_PLAINTEXT",
-        "sasl_mechanism": "PLAIN",
-        "sasl_plain_username": user,
-        "sasl_plain_password": USERS[user],
         "request_timeout_ms": int(TIMEOUT_S * 1000),
+        **security(user).kafka_python(None),
     }
 
 
@@ -166,8 +162,7 @@ def kafka_python_errors(call: Callable[[], object]) -> Callable[[], object]:
 def consume(java: JavaProcess, broker: RunningBroker, user: str, topic: str) -> None:
     """Fetch from offset 0 without a group, with the Java client (librdkafka and kafka-python
     keep waiting on a topic they may not describe instead of reporting it)."""
-    security = ClientSecurity("SASL_PLAINTEXT", "PLAIN", user, USERS[user]).java(files=None)
-    driver = JavaDriver(broker.addresses["SASL_PLAINTEXT"], java, security)
+    driver = JavaDriver(broker.addresses["SASL_PLAINTEXT"], java, security(user).java(None))
     try:
         with driver.consumer(ConsumerSettings()) as consumer:
             consumer.assign({(topic, 0): 0})
@@ -218,6 +213,30 @@ def owners(broker: RunningBroker) -> tuple[Owned, Owned]:
     return alice, bob
 
 
+def only(futures: dict[Any, Any]) -> Any:
+    """The result of an admin call's one future."""
+    return next(iter(futures.values())).result(TIMEOUT_S)
+
+
+def admin_attempt(
+    action: Callable[[AdminClient, Owned], dict[Any, Any]],
+) -> Callable[..., Callable[[], object]]:
+    """An attempt by ``me``'s admin client on ``other``'s resource."""
+    return lambda b, me, other: admin_call(b, me.user, lambda a: only(action(a, other)))
+
+
+def _acl_for_me(me: Owned, other: Owned) -> AclBinding:
+    return AclBinding(
+        ResourceType.TOPIC,
+        other.topic,
+        ResourcePatternType.LITERAL,
+        f"User:{me.user}",
+        "*",
+        AclOperation.ALL,
+        AclPermissionType.ALLOW,
+    )
+
+
 ATTEMPTS: dict[str, tuple[str, Callable[[RunningBroker, Owned, Owned], Callable[[], object]]]] = {
     "produce": ("TOPIC_AUTHORIZATION_FAILED", lambda b, me, other: lambda: produce(b, me.user, other.topic)),
     "consume": (
@@ -226,45 +245,25 @@ ATTEMPTS: dict[str, tuple[str, Callable[[RunningBroker, Owned, Owned], Callable[
     ),
     "describe configs": (
         "TOPIC_AUTHORIZATION_FAILED",
-        lambda b, me, other: admin_call(
-            b,
-            me.user,
-            lambda a: a.describe_configs([ConfigResource("TOPIC", other.topic)])[
-                ConfigResource("TOPIC", other.topic)
-            ].result(TIMEOUT_S),
-        ),
+        admin_attempt(lambda a, other: a.describe_configs([ConfigResource("TOPIC", other.topic)])),
     ),
     "alter configs": (
         "TOPIC_AUTHORIZATION_FAILED",
-        lambda b, me, other: admin_call(
-            b,
-            me.user,
-            lambda a: next(
-                iter(
-                    a.incremental_alter_configs(
-                        [ConfigResource("TOPIC", other.topic, incremental_configs=[_retention()])]
-                    ).values()
-                )
-            ).result(TIMEOUT_S),
+        admin_attempt(
+            lambda a, other: a.incremental_alter_configs(
+                [ConfigResource("TOPIC", other.topic, incremental_configs=[_retention()])]
+            )
         ),
     ),
     # librdkafka cannot find the leader of a topic it may not describe, so it never sends the
     # DeleteRecords (so with Kafka): the records stay.
     "delete records": (
         "_NOENT",
-        lambda b, me, other: admin_call(
-            b,
-            me.user,
-            lambda a: next(iter(a.delete_records([TopicPartition(other.topic, 0, 1)]).values())).result(
-                TIMEOUT_S
-            ),
-        ),
+        admin_attempt(lambda a, other: a.delete_records([TopicPartition(other.topic, 0, 1)])),
     ),
     "delete topic": (
         "TOPIC_AUTHORIZATION_FAILED",
-        lambda b, me, other: admin_call(
-            b, me.user, lambda a: a.delete_topics([other.topic])[other.topic].result(TIMEOUT_S)
-        ),
+        admin_attempt(lambda a, other: a.delete_topics([other.topic])),
     ),
     "commit offsets": (
         "GROUP_AUTHORIZATION_FAILED",
@@ -272,15 +271,11 @@ ATTEMPTS: dict[str, tuple[str, Callable[[RunningBroker, Owned, Owned], Callable[
     ),
     "describe group": (
         "GROUP_AUTHORIZATION_FAILED",
-        lambda b, me, other: admin_call(
-            b, me.user, lambda a: a.describe_consumer_groups([other.group])[other.group].result(TIMEOUT_S)
-        ),
+        admin_attempt(lambda a, other: a.describe_consumer_groups([other.group])),
     ),
     "delete group": (
         "GROUP_AUTHORIZATION_FAILED",
-        lambda b, me, other: admin_call(
-            b, me.user, lambda a: a.delete_consumer_groups([other.group])[other.group].result(TIMEOUT_S)
-        ),
+        admin_attempt(lambda a, other: a.delete_consumer_groups([other.group])),
     ),
     "transactional id": (
         "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
@@ -288,27 +283,7 @@ ATTEMPTS: dict[str, tuple[str, Callable[[RunningBroker, Owned, Owned], Callable[
     ),
     "create acls": (
         "CLUSTER_AUTHORIZATION_FAILED",
-        lambda b, me, other: admin_call(
-            b,
-            me.user,
-            lambda a: next(
-                iter(
-                    a.create_acls(
-                        [
-                            AclBinding(
-                                ResourceType.TOPIC,
-                                other.topic,
-                                ResourcePatternType.LITERAL,
-                                f"User:{me.user}",
-                                "*",
-                                AclOperation.ALL,
-                                AclPermissionType.ALLOW,
-                            )
-                        ]
-                    ).values()
-                )
-            ).result(TIMEOUT_S),
-        ),
+        lambda b, me, other: admin_call(b, me.user, lambda a: only(a.create_acls([_acl_for_me(me, other)]))),
     ),
 }
 
