@@ -40,7 +40,7 @@ from compat_tests.brokers import RunningBroker, start_broker
 from compat_tests.drivers.base import ClientError, ConsumerSettings
 from compat_tests.drivers.java import JAVA_CLIENT_VERSIONS, JavaDriver, JavaProcess
 from compat_tests.helpers import eventually
-from compat_tests.secured import ClientSecurity
+from compat_tests.secured import ClientSecurity, TlsFiles, make_tls_files
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 JAAS = "org.apache.kafka.common.security.plain.PlainLoginModule required " + " ".join(
@@ -56,18 +56,31 @@ def broker(
     if request.config.getoption("--bootstrap"):
         pytest.skip("needs its own secured broker; drop --bootstrap")
     kind = request.config.getoption("--broker")
+    workdir = tmp_path_factory.mktemp(f"{kind}-principals")
+    TLS.append(make_tls_files(workdir / "tls"))
     overrides = {
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "allow.everyone.if.no.acl.found": "false",
         "super.users": "User:admin",
         "sasl.enabled.mechanisms": "PLAIN",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS + ";",
+        # mTLS: the certificate's CN is the user name (the subject is CN=client-alice,OU=...,O=...)
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(TLS[0].server),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(TLS[0].ca),
+        "listener.name.ssl.ssl.client.auth": "required",
+        "ssl.principal.mapping.rules": "RULE:^CN=([^,]+),.*$/$1/,DEFAULT",
     }
-    running = start_broker(
-        kind, tmp_path_factory.mktemp(f"{kind}-principals"), overrides, {"SASL_PLAINTEXT": "SASL_PLAINTEXT"}
-    )
+    listeners = {"SASL_PLAINTEXT": "SASL_PLAINTEXT", "SSL": "SSL"}
+    running = start_broker(kind, workdir / "broker", overrides, listeners)
     yield running
     running.stop()
+    TLS.pop()
+
+
+TLS: list[TlsFiles] = []
+"""The module's CA and certificates (its broker's SSL listener, the mTLS client)."""
 
 
 def security(user: str) -> ClientSecurity:
@@ -123,8 +136,12 @@ def error_name(call: Callable[[], object]) -> str:
 
 
 def produce(broker: RunningBroker, user: str, topic: str, transactional_id: str | None = None) -> None:
+    produce_with(config(broker, user), topic, transactional_id)
+
+
+def produce_with(client: dict[str, Any], topic: str, transactional_id: str | None = None) -> None:
     errors: list[KafkaError] = []
-    settings = {**config(broker, user), "message.timeout.ms": int(TIMEOUT_S * 1000)}
+    settings = {**client, "message.timeout.ms": int(TIMEOUT_S * 1000)}
     if transactional_id:
         producer = Producer({**settings, "transactional.id": transactional_id})
         producer.init_transactions(TIMEOUT_S)
@@ -320,3 +337,19 @@ def test_the_owner_is_allowed(broker: RunningBroker, owners: tuple[Owned, Owned]
         assert error_name(make(broker, bob, bob)) == ""
 
     eventually(allowed)
+
+
+def test_a_certificate_subject_is_the_principal(broker: RunningBroker, owners: tuple[Owned, Owned]) -> None:
+    """Over mTLS the mapped certificate subject (User:client-alice) is who ACLs judge."""
+    _, bob = owners
+    mine = Owned(broker, "client-alice")
+    conf = {"bootstrap.servers": broker.addresses["SSL"], **ClientSecurity("SSL").librdkafka(TLS[0])}
+
+    def produce_as_certificate(topic: str) -> str:
+        return error_name(lambda: produce_with(conf, topic))
+
+    def allowed() -> None:
+        assert produce_as_certificate(mine.topic) == ""
+
+    eventually(allowed)
+    assert produce_as_certificate(bob.topic) == "TOPIC_AUTHORIZATION_FAILED"
