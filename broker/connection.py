@@ -80,9 +80,10 @@ class _Connection:
         config = broker.config
         self.broker, self.sock, self.transport, self.auth = broker, sock, transport, auth
         self.peer = auth.peer
+        self.max_frame = config.get_int("socket.request.max.bytes")
         self.reader = FrameReader(
             transport,
-            config.get_int("socket.request.max.bytes"),
+            self.max_frame,
             broker.request_memory,
             config.get_int("socket.request.read.timeout.ms") / 1000,
         )
@@ -96,6 +97,8 @@ class _Connection:
     async def read_requests(self) -> None:
         broker, reader, auth = self.broker, self.reader, self.auth
         while True:
+            if auth.gated:
+                self.limit_frames()
             with trio.move_on_after(self.idle_seconds) as idle:
                 size = await reader.next_size()
             if idle.cancelled_caught:
@@ -123,6 +126,15 @@ class _Connection:
             if abandoned.cancelled_caught:
                 log.debug("%s closed its connection while its request was in flight; cancelled it", self.peer)
                 return
+
+    def limit_frames(self) -> None:
+        """Until the client has authenticated, frames are bounded by sasl.server.max.receive.size."""
+        if self.auth.authenticated:
+            self.reader.limit(self.max_frame, "socket.request.max.bytes")
+        else:
+            self.reader.limit(
+                min(self.max_frame, self.auth.security.max_token_bytes), "sasl.server.max.receive.size"
+            )
 
     async def answer_raw_token(self, frame: memoryview, size: int) -> None:
         """After SaslHandshake v0 a frame is a bare SASL token, answered by a bare token."""

@@ -46,12 +46,20 @@ class FrameReader:
     ) -> None:
         self._transport = transport
         self._max = max_frame_size
+        self._limit_name = "socket.request.max.bytes"
         self._budget = budget
         self._read_timeout = read_timeout
         self._buffer: bytearray | None = None
         self._view = _NO_BUFFER
         self._start = 0
         self._end = 0
+
+    def limit(self, max_frame_size: int, name: str) -> None:
+        """Change the largest frame accepted (``name`` is the setting, for the refusal): a SASL
+        listener takes at most ``sasl.server.max.receive.size`` until the client has
+        authenticated, as Kafka, so an unauthenticated peer cannot make the broker hold large
+        frames."""
+        self._max, self._limit_name = max_frame_size, name
 
     async def _fill(self) -> bool:
         """Read more bytes into the receive buffer; False at end of stream."""
@@ -88,7 +96,7 @@ class FrameReader:
                 return None
         (size,) = _SIZE.unpack_from(self._view, self._start)
         if size < 0 or size > self._max:
-            raise FrameError(f"frame of {size} bytes exceeds socket.request.max.bytes={self._max}")
+            raise FrameError(f"frame of {size} bytes exceeds {self._limit_name}={self._max}")
         return size
 
     async def read_body(self, size: int) -> memoryview:

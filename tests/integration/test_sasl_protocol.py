@@ -130,6 +130,15 @@ def test_re_authentication_cannot_change_the_principal(broker: RunningBroker) ->
         assert _is_closed(conn)
 
 
+def test_large_frames_before_authentication_are_refused(broker: RunningBroker) -> None:
+    """sasl.server.max.receive.size (512 KiB) bounds every frame until the client authenticated."""
+    host, port = broker.addresses["SASL_PLAINTEXT"].split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(struct.pack(">i", 600_000) + b"\0" * 1024)
+        assert sock.recv(1) == b""
+    assert "exceeds sasl.server.max.receive.size=524288" in broker.log_path.read_text()
+
+
 def test_a_client_that_never_authenticates_is_closed(broker: RunningBroker) -> None:
     host, port = broker.addresses["SASL_PLAINTEXT"].split(":")
     with socket.create_connection((host, int(port)), timeout=20) as sock:
