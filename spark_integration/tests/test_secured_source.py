@@ -1,0 +1,75 @@
+"""Spark's Kafka source reads from a SASL_SSL listener, configured as a Spark user would: the
+client's Kafka keys with Spark's ``kafka.`` prefix (``kafka.security.protocol``,
+``kafka.sasl.mechanism``, ``kafka.sasl.jaas.config``, a PEM truststore).
+
+The broker is the compat suite's secured broker (:mod:`compat_tests.secured`: a throwaway CA,
+the same ``server.properties`` keys for Odradek and Apache Kafka), started for this module
+with ``--broker``'s kind; records are written over its plaintext listener and read by Spark
+over SASL_SSL, where a client that ignored the security options could not even connect.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from pyspark.sql import SparkSession
+
+from compat_tests.brokers import RunningBroker, start_broker
+from compat_tests.secured import (
+    PLAIN_USERS,
+    SECURED_LISTENERS,
+    ClientSecurity,
+    TlsFiles,
+    broker_overrides,
+    make_tls_files,
+)
+from spark_integration.publish import create_topic
+from spark_integration.tests.support import numbered_records, produce, spark_records
+
+
+@pytest.fixture(scope="module")
+def secured(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[RunningBroker, TlsFiles]]:
+    if request.config.getoption("bootstrap"):
+        pytest.skip("the secured source test starts its own broker; drop --bootstrap")
+    kind = request.config.getoption("broker")
+    workdir = tmp_path_factory.mktemp(f"{kind}-secured")
+    files = make_tls_files(workdir / "tls")
+    broker = start_broker(
+        kind, workdir / "broker", broker_overrides(files), extra_listeners=SECURED_LISTENERS
+    )
+    try:
+        yield broker, files
+    finally:
+        broker.stop()
+
+
+def test_batch_read_over_sasl_ssl(spark: SparkSession, secured: tuple[RunningBroker, TlsFiles]) -> None:
+    broker, files = secured
+    topic = f"spark-secured-{uuid.uuid4().hex[:10]}"
+    create_topic(broker.bootstrap, topic, 2)
+    produced = produce(broker.bootstrap, topic, numbered_records(20, partitions=2))
+    security = ClientSecurity("SASL_SSL", "PLAIN", "alice", PLAIN_USERS["alice"])
+    client = {f"kafka.{key}": value for key, value in security.java(files).items()}
+    assert set(client) == {
+        "kafka.security.protocol",
+        "kafka.ssl.truststore.type",
+        "kafka.ssl.truststore.location",
+        "kafka.sasl.mechanism",
+        "kafka.sasl.jaas.config",
+    }
+
+    frame = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", broker.addresses["SASL_SSL"])
+        .options(**client)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("endingOffsets", "latest")
+        .load()
+    )
+
+    assert spark_records(frame) == produced
