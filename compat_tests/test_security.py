@@ -31,7 +31,7 @@ from confluent_kafka.admin import (
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaTopicPartition
 
-from compat_tests.brokers import RunningBroker, odradek_cli, start_broker
+from compat_tests.brokers import RunningBroker, odradek_cli
 from compat_tests.conftest import selected_clients
 from compat_tests.drivers.base import ConsumerSettings, Message, ProducerSettings
 from compat_tests.drivers.java import JavaDriver, JavaProcess
@@ -39,12 +39,10 @@ from compat_tests.helpers import eventually
 from compat_tests.kafka_tools import CONFIGS, ok, run_tool
 from compat_tests.secured import (
     SCRAM_USERS,
-    SECURED_LISTENERS,
     ClientSecurity,
     TlsFiles,
-    broker_overrides,
     client_cases,
-    make_tls_files,
+    start_secured_broker,
 )
 
 JAVA_CLIENT = "java-4.4.0"
@@ -65,15 +63,8 @@ class Secured:
 
 @pytest.fixture(scope="module")
 def secured(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
-    if request.config.getoption("--bootstrap"):
-        pytest.skip("the secured mode starts its own broker; drop --bootstrap")
-    kind = request.config.getoption("--broker")
-    workdir = tmp_path_factory.mktemp(f"{kind}-secured")
-    files = make_tls_files(workdir / "tls")
-    broker = start_broker(
-        kind, workdir / "broker", broker_overrides(files), extra_listeners=SECURED_LISTENERS
-    )
-    state = Secured(broker, files, workdir)
+    broker, files = start_secured_broker(request, tmp_path_factory)
+    state = Secured(broker, files, tmp_path_factory.mktemp("secured-clients"))
     try:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         upserts = [

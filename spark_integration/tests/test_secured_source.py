@@ -16,15 +16,8 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
-from compat_tests.brokers import RunningBroker, start_broker
-from compat_tests.secured import (
-    PLAIN_USERS,
-    SECURED_LISTENERS,
-    ClientSecurity,
-    TlsFiles,
-    broker_overrides,
-    make_tls_files,
-)
+from compat_tests.brokers import RunningBroker
+from compat_tests.secured import PLAIN_USERS, ClientSecurity, TlsFiles, start_secured_broker
 from spark_integration.publish import create_topic
 from spark_integration.tests.support import numbered_records, produce, spark_records
 
@@ -33,14 +26,7 @@ from spark_integration.tests.support import numbered_records, produce, spark_rec
 def secured(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[RunningBroker, TlsFiles]]:
-    if request.config.getoption("bootstrap"):
-        pytest.skip("the secured source test starts its own broker; drop --bootstrap")
-    kind = request.config.getoption("broker")
-    workdir = tmp_path_factory.mktemp(f"{kind}-secured")
-    files = make_tls_files(workdir / "tls")
-    broker = start_broker(
-        kind, workdir / "broker", broker_overrides(files), extra_listeners=SECURED_LISTENERS
-    )
+    broker, files = start_secured_broker(request, tmp_path_factory)
     try:
         yield broker, files
     finally:
