@@ -1,19 +1,30 @@
 """``python -m bench``: produce/consume throughput of Odradek and Tansu, side by side, in one run.
 
 Why both brokers in one run: this machine is shared and noisy, so figures from different
-runs do not compare; interleaving the brokers within one run (and --repeat) does.
+runs do not compare; interleaving the brokers within one run (and --repeat) does. The same
+holds for plaintext against TLS (``--security plaintext,tls``): every broker in every mode
+takes its turn in each repeat.
 """
 
 import argparse
 import json
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from bench.launchers import ApacheKafkaLauncher, Launcher, OdradekLauncher, TansuLauncher
+from bench.launchers import (
+    PLAINTEXT,
+    ApacheKafkaLauncher,
+    Launcher,
+    OdradekLauncher,
+    Security,
+    TansuLauncher,
+    tls_security,
+)
 from bench.report import as_json, summarize, table
 from bench.throughput import Settings, Trial, run_trial
 
@@ -27,6 +38,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--partitions", type=int, default=4, help="topic partitions (default 4)")
     parser.add_argument(
         "--brokers", default="odradek,tansu", help="comma-separated, from: odradek,apache-kafka,tansu"
+    )
+    parser.add_argument(
+        "--security",
+        default="plaintext",
+        help="comma-separated listener kinds, from: plaintext,tls (a TLS listener for Odradek and Apache Kafka)",
     )
     parser.add_argument("--repeat", type=int, default=1, help="trials per broker, interleaved")
     parser.add_argument(
@@ -50,26 +66,43 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def make_launchers(names: str, overrides: Sequence[str], shared: Sequence[str] = ()) -> list[Launcher]:
+def _names(text: str) -> list[str]:
+    return [n.strip() for n in text.split(",") if n.strip()]
+
+
+def make_launchers(
+    names: str, overrides: Sequence[str], shared: Sequence[str] = (), security: Security = PLAINTEXT
+) -> list[Launcher]:
     """The requested brokers that can run here; the missing ones are reported, not fatal.
 
-    ``shared`` settings go to every broker that takes Kafka config keys (not Tansu).
+    ``shared`` settings go to every broker that takes Kafka config keys (not Tansu). Over TLS
+    only the brokers that take Kafka's listener keys run (Tansu is measured over plaintext).
     """
-    known: dict[str, Launcher] = {
-        "odradek": OdradekLauncher([*shared, *overrides]),
-        "apache-kafka": ApacheKafkaLauncher(shared),
-        "tansu": TansuLauncher(),
+    known: dict[str, Launcher | None] = {
+        "odradek": OdradekLauncher([*shared, *overrides], security),
+        "apache-kafka": ApacheKafkaLauncher(shared, security),
+        "tansu": None if security.label else TansuLauncher(),
     }
     launchers = []
-    for name in (n.strip() for n in names.split(",") if n.strip()):
+    for name in _names(names):
         if name not in known:
             sys.exit(f"unknown broker {name!r}; known: {', '.join(known)}")
-        reason = known[name].unavailable_reason()
-        if reason:
+        launcher = known[name]
+        reason = launcher.unavailable_reason() if launcher else f"not benchmarked over {security.label}"
+        if launcher is None or reason:
             print(f"skipping {name}: {reason}", file=sys.stderr)
         else:
-            launchers.append(known[name])
+            launchers.append(launcher)
     return launchers
+
+
+def securities(kinds: str, directory: Path) -> list[Security]:
+    """The listener kinds asked for; TLS certificates go to ``directory``."""
+    known = {"plaintext": lambda: PLAINTEXT, "tls": lambda: tls_security(directory)}
+    unknown = [kind for kind in _names(kinds) if kind not in known]
+    if unknown:
+        sys.exit(f"unknown --security {', '.join(unknown)}; known: {', '.join(known)}")
+    return [known[kind]() for kind in _names(kinds)]
 
 
 def _exit_on_sigterm(_signum: int, _frame: object) -> NoReturn:
@@ -80,6 +113,12 @@ def _exit_on_sigterm(_signum: int, _frame: object) -> NoReturn:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    with tempfile.TemporaryDirectory(prefix="bench-tls-") as certificates:
+        return run(args, Path(certificates))
+
+
+def run(args: argparse.Namespace, certificates: Path) -> int:
+    """Every trial of every broker in every listener kind, interleaved; the table; the JSON."""
     messages = args.messages or int(args.megabytes * 1e6 // args.value_size)
     settings = Settings(
         messages,
@@ -88,7 +127,12 @@ def main(argv: list[str] | None = None) -> int:
         phase_timeout_s=args.phase_timeout,
         transaction_records=args.transaction_records,
     )
-    launchers = make_launchers(args.brokers, args.override, args.override_all)
+    modes = securities(args.security, certificates)
+    launchers = [
+        launcher
+        for security in modes
+        for launcher in make_launchers(args.brokers, args.override, args.override_all, security)
+    ]
     if not launchers:
         return 2
     mb = messages * args.value_size / 1e6
@@ -118,8 +162,9 @@ def main(argv: list[str] | None = None) -> int:
     summaries = [summarize(ts, args.summary) for ts in trials.values() if ts]
     if summaries:
         print()
-        reference = next((la.name for la in launchers if la.name != "odradek"), "tansu")
-        print(table(summaries, ratio=("odradek", reference)))
+        reference = next((name for name in _names(args.brokers) if name != "odradek"), "tansu")
+        suffixes = [f"+{security.label}" if security.label else "" for security in modes]
+        print(table(summaries, ratios=[(f"odradek{s}", f"{reference}{s}") for s in suffixes]))
         print(f"\n{args.summary} of {args.repeat} run(s); MB = 10^6 value bytes; "
               "cores = CPU seconds / wall seconds during produce/consume; "
               "others' cores = the rest of the machine (noise).")  # fmt: skip

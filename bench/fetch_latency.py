@@ -115,7 +115,7 @@ def measure(broker: RunningBroker, args: argparse.Namespace) -> list[dict[str, A
     with KafkaConnection(broker.bootstrap, timeout=60) as connection:
         for size_mb in (float(s) for s in args.sizes_mb.split(",")):
             topic = f"{TOPIC}-{size_mb:.0f}mb"
-            create_topic(broker.bootstrap, Settings(messages=0, partitions=1, topic=topic))
+            create_topic(broker, Settings(messages=0, partitions=1, topic=topic))
             started = time.monotonic()
             end = fill(connection, topic, batch, records_per_batch, int(size_mb * 1e6 / VALUE_SIZE))
             print(f"filled {topic} ({end} records) in {time.monotonic() - started:.0f}s", flush=True)

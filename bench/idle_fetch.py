@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         if reason:
             sys.exit(f"cannot run {trial.label}: {reason}")
         with running(trial.launcher) as broker:
-            create_topic(broker.bootstrap, Settings(messages=0, partitions=args.partitions, topic=TOPIC))
+            create_topic(broker, Settings(messages=0, partitions=args.partitions, topic=TOPIC))
             fill(broker.bootstrap, args.partitions)
             baseline = cores_over(broker.pid, args.seconds, lambda: time.sleep(0.5))
             cores = idle_consumer_cores(broker, args.partitions, args.seconds) - baseline

@@ -16,9 +16,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from confluent_kafka.admin import AdminClient
 
@@ -27,10 +27,47 @@ READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
 
 
+@dataclass(frozen=True)
+class Security:
+    """How the bench clients reach a broker: the listener's security protocol, the broker
+    settings it needs (Kafka's keys, the same for every broker) and the librdkafka settings of
+    the clients.
+
+    Why TLS is a mode of its own: a TLS listener cannot hand file pages to the kernel with
+    ``sendfile``, so its consume path is different code whose cost must be measured beside a
+    reference broker's TLS path, not inferred from plaintext.
+    """
+
+    label: str  # "" for plaintext; appended to the broker's name otherwise ("odradek+tls")
+    protocol: str = "PLAINTEXT"
+    broker_settings: dict[str, str] = field(default_factory=dict)
+    client_config: dict[str, Any] = field(default_factory=dict)
+
+
+PLAINTEXT = Security("")
+
+
+def tls_security(directory: Path) -> Security:
+    """An ``SSL`` listener with a throwaway CA's certificate for 127.0.0.1, in the PEM keystore
+    settings the compat suite's secured mode gives both brokers; clients verify it against the CA."""
+    from compat_tests.secured import make_tls_files
+
+    files = make_tls_files(directory)
+    pem_stores = {
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(files.server),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(files.ca),
+    }
+    client = {"security.protocol": "SSL", "ssl.ca.location": str(files.ca)}
+    return Security("tls", "SSL", pem_stores, client)
+
+
 class Launcher(Protocol):
     """A kind of broker: knows its executable and how to serve on a given port."""
 
     name: str
+    security: Security
 
     def unavailable_reason(self) -> str | None:
         """Say why this broker cannot be started here, or None if it can."""
@@ -49,6 +86,7 @@ class TansuLauncher:
     """
 
     name = "tansu"
+    security = PLAINTEXT
 
     def _binary(self) -> Path | None:
         """Locate the bundled binary without copying it anywhere (as the package's own
@@ -81,10 +119,10 @@ class OdradekLauncher:
     """Odradek's own ``odradek serve``, with optional ``--override key=value`` settings so
     an optimisation can be measured against the default configuration."""
 
-    name = "odradek"
-
-    def __init__(self, overrides: Sequence[str] = ()) -> None:
+    def __init__(self, overrides: Sequence[str] = (), security: Security = PLAINTEXT) -> None:
         self.overrides = list(overrides)
+        self.security = security
+        self.name = f"odradek+{security.label}" if security.label else "odradek"
 
     def _binary(self) -> str | None:
         """Prefer the console script next to this interpreter (the project venv)."""
@@ -96,7 +134,9 @@ class OdradekLauncher:
 
     def command(self, port: int, data_dir: Path) -> list[str]:
         argv = [str(self._binary()), "serve", "--data-dir", str(data_dir)]
-        argv += ["--listeners", f"PLAINTEXT://{HOST}:{port}"]
+        argv += ["--listeners", f"{self.security.protocol}://{HOST}:{port}"]
+        for key, value in self.security.broker_settings.items():
+            argv += ["--override", f"{key}={value}"]
         for override in self.overrides:
             argv += ["--override", override]
         return argv
@@ -111,11 +151,12 @@ class ApacheKafkaLauncher:
     line: format, then ``exec`` the broker (the measured pid is the JVM's).
     """
 
-    name = "apache-kafka"
     ready_timeout_s = 120.0
 
-    def __init__(self, overrides: Sequence[str] = ()) -> None:
+    def __init__(self, overrides: Sequence[str] = (), security: Security = PLAINTEXT) -> None:
         self.overrides = dict(override.split("=", 1) for override in overrides)
+        self.security = security
+        self.name = f"apache-kafka+{security.label}" if security.label else "apache-kafka"
 
     def unavailable_reason(self) -> str | None:
         return None if shutil.which("java") else "java is not installed"
@@ -125,16 +166,19 @@ class ApacheKafkaLauncher:
         from compat_tests.maven import classpath
 
         controller = free_port()
+        protocol = self.security.protocol  # the listener is named for its protocol
         settings = {
             "process.roles": "broker,controller",
             "node.id": "1",
-            "listeners": f"PLAINTEXT://{HOST}:{port},CONTROLLER://{HOST}:{controller}",
-            "advertised.listeners": f"PLAINTEXT://{HOST}:{port}",
+            "listeners": f"{protocol}://{HOST}:{port},CONTROLLER://{HOST}:{controller}",
+            "advertised.listeners": f"{protocol}://{HOST}:{port}",
             "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": protocol,
+            "listener.security.protocol.map": f"{protocol}:{protocol},CONTROLLER:PLAINTEXT",
             "controller.quorum.bootstrap.servers": f"{HOST}:{controller}",
             "log.dirs": str(data_dir),
             **KAFKA_SINGLE_NODE,
+            **self.security.broker_settings,
             **self.overrides,
         }
         properties = data_dir.parent / "server.properties"
@@ -157,6 +201,12 @@ class RunningBroker:
     bootstrap: str
     pid: int
     log_path: Path
+    client_config: dict[str, Any] = field(default_factory=dict)
+    """librdkafka settings beyond ``bootstrap.servers`` (the listener's security)."""
+
+    def librdkafka(self, **config: Any) -> dict[str, Any]:
+        """A confluent-kafka client configuration for this broker, plus ``config``."""
+        return {"bootstrap.servers": self.bootstrap, **self.client_config, **config}
 
 
 class BrokerFailed(RuntimeError):
@@ -182,9 +232,9 @@ def log_tail(path: Path, lines: int = 20) -> str:
         return "(no log)"
 
 
-def answers_metadata(bootstrap: str, timeout_s: float) -> bool:
+def answers_metadata(broker: RunningBroker, timeout_s: float) -> bool:
     """True if the broker answers a Metadata request (what every client does first)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = AdminClient(broker.librdkafka(log_level=0))
     try:
         metadata = admin.list_topics(timeout=timeout_s)
     except Exception:  # KafkaException on timeout; any failure just means "not ready yet"
@@ -192,13 +242,14 @@ def answers_metadata(bootstrap: str, timeout_s: float) -> bool:
     return bool(metadata.brokers)
 
 
-def _wait_ready(proc: subprocess.Popen[bytes], bootstrap: str, log_path: Path, timeout_s: float) -> None:
+def _wait_ready(proc: subprocess.Popen[bytes], broker: RunningBroker, timeout_s: float) -> None:
     """Poll until Metadata is answered; fail fast if the process exits meanwhile."""
+    log_path = broker.log_path
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise BrokerFailed(f"exited with code {proc.returncode}:\n{log_tail(log_path)}")
-        if answers_metadata(bootstrap, timeout_s=1.0):
+        if answers_metadata(broker, timeout_s=1.0):
             return
         time.sleep(0.1)
     raise BrokerFailed(f"not answering Metadata after {timeout_s:.0f}s:\n{log_tail(log_path)}")
@@ -236,7 +287,7 @@ def running(launcher: Launcher) -> Iterator[RunningBroker]:
         data_dir.mkdir()
         log_path = workdir / "broker.log"
         port = free_port()
-        bootstrap = f"{HOST}:{port}"
+        broker = RunningBroker(launcher.name, f"{HOST}:{port}", 0, log_path, launcher.security.client_config)
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
                 launcher.command(port, data_dir),
@@ -247,9 +298,10 @@ def running(launcher: Launcher) -> Iterator[RunningBroker]:
                 start_new_session=True,
             )
         try:
-            _wait_ready(proc, bootstrap, log_path, getattr(launcher, "ready_timeout_s", READY_TIMEOUT_S))
+            broker = replace(broker, pid=proc.pid)
+            _wait_ready(proc, broker, getattr(launcher, "ready_timeout_s", READY_TIMEOUT_S))
             try:
-                yield RunningBroker(launcher.name, bootstrap, proc.pid, log_path)
+                yield broker
             except Exception as exc:
                 _raise_if_died(proc, log_path, exc)
                 raise

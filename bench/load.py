@@ -124,7 +124,7 @@ TRANSACTIONAL_CONFIG: dict[str, Any] = {
 }
 
 
-def produce(bootstrap: str, broker_pid: int, topic: str, partitions: int, messages: int,
+def produce(client: dict[str, Any], broker_pid: int, topic: str, partitions: int, messages: int,
             value_size: int, timeout_s: float, transaction_records: int = 0) -> dict[str, Any]:  # fmt: skip
     """Send ``messages`` values round-robin over the partitions and wait for every ack.
 
@@ -148,9 +148,7 @@ def produce(bootstrap: str, broker_pid: int, topic: str, partitions: int, messag
             errors.append(str(err))
 
     config = {**PRODUCER_CONFIG, **(TRANSACTIONAL_CONFIG if transaction_records else {})}
-    producer = Producer(
-        {"bootstrap.servers": bootstrap, "stats_cb": on_stats, "on_delivery": on_delivery, **config}
-    )
+    producer = Producer({**client, "stats_cb": on_stats, "on_delivery": on_delivery, **config})
     producer.list_topics(topic, timeout=10)
     if transaction_records:
         producer.init_transactions(timeout_s)
@@ -193,14 +191,14 @@ def produce(bootstrap: str, broker_pid: int, topic: str, partitions: int, messag
     }
 
 
-def consume(bootstrap: str, broker_pid: int, topic: str, partitions: int, messages: int,
+def consume(client: dict[str, Any], broker_pid: int, topic: str, partitions: int, messages: int,
             value_size: int, timeout_s: float) -> dict[str, Any]:  # fmt: skip
     """Read every partition from offset 0 until ``messages`` records have arrived.
 
     ``assign`` (no group join) keeps the measurement to Fetch alone. Reaching the end of every
     partition with fewer records than produced is an error, not a slow run.
     """
-    consumer = Consumer({"bootstrap.servers": bootstrap, **CONSUMER_CONFIG})
+    consumer = Consumer({**client, **CONSUMER_CONFIG})
     try:
         consumer.list_topics(topic, timeout=10)
         progress = Progress("consume", messages, value_size)
@@ -245,10 +243,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--value-size", type=int, required=True)
     parser.add_argument("--timeout", type=float, required=True)
     parser.add_argument("--transaction-records", type=int, default=0, help="produce: records per transaction")
+    parser.add_argument("--client-config", type=json.loads, default={},
+                        help="JSON object of further librdkafka settings (the listener's security)")  # fmt: skip
     args = parser.parse_args(argv)
     extra = {"transaction_records": args.transaction_records} if args.phase == "produce" else {}
     result = PHASES[args.phase](
-        args.bootstrap,
+        {"bootstrap.servers": args.bootstrap, **args.client_config},
         args.broker_pid,
         args.topic,
         args.partitions,

@@ -105,13 +105,11 @@ def ratio_row(summaries: Sequence[Summary], numerator: str, denominator: str) ->
     return [f"{numerator}/{denominator}", "", *(ratio(num, den) if ratio else "" for _, _, ratio in COLUMNS)]
 
 
-def table(summaries: Sequence[Summary], ratio: tuple[str, str]) -> str:
-    """A plain-text table, right-aligned numbers, with the ratio row last."""
+def table(summaries: Sequence[Summary], ratios: Sequence[tuple[str, str]]) -> str:
+    """A plain-text table, right-aligned numbers, with the ratio rows (one per listener kind) last."""
     rows = [["broker", "runs", *(header for header, _, _ in COLUMNS)]]
     rows += [[s.broker, str(s.runs), *(cell(s) for _, cell, _ in COLUMNS)] for s in summaries]
-    extra = ratio_row(summaries, *ratio)
-    if extra:
-        rows.append(extra)
+    rows += [row for row in (ratio_row(summaries, *pair) for pair in ratios) if row]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
     for n, row in enumerate(rows):

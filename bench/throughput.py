@@ -93,10 +93,10 @@ class Trial:
     peak_rss_bytes: int
 
 
-def create_topic(bootstrap: str, settings: Settings, timeout_s: float = 30.0) -> None:
+def create_topic(broker: RunningBroker, settings: Settings, timeout_s: float = 30.0) -> None:
     """Create the topic explicitly (not every broker auto-creates) and wait until Metadata
     shows a leader for every partition, so the producer never races topic creation."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(broker.librdkafka())
     futures = admin.create_topics([NewTopic(settings.topic, settings.partitions, 1)])
     futures[settings.topic].result(timeout=timeout_s)
     deadline = time.monotonic() + timeout_s
@@ -115,6 +115,8 @@ def run_phase(broker: RunningBroker, phase: str, settings: Settings) -> Phase:
     argv += ["--broker-pid", str(broker.pid), "--topic", settings.topic]
     argv += ["--partitions", str(settings.partitions), "--messages", str(settings.messages)]
     argv += ["--value-size", str(settings.value_size), "--timeout", str(settings.phase_timeout_s)]
+    if broker.client_config:
+        argv += ["--client-config", json.dumps(broker.client_config)]
     if phase == "produce" and settings.transaction_records:
         argv += ["--transaction-records", str(settings.transaction_records)]
     done = subprocess.run(
@@ -135,7 +137,7 @@ def run_trial(launcher: Launcher, settings: Settings) -> Trial:
     """Measure one fresh broker end to end; it is stopped before this returns or raises."""
     with running(launcher) as broker:
         idle = snapshot(broker.pid)
-        create_topic(broker.bootstrap, settings)
+        create_topic(broker, settings)
         produce = run_phase(broker, "produce", settings)
         consume = run_phase(broker, "consume", settings)
         peak = snapshot(broker.pid)

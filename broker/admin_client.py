@@ -290,3 +290,15 @@ class KafkaConnection:
             for partition in topic["partitions"]:
                 committed[(topic["name"], partition["partition_index"])] = partition["committed_offset"]
         return committed
+
+    def describe_scram_credentials(self, users: list[str] | None = None) -> dict[str, Any]:
+        """DescribeUserScramCredentials v0: the named users' mechanisms and iterations (None: every user)."""
+        body = {"users": None if users is None else [{"name": name} for name in users]}
+        return self.request(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, body)
+
+    def alter_scram_credentials(
+        self, upsertions: list[dict[str, Any]], deletions: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """AlterUserScramCredentials v0; returns one result per user (error_code, error_message)."""
+        body = {"deletions": deletions, "upsertions": upsertions}
+        return self.request(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, body)["results"]

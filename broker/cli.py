@@ -24,6 +24,7 @@ from broker.cli_console import add_console_commands
 from broker.cli_dump import add_dump_command
 from broker.cli_group_offsets import add_group_offset_actions
 from broker.cli_registry import AdminError
+from broker.cli_users import add_user_commands
 from broker.config import BrokerConfig, ConfigError
 from broker.server import Broker, serve
 
@@ -62,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_group_offset_actions(add_admin_commands(commands))
     add_config_commands(commands)
+    add_user_commands(commands)
     add_console_commands(commands)
     add_dump_command(commands)
     return parser

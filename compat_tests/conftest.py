@@ -9,6 +9,7 @@ live for the whole session, because starting them per test would dominate the ru
 from __future__ import annotations
 
 import re
+import shutil
 import uuid
 from collections.abc import Iterator
 
@@ -19,6 +20,7 @@ from compat_tests.drivers.base import Driver
 from compat_tests.drivers.java import build_java_client
 from compat_tests.helpers import eventually
 from compat_tests.matrix import Matrix, cell_key
+from compat_tests.maven import classpath
 from compat_tests.pools import ALL_CLIENTS, JAVA_CLIENTS, BrokerPool, DriverPool
 
 TEST_TIMEOUT_S = 150
@@ -142,6 +144,14 @@ def group_coordinator(broker: RunningBroker, drivers: DriverPool) -> None:
     # little about the next, so probe groups spread over many of them.
     for probe in range(16):
         eventually(lambda probe=probe: admin.group_offsets(f"compat-coordinator-probe-{probe}"), timeout_s=90)
+
+
+@pytest.fixture(scope="session")
+def tool_classpath() -> str:
+    """The Kafka tools' classpath (jars resolved from Maven); skips where java is missing."""
+    if shutil.which("java") is None:
+        pytest.skip("java is not installed")
+    return classpath(kafka_tools_jars())
 
 
 @pytest.fixture

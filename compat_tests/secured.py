@@ -18,8 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trustme
 from cryptography.hazmat.primitives import serialization
+
+from compat_tests.brokers import RunningBroker, start_broker
 
 SECURED_LISTENERS = {"SSL": "SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT", "SASL_SSL": "SASL_SSL"}
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
@@ -88,6 +91,22 @@ def broker_overrides(files: TlsFiles) -> dict[str, str]:
             f'{OAUTH_MODULE} required unsecuredLoginStringClaim_sub="broker";'
         )
     return overrides
+
+
+def start_secured_broker(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[RunningBroker, TlsFiles]:
+    """For a module fixture: a broker of ``--broker``'s kind with the secured listeners beside
+    PLAINTEXT, and its TLS files; skips under ``--bootstrap`` (a running broker has its own)."""
+    if request.config.getoption("--bootstrap"):
+        pytest.skip("the secured mode starts its own broker; drop --bootstrap")
+    kind = request.config.getoption("--broker")
+    workdir = tmp_path_factory.mktemp(f"{kind}-secured")
+    files = make_tls_files(workdir / "tls")
+    broker = start_broker(
+        kind, workdir / "broker", broker_overrides(files), extra_listeners=SECURED_LISTENERS
+    )
+    return broker, files
 
 
 def unsecured_jwt(subject: str, lifetime_s: float = 3600) -> str:

@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 
-from compat_tests.brokers import RunningBroker, kafka_tools_jars
+from compat_tests.brokers import RunningBroker
 from compat_tests.drivers.base import (
     ClientError,
     Driver,
@@ -27,54 +24,21 @@ from compat_tests.drivers.base import (
     ProducerSettings,
 )
 from compat_tests.helpers import eventually
-from compat_tests.maven import classpath
+from compat_tests.kafka_tools import CONFIGS, ToolRun, ok, run_tool
 
 TOOLS = "org.apache.kafka.tools."
-CONFIGS = "kafka.admin.ConfigCommand"
 GROUPS = TOOLS + "consumer.group.ConsumerGroupCommand"
-TOOL_TIMEOUT_S = 90
-JVM = ["-Xmx256m", "-XX:TieredStopAtLevel=1", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"]
-
-
-@dataclass(frozen=True)
-class ToolRun:
-    """A finished tool: exit code and what it printed (stdout, then stderr)."""
-
-    code: int
-    out: str
-    err: str
-
-
-@pytest.fixture(scope="module")
-def tool_classpath() -> str:
-    if shutil.which("java") is None:
-        pytest.skip("java is not installed")
-    return classpath(kafka_tools_jars())
 
 
 @pytest.fixture
 def run(tool_classpath: str, broker: RunningBroker) -> Iterator[object]:
-    """``run(main_class, *args)``: the tool against the session broker (``--bootstrap-server``
-    goes first unless ``bootstrap_last``, for tools with subcommands; ``stdin`` is fed to it)."""
+    """``run(main_class, *args)``: the tool against the session broker (see ``run_tool``)."""
 
     def tool(main_class: str, *args: str, bootstrap_last: bool = False, stdin: str | None = None) -> ToolRun:
-        bootstrap = ["--bootstrap-server", broker.bootstrap]
-        argv = [*args, *bootstrap] if bootstrap_last else [*bootstrap, *args]
-        done = subprocess.run(
-            ["java", *JVM, "-cp", tool_classpath, main_class, *argv],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=TOOL_TIMEOUT_S,
-        )
-        return ToolRun(done.returncode, done.stdout, done.stderr)
+        return run_tool(tool_classpath, broker.bootstrap, main_class, *args, bootstrap_last=bootstrap_last,
+                        stdin=stdin)  # fmt: skip
 
     yield tool
-
-
-def ok(result: ToolRun) -> str:
-    assert result.code == 0, f"exit {result.code}:\n{result.out}\n{result.err}"
-    return result.out
 
 
 def produce(admin: Driver, topic: str, count: int, partitions: int) -> None:

@@ -44,10 +44,17 @@ class ScramCredential:
     def from_password(
         cls, mechanism: str, password: str, iterations: int = MIN_ITERATIONS
     ) -> ScramCredential:
-        """For tests and ``odradek users``: derive a fresh credential from a password."""
-        salt = secrets.token_bytes(32)
-        salted = hashlib.pbkdf2_hmac(HASHES[mechanism]().name, password.encode(), salt, iterations)
+        """For tests: derive a fresh credential from a password."""
+        salt, salted = salt_password(mechanism, password, iterations)
         return cls.from_salted_password(mechanism, salt, salted, iterations)
+
+
+def salt_password(mechanism: str, password: str, iterations: int) -> tuple[bytes, bytes]:
+    """A fresh random salt and the password salted with it (RFC 5802 ``Hi``: PBKDF2 with the
+    mechanism's hash), what an admin client sends in AlterUserScramCredentials so that the
+    password itself never reaches the broker."""
+    salt = secrets.token_bytes(32)
+    return salt, hashlib.pbkdf2_hmac(HASHES[mechanism]().name, password.encode(), salt, iterations)
 
 
 ScramLookup = Callable[[str, str], "ScramCredential | None"]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from bench.launchers import OdradekLauncher
+from pathlib import Path
+
+from bench.launchers import OdradekLauncher, tls_security
 from bench.throughput import Settings, run_trial
 
 
@@ -14,3 +16,15 @@ def test_a_small_trial_moves_every_byte_and_counts_the_writeback() -> None:
     # own CPU is left out of both), so the to-disk figure cannot be below the broker's; /proc
     # counts in 10 ms ticks per core, hence the slack.
     assert trial.produce.settled_cpu_seconds >= trial.produce.broker_cpu_seconds - 0.05
+
+
+def test_a_tls_trial_produces_and_consumes_over_the_tls_listener(tmp_path: Path) -> None:
+    """Both phases run over an SSL listener: the broker serves no plaintext listener at all, so
+    every byte counted went through TLS (and the consume path's pread-and-encrypt code)."""
+    security = tls_security(tmp_path)
+    launcher = OdradekLauncher(security=security)
+    assert launcher.name == "odradek+tls"
+    assert launcher.command(9, tmp_path)[4:6] == ["--listeners", "SSL://127.0.0.1:9"]
+    settings = Settings(messages=3000, value_size=1024, partitions=2, phase_timeout_s=60)
+    trial = run_trial(launcher, settings)
+    assert trial.produce.bytes == trial.consume.bytes == 3000 * 1024
