@@ -141,10 +141,14 @@ class _Connection:
         try:
             answer, _ = self.auth.authenticate(bytes(frame))
         except AuthenticationFailed as exc:
+            await trio.sleep(self.auth.security.failed_auth_delay_s)  # as SaslAuthenticate's refusal
             raise CloseConnection(f"SASL authentication failed: {exc}") from None
         finally:
             self.broker.request_memory.release(size)
-        await self.transport.send_parts([_SIZE.pack(len(answer)), answer])
+        with trio.move_on_after(self.idle_seconds) as stuck:
+            await self.transport.send_parts([_SIZE.pack(len(answer)), answer])
+        if stuck.cancelled_caught:
+            raise CloseConnection("it stopped reading its SASL answers")
 
     async def write_answers(self) -> None:
         async for header, answer in self.from_reader:

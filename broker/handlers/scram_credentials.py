@@ -134,7 +134,7 @@ async def handle_alter(ctx: RequestContext, request: dict[str, Any]) -> dict[str
             mechanism, bytes(operation["salt"]), bytes(operation["salted_password"]), operation["iterations"]
         )
     if upserts or deletions:
-        store.apply(upserts, deletions)
+        await store.apply(upserts, deletions)
     results = [_result(name, *errors[name]) if name in errors else _result(name) for name in counts]
     return {"throttle_time_ms": 0, "results": results}
 

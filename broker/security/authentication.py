@@ -20,12 +20,17 @@ from broker.accept import RateLimitedLog
 from broker.context import ANONYMOUS
 from broker.security.listener_security import ListenerSecurity
 from broker.security.mechanism import AuthenticationFailed, SaslServer
-from wire.api_keys import ApiKey
+from wire.api_keys import ApiKey, api_name
 
 log = logging.getLogger(__name__)
 
 _BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE})
 _warn_failure = RateLimitedLog(logging.WARNING)
+
+
+def _dotted(principal: str) -> str:
+    """``User:alice`` as Kafka's re-authentication messages print it (``User.alice``)."""
+    return principal.replace(":", ".", 1)
 
 
 class AuthenticationError(Exception):
@@ -46,6 +51,7 @@ class ConnectionAuth:
         "raw_tokens",
         "expires_at",
         "failed",
+        "mechanism",
     )
 
     def __init__(
@@ -59,6 +65,7 @@ class ConnectionAuth:
         self.raw_tokens = False  # after SaslHandshake v0, frames are bare SASL tokens
         self.expires_at: float | None = None  # trio time the session ends (KIP-368)
         self.failed = False  # answer this last response, then close
+        self.mechanism: str | None = None  # of the current session (re-authentication keeps it)
 
     @property
     def listener_name(self) -> str:
@@ -66,6 +73,16 @@ class ConnectionAuth:
 
     def check_request(self, api_key: int) -> None:
         """Raise AuthenticationError unless a request of ``api_key`` may be served now."""
+        if self.failed:
+            raise AuthenticationError("authentication failed; the connection is closing")
+        if self.server is not None:  # an exchange (first or re-authentication) is under way
+            if api_key == ApiKey.SASL_AUTHENTICATE or (
+                not self.authenticated and api_key == ApiKey.API_VERSIONS
+            ):
+                return
+            raise AuthenticationError(
+                f"Unexpected Kafka request of type {api_name(api_key)} during SASL authentication."
+            )
         if self.authenticated:
             expires_at = self.expires_at
             if (
@@ -74,28 +91,30 @@ class ConnectionAuth:
                 and trio.current_time() >= expires_at
             ):
                 raise AuthenticationError(
-                    f"{self.principal}'s session expired (connections.max.reauth.ms) without re-authentication"
+                    f"{self.principal}'s session expired without re-authentication (KIP-368)"
                 )
             return
-        if api_key in _BEFORE_AUTHENTICATION or (
-            api_key == ApiKey.SASL_AUTHENTICATE and self.server is not None
-        ):
-            return
-        raise AuthenticationError(
-            f"Unexpected Kafka request of type {ApiKey(api_key).api_name} during SASL handshake"
-        )
+        if api_key not in _BEFORE_AUTHENTICATION:
+            raise AuthenticationError(
+                f"Unexpected Kafka request of type {api_name(api_key)} during SASL handshake."
+            )
 
     @property
     def in_handshake(self) -> bool:
-        """A SaslHandshake here starts (re-)authentication rather than being out of place."""
-        return self.gated and self.server is None
+        """A SaslHandshake here starts authentication, or re-authentication of a session that
+        expires (Kafka re-authenticates only those; otherwise it is ILLEGAL_SASL_STATE)."""
+        return self.gated and self.server is None and (not self.authenticated or self.expires_at is not None)
 
     def begin(self, mechanism: str, handshake_version: int) -> bool:
-        """SaslHandshake: start an exchange; False when the mechanism is not enabled here."""
+        """SaslHandshake: start an exchange; False when the mechanism is not enabled here, or,
+        for a re-authentication, differs from the session's or uses v0's raw tokens (which
+        cannot be interleaved with answers still on their way)."""
         factory = self.security.mechanisms.get(mechanism)
         if factory is None:
             return False
-        self.server = factory()
+        if self.authenticated and (mechanism != self.mechanism or handshake_version == 0):
+            return False
+        self.server, self.mechanism = factory(), mechanism
         self.raw_tokens = handshake_version == 0
         return True
 
@@ -114,7 +133,8 @@ class ConnectionAuth:
             answer = server.step(token)
             if server.complete and self.authenticated and server.principal != self.principal:
                 raise AuthenticationFailed(
-                    f"Cannot change principals during re-authentication from {self.principal}: {server.principal}"
+                    "Cannot change principals during re-authentication from "
+                    f"{_dotted(self.principal)}: {_dotted(server.principal or ANONYMOUS)}"
                 )
         except AuthenticationFailed as exc:
             self.failed = True
@@ -130,10 +150,16 @@ class ConnectionAuth:
         return answer, self._start_session(server)
 
     def _start_session(self, server: SaslServer) -> int:
-        """KIP-368: with ``connections.max.reauth.ms`` set, the session lasts that long, or until
-        the credential (an OAUTHBEARER token) expires if sooner; with it 0, for ever."""
-        lifetime_ms = self.security.reauth_ms
-        if lifetime_ms and server.expires_at_ms is not None:
-            lifetime_ms = max(0, min(lifetime_ms, server.expires_at_ms - int(time.time() * 1000)))
-        self.expires_at = trio.current_time() + lifetime_ms / 1000 if lifetime_ms else None
+        """KIP-368, as Kafka computes it: the session ends at ``connections.max.reauth.ms`` or
+        when the credential (an OAUTHBEARER token) expires, whichever is sooner; with neither,
+        never.  A lifetime of 0 (a token accepted within the clock skew after its expiry) ends
+        the session at once: the next request other than a re-authentication closes it."""
+        reauth_ms, expires_ms = self.security.reauth_ms, server.expires_at_ms
+        if not reauth_ms and expires_ms is None:
+            self.expires_at = None
+            return 0
+        lifetime_ms = reauth_ms if expires_ms is None else max(0, expires_ms - int(time.time() * 1000))
+        if reauth_ms and expires_ms is not None:
+            lifetime_ms = min(lifetime_ms, reauth_ms)
+        self.expires_at = trio.current_time() + lifetime_ms / 1000
         return lifetime_ms

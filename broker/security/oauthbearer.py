@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,11 +47,26 @@ class ValidToken:
 TokenValidator = Callable[[str], ValidToken]
 
 
+def _no_constants(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _expiry_ms(value: object) -> int:
+    """A JWT ``exp`` (seconds) in ms; InvalidToken unless it is a finite number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidToken("no usable expiration time (exp) claim")
+    if abs(value) > 1e13:
+        raise InvalidToken("expiration time (exp) out of range")
+    return int(value * 1000)
+
+
 def _b64url_json(part: str) -> dict[str, Any]:
     try:
-        value = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
-    except (binascii.Error, ValueError) as exc:
-        raise InvalidToken(f"malformed token part: {exc}") from None
+        value = json.loads(
+            base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)), parse_constant=_no_constants
+        )
+    except (binascii.Error, ValueError, RecursionError) as exc:  # hostile nesting, NaN, bad bytes
+        raise InvalidToken(f"malformed token part: {type(exc).__name__}") from None
     if not isinstance(value, dict):
         raise InvalidToken("token part is not a JSON object")
     return value
@@ -85,18 +101,16 @@ class UnsecuredValidator:
         principal = claims.get(self.principal_claim)
         if not isinstance(principal, str) or not principal:
             raise InvalidToken(f"no principal claim {self.principal_claim!r}")
-        expires = claims.get("exp")
-        if not isinstance(expires, (int, float)):
-            raise InvalidToken("no expiration time (exp) claim")
+        expires_ms = _expiry_ms(claims.get("exp"))
         now_ms = time.time() * 1000
-        if expires * 1000 + self.clock_skew_ms <= now_ms:
+        if expires_ms + self.clock_skew_ms <= now_ms:
             raise InvalidToken("the token has expired")
         scope = claims.get(self.scope_claim, [])
         scopes = set(scope.split() if isinstance(scope, str) else scope if isinstance(scope, list) else [])
         missing = [s for s in self.required_scope if s not in scopes]
         if missing:
             raise InvalidToken(f"insufficient scope: {missing} required")
-        return ValidToken(principal, int(expires * 1000))
+        return ValidToken(principal, expires_ms)
 
 
 class JwksValidator:
@@ -122,14 +136,19 @@ class JwksValidator:
                 audience=self._audience,
                 issuer=self._issuer,
                 leeway=self._skew,
-                options={"require": ["exp", self._sub_claim], "verify_aud": self._audience is not None},
+                options={
+                    "require": ["exp", "iat", self._sub_claim],
+                    "verify_aud": self._audience is not None,
+                },
             )
         except jwt.PyJWTError as exc:
             raise InvalidToken(str(exc)) from None
+        except (ValueError, OverflowError, RecursionError) as exc:  # hostile headers or claims
+            raise InvalidToken(f"malformed token: {type(exc).__name__}") from None
         principal = claims.get(self._sub_claim)
         if not isinstance(principal, str) or not principal:
             raise InvalidToken(f"no principal claim {self._sub_claim!r}")
-        return ValidToken(principal, int(claims["exp"] * 1000))
+        return ValidToken(principal, _expiry_ms(claims["exp"]))
 
 
 class OAuthBearerServer(SaslServer):

@@ -26,9 +26,11 @@ class PlainServer(SaslServer):
 
     def step(self, token: bytes) -> bytes:
         parts = token.split(b"\0")
-        if len(parts) != 3 or any(len(part) > MAX_FIELD_BYTES for part in parts):
+        if len(parts) != 3:
+            raise AuthenticationFailed(f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(parts)}")
+        if any(len(part) > MAX_FIELD_BYTES for part in parts):
             raise AuthenticationFailed(
-                "Invalid SASL/PLAIN response: expected 3 tokens, got " + str(len(parts))
+                f"Invalid SASL/PLAIN response: a field exceeds {MAX_FIELD_BYTES} bytes"
             )
         authzid, username, password = parts
         if not username:

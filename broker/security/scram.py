@@ -87,6 +87,7 @@ class ScramServer(SaslServer):
         self._credential: ScramCredential | None = None
         self._nonce = ""
         self._auth_message = ""
+        self._channel_binding = ""  # c=: the base64 of the client's GS2 header (RFC 5802 5.1)
 
     def step(self, token: bytes) -> bytes:
         try:
@@ -121,6 +122,7 @@ class ScramServer(SaslServer):
             f"r={self._nonce},s={base64.b64encode(credential.salt).decode()},i={credential.iterations}"
         )
         self._auth_message = f"{bare},{server_first}"
+        self._channel_binding = base64.b64encode(f"{gs2},{authzid},".encode()).decode()
         self._state = "final"
         return server_first.encode()
 
@@ -132,7 +134,7 @@ class ScramServer(SaslServer):
             credential is None
             or not sep
             or fields.get("r") != self._nonce
-            or fields.get("c") not in ("biws", "eSws")
+            or fields.get("c") != self._channel_binding
         ):
             raise AuthenticationFailed("Invalid SCRAM client final message")
         auth_message = f"{self._auth_message},{without_proof}".encode()

@@ -13,6 +13,8 @@ import json
 import logging
 from pathlib import Path
 
+import trio
+
 from broker.security.scram import HASHES, ScramCredential
 from log.checkpoint import write_atomically
 
@@ -32,6 +34,7 @@ class ScramCredentialStore:
     def __init__(self, data_dir: Path) -> None:
         self._path = data_dir / FILE_NAME
         self._users: dict[str, dict[str, ScramCredential]] = {}
+        self._writing = trio.Lock()
         if self._path.exists():
             self._load()
 
@@ -59,18 +62,28 @@ class ScramCredentialStore:
     def full(self) -> bool:
         return len(self._users) >= MAX_USERS
 
-    def apply(self, upserts: dict[tuple[str, str], ScramCredential], deletions: set[tuple[str, str]]) -> None:
-        """Apply a request's changes together and persist them before returning."""
-        for user, mechanism in deletions:
-            mechanisms = self._users.get(user, {})
-            mechanisms.pop(mechanism, None)
-            if not mechanisms:
-                self._users.pop(user, None)
-        for (user, mechanism), credential in upserts.items():
-            self._users.setdefault(user, {})[mechanism] = credential
-        self._save()
+    async def apply(
+        self, upserts: dict[tuple[str, str], ScramCredential], deletions: set[tuple[str, str]]
+    ) -> None:
+        """Apply a request's changes together, persisted before they take effect.
 
-    def _save(self) -> None:
+        The file is written in a worker thread (an fsync of up to ``MAX_USERS`` entries must not
+        stall every connection), one change at a time; the new table replaces the old in one
+        assignment once it is on disk, so lookups never see a half-applied request.
+        """
+        async with self._writing:
+            updated = {user: dict(mechanisms) for user, mechanisms in self._users.items()}
+            for user, mechanism in deletions:
+                mechanisms = updated.get(user, {})
+                mechanisms.pop(mechanism, None)
+                if not mechanisms:
+                    updated.pop(user, None)
+            for (user, mechanism), credential in upserts.items():
+                updated.setdefault(user, {})[mechanism] = credential
+            await trio.to_thread.run_sync(self._save, updated)
+            self._users = updated
+
+    def _save(self, users: dict[str, dict[str, ScramCredential]]) -> None:
         document = {
             "version": 1,
             "users": {
@@ -83,7 +96,7 @@ class ScramCredentialStore:
                     }
                     for mechanism, c in mechanisms.items()
                 }
-                for user, mechanisms in self._users.items()
+                for user, mechanisms in users.items()
             },
         }
         write_atomically(str(self._path), json.dumps(document, indent=1, sort_keys=True).encode(), mode=0o600)

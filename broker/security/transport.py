@@ -85,7 +85,8 @@ class TlsTransport:
             self._pending = await self.stream.receive_some(IDLE_PROBE_BYTES) or b""
 
     async def recv_into(self, view: memoryview) -> int:
-        data = self._pending or await self.stream.receive_some(len(view))
+        # Capped: ssl allocates what it is asked for, and a large frame's view is tens of MB.
+        data = self._pending or await self.stream.receive_some(min(len(view), TLS_CHUNK))
         taken = min(len(data), len(view))
         view[:taken] = data[:taken]
         self._pending = data[taken:]

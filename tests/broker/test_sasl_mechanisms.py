@@ -108,6 +108,8 @@ def test_unsecured_token_authenticates_its_subject_until_it_expires() -> None:
     ("claims", "alg", "validator"),
     [
         ({"sub": "dave", "exp": time.time() - 60}, "none", UnsecuredValidator()),
+        ({"sub": "dave", "exp": float("nan")}, "none", UnsecuredValidator()),
+        ({"sub": "dave", "exp": 1e300}, "none", UnsecuredValidator()),
         ({"exp": time.time() + 60}, "none", UnsecuredValidator()),
         ({"sub": "dave", "exp": time.time() + 60}, "HS256", UnsecuredValidator()),
         (
@@ -133,13 +135,20 @@ def test_jwks_validator_checks_signature_audience_and_expiry() -> None:
     validator = JwksValidator(jwks, ["kafka"], "issuer", "sub", 0)
 
     def token(**claims: object) -> str:
-        base = {"sub": "erin", "aud": "kafka", "iss": "issuer", "exp": int(time.time()) + 60}
+        now = int(time.time())
+        base = {"sub": "erin", "aud": "kafka", "iss": "issuer", "iat": now, "exp": now + 60}
         return jwt.encode({**base, **claims}, key, algorithm="RS256", headers={"kid": "k1"})
 
     assert validator(token()).principal == "erin"
     other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     forged = jwt.encode(
-        {"sub": "erin", "aud": "kafka", "iss": "issuer", "exp": int(time.time()) + 60},
+        {
+            "sub": "erin",
+            "aud": "kafka",
+            "iss": "issuer",
+            "iat": int(time.time()),
+            "exp": int(time.time()) + 60,
+        },
         other,
         algorithm="RS256",
         headers={"kid": "k1"},

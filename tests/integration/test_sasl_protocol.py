@@ -34,8 +34,11 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningBroker]:
             "authentication.timeout.ms": "1000",
             "connections.max.reauth.ms": str(SESSION_MS),
             "connection.failed.authentication.delay.ms": "0",
+            # a second SASL listener whose sessions never expire
+            "listener.name.noexpiry.plain.sasl.jaas.config": JAAS,
+            "listener.name.noexpiry.connections.max.reauth.ms": "0",
         },
-        extra_listeners={"SASL_PLAINTEXT": "SASL_PLAINTEXT"},
+        extra_listeners={"SASL_PLAINTEXT": "SASL_PLAINTEXT", "NOEXPIRY": "SASL_PLAINTEXT"},
     )
     yield running
     running.stop()
@@ -121,12 +124,48 @@ def test_session_expires_unless_the_client_re_authenticates(broker: RunningBroke
         assert _is_closed(conn)
 
 
+def test_an_expired_session_may_still_re_authenticate(broker: RunningBroker) -> None:
+    with _sasl(broker) as conn:
+        assert _plain(conn, "alice", "alice-secret")["error_code"] == ErrorCode.NONE
+        time.sleep(SESSION_MS / 1000 + 0.2)
+        assert _plain(conn, "alice", "alice-secret")["error_code"] == ErrorCode.NONE
+        assert conn.metadata([])["brokers"]
+
+
+def test_sessions_that_never_expire_are_not_re_authenticated(broker: RunningBroker) -> None:
+    """As Kafka: without an expiry a SaslHandshake after authentication is ILLEGAL_SASL_STATE."""
+    with KafkaConnection(broker.addresses["NOEXPIRY"], timeout=10) as conn:
+        answer = _plain(conn, "alice", "alice-secret")
+        assert (answer["error_code"], answer["session_lifetime_ms"]) == (ErrorCode.NONE, 0)
+        assert _handshake(conn, "PLAIN")["error_code"] == ErrorCode.ILLEGAL_SASL_STATE
+        assert conn.metadata([])["brokers"]
+
+
+def test_re_authentication_keeps_the_mechanism(broker: RunningBroker) -> None:
+    with _sasl(broker) as conn:
+        assert _plain(conn, "alice", "alice-secret")["error_code"] == ErrorCode.NONE
+        assert _handshake(conn, "SCRAM-SHA-256")["error_code"] == ErrorCode.UNSUPPORTED_SASL_MECHANISM
+        assert _is_closed(conn)
+
+
+def test_an_unknown_api_before_authentication_closes_quietly(broker: RunningBroker) -> None:
+    host, port = broker.addresses["SASL_PLAINTEXT"].split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        body = struct.pack(">hhih", 9999, 0, 1, 0)
+        sock.sendall(struct.pack(">i", len(body)) + body)
+        assert sock.recv(1) == b""
+    assert "Traceback" not in broker.log_path.read_text()
+
+
 def test_re_authentication_cannot_change_the_principal(broker: RunningBroker) -> None:
     with _sasl(broker) as conn:
         assert _plain(conn, "alice", "alice-secret")["error_code"] == ErrorCode.NONE
         answer = _plain(conn, "bob", "bob-pw")
         assert answer["error_code"] == ErrorCode.SASL_AUTHENTICATION_FAILED
-        assert "Cannot change principals during re-authentication" in answer["error_message"]
+        assert (
+            answer["error_message"]
+            == "Cannot change principals during re-authentication from User.alice: User.bob"
+        )
         assert _is_closed(conn)
 
 
