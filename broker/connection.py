@@ -29,6 +29,7 @@ from broker.security.handshake import open_transport
 from broker.security.listener_security import ListenerSecurity
 from broker.security.mechanism import AuthenticationFailed
 from broker.security.transport import Transport
+from broker.throttling import ChannelMute
 from wire.errors import WireError
 from wire.header import RequestHeader
 
@@ -87,6 +88,7 @@ class _Connection:
             config.get_int("socket.request.read.timeout.ms") / 1000,
         )
         self.idle_seconds = config.get_int("connections.max.idle.ms") / 1000
+        self.mute = ChannelMute()  # held while a quota throttles this client (Kafka mutes the channel)
         self.sending: RequestHeader | None = None  # whose response is being written, for the error log
         self.queued = 0  # answers handed to the writer and not yet sent
         self.to_writer, self.from_reader = trio.open_memory_channel[tuple[RequestHeader, Answer]](
@@ -96,6 +98,7 @@ class _Connection:
     async def read_requests(self) -> None:
         broker, reader, auth = self.broker, self.reader, self.auth
         while True:
+            await self.mute.wait()
             with trio.move_on_after(self.idle_seconds) as idle:
                 size = await reader.next_size()
             if idle.cancelled_caught:
@@ -109,7 +112,7 @@ class _Connection:
                 continue
             with broker.peer_watch.request_in_flight(self.sock) as abandoned:
                 try:
-                    header, answer = await dispatch(broker, frame, self.peer, auth)
+                    header, answer = await dispatch(broker, frame, self.peer, auth, self.mute)
                 finally:
                     broker.request_memory.release(size)
                     del frame

@@ -33,6 +33,7 @@ from broker.error_mapping import error_code_of
 from broker.fetch_sessions import INVALID_SESSION_ID, Answer, SessionKey, SessionPartition
 from broker.file_region import FileRegion
 from broker.partition_requests import find_partition
+from broker.quota_store import CONSUMER_BYTE_RATE
 from log.errors import LogError
 from log.partition_log import FileSlice
 from wire.api_keys import ApiKey
@@ -115,6 +116,11 @@ class FetchPlan:
         # consumer's session may hold thousands).
         self.incremental = incremental
         broker_cap = ctx.broker.config.get_int("fetch.max.bytes")
+        quota_cap = ctx.broker.quotas.max_in_window(
+            CONSUMER_BYTE_RATE, ctx.principal, ctx.header.client_id or ""
+        )
+        if quota_cap is not None and not is_follower(request):
+            broker_cap = min(broker_cap, int(quota_cap))  # Kafka's maxValueInQuotaWindow
         self.max_bytes = max(0, min(request.get("max_bytes", broker_cap), broker_cap))
         self.read_committed = request.get("isolation_level", 0) == READ_COMMITTED
 
@@ -239,8 +245,17 @@ async def handle_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str
         remaining = deadline - trio.current_time()
         if total >= min_bytes or errored or remaining <= 0:
             break
-        if not await ctx.broker.appends.wait_any(plan.keys(), remaining):
+        waited_from = trio.current_time()
+        appended = await ctx.broker.appends.wait_any(plan.keys(), remaining)
+        ctx.waited_seconds += trio.current_time() - waited_from
+        if not appended:
             break  # nothing was appended: the last read stands
+    throttle = consumer_throttle(ctx, request, total)
+    if throttle:
+        # Kafka answers a throttled Fetch with no data (the next one reads it again); an
+        # incremental session keeps its id, a full fetch opens none.
+        ctx.throttle_ms = throttle
+        return refused(ErrorCode.NONE, context.session.id if context.session else INVALID_SESSION_ID)
     error, session_id, answers = sessions.finish(context, is_follower(request), answers)
     if error != ErrorCode.NONE:
         return refused(error, session_id)
@@ -250,6 +265,22 @@ async def handle_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str
         "session_id": session_id,
         "responses": topic_responses(answers, by_id),
     }
+
+
+def consumer_throttle(ctx: RequestContext, request: dict[str, Any], response_bytes: int) -> int:
+    """Count the data a consumer is about to get against its byte rate; its throttle time.
+
+    Counted is the records' size (Kafka counts the whole response).  A throttled Fetch sends
+    nothing, so what was counted is taken back, as Kafka's ``unrecordQuotaSensor``.
+    """
+    quotas = ctx.broker.quotas
+    if CONSUMER_BYTE_RATE not in quotas.enabled or is_follower(request):
+        return 0
+    principal, client = ctx.principal, ctx.header.client_id or ""
+    throttle = quotas.fetch(principal, client, response_bytes)
+    if throttle:
+        quotas.unrecord(CONSUMER_BYTE_RATE, principal, client, response_bytes)
+    return throttle
 
 
 def refused(error: ErrorCode, session_id: int) -> dict[str, Any]:

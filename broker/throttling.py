@@ -1,0 +1,55 @@
+"""Applying client quotas to one request: its throttle time, and muting its connection.
+
+Kafka answers a request that takes its client over a quota at once, with ``throttle_time_ms``
+set, and then mutes the client's channel for that long (KIP-219): it reads nothing more from
+that connection until the time has passed, while clients also hold back by themselves.  In
+Odradek the connection holds a :class:`ChannelMute` and waits on it before reading its next
+request; the response already went out.
+
+Produce bytes (the request's size, as Kafka's ``request.sizeInBytes``) and request time are
+counted here for every API; Fetch counts its response bytes itself
+(:func:`broker.handlers.fetch.handle_fetch`), since a throttled Fetch answers without data.
+"""
+
+from __future__ import annotations
+
+import trio
+
+from broker.context import RequestContext
+from wire.api_keys import ApiKey
+
+# Answered before a client is known or needed to learn the broker: Kafka exempts these.
+EXEMPT = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+
+
+class ChannelMute:
+    """When a connection may read its next request again."""
+
+    __slots__ = ("until",)
+
+    def __init__(self) -> None:
+        self.until = 0.0
+
+    def hold(self, throttle_ms: int) -> None:
+        self.until = max(self.until, trio.current_time() + throttle_ms / 1000)
+
+    async def wait(self) -> None:
+        if self.until > trio.current_time():
+            await trio.sleep_until(self.until)
+
+
+def throttle_ms(ctx: RequestContext, request_bytes: int, handling_seconds: float) -> int:
+    """Count the request against its client's quotas; how long to throttle it (0: not at all).
+
+    Only called while some quota is configured.  ``handling_seconds`` excludes a Fetch's wait
+    for data (Kafka counts request-thread time, not time in purgatory).
+    """
+    api_key = ctx.header.api_key
+    if api_key in EXEMPT:
+        return 0
+    quotas = ctx.broker.quotas
+    principal, client = ctx.principal, ctx.header.client_id or ""
+    throttle = max(ctx.throttle_ms, quotas.request_time(principal, client, handling_seconds))
+    if api_key == ApiKey.PRODUCE:
+        throttle = max(throttle, quotas.produce(principal, client, request_bytes))
+    return throttle
