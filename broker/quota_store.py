@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,20 +63,19 @@ class QuotaError(Exception):
 
 
 def entity_of(components: list[dict[str, str | None]]) -> Entity:
-    """A request's entity components, checked as the controller's ``validateEntity``."""
-    if not components:
+    """A request's entity components, checked as the controller's ``validateEntity``.
+
+    Kafka reads the components into a map first, so a type named twice keeps its last name.
+    """
+    seen = {component["entity_type"]: component["entity_name"] for component in components}
+    if not seen:
         raise QuotaError("Invalid empty client quota entity")
-    seen: dict[str, str | None] = {}
-    for component in components:
-        entity_type, name = component["entity_type"], component["entity_name"]
-        if entity_type in seen:
-            raise QuotaError(f"Invalid empty client quota entity, duplicate entity entry {entity_type}")
+    for entity_type, name in seen.items():
         if entity_type not in (USER, CLIENT_ID, IP):
             raise QuotaError(f"Unhandled client quota entity type: {entity_type}")
         if name is not None and not name:
             raise QuotaError(f"Empty {entity_type} not supported")
-        seen[entity_type] = name
-    return tuple(sorted(seen.items()))
+    return tuple(sorted(seen.items()))  # type: ignore[arg-type]
 
 
 def describe_entity(entity: Entity) -> str:
@@ -85,15 +85,18 @@ def describe_entity(entity: Entity) -> str:
 
 
 def _keys_for(entity: Entity) -> dict[str, str]:
-    types = {entity_type for entity_type, _ in entity}
-    if types and types <= {USER, CLIENT_ID}:
-        return USER_CLIENT_KEYS
-    if types == {IP}:
-        address = entity[0][1]
+    names = dict(entity)
+    if IP in names:
+        if len(names) > 1:
+            # sic: Kafka's message lacks the space after "should"
+            raise QuotaError(
+                "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId"
+            )
+        address = names[IP]
         if address is not None and not _is_ip(address):
             raise QuotaError(f"{address} is not a valid IP or resolvable host.")
         return IP_KEYS
-    raise QuotaError("Invalid empty client quota entity")
+    return USER_CLIENT_KEYS
 
 
 def _is_ip(address: str) -> bool:
@@ -105,18 +108,23 @@ def _is_ip(address: str) -> bool:
     return True
 
 
+_INTEGRAL_MAX = {_INT: (2**31 - 1, "an INT"), _LONG: (2**63 - 1, "a LONG")}
+
+
 def _check_value(keys: dict[str, str], key: str, value: float) -> None:
+    """The controller's ``validateQuotaKeyValue``: a known key, above 0, whole where integral."""
     kind = keys.get(key)
     if kind is None:
         raise QuotaError(f"Invalid configuration key {key}")
+    if not value > 0.0:
+        raise QuotaError(f"Quota {key} must be greater than 0")
     if kind == _DOUBLE:
         return
-    epsilon = 1e-6
-    whole = int(value + epsilon) if abs(value) < 2**63 else value
-    if abs(whole - value) > epsilon:
-        raise QuotaError(f"Configuration {key} must be a {'Long' if kind == _LONG else 'Int'} value")
-    if kind == _INT and not 0 <= value <= 2**31 - 1:
-        raise QuotaError(f"Invalid value {value} for configuration {key}: Value must be at least 0")
+    maximum, type_name = _INTEGRAL_MAX[kind]
+    if value > maximum:
+        raise QuotaError(f"Proposed value for {key} is too large for {type_name}.")
+    if abs(math.fmod(value, 1.0)) > 1e-6:
+        raise QuotaError(f"{key} cannot be a fractional value.")
 
 
 @dataclass(frozen=True, slots=True)

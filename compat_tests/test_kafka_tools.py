@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+from confluent_kafka import Producer
 
 from compat_tests.brokers import RunningBroker, kafka_tools_jars
 from compat_tests.drivers.base import (
@@ -435,3 +436,81 @@ def test_configs_broker_loggers(run) -> None:
         )
     finally:
         ok(run(CONFIGS, "--alter", *node, "--add-config", f"root={before.group(1)}"))
+
+
+def test_configs_client_quotas(run) -> None:
+    """kafka-configs on users and clients (DescribeClientQuotas, AlterClientQuotas): quotas
+    set, described per entity, refused in Kafka's words, removed."""
+    user, client = f"tools-user-{uuid.uuid4().hex[:8]}", f"tools-client-{uuid.uuid4().hex[:8]}"
+    users = ["--entity-type", "users", "--entity-name", user]
+    clients = ["--entity-type", "clients", "--entity-name", client]
+    set_rates = "producer_byte_rate=1024,consumer_byte_rate=2048"
+    assert ok(run(CONFIGS, "--alter", *users, "--add-config", set_rates)).strip() == (
+        f"Completed updating config for user {user}."
+    )
+    ok(run(CONFIGS, "--alter", *clients, "--add-config", "request_percentage=50.5"))
+    ok(run(CONFIGS, "--alter", *users, *clients, "--add-config", "producer_byte_rate=4096"))
+    assert ok(run(CONFIGS, "--describe", *users)).strip() == (
+        f"Quota configs for user-principal '{user}' are consumer_byte_rate=2048.0, producer_byte_rate=1024.0"
+    )
+    assert ok(run(CONFIGS, "--describe", *clients)).strip() == (
+        f"Quota configs for client-id '{client}' are request_percentage=50.5"
+    )
+    assert ok(run(CONFIGS, "--describe", *users, *clients)).strip() == (
+        f"Quota configs for user-principal '{user}', client-id '{client}' are producer_byte_rate=4096.0"
+    )
+    every_user = ok(run(CONFIGS, "--describe", "--entity-type", "users"))
+    assert f"Quota configs for user-principal '{user}' are consumer_byte_rate=2048.0" in every_user
+    fractional = run(CONFIGS, "--alter", *users, "--add-config", "producer_byte_rate=1.5")
+    assert fractional.code != 0
+    assert "InvalidRequestException: producer_byte_rate cannot be a fractional value." in fractional.err
+    ok(run(CONFIGS, "--alter", *users, "--delete-config", "consumer_byte_rate"))
+    assert ok(run(CONFIGS, "--describe", *users)).strip() == (
+        f"Quota configs for user-principal '{user}' are producer_byte_rate=1024.0"
+    )
+    for entity, key in (
+        (users, "producer_byte_rate"),
+        (clients, "request_percentage"),
+        ([*users, *clients], "producer_byte_rate"),
+    ):
+        ok(run(CONFIGS, "--alter", *entity, "--delete-config", key))
+    assert user not in ok(run(CONFIGS, "--describe", "--entity-type", "users"))
+
+
+def test_producer_over_its_quota_is_throttled(run, broker: RunningBroker, topic: str) -> None:
+    """A client id with a small producer_byte_rate (set with kafka-configs) is throttled: the
+    broker answers with a throttle time that librdkafka reports in its statistics.
+
+    A client's first request is measured over Kafka's 10 whole quota windows, so 60 kB against
+    4 kB/s is over the quota by half (a throttle of about 4.6 s).
+    """
+    client = f"throttled-{uuid.uuid4().hex[:8]}"
+    clients = ["--entity-type", "clients", "--entity-name", client]
+    ok(run(CONFIGS, "--alter", *clients, "--add-config", "producer_byte_rate=4096"))
+    throttle_max: list[int] = []
+
+    def record_stats(stats: str) -> None:
+        for broker_stats in json.loads(stats)["brokers"].values():
+            throttle_max.append(broker_stats["throttle"]["max"])
+
+    producer = Producer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "client.id": client,
+            "statistics.interval.ms": 100,
+            "stats_cb": record_stats,
+            "linger.ms": 0,
+        }
+    )
+    try:
+
+        def throttled() -> None:
+            producer.produce(topic, b"q" * 60_000)
+            assert producer.flush(30) == 0
+            producer.poll(0.3)
+            assert max(throttle_max, default=0) > 0
+
+        eventually(throttled)
+    finally:
+        producer.flush(30)
+        ok(run(CONFIGS, "--alter", *clients, "--delete-config", "producer_byte_rate"))

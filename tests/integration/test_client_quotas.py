@@ -147,7 +147,7 @@ def test_default_entities_and_validate_only(broker: OdradekProcess) -> None:
         ({"user": ""}, {"producer_byte_rate": 1.0}, "Empty user not supported"),
         ({}, {"producer_byte_rate": 1.0}, "Invalid empty client quota entity"),
         ({"user": "u"}, {"no_such_key": 1.0}, "Invalid configuration key no_such_key"),
-        ({"user": "u"}, {"producer_byte_rate": 1.5}, "Configuration producer_byte_rate must be a Long value"),
+        ({"user": "u"}, {"producer_byte_rate": 1.5}, "producer_byte_rate cannot be a fractional value."),
         ({"ip": "1.2.3.4"}, {"producer_byte_rate": 1.0}, "Invalid configuration key producer_byte_rate"),
         (
             {"user": "u"},
@@ -157,8 +157,19 @@ def test_default_entities_and_validate_only(broker: OdradekProcess) -> None:
         (
             {"ip": "1.2.3.4", "user": "u"},
             {"connection_creation_rate": 1.0},
-            "Invalid empty client quota entity",
+            "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId",
         ),
+        (
+            {"ip": "no such host"},
+            {"connection_creation_rate": 1.0},
+            "no such host is not a valid IP or resolvable host.",
+        ),
+        (
+            {"ip": None},
+            {"connection_creation_rate": 2.0**31},
+            "Proposed value for connection_creation_rate is too large for an INT.",
+        ),
+        ({"client-id": "c"}, {"request_percentage": 0.0}, "Quota request_percentage must be greater than 0"),
     ],
 )
 def test_alter_validation(
