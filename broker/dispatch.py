@@ -137,9 +137,8 @@ def _encode(header: RequestHeader, response: dict[str, Any]) -> list[Any]:
 
 
 def _set_throttle(response: dict[str, Any], throttle: int) -> None:
-    """Report a quota's throttle time in a response that has the field (all but a few do)."""
-    if "throttle_time_ms" in response:
-        response["throttle_time_ms"] = max(response["throttle_time_ms"], throttle)
+    """Report a quota's throttle time (a response version without the field ignores it)."""
+    response["throttle_time_ms"] = max(response.get("throttle_time_ms", 0), throttle)
 
 
 async def dispatch(

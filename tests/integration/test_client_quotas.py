@@ -280,3 +280,16 @@ def test_quotas_survive_a_restart(tmp_path: Path) -> None:
             }
     finally:
         process.stop()
+
+
+def test_request_percentage_throttles_at_most_one_window(broker: OdradekProcess) -> None:
+    """Kafka bounds a request-quota throttle by one quota window (1 s); ApiVersions is exempt."""
+    client = unique("busy")
+    with KafkaConnection(broker.bootstrap) as admin:
+        assert alter(admin, [({"client-id": client}, {"request_percentage": 1e-9})]) == [
+            (ErrorCode.NONE, None)
+        ]
+    with KafkaConnection(broker.bootstrap, client_id=client) as busy:
+        assert busy.request(ApiKey.API_VERSIONS, 3, {})["throttle_time_ms"] == 0
+        answer = busy.request(ApiKey.METADATA, 12, {"topics": [], "allow_auto_topic_creation": False})
+    assert answer["throttle_time_ms"] == 1000
