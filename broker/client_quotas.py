@@ -27,10 +27,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 
-from broker.quota_rate import Rate, Windows
+from broker.quota_rate import Rate, TokenBucket, Windows
 from broker.quota_store import (
     CLIENT_ID,
     CONSUMER_BYTE_RATE,
+    CONTROLLER_MUTATION_RATE,
     PRODUCER_BYTE_RATE,
     REQUEST_PERCENTAGE,
     USER,
@@ -101,16 +102,17 @@ class ClientQuotas:
         self._limits[cache_key] = found
         return found
 
-    def _rate(self, key: str, tags: Tags, now_ms: int) -> Rate:
+    def _usage_of(self, key: str, tags: Tags, now_ms: int) -> Rate | TokenBucket:
         usage_key = (key, tags)
-        rate = self._usage.get(usage_key)
-        if rate is None:
-            rate = self._usage[usage_key] = Rate(self.windows, now_ms)
+        usage = self._usage.get(usage_key)
+        if usage is None:
+            kind = TokenBucket if key == CONTROLLER_MUTATION_RATE else Rate
+            usage = self._usage[usage_key] = kind(self.windows, now_ms)
             if len(self._usage) > MAX_SENSORS:
                 self._usage.popitem(last=False)
         else:
             self._usage.move_to_end(usage_key)
-        return rate
+        return usage
 
     def record(self, key: str, principal: str, client: str, value: float) -> int:
         """Count ``value`` against the client's quota on ``key``; the throttle time in ms."""
@@ -121,7 +123,8 @@ class ClientQuotas:
             return 0
         tags, bound = found
         now_ms = self.clock()
-        rate = self._rate(key, tags, now_ms)
+        rate = self._usage_of(key, tags, now_ms)
+        assert isinstance(rate, Rate)
         rate.record(value, now_ms)
         return rate.throttle_ms(bound, now_ms)
 
@@ -138,6 +141,31 @@ class ClientQuotas:
         if found is None:
             return None
         return found[1] * (self.windows.samples - 1) * self.windows.size_ms / 1000
+
+    def mutate(self, principal: str, client: str, partitions: int, strict: bool) -> tuple[bool, int]:
+        """Count partitions a topic request creates or deletes against ``controller_mutation_rate``
+        (Kafka's Strict/PermissiveControllerMutationQuota, KIP-599): (allowed, throttle ms).
+
+        Strict: refused while the quota is already exceeded (one request may take it from within
+        to past the bound, throttled from the next).  Permissive: always counted, only throttled.
+        """
+        if CONTROLLER_MUTATION_RATE not in self.enabled:
+            return True, 0
+        found = self.limit(CONTROLLER_MUTATION_RATE, user_of(principal), client)
+        if found is None:
+            return True, 0
+        tags, bound = found
+        now_ms = self.clock()
+        bucket = self._usage_of(CONTROLLER_MUTATION_RATE, tags, now_ms)
+        assert isinstance(bucket, TokenBucket)
+        if strict:
+            over = bucket.throttle_ms(bound, now_ms)
+            if over:
+                return False, over
+            bucket.record(partitions, bound, now_ms)
+            return True, 0
+        bucket.record(partitions, bound, now_ms)
+        return True, bucket.throttle_ms(bound, now_ms)
 
     def produce(self, principal: str, client: str, request_bytes: int) -> int:
         return self.record(PRODUCER_BYTE_RATE, principal, client, request_bytes)

@@ -12,6 +12,7 @@ which, with nothing more recorded, the rate is back at the bound.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -81,3 +82,31 @@ class Rate:
         if rate <= bound:
             return 0
         return round((rate - bound) / bound * window) if bound > 0 else round(window)
+
+
+class TokenBucket:
+    """Kafka's ``TokenBucket`` (KIP-599), for ``controller_mutation_rate``: credits refill at the
+    bound per second up to a burst of ``samples x window x bound``; a recording may take them
+    below zero, and the quota is exceeded while they are, for ``-credits / bound`` seconds.
+    A new bucket starts full, as Kafka's does."""
+
+    __slots__ = ("_windows", "_tokens", "_last_ms", "last_used_ms")
+
+    def __init__(self, windows: Windows, now_ms: int) -> None:
+        self._windows = windows
+        self._tokens = math.inf
+        self._last_ms = self.last_used_ms = now_ms
+
+    def _refill(self, bound: float, now_ms: int) -> float:
+        burst = self._windows.samples * self._windows.size_ms / 1000 * bound
+        self._tokens = min(burst, self._tokens + bound * (now_ms - self._last_ms) / 1000)
+        self._last_ms = self.last_used_ms = now_ms
+        return burst
+
+    def record(self, value: float, bound: float, now_ms: int) -> None:
+        self._tokens = min(self._refill(bound, now_ms), self._tokens - value)
+
+    def throttle_ms(self, bound: float, now_ms: int) -> int:
+        """How long until the credits are back at zero; 0 while there are any."""
+        self._refill(bound, now_ms)
+        return round(-self._tokens / bound * 1000) if self._tokens < 0 else 0

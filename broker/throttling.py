@@ -53,3 +53,23 @@ def throttle_ms(ctx: RequestContext, request_bytes: int, handling_seconds: float
     if api_key == ApiKey.PRODUCE:
         throttle = max(throttle, quotas.produce(principal, client, request_bytes))
     return throttle
+
+
+THROTTLED = "The throttling quota has been exceeded."
+"""Kafka's message for THROTTLING_QUOTA_EXCEEDED."""
+
+# The first versions whose clients understand THROTTLING_QUOTA_EXCEEDED (KIP-599): from them on
+# the mutation quota is strict, before them permissive.
+_STRICT_SINCE = {ApiKey.CREATE_TOPICS: 6, ApiKey.CREATE_PARTITIONS: 3, ApiKey.DELETE_TOPICS: 5}
+
+
+def count_mutation(ctx: RequestContext, partitions: int) -> bool:
+    """Count the partitions one topic of a CreateTopics/CreatePartitions/DeleteTopics creates or
+    deletes against the client's ``controller_mutation_rate``; False: refuse that topic with
+    THROTTLING_QUOTA_EXCEEDED (:data:`THROTTLED`).  The throttle goes in ``ctx.throttle_ms``."""
+    api_key = ctx.header.api_key
+    allowed, throttle = ctx.broker.quotas.mutate(
+        ctx.principal, ctx.header.client_id or "", partitions, ctx.api_version >= _STRICT_SINCE[api_key]
+    )
+    ctx.throttle_ms = max(ctx.throttle_ms, throttle)
+    return allowed

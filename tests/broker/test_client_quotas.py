@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from broker.client_quotas import ClientQuotas
-from broker.quota_rate import Rate, Windows
+from broker.quota_rate import Rate, TokenBucket, Windows
 from broker.quota_store import Alteration, QuotaStore
 
 KAFKA_WINDOWS = Windows(samples=11, size_ms=1000)
@@ -107,3 +107,21 @@ def test_quotas_are_read_back_from_the_data_directory(tmp_path: Path) -> None:
     reopened = QuotaStore(tmp_path)
     assert reopened.value((("user", "alice"),), "request_percentage") == 12.5
     assert reopened.keys() == {"request_percentage"}
+
+
+def test_a_token_bucket_starts_full_and_refills_at_the_bound() -> None:
+    bucket = TokenBucket(KAFKA_WINDOWS, 0)
+    bucket.record(20, 2.0, 0)  # burst 11 x 1 s x 2/s = 22 credits, 2 left
+    assert bucket.throttle_ms(2.0, 0) == 0
+    bucket.record(8, 2.0, 0)  # -6 credits: 3 s at 2/s to get back to zero
+    assert bucket.throttle_ms(2.0, 0) == 3000
+    assert bucket.throttle_ms(2.0, 1000) == 2000
+    assert bucket.throttle_ms(2.0, 100_000) == 0
+
+
+def test_a_strict_mutation_quota_refuses_once_exceeded_a_permissive_one_throttles(tmp_path: Path) -> None:
+    manager = quotas(tmp_path, ({"client-id": "admin"}, "controller_mutation_rate", 1.0))
+    assert manager.mutate("User:ANONYMOUS", "admin", 20, strict=True) == (True, 0)  # 11 credits -> -9
+    assert manager.mutate("User:ANONYMOUS", "admin", 1, strict=True) == (False, 9000)
+    assert manager.mutate("User:ANONYMOUS", "admin", 1, strict=False) == (True, 10_000)
+    assert manager.mutate("User:ANONYMOUS", "other", 1000, strict=True) == (True, 0)

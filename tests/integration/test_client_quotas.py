@@ -293,3 +293,35 @@ def test_request_percentage_throttles_at_most_one_window(broker: OdradekProcess)
         assert busy.request(ApiKey.API_VERSIONS, 3, {})["throttle_time_ms"] == 0
         answer = busy.request(ApiKey.METADATA, 12, {"topics": [], "allow_auto_topic_creation": False})
     assert answer["throttle_time_ms"] == 1000
+
+
+def test_topic_mutations_over_the_controller_mutation_rate_are_refused(broker: OdradekProcess) -> None:
+    """CreateTopics v6+ is strict (KIP-599): a request may take the quota past its bound (an 11
+    credit burst at 1/s here), the next topics are refused while it is exceeded."""
+    client = unique("mutator")
+    with KafkaConnection(broker.bootstrap) as admin:
+        assert alter(admin, [({"client-id": client}, {"controller_mutation_rate": 1.0})]) == [
+            (ErrorCode.NONE, None)
+        ]
+
+    def create(connection: KafkaConnection, name: str, partitions: int) -> dict[str, Any]:
+        topic = {
+            "name": name,
+            "num_partitions": partitions,
+            "replication_factor": 1,
+            "assignments": [],
+            "configs": [],
+        }
+        body = {"topics": [topic], "timeout_ms": 30_000, "validate_only": False}
+        return connection.request(ApiKey.CREATE_TOPICS, 7, body)
+
+    with KafkaConnection(broker.bootstrap, client_id=client) as mutator:
+        first = create(mutator, unique("mutated"), 20)
+        assert (first["throttle_time_ms"], first["topics"][0]["error_code"]) == (0, ErrorCode.NONE)
+        second = create(mutator, unique("refused"), 1)
+    (refused,) = second["topics"]
+    assert (refused["error_code"], refused["error_message"]) == (
+        ErrorCode.THROTTLING_QUOTA_EXCEEDED,
+        "The throttling quota has been exceeded.",
+    )
+    assert 0 < second["throttle_time_ms"] <= 9000  # 9 credits short, less what refilled meanwhile
