@@ -55,9 +55,6 @@ def throttle_ms(ctx: RequestContext, request_bytes: int, handling_seconds: float
     return throttle
 
 
-THROTTLED = "The throttling quota has been exceeded."
-"""Kafka's message for THROTTLING_QUOTA_EXCEEDED."""
-
 # The first versions whose clients understand THROTTLING_QUOTA_EXCEEDED (KIP-599): from them on
 # the mutation quota is strict, before them permissive.
 _STRICT_SINCE = {ApiKey.CREATE_TOPICS: 6, ApiKey.CREATE_PARTITIONS: 3, ApiKey.DELETE_TOPICS: 5}

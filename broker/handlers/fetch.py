@@ -37,6 +37,7 @@ from broker.quota_store import CONSUMER_BYTE_RATE
 from log.errors import LogError
 from log.partition_log import FileSlice
 from wire.api_keys import ApiKey
+from wire.codec import encode_response_parts
 from wire.error_codes import ErrorCode
 
 FIRST_TOPIC_ID_VERSION = 13
@@ -197,17 +198,17 @@ class FetchPlan:
         }
 
 
-def topic_responses(answers: list[Answer], by_id: bool) -> list[dict[str, Any]]:
+def topic_responses(answers: list[Answer], by_id: bool, sendable: bool = True) -> list[dict[str, Any]]:
     """The response's topics: consecutive partitions of one topic share an entry (as Kafka
     builds it; a session's order may name a topic again further on). Located slices become
-    file regions that own their descriptors, so this must run right after the last read with
-    no await in between: a slice's descriptor is only valid until the log next changes
-    segments, a region's stays valid until sent."""
+    file regions that own their descriptors (unless not ``sendable``: only measured), so this
+    must run right after the last read with no await in between: a slice's descriptor is only
+    valid until the log next changes segments, a region's stays valid until sent."""
     topics: list[dict[str, Any]] = []
     previous: object = None
     for target, response, _size in answers:
         located = response["records"]
-        if isinstance(located, FileSlice):
+        if sendable and isinstance(located, FileSlice):
             response["records"] = FileRegion(located.fd, located.position, located.length)
         topic_key = target.topic_id if by_id else target.topic
         if not topics or topic_key != previous:
@@ -250,7 +251,7 @@ async def handle_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str
         ctx.waited_seconds += trio.current_time() - waited_from
         if not appended:
             break  # nothing was appended: the last read stands
-    throttle = consumer_throttle(ctx, request, total)
+    throttle = consumer_throttle(ctx, request, answers, by_id)
     if throttle:
         # Kafka answers a throttled Fetch with no data (the next one reads it again); an
         # incremental session keeps its id, a full fetch opens none.
@@ -267,16 +268,39 @@ async def handle_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str
     }
 
 
-def consumer_throttle(ctx: RequestContext, request: dict[str, Any], response_bytes: int) -> int:
-    """Count the data a consumer is about to get against its byte rate; its throttle time.
+class _Measured:
+    """Stands for a partition's records where only their length matters."""
 
-    Counted is the records' size (Kafka counts the whole response).  A throttled Fetch sends
-    nothing, so what was counted is taken back, as Kafka's ``unrecordQuotaSensor``.
+    __slots__ = ("length",)
+
+    def __init__(self, length: int) -> None:
+        self.length = length
+
+    def __len__(self) -> int:
+        return self.length
+
+
+def response_size(ctx: RequestContext, answers: list[Answer], by_id: bool) -> int:
+    """The response's size as Kafka's ``FetchResponse.sizeOf`` counts it: 4 + the body."""
+    measured = [(target, response | {"records": _Measured(size)}, size) for target, response, size in answers]
+    body = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0}
+    body["responses"] = topic_responses(measured, by_id, sendable=False)
+    return 4 + sum(len(part) for part in encode_response_parts(ApiKey.FETCH, ctx.api_version, body))
+
+
+def consumer_throttle(
+    ctx: RequestContext, request: dict[str, Any], answers: list[Answer], by_id: bool
+) -> int:
+    """Count the response a consumer is about to get against its byte rate; its throttle time.
+
+    A throttled Fetch sends nothing, so what was counted is taken back, as Kafka's
+    ``unrecordQuotaSensor``.
     """
     quotas = ctx.broker.quotas
     if CONSUMER_BYTE_RATE not in quotas.enabled or is_follower(request):
         return 0
     principal, client = ctx.principal, ctx.header.client_id or ""
+    response_bytes = response_size(ctx, answers, by_id)
     throttle = quotas.fetch(principal, client, response_bytes)
     if throttle:
         quotas.unrecord(CONSUMER_BYTE_RATE, principal, client, response_bytes)

@@ -2,7 +2,8 @@
 and the throttle time a Produce or Fetch over its quota is answered with.
 
 The validation codes and messages are Kafka's controller's (``ClientQuotaControlManager``,
-``ClientQuotasImage.describe``). The throttle times follow Kafka's formula over its windows
+``ClientQuotasImage.describe``); every expected value here, throttle times included, was
+checked by sending the same requests to a real Apache Kafka 4.3.1 broker. The throttle times follow Kafka's formula over its windows
 (11 samples of 1 s): a client's first request is measured over the 10 whole windows, so a
 first request of ``n`` bytes against a quota of ``q`` bytes/s is throttled
 ``round((n / 10 - q) / q * 10000)`` ms. Each throttled request gets its own connection, since
@@ -262,7 +263,9 @@ def test_fetch_over_its_byte_rate_is_answered_empty_and_throttled(broker: Odrade
         answer = consumer.request(ApiKey.FETCH, 12, fetch_body(topic, 0, 0))
     assert answer["error_code"] == ErrorCode.NONE
     assert answer["responses"] == []
-    assert answer["throttle_time_ms"] == first_request_throttle(len(batch), 1000)
+    # Counted is the response as Kafka's FetchResponse.sizeOf: 4 + the v12 body, which is the
+    # records and 58 bytes around them for one partition, plus the topic name.
+    assert answer["throttle_time_ms"] == first_request_throttle(len(batch) + 58 + len(topic), 1000)
 
 
 def test_quotas_survive_a_restart(tmp_path: Path) -> None:
@@ -320,8 +323,5 @@ def test_topic_mutations_over_the_controller_mutation_rate_are_refused(broker: O
         assert (first["throttle_time_ms"], first["topics"][0]["error_code"]) == (0, ErrorCode.NONE)
         second = create(mutator, unique("refused"), 1)
     (refused,) = second["topics"]
-    assert (refused["error_code"], refused["error_message"]) == (
-        ErrorCode.THROTTLING_QUOTA_EXCEEDED,
-        "The throttling quota has been exceeded.",
-    )
+    assert (refused["error_code"], refused["error_message"]) == (ErrorCode.THROTTLING_QUOTA_EXCEEDED, None)
     assert 0 < second["throttle_time_ms"] <= 9000  # 9 credits short, less what refilled meanwhile
