@@ -30,8 +30,10 @@ from collections.abc import Callable
 from broker.quota_rate import Rate, TokenBucket, Windows
 from broker.quota_store import (
     CLIENT_ID,
+    CONNECTION_CREATION_RATE,
     CONSUMER_BYTE_RATE,
     CONTROLLER_MUTATION_RATE,
+    IP,
     PRODUCER_BYTE_RATE,
     REQUEST_PERCENTAGE,
     USER,
@@ -166,6 +168,29 @@ class ClientQuotas:
             return True, 0
         bucket.record(partitions, bound, now_ms)
         return True, bucket.throttle_ms(bound, now_ms)
+
+    def connection(self, ip: str) -> int:
+        """Count a new connection from ``ip`` against its ``connection_creation_rate`` (the ip's
+        own entity, else the default ip entity); > 0: refuse it, closing it after that many ms.
+
+        As Kafka's ConnectionQuotas: throttled at most one window, and a refused connection is
+        not counted.
+        """
+        if CONNECTION_CREATION_RATE not in self.enabled:
+            return 0
+        bound = self.store.value(((IP, ip),), CONNECTION_CREATION_RATE)
+        if bound is None:
+            bound = self.store.value(((IP, None),), CONNECTION_CREATION_RATE)
+        if bound is None:
+            return 0
+        now_ms = self.clock()
+        rate = self._usage_of(CONNECTION_CREATION_RATE, (ip, ""), now_ms)
+        assert isinstance(rate, Rate)
+        rate.record(1, now_ms)
+        throttle = min(rate.throttle_ms(bound, now_ms), self.windows.size_ms)
+        if throttle:
+            rate.record(-1, now_ms)
+        return throttle
 
     def produce(self, principal: str, client: str, request_bytes: int) -> int:
         return self.record(PRODUCER_BYTE_RATE, principal, client, request_bytes)

@@ -227,7 +227,7 @@ async def serve(
         for listener_name, sock in sockets:
             security = broker.listener_security[listener_name]
             serve_one = broker.metrics.counting(listener_name, partial(serve_connection, broker, security))
-            nursery.start_soon(accept_loop, sock, limits, nursery, serve_one)
+            nursery.start_soon(accept_loop, sock, limits, nursery, serve_one, broker.quotas.connection)
         for task in broker.background_tasks:
             nursery.start_soon(task)
         task_status.started(list(broker.listeners))

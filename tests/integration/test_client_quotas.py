@@ -12,6 +12,8 @@ the broker mutes that connection for the throttle time.
 
 from __future__ import annotations
 
+import socket
+import struct
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -325,3 +327,44 @@ def test_topic_mutations_over_the_controller_mutation_rate_are_refused(broker: O
     (refused,) = second["topics"]
     assert (refused["error_code"], refused["error_message"]) == (ErrorCode.THROTTLING_QUOTA_EXCEEDED, None)
     assert 0 < second["throttle_time_ms"] <= 9000  # 9 credits short, less what refilled meanwhile
+
+
+def api_versions_from(broker: OdradekProcess, source_ip: str) -> socket.socket:
+    """A connection from ``source_ip`` (any 127.x address reaches the loopback listener) that
+    has sent an ApiVersions v0 request."""
+    host, _, port = broker.bootstrap.rpartition(":")
+    sock = socket.create_connection((host, int(port)), timeout=15, source_address=(source_ip, 0))
+    payload = encode_request_header(ApiKey.API_VERSIONS, 0, 1, "conn") + encode_request(
+        ApiKey.API_VERSIONS, 0, {}
+    )
+    sock.sendall(struct.pack(">i", len(payload)) + payload)
+    return sock
+
+
+def closed_unanswered(sock: socket.socket) -> bool:
+    """The broker closed the connection without a byte (a reset: it had our request unread)."""
+    try:
+        return sock.recv(4) == b""
+    except ConnectionResetError:
+        return True
+
+
+def test_connections_over_the_ip_creation_rate_are_closed_unanswered(broker: OdradekProcess) -> None:
+    """11 connections at once from an address allowed 1/s: the first 10 make 1/s over Kafka's
+    10 whole windows, the 11th is over it and closed after its throttle time, never answered."""
+    source = "127.0.0.2"
+    with KafkaConnection(broker.bootstrap) as admin:
+        assert alter(admin, [({"ip": source}, {"connection_creation_rate": 1.0})]) == [(ErrorCode.NONE, None)]
+    admitted = [api_versions_from(broker, source) for _ in range(10)]
+    refused = api_versions_from(broker, source)
+    try:
+        for sock in admitted:
+            (size,) = struct.unpack(">i", sock.recv(4))
+            assert size > 0
+        assert closed_unanswered(refused)
+        other = api_versions_from(broker, "127.0.0.3")
+        assert other.recv(4) != b""
+        other.close()
+    finally:
+        for sock in [*admitted, refused]:
+            sock.close()
