@@ -77,9 +77,9 @@ class ClientQuotas:
         self.enabled: frozenset[str] = frozenset()
         self._refresh()
 
-    def alter(self, alterations: list[Alteration]) -> None:
+    async def alter(self, alterations: list[Alteration]) -> None:
         """Store the changes durably, then enforce them."""
-        self.store.apply(alterations)
+        await self.store.apply(alterations)
         self._refresh()
 
     def _refresh(self) -> None:

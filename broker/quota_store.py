@@ -12,7 +12,8 @@ each combination accepts and their types (LONG byte rates, DOUBLE percentages an
 connection rates).  Describe matching follows Kafka's ``ClientQuotasImage.describe``.
 
 Kafka bounds neither the entities nor one request's alterations; every change here rewrites the
-whole file, so both are bounded (:data:`MAX_ENTITIES`, :data:`MAX_ALTERATIONS`).
+whole file, so both are bounded (:data:`MAX_ENTITIES`, :data:`MAX_STORED_BYTES`,
+:data:`MAX_ALTERATIONS`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+
+import trio
 
 from log.checkpoint import write_atomically
 from wire.error_codes import ErrorCode
@@ -45,6 +48,8 @@ IP_KEYS = {CONNECTION_CREATION_RATE: _INT}
 
 MAX_ENTITIES = 100_000
 """Odradek-specific: entities holding quotas (the file is rewritten on each change)."""
+MAX_STORED_BYTES = 16 << 20
+"""Odradek-specific: the quota file's size (names are up to 32 KiB each)."""
 MAX_ALTERATIONS = 10_000
 """Kafka's controller bound for one operation (``MAX_RECORDS_PER_USER_OP``), per request."""
 
@@ -160,9 +165,13 @@ class QuotaStore:
     def __init__(self, directory: Path) -> None:
         self._path = directory / self.FILE_NAME
         self._quotas: dict[Entity, dict[str, float]] = {}
+        self._writing = trio.Lock()
+        self._stored_bytes = 0
         self.version = 0
         if self._path.exists():
-            for saved in json.loads(self._path.read_text(encoding="utf-8"))["entities"]:
+            data = self._path.read_bytes()
+            self._stored_bytes = len(data)
+            for saved in json.loads(data)["entities"]:
                 entity = tuple(sorted((t, n) for t, n in saved["entity"]))
                 self._quotas[entity] = {k: float(v) for k, v in saved["values"].items()}
 
@@ -177,32 +186,41 @@ class QuotaStore:
         values = self._quotas.get(entity)
         return None if values is None else values.get(key)
 
-    def apply(self, alterations: list[Alteration]) -> None:
-        """Make the changes and store them durably; past :data:`MAX_ENTITIES` nothing changes."""
-        updated = {entity: dict(values) for entity, values in self._quotas.items()}
-        for alteration in alterations:
-            values = updated.setdefault(alteration.entity, {})
-            for key, value in alteration.changes.items():
-                if value is None:
-                    values.pop(key, None)
-                else:
-                    values[key] = value
-            if not values:
-                del updated[alteration.entity]
-        if len(updated) > max(MAX_ENTITIES, len(self._quotas)):
-            raise QuotaError(
-                f"This broker keeps quotas for at most {MAX_ENTITIES} entities (Odradek-specific)",
-                ErrorCode.POLICY_VIOLATION,
-            )
-        document = {
-            "entities": [
-                {"entity": [list(component) for component in entity], "values": values}
-                for entity, values in updated.items()
-            ]
-        }
-        write_atomically(str(self._path), json.dumps(document, indent=1).encode())
-        self._quotas = updated
-        self.version += 1
+    async def apply(self, alterations: list[Alteration]) -> None:
+        """Make the changes and store them durably (in a worker thread); past the bounds
+        (:data:`MAX_ENTITIES`, :data:`MAX_STORED_BYTES`) nothing changes.  Changes never
+        interleave."""
+        async with self._writing:
+            updated = {entity: dict(values) for entity, values in self._quotas.items()}
+            for alteration in alterations:
+                values = updated.setdefault(alteration.entity, {})
+                for key, value in alteration.changes.items():
+                    if value is None:
+                        values.pop(key, None)
+                    else:
+                        values[key] = value
+                if not values:
+                    del updated[alteration.entity]
+            if len(updated) > max(MAX_ENTITIES, len(self._quotas)):
+                raise QuotaError(
+                    f"This broker keeps quotas for at most {MAX_ENTITIES} entities (Odradek-specific)",
+                    ErrorCode.POLICY_VIOLATION,
+                )
+            document = {
+                "entities": [
+                    {"entity": [list(component) for component in entity], "values": values}
+                    for entity, values in updated.items()
+                ]
+            }
+            data = json.dumps(document, indent=1).encode()
+            if len(data) > max(MAX_STORED_BYTES, self._stored_bytes):
+                raise QuotaError(
+                    f"Client quotas would take more than {MAX_STORED_BYTES} bytes (Odradek-specific)",
+                    ErrorCode.POLICY_VIOLATION,
+                )
+            await trio.to_thread.run_sync(write_atomically, str(self._path), data)
+            self._quotas, self._stored_bytes = updated, len(data)
+            self.version += 1
 
     def describe(
         self, components: list[dict[str, object]], strict: bool

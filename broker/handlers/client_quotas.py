@@ -86,7 +86,7 @@ async def handle_alter_client_quotas(ctx: RequestContext, request: dict[str, Any
         results.append(_result(entry["entity"], ErrorCode.NONE, None))
     if valid and not request["validate_only"]:
         try:
-            ctx.broker.quotas.alter(valid)
+            await ctx.broker.quotas.alter(valid)
         except QuotaError as exc:
             results = [
                 r if r["error_code"] != ErrorCode.NONE else _result(r["entity"], exc.code, str(exc))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import trio
 
 from broker.client_quotas import ClientQuotas
 from broker.quota_rate import Rate, TokenBucket, Windows
@@ -40,7 +41,10 @@ def test_samples_older_than_every_window_are_forgotten() -> None:
 
 def quotas(tmp_path: Path, *entries: tuple[dict[str, str | None], str, float]) -> ClientQuotas:
     manager = ClientQuotas(QuotaStore(tmp_path), KAFKA_WINDOWS, lambda: 0)  # all at one instant
-    manager.alter([Alteration(tuple(sorted(entity.items())), {key: value}) for entity, key, value in entries])
+    trio.run(
+        manager.alter,
+        [Alteration(tuple(sorted(entity.items())), {key: value}) for entity, key, value in entries],
+    )
     return manager
 
 
