@@ -98,7 +98,6 @@ class _Connection:
     async def read_requests(self) -> None:
         broker, reader, auth = self.broker, self.reader, self.auth
         while True:
-            await self.mute.wait()
             with trio.move_on_after(self.idle_seconds) as idle:
                 size = await reader.next_size()
             if idle.cancelled_caught:
@@ -126,6 +125,8 @@ class _Connection:
             if abandoned.cancelled_caught:
                 log.debug("%s closed its connection while its request was in flight; cancelled it", self.peer)
                 return
+            if self.mute.until:  # a quota throttled this client: read nothing more until it is over
+                await self.mute.wait()
 
     async def answer_raw_token(self, frame: memoryview, size: int) -> None:
         """After SaslHandshake v0 a frame is a bare SASL token, answered by a bare token."""

@@ -34,7 +34,7 @@ class ChannelMute:
         self.until = max(self.until, trio.current_time() + throttle_ms / 1000)
 
     async def wait(self) -> None:
-        if self.until and self.until > trio.current_time():
+        if self.until > trio.current_time():
             await trio.sleep_until(self.until)
 
 
