@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from compat_tests.brokers import RunningBroker, kafka_tools_jars
 from compat_tests.drivers.base import (
@@ -477,6 +477,25 @@ def test_configs_client_quotas(run) -> None:
     assert user not in ok(run(CONFIGS, "--describe", "--entity-type", "users"))
 
 
+class ThrottleStats:
+    """librdkafka's statistics callback, keeping the largest broker throttle time it reports."""
+
+    def __init__(self) -> None:
+        self.largest_ms = 0
+
+    def __call__(self, stats: str) -> None:
+        for broker_stats in json.loads(stats)["brokers"].values():
+            self.largest_ms = max(self.largest_ms, broker_stats["throttle"]["max"])
+
+    def settings(self, broker: RunningBroker, client: str) -> dict[str, object]:
+        return {
+            "bootstrap.servers": broker.bootstrap,
+            "client.id": client,
+            "statistics.interval.ms": 100,
+            "stats_cb": self,
+        }
+
+
 def test_producer_over_its_quota_is_throttled(run, broker: RunningBroker, topic: str) -> None:
     """A client id with a small producer_byte_rate (set with kafka-configs) is throttled: the
     broker answers with a throttle time that librdkafka reports in its statistics.
@@ -487,30 +506,42 @@ def test_producer_over_its_quota_is_throttled(run, broker: RunningBroker, topic:
     client = f"throttled-{uuid.uuid4().hex[:8]}"
     clients = ["--entity-type", "clients", "--entity-name", client]
     ok(run(CONFIGS, "--alter", *clients, "--add-config", "producer_byte_rate=4096"))
-    throttle_max: list[int] = []
-
-    def record_stats(stats: str) -> None:
-        for broker_stats in json.loads(stats)["brokers"].values():
-            throttle_max.append(broker_stats["throttle"]["max"])
-
-    producer = Producer(
-        {
-            "bootstrap.servers": broker.bootstrap,
-            "client.id": client,
-            "statistics.interval.ms": 100,
-            "stats_cb": record_stats,
-            "linger.ms": 0,
-        }
-    )
+    stats = ThrottleStats()
+    producer = Producer(stats.settings(broker, client) | {"linger.ms": 0})
     try:
 
         def throttled() -> None:
             producer.produce(topic, b"q" * 60_000)
             assert producer.flush(30) == 0
             producer.poll(0.3)
-            assert max(throttle_max, default=0) > 0
+            assert stats.largest_ms > 0
 
         eventually(throttled)
     finally:
         producer.flush(30)
         ok(run(CONFIGS, "--alter", *clients, "--delete-config", "producer_byte_rate"))
+
+
+def test_consumer_over_its_quota_is_throttled(run, admin: Driver, broker: RunningBroker, topic: str) -> None:
+    """A client id with a small consumer_byte_rate is throttled: a 60 kB record against 4 kB/s
+    (counted over 10 windows) gets its consumer a throttle time, reported in its statistics."""
+    admin.create_topic(topic, 1)
+    admin.produce(topic, [Message(b"c" * 60_000, partition=0)], ProducerSettings())
+    client = f"throttled-consumer-{uuid.uuid4().hex[:8]}"
+    clients = ["--entity-type", "clients", "--entity-name", client]
+    ok(run(CONFIGS, "--alter", *clients, "--add-config", "consumer_byte_rate=4096"))
+    stats = ThrottleStats()
+    consumer = Consumer(
+        stats.settings(broker, client) | {"group.id": client, "auto.offset.reset": "earliest"}
+    )
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+
+        def throttled() -> None:
+            consumer.poll(0.5)
+            assert stats.largest_ms > 0
+
+        eventually(throttled)
+    finally:
+        consumer.close()
+        ok(run(CONFIGS, "--alter", *clients, "--delete-config", "consumer_byte_rate"))
