@@ -32,7 +32,6 @@ class RequestContext:
     client_address: str
     auth: ConnectionAuth  # the connection's listener and (authenticated) principal
     throttle_ms: int = 0  # a quota the handler found exceeded (Fetch's consumer byte rate)
-    waited_seconds: float = 0.0  # time the handler spent waiting for data, not handling
 
     @property
     def principal(self) -> str:

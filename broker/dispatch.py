@@ -176,7 +176,7 @@ async def dispatch(
         response = await handler(ctx, request)
         throttle = 0
         if broker.quotas.enabled:
-            throttle = throttle_ms(ctx, len(frame), perf_counter() - started - ctx.waited_seconds)
+            throttle = throttle_ms(ctx, len(frame), perf_counter() - started)
             if throttle:
                 mute.hold(throttle)
         if isinstance(response, PendingResponse):

@@ -7,8 +7,9 @@ Odradek the connection holds a :class:`ChannelMute` and waits on it before readi
 request; the response already went out.
 
 Produce bytes (the request's size, as Kafka's ``request.sizeInBytes``) and request time are
-counted here for every API; Fetch counts its response bytes itself
-(:func:`broker.handlers.fetch.handle_fetch`), since a throttled Fetch answers without data.
+counted here for every API but Fetch, which counts its time and response bytes itself
+(:func:`broker.handlers.fetch.handle_fetch`): a throttled Fetch answers without data, and the
+time it waits for data is not handling time.
 """
 
 from __future__ import annotations
@@ -18,8 +19,16 @@ import trio
 from broker.context import RequestContext
 from wire.api_keys import ApiKey
 
-# Answered before a client is known or needed to learn the broker: Kafka exempts these.
-EXEMPT = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+# Kafka's SASL authenticator answers these (and ApiVersions before authentication) itself,
+# outside the request quota; after authentication ApiVersions is counted like any request.
+_AUTHENTICATION = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+
+
+def _exempt(ctx: RequestContext) -> bool:
+    api_key = ctx.header.api_key
+    if api_key == ApiKey.API_VERSIONS:
+        return ctx.auth.gated and not ctx.auth.authenticated
+    return api_key in _AUTHENTICATION
 
 
 class ChannelMute:
@@ -41,12 +50,12 @@ class ChannelMute:
 def throttle_ms(ctx: RequestContext, request_bytes: int, handling_seconds: float) -> int:
     """Count the request against its client's quotas; how long to throttle it (0: not at all).
 
-    Only called while some quota is configured.  ``handling_seconds`` excludes a Fetch's wait
-    for data (Kafka counts request-thread time, not time in purgatory).
+    Only called while some quota is configured; what the handler found (``ctx.throttle_ms``)
+    is included.
     """
     api_key = ctx.header.api_key
-    if api_key in EXEMPT:
-        return 0
+    if api_key == ApiKey.FETCH or _exempt(ctx):
+        return ctx.throttle_ms
     quotas = ctx.broker.quotas
     principal, client = ctx.principal, ctx.header.client_id or ""
     throttle = max(ctx.throttle_ms, quotas.request_time(principal, client, handling_seconds))

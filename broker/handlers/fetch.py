@@ -23,6 +23,7 @@ towards ``min_bytes``, so a long poll keeps waiting until a marker decides it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from time import perf_counter
 from typing import Any
 
 import trio
@@ -225,6 +226,7 @@ def is_follower(request: dict[str, Any]) -> bool:
 
 
 async def handle_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    started, waited = perf_counter(), 0.0  # handling time for request_percentage, less waits
     by_id = ctx.api_version >= FIRST_TOPIC_ID_VERSION
     sessions = ctx.broker.fetch_sessions
     context = sessions.begin(
@@ -246,12 +248,12 @@ async def handle_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str
         remaining = deadline - trio.current_time()
         if total >= min_bytes or errored or remaining <= 0:
             break
-        waited_from = trio.current_time()
+        waited_from = perf_counter()
         appended = await ctx.broker.appends.wait_any(plan.keys(), remaining)
-        ctx.waited_seconds += trio.current_time() - waited_from
+        waited += perf_counter() - waited_from
         if not appended:
             break  # nothing was appended: the last read stands
-    throttle = consumer_throttle(ctx, request, answers, by_id)
+    throttle = fetch_throttle(ctx, request, answers, by_id, perf_counter() - started - waited)
     if throttle:
         # Kafka answers a throttled Fetch with no data (the next one reads it again); an
         # incremental session keeps its id, a full fetch opens none.
@@ -288,22 +290,25 @@ def response_size(ctx: RequestContext, answers: list[Answer], by_id: bool) -> in
     return 4 + sum(len(part) for part in encode_response_parts(ApiKey.FETCH, ctx.api_version, body))
 
 
-def consumer_throttle(
-    ctx: RequestContext, request: dict[str, Any], answers: list[Answer], by_id: bool
+def fetch_throttle(
+    ctx: RequestContext, request: dict[str, Any], answers: list[Answer], by_id: bool, handling_seconds: float
 ) -> int:
-    """Count the response a consumer is about to get against its byte rate; its throttle time.
+    """Count the fetch against the client's request_percentage and consumer_byte_rate, as
+    Kafka's fetch response callback does; the throttle time (0 while no quota is exceeded).
 
-    A throttled Fetch sends nothing, so what was counted is taken back, as Kafka's
-    ``unrecordQuotaSensor``.
+    A throttled Fetch (by either quota) sends nothing, so the bytes counted are taken back, as
+    Kafka's ``unrecordQuotaSensor``.  A follower's fetch is exempt.
     """
     quotas = ctx.broker.quotas
-    if CONSUMER_BYTE_RATE not in quotas.enabled or is_follower(request):
+    if not quotas.enabled or is_follower(request):
         return 0
     principal, client = ctx.principal, ctx.header.client_id or ""
-    response_bytes = response_size(ctx, answers, by_id)
-    throttle = quotas.fetch(principal, client, response_bytes)
-    if throttle:
-        quotas.unrecord(CONSUMER_BYTE_RATE, principal, client, response_bytes)
+    throttle = quotas.request_time(principal, client, handling_seconds)
+    if CONSUMER_BYTE_RATE in quotas.enabled:
+        response_bytes = response_size(ctx, answers, by_id)
+        throttle = max(throttle, quotas.fetch(principal, client, response_bytes))
+        if throttle:
+            quotas.unrecord(CONSUMER_BYTE_RATE, principal, client, response_bytes)
     return throttle
 
 

@@ -288,16 +288,23 @@ def test_quotas_survive_a_restart(tmp_path: Path) -> None:
 
 
 def test_request_percentage_throttles_at_most_one_window(broker: OdradekProcess) -> None:
-    """Kafka bounds a request-quota throttle by one quota window (1 s); ApiVersions is exempt."""
-    client = unique("busy")
-    with KafkaConnection(broker.bootstrap) as admin:
+    """Kafka bounds a request-quota throttle by one quota window (1 s); a Fetch throttled by it
+    answers without its data, and ApiVersions is counted too (on a PLAINTEXT listener)."""
+    client, topic = unique("busy"), unique("quota-topic")
+    with RawClient(broker.bootstrap) as admin:
+        admin.create_topic(topic)
+        assert admin.produce(topic, 0, make_batch([b"z"]))["error_code"] == ErrorCode.NONE
         assert alter(admin, [({"client-id": client}, {"request_percentage": 1e-9})]) == [
             (ErrorCode.NONE, None)
         ]
     with KafkaConnection(broker.bootstrap, client_id=client) as busy:
-        assert busy.request(ApiKey.API_VERSIONS, 3, {})["throttle_time_ms"] == 0
+        fetched = busy.request(ApiKey.FETCH, 12, fetch_body(topic, 0, 0))
+    assert (fetched["throttle_time_ms"], fetched["responses"]) == (1000, [])
+    with KafkaConnection(broker.bootstrap, client_id=client) as busy:
         answer = busy.request(ApiKey.METADATA, 12, {"topics": [], "allow_auto_topic_creation": False})
     assert answer["throttle_time_ms"] == 1000
+    with KafkaConnection(broker.bootstrap, client_id=client) as busy:
+        assert busy.request(ApiKey.API_VERSIONS, 3, {})["throttle_time_ms"] == 1000  # not exempt
 
 
 def test_topic_mutations_over_the_controller_mutation_rate_are_refused(broker: OdradekProcess) -> None:
