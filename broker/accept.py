@@ -98,8 +98,14 @@ async def accept_loop(
     limits: ConnectionLimits,
     nursery: trio.Nursery,
     serve: ConnectionServer,
+    creation_throttle: Callable[[str], int],
 ) -> None:
-    """Accept connections forever, admitting them within the limits; never raise on EMFILE."""
+    """Accept connections forever, admitting them within the limits; never raise on EMFILE.
+
+    ``creation_throttle(ip)`` counts the connection against its address's
+    ``connection_creation_rate`` quota: a connection over it is never served and, as Kafka
+    does, closed only after the throttle time (ms; at most one quota window).
+    """
     warn_exhausted = RateLimitedLog(logging.ERROR)
     warn_refused = RateLimitedLog(logging.WARNING)
     backoff = FIRST_BACKOFF_S
@@ -121,6 +127,10 @@ async def accept_loop(
             continue
         backoff = FIRST_BACKOFF_S
         ip = address[0]
+        throttle_ms = creation_throttle(ip)
+        if throttle_ms:
+            nursery.start_soon(_close_after, conn, throttle_ms / 1000)
+            continue
         if not limits.admit(ip):
             warn_refused(
                 "refusing connection from %s: %d connections open (max.connections=%d, "
@@ -142,3 +152,10 @@ async def _run_admitted(
         await serve(conn, peer, ip)
     finally:
         limits.leave(ip)
+
+
+async def _close_after(conn: trio.socket.SocketType, seconds: float) -> None:
+    try:
+        await trio.sleep(seconds)
+    finally:
+        conn.close()

@@ -109,6 +109,8 @@ CHECKS: dict[ApiKey, tuple[Check, ...]] = {
     ApiKey.DESCRIBE_ACLS: _checks((R.CLUSTER, Op.DESCRIBE)),
     ApiKey.CREATE_ACLS: _checks((R.CLUSTER, Op.ALTER)),
     ApiKey.DELETE_ACLS: _checks((R.CLUSTER, Op.ALTER)),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: _checks((R.CLUSTER, Op.DESCRIBE_CONFIGS)),
+    ApiKey.ALTER_CLIENT_QUOTAS: _checks((R.CLUSTER, Op.ALTER_CONFIGS)),
 }
 
 DENIED: dict[ResourceType, ErrorCode] = {

@@ -309,6 +309,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ),
         ConfigDef("num.io.threads", T.INT, "8", "Accepted for compatibility; Odradek is single-threaded."),
         ConfigDef("fetch.max.bytes", T.INT, "57671680", "Cap on the bytes one Fetch response carries."),
+        ConfigDef("quota.window.num", T.INT, "11", "Samples a client quota's rate is measured over."),
+        ConfigDef("quota.window.size.seconds", T.INT, "1", "The time span of each client quota sample."),
         ConfigDef("log.retention.hours", T.INT, "168", "Retention time in hours (lowest precedence)."),
         ConfigDef("log.retention.minutes", T.INT, None, "Retention time in minutes (overrides hours)."),
         ConfigDef("log.retention.ms", T.LONG, None, "Retention time in ms (overrides minutes and hours)."),

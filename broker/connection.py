@@ -29,6 +29,7 @@ from broker.security.handshake import open_transport
 from broker.security.listener_security import ListenerSecurity
 from broker.security.mechanism import AuthenticationFailed
 from broker.security.transport import Transport
+from broker.throttling import ChannelMute
 from wire.errors import WireError
 from wire.header import RequestHeader
 
@@ -88,6 +89,7 @@ class _Connection:
             config.get_int("socket.request.read.timeout.ms") / 1000,
         )
         self.idle_seconds = config.get_int("connections.max.idle.ms") / 1000
+        self.mute = ChannelMute()  # held while a quota throttles this client (Kafka mutes the channel)
         self.sending: RequestHeader | None = None  # whose response is being written, for the error log
         self.queued = 0  # answers handed to the writer and not yet sent
         self.to_writer, self.from_reader = trio.open_memory_channel[tuple[RequestHeader, Answer]](
@@ -112,7 +114,7 @@ class _Connection:
                 continue
             with broker.peer_watch.request_in_flight(self.sock) as abandoned:
                 try:
-                    header, answer = await dispatch(broker, frame, self.peer, auth)
+                    header, answer = await dispatch(broker, frame, self.peer, auth, self.mute)
                 finally:
                     broker.request_memory.release(size)
                     del frame
@@ -126,6 +128,8 @@ class _Connection:
             if abandoned.cancelled_caught:
                 log.debug("%s closed its connection while its request was in flight; cancelled it", self.peer)
                 return
+            if self.mute.until:  # a quota throttled this client: read nothing more until it is over
+                await self.mute.wait()
 
     def limit_frames(self) -> None:
         """Until the client has authenticated, frames are bounded by sasl.server.max.receive.size."""

@@ -31,6 +31,7 @@ class RequestContext:
     broker: Broker
     client_address: str
     auth: ConnectionAuth  # the connection's listener and (authenticated) principal
+    throttle_ms: int = 0  # a quota the handler found exceeded (Fetch's consumer byte rate)
 
     @property
     def principal(self) -> str:

@@ -21,6 +21,7 @@ from broker import handlers as handlers_package
 from broker.api_support import ApiSupport, Served
 from broker.context import PendingResponse, RequestContext
 from broker.security.authentication import AuthenticationError, ConnectionAuth
+from broker.throttling import ChannelMute, throttle_ms
 from log.disk_error_report import describe_os_error
 from wire.api_keys import ApiKey, api_name
 from wire.codec import decode_request, encode_response_parts
@@ -87,15 +88,17 @@ def describe_request(header: RequestHeader, client_address: str) -> str:
 class DeferredAnswer:
     """The connection's side of a :class:`PendingResponse`: its response buffers, once ready."""
 
-    __slots__ = ("_pending", "_header", "_client_address", "_observer", "_started")
+    __slots__ = ("_pending", "_header", "_client_address", "_observer", "_started", "_throttle")
 
-    def __init__(self, pending: PendingResponse, ctx: RequestContext, started: float) -> None:
+    def __init__(self, pending: PendingResponse, ctx: RequestContext, started: float, throttle: int) -> None:
         self._pending, self._header, self._client_address = pending, ctx.header, ctx.client_address
-        self._observer, self._started = ctx.broker.request_observer, started
+        self._observer, self._started, self._throttle = ctx.broker.request_observer, started, throttle
 
     async def parts(self) -> list[Any] | None:
         with _handler_errors(self._header, self._client_address):
             response = await self._pending.finish()
+            if self._throttle and response is not None:
+                _set_throttle(response, self._throttle)
             parts = None if response is None else _encode(self._header, response)
             self._observer.finished(self._header, self._client_address, self._started, None, response)
             return parts
@@ -133,11 +136,19 @@ def _encode(header: RequestHeader, response: dict[str, Any]) -> list[Any]:
     )
 
 
+def _set_throttle(response: dict[str, Any], throttle: int) -> None:
+    """Report a quota's throttle time (a response version without the field ignores it)."""
+    response["throttle_time_ms"] = max(response.get("throttle_time_ms", 0), throttle)
+
+
 async def dispatch(
-    broker: Broker, frame: memoryview, client_address: str, auth: ConnectionAuth
+    broker: Broker, frame: memoryview, client_address: str, auth: ConnectionAuth, mute: ChannelMute
 ) -> tuple[RequestHeader, Answer]:
     """Handle one request frame; returns its header and the response buffers (None: no response,
     a ``DeferredAnswer``: buffers that are ready later).
+
+    While client quotas are configured, a request that takes its client over one is answered
+    with its throttle time and ``mute`` holds the connection's next read (``broker.throttling``).
 
     The header is returned so the connection can name the request if answering it fails.
     On a SASL listener, a request out of the authentication sequence closes the connection.
@@ -163,8 +174,15 @@ async def dispatch(
     ctx = RequestContext(header, broker, client_address, auth)
     with _handler_errors(header, client_address):
         response = await handler(ctx, request)
+        throttle = 0
+        if broker.quotas.enabled:
+            throttle = throttle_ms(ctx, len(frame), perf_counter() - started)
+            if throttle:
+                mute.hold(throttle)
         if isinstance(response, PendingResponse):
-            return header, DeferredAnswer(response, ctx, started)
+            return header, DeferredAnswer(response, ctx, started, throttle)
+        if throttle and response is not None:
+            _set_throttle(response, throttle)
         parts = None if response is None else _encode(header, response)
         broker.request_observer.finished(header, client_address, started, request, response)
         return header, parts

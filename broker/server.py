@@ -24,6 +24,7 @@ from broker.api_support import ApiSupport, Served, supported_apis
 from broker.appends import AppendNotifier
 from broker.authorizer import Authorizer
 from broker.client_metrics_store import SubscriptionStore
+from broker.client_quotas import ClientQuotas
 from broker.client_software import ClientSoftware
 from broker.client_telemetry import ClientTelemetry
 from broker.config import BrokerConfig, Listener
@@ -41,6 +42,8 @@ from broker.metrics_state import BrokerStateCollector
 from broker.partitions import PartitionStore
 from broker.peer_watch import PeerWatch
 from broker.producer_ids import ProducerIdAllocator
+from broker.quota_rate import Windows
+from broker.quota_store import QuotaStore
 from broker.request_observer import RequestObserver
 from broker.security.listener_security import build_listener_security
 from broker.security.scram_store import ScramCredentialStore
@@ -123,6 +126,11 @@ class Broker:
         )
         self.durability = Durability(self)
         self.client_software = ClientSoftware()
+        windows = Windows(
+            max(1, config.get_int("quota.window.num")),
+            max(1, config.get_int("quota.window.size.seconds")) * 1000,
+        )
+        self.quotas = ClientQuotas(QuotaStore(self.data_dir), windows, clock)
         self.client_telemetry = ClientTelemetry(
             SubscriptionStore(self.data_dir), config.get_int("telemetry.max.bytes"), clock
         )
@@ -219,7 +227,7 @@ async def serve(
         for listener_name, sock in sockets:
             security = broker.listener_security[listener_name]
             serve_one = broker.metrics.counting(listener_name, partial(serve_connection, broker, security))
-            nursery.start_soon(accept_loop, sock, limits, nursery, serve_one)
+            nursery.start_soon(accept_loop, sock, limits, nursery, serve_one, broker.quotas.connection)
         for task in broker.background_tasks:
             nursery.start_soon(task)
         task_status.started(list(broker.listeners))

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 class TopicError(Exception):
     """A topic operation refused with a Kafka error code and a message for the user."""
 
-    def __init__(self, code: ErrorCode, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str | None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from compat_tests.brokers import RunningBroker
 from compat_tests.drivers.base import (
@@ -405,3 +406,112 @@ def test_configs_broker_loggers(run) -> None:
         )
     finally:
         ok(run(CONFIGS, "--alter", *node, "--add-config", f"root={before.group(1)}"))
+
+
+def test_configs_client_quotas(run) -> None:
+    """kafka-configs on users and clients (DescribeClientQuotas, AlterClientQuotas): quotas
+    set, described per entity, refused in Kafka's words, removed."""
+    user, client = f"tools-user-{uuid.uuid4().hex[:8]}", f"tools-client-{uuid.uuid4().hex[:8]}"
+    users = ["--entity-type", "users", "--entity-name", user]
+    clients = ["--entity-type", "clients", "--entity-name", client]
+    set_rates = "producer_byte_rate=1024,consumer_byte_rate=2048"
+    assert ok(run(CONFIGS, "--alter", *users, "--add-config", set_rates)).strip() == (
+        f"Completed updating config for user {user}."
+    )
+    ok(run(CONFIGS, "--alter", *clients, "--add-config", "request_percentage=50.5"))
+    ok(run(CONFIGS, "--alter", *users, *clients, "--add-config", "producer_byte_rate=4096"))
+    assert ok(run(CONFIGS, "--describe", *users)).strip() == (
+        f"Quota configs for user-principal '{user}' are consumer_byte_rate=2048.0, producer_byte_rate=1024.0"
+    )
+    assert ok(run(CONFIGS, "--describe", *clients)).strip() == (
+        f"Quota configs for client-id '{client}' are request_percentage=50.5"
+    )
+    assert ok(run(CONFIGS, "--describe", *users, *clients)).strip() == (
+        f"Quota configs for user-principal '{user}', client-id '{client}' are producer_byte_rate=4096.0"
+    )
+    every_user = ok(run(CONFIGS, "--describe", "--entity-type", "users"))
+    assert f"Quota configs for user-principal '{user}' are consumer_byte_rate=2048.0" in every_user
+    fractional = run(CONFIGS, "--alter", *users, "--add-config", "producer_byte_rate=1.5")
+    assert fractional.code != 0
+    assert "InvalidRequestException: producer_byte_rate cannot be a fractional value." in fractional.err
+    ok(run(CONFIGS, "--alter", *users, "--delete-config", "consumer_byte_rate"))
+    assert ok(run(CONFIGS, "--describe", *users)).strip() == (
+        f"Quota configs for user-principal '{user}' are producer_byte_rate=1024.0"
+    )
+    for entity, key in (
+        (users, "producer_byte_rate"),
+        (clients, "request_percentage"),
+        ([*users, *clients], "producer_byte_rate"),
+    ):
+        ok(run(CONFIGS, "--alter", *entity, "--delete-config", key))
+    assert user not in ok(run(CONFIGS, "--describe", "--entity-type", "users"))
+
+
+class ThrottleStats:
+    """librdkafka's statistics callback, keeping the largest broker throttle time it reports."""
+
+    def __init__(self) -> None:
+        self.largest_ms = 0
+
+    def __call__(self, stats: str) -> None:
+        for broker_stats in json.loads(stats)["brokers"].values():
+            self.largest_ms = max(self.largest_ms, broker_stats["throttle"]["max"])
+
+    def settings(self, broker: RunningBroker, client: str) -> dict[str, object]:
+        return {
+            "bootstrap.servers": broker.bootstrap,
+            "client.id": client,
+            "statistics.interval.ms": 100,
+            "stats_cb": self,
+        }
+
+
+def test_producer_over_its_quota_is_throttled(run, broker: RunningBroker, topic: str) -> None:
+    """A client id with a small producer_byte_rate (set with kafka-configs) is throttled: the
+    broker answers with a throttle time that librdkafka reports in its statistics.
+
+    A client's first request is measured over Kafka's 10 whole quota windows, so 60 kB against
+    4 kB/s is over the quota by half (a throttle of about 4.6 s).
+    """
+    client = f"throttled-{uuid.uuid4().hex[:8]}"
+    clients = ["--entity-type", "clients", "--entity-name", client]
+    ok(run(CONFIGS, "--alter", *clients, "--add-config", "producer_byte_rate=4096"))
+    stats = ThrottleStats()
+    producer = Producer(stats.settings(broker, client) | {"linger.ms": 0})
+    try:
+
+        def throttled() -> None:
+            producer.produce(topic, b"q" * 60_000)
+            assert producer.flush(30) == 0
+            producer.poll(0.3)
+            assert stats.largest_ms > 0
+
+        eventually(throttled)
+    finally:
+        producer.flush(30)
+        ok(run(CONFIGS, "--alter", *clients, "--delete-config", "producer_byte_rate"))
+
+
+def test_consumer_over_its_quota_is_throttled(run, admin: Driver, broker: RunningBroker, topic: str) -> None:
+    """A client id with a small consumer_byte_rate is throttled: a 60 kB record against 4 kB/s
+    (counted over 10 windows) gets its consumer a throttle time, reported in its statistics."""
+    admin.create_topic(topic, 1)
+    admin.produce(topic, [Message(b"c" * 60_000, partition=0)], ProducerSettings())
+    client = f"throttled-consumer-{uuid.uuid4().hex[:8]}"
+    clients = ["--entity-type", "clients", "--entity-name", client]
+    ok(run(CONFIGS, "--alter", *clients, "--add-config", "consumer_byte_rate=4096"))
+    stats = ThrottleStats()
+    consumer = Consumer(
+        stats.settings(broker, client) | {"group.id": client, "auto.offset.reset": "earliest"}
+    )
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+
+        def throttled() -> None:
+            consumer.poll(0.5)
+            assert stats.largest_ms > 0
+
+        eventually(throttled)
+    finally:
+        consumer.close()
+        ok(run(CONFIGS, "--alter", *clients, "--delete-config", "consumer_byte_rate"))

@@ -23,6 +23,7 @@ towards ``min_bytes``, so a long poll keeps waiting until a marker decides it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from time import perf_counter
 from typing import Any
 
 import trio
@@ -33,9 +34,11 @@ from broker.error_mapping import error_code_of
 from broker.fetch_sessions import INVALID_SESSION_ID, Answer, SessionKey, SessionPartition
 from broker.file_region import FileRegion
 from broker.partition_requests import find_partition
+from broker.quota_store import CONSUMER_BYTE_RATE
 from log.errors import LogError
 from log.partition_log import FileSlice
 from wire.api_keys import ApiKey
+from wire.codec import encode_response_parts
 from wire.error_codes import ErrorCode
 
 FIRST_TOPIC_ID_VERSION = 13
@@ -115,6 +118,11 @@ class FetchPlan:
         # consumer's session may hold thousands).
         self.incremental = incremental
         broker_cap = ctx.broker.config.get_int("fetch.max.bytes")
+        quota_cap = ctx.broker.quotas.max_in_window(
+            CONSUMER_BYTE_RATE, ctx.principal, ctx.header.client_id or ""
+        )
+        if quota_cap is not None and not is_follower(request):
+            broker_cap = min(broker_cap, int(quota_cap))  # Kafka's maxValueInQuotaWindow
         self.max_bytes = max(0, min(request.get("max_bytes", broker_cap), broker_cap))
         self.read_committed = request.get("isolation_level", 0) == READ_COMMITTED
 
@@ -191,17 +199,17 @@ class FetchPlan:
         }
 
 
-def topic_responses(answers: list[Answer], by_id: bool) -> list[dict[str, Any]]:
+def topic_responses(answers: list[Answer], by_id: bool, sendable: bool = True) -> list[dict[str, Any]]:
     """The response's topics: consecutive partitions of one topic share an entry (as Kafka
     builds it; a session's order may name a topic again further on). Located slices become
-    file regions that own their descriptors, so this must run right after the last read with
-    no await in between: a slice's descriptor is only valid until the log next changes
-    segments, a region's stays valid until sent."""
+    file regions that own their descriptors (unless not ``sendable``: only measured), so this
+    must run right after the last read with no await in between: a slice's descriptor is only
+    valid until the log next changes segments, a region's stays valid until sent."""
     topics: list[dict[str, Any]] = []
     previous: object = None
     for target, response, _size in answers:
         located = response["records"]
-        if isinstance(located, FileSlice):
+        if sendable and isinstance(located, FileSlice):
             response["records"] = FileRegion(located.fd, located.position, located.length)
         topic_key = target.topic_id if by_id else target.topic
         if not topics or topic_key != previous:
@@ -218,6 +226,7 @@ def is_follower(request: dict[str, Any]) -> bool:
 
 
 async def handle_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    started, waited = perf_counter(), 0.0  # handling time for request_percentage, less waits
     by_id = ctx.api_version >= FIRST_TOPIC_ID_VERSION
     sessions = ctx.broker.fetch_sessions
     context = sessions.begin(
@@ -239,8 +248,17 @@ async def handle_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str
         remaining = deadline - trio.current_time()
         if total >= min_bytes or errored or remaining <= 0:
             break
-        if not await ctx.broker.appends.wait_any(plan.keys(), remaining):
+        waited_from = perf_counter()
+        appended = await ctx.broker.appends.wait_any(plan.keys(), remaining)
+        waited += perf_counter() - waited_from
+        if not appended:
             break  # nothing was appended: the last read stands
+    throttle = fetch_throttle(ctx, request, answers, by_id, perf_counter() - started - waited)
+    if throttle:
+        # Kafka answers a throttled Fetch with no data (the next one reads it again); an
+        # incremental session keeps its id, a full fetch opens none.
+        ctx.throttle_ms = throttle
+        return refused(ErrorCode.NONE, context.session.id if context.session else INVALID_SESSION_ID)
     error, session_id, answers = sessions.finish(context, is_follower(request), answers)
     if error != ErrorCode.NONE:
         return refused(error, session_id)
@@ -250,6 +268,48 @@ async def handle_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str
         "session_id": session_id,
         "responses": topic_responses(answers, by_id),
     }
+
+
+class _Measured:
+    """Stands for a partition's records where only their length matters."""
+
+    __slots__ = ("length",)
+
+    def __init__(self, length: int) -> None:
+        self.length = length
+
+    def __len__(self) -> int:
+        return self.length
+
+
+def response_size(ctx: RequestContext, answers: list[Answer], by_id: bool) -> int:
+    """The response's size as Kafka's ``FetchResponse.sizeOf`` counts it: 4 + the body."""
+    measured = [(target, response | {"records": _Measured(size)}, size) for target, response, size in answers]
+    body = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0}
+    body["responses"] = topic_responses(measured, by_id, sendable=False)
+    return 4 + sum(len(part) for part in encode_response_parts(ApiKey.FETCH, ctx.api_version, body))
+
+
+def fetch_throttle(
+    ctx: RequestContext, request: dict[str, Any], answers: list[Answer], by_id: bool, handling_seconds: float
+) -> int:
+    """Count the fetch against the client's request_percentage and consumer_byte_rate, as
+    Kafka's fetch response callback does; the throttle time (0 while no quota is exceeded).
+
+    A throttled Fetch (by either quota) sends nothing, so the bytes counted are taken back, as
+    Kafka's ``unrecordQuotaSensor``.  A follower's fetch is exempt.
+    """
+    quotas = ctx.broker.quotas
+    if not quotas.enabled or is_follower(request):
+        return 0
+    principal, client = ctx.principal, ctx.header.client_id or ""
+    throttle = quotas.request_time(principal, client, handling_seconds)
+    if CONSUMER_BYTE_RATE in quotas.enabled:
+        response_bytes = response_size(ctx, answers, by_id)
+        throttle = max(throttle, quotas.fetch(principal, client, response_bytes))
+        if throttle:
+            quotas.unrecord(CONSUMER_BYTE_RATE, principal, client, response_bytes)
+    return throttle
 
 
 def refused(error: ErrorCode, session_id: int) -> dict[str, Any]:

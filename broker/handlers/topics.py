@@ -20,6 +20,7 @@ from broker.context import RequestContext
 from broker.error_mapping import error_code_of
 from broker.partition_limits import PartitionBudget
 from broker.partition_requests import per_partition
+from broker.throttling import count_mutation
 from broker.topic_admin import NewTopic, TopicError, register_topic_async, validate_new_topic
 from broker.topics import INTERNAL_TOPICS, TopicInfo
 from log.errors import LogError
@@ -143,6 +144,8 @@ async def handle_create_topics(ctx: RequestContext, request: dict[str, Any]) -> 
             if wanted["assignments"]:
                 topic = apply_assignment(ctx, topic, wanted["assignments"])
             topic = validate_new_topic(ctx.broker, topic)
+            if not count_mutation(ctx, topic.partitions):
+                raise TopicError(ErrorCode.THROTTLING_QUOTA_EXCEEDED, None)
             budget.reserve(topic.partitions)
             if request.get("validate_only"):
                 topic_id = ZERO_UUID
@@ -214,6 +217,9 @@ async def handle_delete_topics(ctx: RequestContext, request: dict[str, Any]) -> 
                 }
             )
             continue
+        if not count_mutation(ctx, info.partitions):
+            responses.append(entry | {"error_code": ErrorCode.THROTTLING_QUOTA_EXCEEDED})
+            continue
         broker.topics.delete(info.name)
         broker.metrics.forget_topic(info.name)
         await broker.partitions.delete_topic(info)
@@ -275,6 +281,8 @@ async def handle_create_partitions(ctx: RequestContext, request: dict[str, Any])
             problem = create_partitions_error(ctx, wanted, info, duplicate=False)
         if problem is None and info is not None:  # create_partitions_error refuses a missing topic
             try:
+                if not count_mutation(ctx, count - info.partitions):
+                    raise TopicError(ErrorCode.THROTTLING_QUOTA_EXCEEDED, None)
                 budget.reserve(count - info.partitions)
             except TopicError as exc:
                 problem = exc.code, exc.message

@@ -1,0 +1,101 @@
+"""DescribeClientQuotas and AlterClientQuotas: the quotas ``kafka-configs`` shows and sets.
+
+Describe needs DESCRIBE_CONFIGS on the cluster (Kafka's KafkaApis), Alter needs ALTER_CONFIGS
+on it (ControllerApis); the filters, validation and messages are the controller's
+(``broker.quota_store``).  An alteration is checked per entity: an entity with an error
+changes nothing, the others are stored together, durably, before the answer (unless
+``validate_only``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.api_support import Served
+from broker.authorization import cluster_authorized
+from broker.context import RequestContext
+from broker.quota_store import (
+    MAX_ALTERATIONS,
+    Alteration,
+    Entity,
+    QuotaError,
+    alteration_of,
+    describe_entity,
+)
+from wire.api_keys import ApiKey
+from wire.error_codes import ErrorCode
+
+_CLUSTER_DENIED = "Cluster authorization failed."  # Kafka's message for CLUSTER_AUTHORIZATION_FAILED
+
+
+def _entity_body(entity: Entity) -> list[dict[str, str | None]]:
+    return [{"entity_type": entity_type, "entity_name": name} for entity_type, name in entity]
+
+
+async def handle_describe_client_quotas(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    if not cluster_authorized(ctx):
+        return _describe_error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, _CLUSTER_DENIED, None)
+    try:
+        matched = ctx.broker.quotas.store.describe(request["components"], request["strict"])
+    except QuotaError as exc:
+        return _describe_error(exc.code, str(exc), [])
+    entries = [
+        {
+            "entity": _entity_body(entity),
+            "values": [{"key": key, "value": value} for key, value in values.items()],
+        }
+        for entity, values in matched
+    ]
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "entries": entries}
+
+
+def _describe_error(code: ErrorCode, message: str, entries: list[Any] | None) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "entries": entries}
+
+
+def _result(entity: list[dict[str, Any]], code: ErrorCode, message: str | None) -> dict[str, Any]:
+    return {"error_code": code, "error_message": message, "entity": entity}
+
+
+async def handle_alter_client_quotas(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    entries = request["entries"]
+    if not cluster_authorized(ctx):
+        results = [
+            _result(e["entity"], ErrorCode.CLUSTER_AUTHORIZATION_FAILED, _CLUSTER_DENIED) for e in entries
+        ]
+        return {"throttle_time_ms": 0, "entries": results}
+    if len(entries) > MAX_ALTERATIONS:
+        message = f"Cannot alter quotas of more than {MAX_ALTERATIONS} entities in a single request."
+        return {
+            "throttle_time_ms": 0,
+            "entries": [_result(e["entity"], ErrorCode.INVALID_REQUEST, message) for e in entries],
+        }
+    results: list[dict[str, Any]] = []
+    valid: list[Alteration] = []
+    seen: set[Entity] = set()
+    for entry in entries:
+        try:
+            alteration = alteration_of(entry)
+            if alteration.entity in seen:
+                raise QuotaError(f"Ignoring duplicate entity {describe_entity(alteration.entity)}")
+            seen.add(alteration.entity)
+        except QuotaError as exc:
+            results.append(_result(entry["entity"], exc.code, str(exc)))
+            continue
+        valid.append(alteration)
+        results.append(_result(entry["entity"], ErrorCode.NONE, None))
+    if valid and not request["validate_only"]:
+        try:
+            await ctx.broker.quotas.alter(valid)
+        except QuotaError as exc:
+            results = [
+                r if r["error_code"] != ErrorCode.NONE else _result(r["entity"], exc.code, str(exc))
+                for r in results
+            ]
+    return {"throttle_time_ms": 0, "entries": results}
+
+
+HANDLERS = {
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: Served(handle_describe_client_quotas),
+    ApiKey.ALTER_CLIENT_QUOTAS: Served(handle_alter_client_quotas),
+}

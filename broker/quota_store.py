@@ -1,0 +1,274 @@
+"""Client quotas as set by AlterClientQuotas, kept durably in the data directory.
+
+Kafka's controller keeps quota records in its metadata log (``ClientQuotaControlManager``);
+a single Odradek node keeps the same map, entity -> {key: value}, in
+``<log.dir>/client-quotas.json``, replaced atomically (temporary file, fsync, rename,
+directory fsync) on every change and read back at start-up.
+
+An entity is a set of (type, name) components; a ``None`` name is the type's default entity
+(``--entity-default``).  Validation follows the controller, with its messages: the entity
+types user, client-id and ip; user and client-id may be combined, ip stands alone; the keys
+each combination accepts and their types (LONG byte rates, DOUBLE percentages and rates, INT
+connection rates).  Describe matching follows Kafka's ``ClientQuotasImage.describe``.
+
+Kafka bounds neither the entities nor one request's alterations; every change here rewrites the
+whole file, so both are bounded (:data:`MAX_ENTITIES`, :data:`MAX_STORED_BYTES`,
+:data:`MAX_ALTERATIONS`).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import trio
+
+from log.checkpoint import write_atomically
+from wire.error_codes import ErrorCode
+
+USER, CLIENT_ID, IP = "user", "client-id", "ip"
+PRODUCER_BYTE_RATE = "producer_byte_rate"
+CONSUMER_BYTE_RATE = "consumer_byte_rate"
+REQUEST_PERCENTAGE = "request_percentage"
+CONTROLLER_MUTATION_RATE = "controller_mutation_rate"
+CONNECTION_CREATION_RATE = "connection_creation_rate"
+
+# Kafka's QuotaConfig: the keys a user and/or client-id entity takes, and an ip entity takes.
+_LONG, _DOUBLE, _INT = "LONG", "DOUBLE", "INT"
+USER_CLIENT_KEYS = {
+    PRODUCER_BYTE_RATE: _LONG,
+    CONSUMER_BYTE_RATE: _LONG,
+    REQUEST_PERCENTAGE: _DOUBLE,
+    CONTROLLER_MUTATION_RATE: _DOUBLE,
+}
+IP_KEYS = {CONNECTION_CREATION_RATE: _INT}
+
+MAX_ENTITIES = 100_000
+"""Odradek-specific: entities holding quotas (the file is rewritten on each change)."""
+MAX_STORED_BYTES = 16 << 20
+"""Odradek-specific: the quota file's size (names are up to 32 KiB each)."""
+MAX_ALTERATIONS = 10_000
+"""Kafka's controller bound for one operation (``MAX_RECORDS_PER_USER_OP``), per request."""
+
+MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
+
+Entity = tuple[tuple[str, str | None], ...]
+"""An entity's components sorted by type, e.g. ``(("client-id", None), ("user", "alice"))``."""
+
+
+class QuotaError(Exception):
+    """A request Kafka refuses; ``code`` and the message are Kafka's."""
+
+    def __init__(self, message: str, code: ErrorCode = ErrorCode.INVALID_REQUEST) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def entity_of(components: list[dict[str, str | None]]) -> Entity:
+    """A request's entity components, checked as the controller's ``validateEntity``.
+
+    Kafka reads the components into a map first, so a type named twice keeps its last name.
+    """
+    seen = {component["entity_type"]: component["entity_name"] for component in components}
+    if not seen:
+        raise QuotaError("Invalid empty client quota entity")
+    for entity_type, name in seen.items():
+        if entity_type not in (USER, CLIENT_ID, IP):
+            raise QuotaError(f"Unhandled client quota entity type: {entity_type}")
+        if name is not None and not name:
+            raise QuotaError(f"Empty {entity_type} not supported")
+    return tuple(sorted(seen.items()))  # type: ignore[arg-type]
+
+
+def describe_entity(entity: Entity) -> str:
+    """The entity as Kafka's ``ClientQuotaEntity.toString`` prints it in messages."""
+    inner = ", ".join(f"{entity_type}={name}" for entity_type, name in entity)
+    return f"ClientQuotaEntity(entries={{{inner}}})"
+
+
+def _keys_for(entity: Entity) -> dict[str, str]:
+    names = dict(entity)
+    if IP in names:
+        if len(names) > 1:
+            # sic: Kafka's message lacks the space after "should"
+            raise QuotaError(
+                "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId"
+            )
+        address = names[IP]
+        if address is not None and not _is_ip(address):
+            raise QuotaError(f"{address} is not a valid IP or resolvable host.")
+        return IP_KEYS
+    return USER_CLIENT_KEYS
+
+
+def _is_ip(address: str) -> bool:
+    """Odradek resolves no host names for a quota entity (Kafka tries DNS): literal addresses only."""
+    try:
+        ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return True
+
+
+_INTEGRAL_MAX = {_INT: (2**31 - 1, "an INT"), _LONG: (2**63 - 1, "a LONG")}
+
+
+def _check_value(keys: dict[str, str], key: str, value: float) -> None:
+    """The controller's ``validateQuotaKeyValue``: a known key, above 0, whole where integral."""
+    kind = keys.get(key)
+    if kind is None:
+        raise QuotaError(f"Invalid configuration key {key}")
+    if not value > 0.0:
+        raise QuotaError(f"Quota {key} must be greater than 0")
+    if kind == _DOUBLE:
+        return
+    maximum, type_name = _INTEGRAL_MAX[kind]
+    if value > maximum:
+        raise QuotaError(f"Proposed value for {key} is too large for {type_name}.")
+    if abs(math.fmod(value, 1.0)) > 1e-6:
+        raise QuotaError(f"{key} cannot be a fractional value.")
+
+
+@dataclass(frozen=True, slots=True)
+class Alteration:
+    """One entity's requested changes: key -> new value, or None to remove it."""
+
+    entity: Entity
+    changes: dict[str, float | None]
+
+
+def alteration_of(entry: dict[str, object]) -> Alteration:
+    """An AlterClientQuotas entry, checked as the controller does (entity, keys, values)."""
+    entity = entity_of(entry["entity"])  # type: ignore[arg-type]
+    changes: dict[str, float | None] = {}
+    for op in entry["ops"]:  # type: ignore[attr-defined]
+        if op["key"] in changes:
+            raise QuotaError(
+                f"Duplicate quota key {op['key']} not updating quota for this entity {describe_entity(entity)}"
+            )
+        changes[op["key"]] = None if op["remove"] else op["value"]
+    keys = _keys_for(entity)
+    for key, value in changes.items():
+        if value is not None:
+            _check_value(keys, key, value)
+    return Alteration(entity, changes)
+
+
+class QuotaStore:
+    """Quota values by entity; ``version`` is bumped on every change so lookups cache safely."""
+
+    FILE_NAME = "client-quotas.json"
+
+    def __init__(self, directory: Path) -> None:
+        self._path = directory / self.FILE_NAME
+        self._quotas: dict[Entity, dict[str, float]] = {}
+        self._writing = trio.Lock()
+        self._stored_bytes = 0
+        self.version = 0
+        if self._path.exists():
+            data = self._path.read_bytes()
+            self._stored_bytes = len(data)
+            for saved in json.loads(data)["entities"]:
+                entity = tuple(sorted((t, n) for t, n in saved["entity"]))
+                self._quotas[entity] = {k: float(v) for k, v in saved["values"].items()}
+
+    def __len__(self) -> int:
+        return len(self._quotas)
+
+    def keys(self) -> frozenset[str]:
+        """Every quota key some entity holds."""
+        return frozenset(key for values in self._quotas.values() for key in values)
+
+    def value(self, entity: Entity, key: str) -> float | None:
+        values = self._quotas.get(entity)
+        return None if values is None else values.get(key)
+
+    async def apply(self, alterations: list[Alteration]) -> None:
+        """Make the changes and store them durably (in a worker thread); past the bounds
+        (:data:`MAX_ENTITIES`, :data:`MAX_STORED_BYTES`) nothing changes.  Changes never
+        interleave."""
+        async with self._writing:
+            updated = {entity: dict(values) for entity, values in self._quotas.items()}
+            for alteration in alterations:
+                values = updated.setdefault(alteration.entity, {})
+                for key, value in alteration.changes.items():
+                    if value is None:
+                        values.pop(key, None)
+                    else:
+                        values[key] = value
+                if not values:
+                    del updated[alteration.entity]
+            if len(updated) > max(MAX_ENTITIES, len(self._quotas)):
+                raise QuotaError(
+                    f"This broker keeps quotas for at most {MAX_ENTITIES} entities (Odradek-specific)",
+                    ErrorCode.POLICY_VIOLATION,
+                )
+            document = {
+                "entities": [
+                    {"entity": [list(component) for component in entity], "values": values}
+                    for entity, values in updated.items()
+                ]
+            }
+            data = json.dumps(document, indent=1).encode()
+            if len(data) > max(MAX_STORED_BYTES, self._stored_bytes):
+                raise QuotaError(
+                    f"Client quotas would take more than {MAX_STORED_BYTES} bytes (Odradek-specific)",
+                    ErrorCode.POLICY_VIOLATION,
+                )
+            await trio.to_thread.run_sync(write_atomically, str(self._path), data)
+            self._quotas, self._stored_bytes = updated, len(data)
+            self.version += 1
+
+    def describe(
+        self, components: list[dict[str, object]], strict: bool
+    ) -> list[tuple[Entity, dict[str, float]]]:
+        """The entities a DescribeClientQuotas filter matches, as ``ClientQuotasImage.describe``."""
+        exact: dict[str, str | None] = {}
+        specified: set[str] = set()
+        for component in components:
+            entity_type, match_type, match = (
+                component["entity_type"],
+                component["match_type"],
+                component["match"],
+            )
+            assert isinstance(entity_type, str)
+            if not entity_type:
+                raise QuotaError("Invalid empty entity type.")
+            if entity_type in exact or entity_type in specified:
+                raise QuotaError(f"Entity type {entity_type} cannot appear more than once in the filter.")
+            if entity_type not in (USER, CLIENT_ID, IP):
+                raise QuotaError(f"Unsupported entity type {entity_type}", ErrorCode.UNSUPPORTED_VERSION)
+            if match_type == MATCH_EXACT:
+                if match is None:
+                    raise QuotaError("Request specified MATCH_TYPE_EXACT, but set match string to null.")
+                exact[entity_type] = match  # type: ignore[assignment]
+            elif match_type == MATCH_DEFAULT:
+                if match is not None:
+                    raise QuotaError(
+                        "Request specified MATCH_TYPE_DEFAULT, but also specified a match string."
+                    )
+                exact[entity_type] = None
+            elif match_type == MATCH_SPECIFIED:
+                if match is not None:
+                    raise QuotaError(
+                        "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string."
+                    )
+                specified.add(entity_type)
+            else:
+                raise QuotaError(f"Unknown match type {match_type}")
+        filtered = exact.keys() | specified
+        if IP in filtered and filtered & {USER, CLIENT_ID}:
+            raise QuotaError(
+                "Invalid entity filter component combination. IP filter component should not be used "
+                "with user or clientId filter component."
+            )
+        matched = []
+        for entity, values in self._quotas.items():
+            names = dict(entity)
+            wanted = all(t in names and names[t] == n for t, n in exact.items()) and specified <= names.keys()
+            if wanted and (not strict or len(names) == len(filtered)):
+                matched.append((entity, dict(values)))
+        return matched
