@@ -263,17 +263,7 @@ def test_kafka_configs_adds_and_deletes_scram_users(secured: Secured, tool_class
     eventually(lambda: _assert_refused(secured, security))
 
 
-def test_kafka_configs_describes_scram_users(
-    secured: Secured, tool_classpath: str, request: pytest.FixtureRequest
-) -> None:
-    if secured.broker.kind == "odradek":
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="kafka-configs --describe --entity-type users also sends DescribeClientQuotas, "
-                "which Odradek serves once client quotas land (issue 10)",
-            )
-        )
+def test_kafka_configs_describes_scram_users(secured: Secured, tool_classpath: str) -> None:
     user = f"u-{uuid.uuid4().hex[:6]}"
     add = "SCRAM-SHA-512=[iterations=8192,password=u-secret]"
     _user_configs(secured, tool_classpath, user, "--alter", "--add-config", add)
