@@ -1,5 +1,8 @@
 """``python -m bench``: produce/consume throughput of Odradek and Tansu, side by side, in one run.
 
+``python -m bench scale ...`` runs the many-partitions, many-connections comparison instead
+(``bench.scale``).
+
 Why both brokers in one run: this machine is shared and noisy, so figures from different
 runs do not compare; interleaving the brokers within one run (and --repeat) does.
 """
@@ -9,11 +12,11 @@ import json
 import signal
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from bench.launchers import ApacheKafkaLauncher, Launcher, OdradekLauncher, TansuLauncher
+from bench import scale
+from bench.launchers import make_launchers
 from bench.report import as_json, summarize, table
 from bench.throughput import Settings, Trial, run_trial
 
@@ -50,36 +53,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def make_launchers(names: str, overrides: Sequence[str], shared: Sequence[str] = ()) -> list[Launcher]:
-    """The requested brokers that can run here; the missing ones are reported, not fatal.
-
-    ``shared`` settings go to every broker that takes Kafka config keys (not Tansu).
-    """
-    known: dict[str, Launcher] = {
-        "odradek": OdradekLauncher([*shared, *overrides]),
-        "apache-kafka": ApacheKafkaLauncher(shared),
-        "tansu": TansuLauncher(),
-    }
-    launchers = []
-    for name in (n.strip() for n in names.split(",") if n.strip()):
-        if name not in known:
-            sys.exit(f"unknown broker {name!r}; known: {', '.join(known)}")
-        reason = known[name].unavailable_reason()
-        if reason:
-            print(f"skipping {name}: {reason}", file=sys.stderr)
-        else:
-            launchers.append(known[name])
-    return launchers
-
-
 def _exit_on_sigterm(_signum: int, _frame: object) -> NoReturn:
     """Turn SIGTERM into SystemExit so the finally blocks stop the brokers."""
     sys.exit(128 + signal.SIGTERM)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    if argv[:1] == ["scale"]:
+        return scale.main(argv[1:])
+    args = parse_args(argv)
     messages = args.messages or int(args.megabytes * 1e6 // args.value_size)
     settings = Settings(
         messages,

@@ -149,6 +149,28 @@ class ApacheKafkaLauncher:
         ]
 
 
+def make_launchers(names: str, overrides: Sequence[str], shared: Sequence[str] = ()) -> list[Launcher]:
+    """The requested brokers that can run here; the missing ones are reported, not fatal.
+
+    ``shared`` settings go to every broker that takes Kafka config keys (not Tansu).
+    """
+    known: dict[str, Launcher] = {
+        "odradek": OdradekLauncher([*shared, *overrides]),
+        "apache-kafka": ApacheKafkaLauncher(shared),
+        "tansu": TansuLauncher(),
+    }
+    launchers = []
+    for name in (n.strip() for n in names.split(",") if n.strip()):
+        if name not in known:
+            sys.exit(f"unknown broker {name!r}; known: {', '.join(known)}")
+        reason = known[name].unavailable_reason()
+        if reason:
+            print(f"skipping {name}: {reason}", file=sys.stderr)
+        else:
+            launchers.append(known[name])
+    return launchers
+
+
 @dataclass(frozen=True)
 class RunningBroker:
     """A started, ready broker: where to connect and which process to measure."""
