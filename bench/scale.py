@@ -293,13 +293,20 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.value_size} B values, {args.consumers} idle consumers, {args.connections} producer "
           f"connections; brokers: {', '.join(la.name for la in launchers)}", flush=True)  # fmt: skip
     results = []
+    failed = False
     for launcher in launchers:
         started = time.monotonic()
 
         def report(line: str, name: str = launcher.name, started: float = started) -> None:
             print(f"{name}: {line} ({time.monotonic() - started:.0f}s)", flush=True)
 
-        results.append(measure(launcher, args, report))
+        try:
+            results.append(measure(launcher, args, report))
+        except Exception as exc:  # one broker failing must not hide the other's figures
+            report(f"FAILED: {exc!r}")
+            failed = True
+    if not results:
+        return 1
     print()
     print(table(results))
     print("\nMB = 10^6 value bytes; cores = broker CPU seconds / wall seconds; others' cores = the rest "
@@ -307,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json_out:
         args.json_out.write_text(json.dumps({"settings": vars(args) | {"json_out": str(args.json_out)},
                                              "results": [asdict(r) for r in results]}, indent=2))  # fmt: skip
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -23,6 +23,11 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 PROCESS_SLACK_S = 30.0
 
 
+# Kafka's controller refuses one operation of more than 10,000 records ("Unable to perform
+# excessively large batch operation"): a topic is a record and each partition another.
+CREATE_PARTITIONS_PER_REQUEST = 5000
+
+
 @dataclass(frozen=True)
 class Settings:
     """What one trial does; identical for every broker so the figures compare."""
@@ -109,15 +114,19 @@ def _has_leaders(metadata: ClusterMetadata, name: str, partitions: int) -> bool:
 
 
 def create_topic(bootstrap: str, settings: Settings, timeout_s: float = 30.0) -> None:
-    """Create the topics explicitly (not every broker auto-creates) in one request and wait
+    """Create the topics explicitly (not every broker auto-creates), in as few requests as
+    Kafka takes (``CREATE_PARTITIONS_PER_REQUEST``), and wait
     until Metadata shows a leader for every partition, so the producer never races topic
     creation."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     deadline = time.monotonic() + timeout_s
-    futures = admin.create_topics([NewTopic(name, settings.partitions, 1) for name in settings.topics],
-                                  request_timeout=timeout_s, operation_timeout=timeout_s)  # fmt: skip
-    for future in futures.values():
-        future.result(timeout=max(0.0, deadline - time.monotonic()))
+    per_request = max(1, CREATE_PARTITIONS_PER_REQUEST // settings.partitions)
+    for first in range(0, len(settings.topics), per_request):
+        names = settings.topics[first : first + per_request]
+        futures = admin.create_topics([NewTopic(name, settings.partitions, 1) for name in names],
+                                      request_timeout=timeout_s, operation_timeout=timeout_s)  # fmt: skip
+        for future in futures.values():
+            future.result(timeout=max(0.0, deadline - time.monotonic()))
     while time.monotonic() < deadline:
         metadata = admin.list_topics(None if len(settings.topics) > 1 else settings.topic, timeout=30)
         if all(_has_leaders(metadata, name, settings.partitions) for name in settings.topics):
