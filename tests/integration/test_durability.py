@@ -90,6 +90,24 @@ async def test_flush_interval_ms_fsyncs_in_the_background(tmp_path: Path) -> Non
             assert log.fsyncs >= 1
 
 
+async def test_the_periodic_flush_outlives_a_topic_deleted_while_unflushed(tmp_path: Path) -> None:
+    """The periodic flush visits only partitions with unsynced appends; one whose topic was
+    deleted before its flush is dropped, and the partitions appended to afterwards still flush."""
+    settings = {"log.flush.interval.ms": "100"}
+    with trio.fail_after(DEADLINE_S):
+        async with running_broker(tmp_path, **settings) as (broker, port):
+            for topic in ("doomed", "kept"):
+                await create_topic(port, topic)
+            assert await produce(port, "doomed", 2) == [ErrorCode.NONE] * 2
+            deleted = await in_thread(port, lambda client: client.delete_topic("doomed"))
+            assert deleted["error_code"] == ErrorCode.NONE
+            assert await produce(port, "kept", 3) == [ErrorCode.NONE] * 3
+            log = partition_log(broker, "kept")
+            while log.recovery_point < 3:
+                await trio.sleep(0.05)
+            assert log.fsyncs >= 1
+
+
 def hold_first_sync(monkeypatch, fd: int) -> threading.Event:
     """Make the first fdatasync of ``fd`` wait until the returned event is set (then all pass)."""
     release = threading.Event()
