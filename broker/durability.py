@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING
 
 import trio
@@ -212,6 +212,14 @@ class Durability:
             ended, self._round_ended = self._round_ended, trio.Event()
             ended.set()
 
+    async def mark_unclean(self, logs: Sequence[PartitionLog]) -> None:
+        """Mark ``logs`` unclean on disk before a request appends to them, several at once in
+        worker threads (``PartitionLog.mark_unclean``: the first append to a fresh log costs
+        two fsyncs). A failure is left to the append, which marks again and reports it."""
+        async with trio.open_nursery() as nursery:
+            for partition_log in logs:
+                nursery.start_soon(_mark_one, partition_log, self._sync_threads)
+
     async def run_periodic_flush(self) -> None:
         """Background task enforcing ``flush.ms``: fully flush logs with data older than that."""
         while True:
@@ -230,6 +238,11 @@ class Durability:
                         await _timed_sync(partition_log.flush, self._broker.metrics)
                     except LogError:
                         continue  # the partition went offline and said why; the others go on
+
+
+async def _mark_one(partition_log: PartitionLog, limiter: trio.CapacityLimiter) -> None:
+    with suppress(OSError):  # the append marks it again, and reports a failure
+        await trio.to_thread.run_sync(partition_log.mark_unclean, limiter=limiter)
 
 
 async def _sync_one(
