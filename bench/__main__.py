@@ -1,5 +1,8 @@
 """``python -m bench``: produce/consume throughput of Odradek and Tansu, side by side, in one run.
 
+``python -m bench scale ...`` runs the many-partitions, many-connections comparison instead
+(``bench.scale``).
+
 Why both brokers in one run: this machine is shared and noisy, so figures from different
 runs do not compare; interleaving the brokers within one run (and --repeat) does. The same
 holds for plaintext against TLS (``--security plaintext,tls``): every broker in every mode
@@ -12,19 +15,11 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from bench.launchers import (
-    PLAINTEXT,
-    ApacheKafkaLauncher,
-    Launcher,
-    OdradekLauncher,
-    Security,
-    TansuLauncher,
-    tls_security,
-)
+from bench import scale
+from bench.launchers import make_launchers, names_of, securities
 from bench.report import as_json, summarize, table
 from bench.throughput import Settings, Trial, run_trial
 
@@ -66,53 +61,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _names(text: str) -> list[str]:
-    return [n.strip() for n in text.split(",") if n.strip()]
-
-
-def make_launchers(
-    names: str, overrides: Sequence[str], shared: Sequence[str] = (), security: Security = PLAINTEXT
-) -> list[Launcher]:
-    """The requested brokers that can run here; the missing ones are reported, not fatal.
-
-    ``shared`` settings go to every broker that takes Kafka config keys (not Tansu). Over TLS
-    only the brokers that take Kafka's listener keys run (Tansu is measured over plaintext).
-    """
-    known: dict[str, Launcher | None] = {
-        "odradek": OdradekLauncher([*shared, *overrides], security),
-        "apache-kafka": ApacheKafkaLauncher(shared, security),
-        "tansu": None if security.label else TansuLauncher(),
-    }
-    launchers = []
-    for name in _names(names):
-        if name not in known:
-            sys.exit(f"unknown broker {name!r}; known: {', '.join(known)}")
-        launcher = known[name]
-        reason = launcher.unavailable_reason() if launcher else f"not benchmarked over {security.label}"
-        if launcher is None or reason:
-            print(f"skipping {name}: {reason}", file=sys.stderr)
-        else:
-            launchers.append(launcher)
-    return launchers
-
-
-def securities(kinds: str, directory: Path) -> list[Security]:
-    """The listener kinds asked for; TLS certificates go to ``directory``."""
-    known = {"plaintext": lambda: PLAINTEXT, "tls": lambda: tls_security(directory)}
-    unknown = [kind for kind in _names(kinds) if kind not in known]
-    if unknown:
-        sys.exit(f"unknown --security {', '.join(unknown)}; known: {', '.join(known)}")
-    return [known[kind]() for kind in _names(kinds)]
-
-
 def _exit_on_sigterm(_signum: int, _frame: object) -> NoReturn:
     """Turn SIGTERM into SystemExit so the finally blocks stop the brokers."""
     sys.exit(128 + signal.SIGTERM)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["scale"]:
+        return scale.main(argv[1:])
+    args = parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-tls-") as certificates:
         return run(args, Path(certificates))
 
@@ -162,7 +122,7 @@ def run(args: argparse.Namespace, certificates: Path) -> int:
     summaries = [summarize(ts, args.summary) for ts in trials.values() if ts]
     if summaries:
         print()
-        reference = next((name for name in _names(args.brokers) if name != "odradek"), "tansu")
+        reference = next((name for name in names_of(args.brokers) if name != "odradek"), "tansu")
         suffixes = [f"+{security.label}" if security.label else "" for security in modes]
         print(table(summaries, ratios=[(f"odradek{s}", f"{reference}{s}") for s in suffixes]))
         print(f"\n{args.summary} of {args.repeat} run(s); MB = 10^6 value bytes; "

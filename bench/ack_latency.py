@@ -23,8 +23,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.__main__ import make_launchers
-from bench.launchers import RunningBroker, running
+from bench.launchers import RunningBroker, make_launchers, running
 from bench.procstat import snapshot
 
 _STAMP = struct.Struct(">d")

@@ -193,6 +193,46 @@ class ApacheKafkaLauncher:
         ]
 
 
+def names_of(text: str) -> list[str]:
+    """The comma-separated names of an option (brokers, listener kinds)."""
+    return [n.strip() for n in text.split(",") if n.strip()]
+
+
+def make_launchers(
+    names: str, overrides: Sequence[str], shared: Sequence[str] = (), security: Security = PLAINTEXT
+) -> list[Launcher]:
+    """The requested brokers that can run here; the missing ones are reported, not fatal.
+
+    ``shared`` settings go to every broker that takes Kafka config keys (not Tansu). Over TLS
+    only the brokers that take Kafka's listener keys run (Tansu is measured over plaintext).
+    """
+    known: dict[str, Launcher | None] = {
+        "odradek": OdradekLauncher([*shared, *overrides], security),
+        "apache-kafka": ApacheKafkaLauncher(shared, security),
+        "tansu": None if security.label else TansuLauncher(),
+    }
+    launchers = []
+    for name in names_of(names):
+        if name not in known:
+            sys.exit(f"unknown broker {name!r}; known: {', '.join(known)}")
+        launcher = known[name]
+        reason = launcher.unavailable_reason() if launcher else f"not benchmarked over {security.label}"
+        if launcher is None or reason:
+            print(f"skipping {name}: {reason}", file=sys.stderr)
+        else:
+            launchers.append(launcher)
+    return launchers
+
+
+def securities(kinds: str, directory: Path) -> list[Security]:
+    """The listener kinds asked for; TLS certificates go to ``directory``."""
+    known = {"plaintext": lambda: PLAINTEXT, "tls": lambda: tls_security(directory)}
+    unknown = [kind for kind in names_of(kinds) if kind not in known]
+    if unknown:
+        sys.exit(f"unknown --security {', '.join(unknown)}; known: {', '.join(known)}")
+    return [known[kind]() for kind in names_of(kinds)]
+
+
 @dataclass(frozen=True)
 class RunningBroker:
     """A started, ready broker: where to connect and which process to measure."""

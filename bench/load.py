@@ -124,9 +124,15 @@ TRANSACTIONAL_CONFIG: dict[str, Any] = {
 }
 
 
+def each_partition(topics: str, partitions: int) -> list[tuple[str, int]]:
+    """Every (topic, partition) of the comma-separated ``topics`` of ``partitions`` each."""
+    return [(topic, p) for topic in topics.split(",") for p in range(partitions)]
+
+
 def produce(client: dict[str, Any], broker_pid: int, topic: str, partitions: int, messages: int,
             value_size: int, timeout_s: float, transaction_records: int = 0) -> dict[str, Any]:  # fmt: skip
-    """Send ``messages`` values round-robin over the partitions and wait for every ack.
+    """Send ``messages`` values round-robin over the partitions of the comma-separated
+    ``topic`` names and wait for every ack.
 
     The clock starts after Metadata is known, so connection set-up is not counted, and stops
     when flush() returns, i.e. when the broker has acknowledged every message.  With
@@ -139,9 +145,10 @@ def produce(client: dict[str, Any], broker_pid: int, topic: str, partitions: int
     def on_stats(raw: str) -> None:
         # Each report holds a histogram of the batches sent since the previous one; summing
         # them gives the run's mean batch size, the check that batching really is ~1 MB.
-        window = json.loads(raw).get("topics", {}).get(topic, {}).get("batchsize", {})
-        batches["bytes"] += window.get("sum", 0)
-        batches["count"] += window.get("cnt", 0)
+        for stats in json.loads(raw).get("topics", {}).values():
+            window = stats.get("batchsize", {})
+            batches["bytes"] += window.get("sum", 0)
+            batches["count"] += window.get("cnt", 0)
 
     def on_delivery(err: KafkaError | None, _msg: object) -> None:
         if err is not None and len(errors) < 10:
@@ -149,7 +156,8 @@ def produce(client: dict[str, Any], broker_pid: int, topic: str, partitions: int
 
     config = {**PRODUCER_CONFIG, **(TRANSACTIONAL_CONFIG if transaction_records else {})}
     producer = Producer({**client, "stats_cb": on_stats, "on_delivery": on_delivery, **config})
-    producer.list_topics(topic, timeout=10)
+    targets = each_partition(topic, partitions)
+    producer.list_topics(timeout=30)
     if transaction_records:
         producer.init_transactions(timeout_s)
         producer.begin_transaction()
@@ -160,7 +168,8 @@ def produce(client: dict[str, Any], broker_pid: int, topic: str, partitions: int
     sent = 0
     while sent < messages:
         try:
-            producer.produce(topic, value, partition=sent % partitions)
+            name, partition = targets[sent % len(targets)]
+            producer.produce(name, value, partition=partition)
             sent += 1
         except BufferError:  # local queue full: let librdkafka drain it
             producer.poll(0.01)
@@ -193,20 +202,22 @@ def produce(client: dict[str, Any], broker_pid: int, topic: str, partitions: int
 
 def consume(client: dict[str, Any], broker_pid: int, topic: str, partitions: int, messages: int,
             value_size: int, timeout_s: float) -> dict[str, Any]:  # fmt: skip
-    """Read every partition from offset 0 until ``messages`` records have arrived.
+    """Read every partition of the comma-separated ``topic`` names from offset 0 until
+    ``messages`` records have arrived.
 
     ``assign`` (no group join) keeps the measurement to Fetch alone. Reaching the end of every
     partition with fewer records than produced is an error, not a slow run.
     """
     consumer = Consumer({**client, **CONSUMER_CONFIG})
     try:
-        consumer.list_topics(topic, timeout=10)
+        targets = each_partition(topic, partitions)
+        consumer.list_topics(timeout=30)
         progress = Progress("consume", messages, value_size)
         window = Window(broker_pid)
         deadline = window.start + timeout_s
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        consumer.assign([TopicPartition(name, p, 0) for name, p in targets])
         received = nbytes = 0
-        at_end: set[int] = set()
+        at_end: set[tuple[str, int]] = set()
         while received < messages:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"consume: only {received}/{messages} read in {timeout_s}s")
@@ -215,12 +226,12 @@ def consume(client: dict[str, Any], broker_pid: int, topic: str, partitions: int
                 if err is None:
                     received += 1
                     nbytes += len(msg.value())
-                    at_end.discard(msg.partition())
+                    at_end.discard((msg.topic(), msg.partition()))
                 elif err.code() == KafkaError._PARTITION_EOF:
-                    at_end.add(msg.partition())
+                    at_end.add((msg.topic(), msg.partition()))
                 else:
                     raise KafkaException(err)
-            if len(at_end) == partitions and received < messages:
+            if len(at_end) == len(targets) and received < messages:
                 raise RuntimeError(f"consume: end of all partitions after {received}/{messages} messages")
             progress.update(received)
         measured = window.close()
@@ -237,7 +248,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("phase", choices=sorted(PHASES))
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--broker-pid", type=int, required=True, help="whose CPU time to measure")
-    parser.add_argument("--topic", required=True)
+    parser.add_argument("--topic", required=True, help="one topic, or several comma-separated")
     parser.add_argument("--partitions", type=int, required=True)
     parser.add_argument("--messages", type=int, required=True)
     parser.add_argument("--value-size", type=int, required=True)

@@ -54,3 +54,8 @@ def machine_busy_seconds() -> float:
     # user nice system idle iowait irq softirq steal [guest guest_nice, already in user/nice]
     user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
     return (user + nice + system + irq + softirq + steal) / _CLOCK_TICKS
+
+
+def open_descriptors(pid: int) -> int:
+    """How many file descriptors ``pid`` holds (files, sockets, pipes): what ``ulimit -n`` caps."""
+    return len(os.listdir(f"/proc/{pid}/fd"))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ClusterMetadata, NewTopic
 
 from bench.launchers import Launcher, RunningBroker, running
 from bench.procstat import snapshot
@@ -21,6 +21,11 @@ from bench.procstat import snapshot
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Spare time for a client process to start, connect and exit beyond its phase timeout.
 PROCESS_SLACK_S = 30.0
+
+
+# Kafka's controller refuses one operation of more than 10,000 records ("Unable to perform
+# excessively large batch operation"): a topic is a record and each partition another.
+CREATE_PARTITIONS_PER_REQUEST = 5000
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,15 @@ class Settings:
     phase_timeout_s: float = 300.0
     transaction_records: int = 0
     """Produce in transactions of this many records (0: no transactions, acks=1)."""
+    topic_count: int = 1
+    """More than one: topics ``{topic}-000``, ``{topic}-001``, ... of ``partitions`` each."""
+
+    @property
+    def topics(self) -> list[str]:
+        """The topic names, produced to and consumed from together."""
+        if self.topic_count == 1:
+            return [self.topic]
+        return [f"{self.topic}-{n:03d}" for n in range(self.topic_count)]
 
 
 @dataclass(frozen=True)
@@ -93,26 +107,37 @@ class Trial:
     peak_rss_bytes: int
 
 
+def _has_leaders(metadata: ClusterMetadata, name: str, partitions: int) -> bool:
+    topic = metadata.topics.get(name)
+    found = topic.partitions.values() if topic and topic.error is None else []
+    return len(found) == partitions and all(p.leader >= 0 for p in found)
+
+
 def create_topic(broker: RunningBroker, settings: Settings, timeout_s: float = 30.0) -> None:
-    """Create the topic explicitly (not every broker auto-creates) and wait until Metadata
-    shows a leader for every partition, so the producer never races topic creation."""
+    """Create the topics explicitly (not every broker auto-creates), in as few requests as
+    Kafka takes (``CREATE_PARTITIONS_PER_REQUEST``), and wait until Metadata shows a leader for
+    every partition, so the producer never races topic creation."""
     admin = AdminClient(broker.librdkafka())
-    futures = admin.create_topics([NewTopic(settings.topic, settings.partitions, 1)])
-    futures[settings.topic].result(timeout=timeout_s)
     deadline = time.monotonic() + timeout_s
+    per_request = max(1, CREATE_PARTITIONS_PER_REQUEST // settings.partitions)
+    for first in range(0, len(settings.topics), per_request):
+        names = settings.topics[first : first + per_request]
+        futures = admin.create_topics([NewTopic(name, settings.partitions, 1) for name in names],
+                                      request_timeout=timeout_s, operation_timeout=timeout_s)  # fmt: skip
+        for future in futures.values():
+            future.result(timeout=max(0.0, deadline - time.monotonic()))
     while time.monotonic() < deadline:
-        topic = admin.list_topics(settings.topic, timeout=5).topics.get(settings.topic)
-        partitions = topic.partitions.values() if topic and topic.error is None else []
-        if len(partitions) == settings.partitions and all(p.leader >= 0 for p in partitions):
+        metadata = admin.list_topics(None if len(settings.topics) > 1 else settings.topic, timeout=30)
+        if all(_has_leaders(metadata, name, settings.partitions) for name in settings.topics):
             return
         time.sleep(0.2)
-    raise TimeoutError(f"topic {settings.topic!r} has no leaders after {timeout_s}s")
+    raise TimeoutError(f"topics {settings.topic!r}* have no leaders after {timeout_s}s")
 
 
 def run_phase(broker: RunningBroker, phase: str, settings: Settings) -> Phase:
     """Run ``bench.load`` for one phase in its own process and read its JSON result."""
     argv = [sys.executable, "-m", "bench.load", phase, "--bootstrap", broker.bootstrap]
-    argv += ["--broker-pid", str(broker.pid), "--topic", settings.topic]
+    argv += ["--broker-pid", str(broker.pid), "--topic", ",".join(settings.topics)]
     argv += ["--partitions", str(settings.partitions), "--messages", str(settings.messages)]
     argv += ["--value-size", str(settings.value_size), "--timeout", str(settings.phase_timeout_s)]
     if broker.client_config:

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING
 
 import trio
@@ -88,6 +88,9 @@ class Durability:
     def __init__(self, broker: Broker) -> None:
         self._broker = broker
         self._policies: dict[PartitionKey, _FlushPolicy] = {}
+        # The partitions with appends not yet synced (``dirty_since`` set): the periodic flush
+        # visits only these, not every partition of the broker each second.
+        self._dirty: dict[PartitionKey, _FlushPolicy] = {}
         self._waiting: dict[PartitionKey, PartitionLog] = {}  # for the next round
         self._started = 0  # rounds begun
         self._completed = 0  # rounds ended
@@ -109,6 +112,12 @@ class Durability:
             policy = self._policies[key] = _FlushPolicy()
         return policy
 
+    def _clean(self, key: PartitionKey) -> None:
+        """Forget ``key``'s unsynced appends: a sync or flush of it is starting."""
+        policy = self._policy(key)
+        policy.unflushed_messages, policy.dirty_since = 0, None
+        self._dirty.pop(key, None)
+
     def after_append(
         self, key: PartitionKey, partition_log: PartitionLog, messages: int, wrote: bool
     ) -> bool:
@@ -120,6 +129,7 @@ class Durability:
         policy = self._policy(key)
         if policy.dirty_since is None:
             policy.dirty_since = trio.current_time()
+            self._dirty[key] = policy
         policy.unflushed_messages += messages
         if policy.unflushed_messages < partition_log.config.flush_messages:
             return False
@@ -179,8 +189,7 @@ class Durability:
         number = self._started
         batch, self._waiting = self._waiting, {}
         for key in batch:
-            policy = self._policy(key)
-            policy.unflushed_messages, policy.dirty_since = 0, None
+            self._clean(key)
         failed: set[PartitionKey] = set()
         marks = {key: partition_log.sync_mark() for key, partition_log in batch.items()}
         metrics = self._broker.metrics
@@ -203,21 +212,37 @@ class Durability:
             ended, self._round_ended = self._round_ended, trio.Event()
             ended.set()
 
+    async def mark_unclean(self, logs: Sequence[PartitionLog]) -> None:
+        """Mark ``logs`` unclean on disk before a request appends to them, several at once in
+        worker threads (``PartitionLog.mark_unclean``: the first append to a fresh log costs
+        two fsyncs). A failure is left to the append, which marks again and reports it."""
+        async with trio.open_nursery() as nursery:
+            for partition_log in logs:
+                nursery.start_soon(_mark_one, partition_log, self._sync_threads)
+
     async def run_periodic_flush(self) -> None:
         """Background task enforcing ``flush.ms``: fully flush logs with data older than that."""
         while True:
             await trio.sleep(1.0)
             now = trio.current_time()
-            for topic, partition, partition_log in self._broker.partitions.all_logs():
-                policy = self._policies.get((topic, partition))
-                if policy is None or policy.dirty_since is None or not partition_log.is_online:
+            for key, policy in list(self._dirty.items()):
+                partition_log = self._broker.partitions.get(*key)
+                if partition_log is None:  # deleted since its append
+                    self._dirty.pop(key, None)
+                    continue
+                if policy.dirty_since is None or not partition_log.is_online:
                     continue
                 if (now - policy.dirty_since) * 1000 >= partition_log.config.flush_ms:
-                    policy.unflushed_messages, policy.dirty_since = 0, None
+                    self._clean(key)
                     try:
                         await _timed_sync(partition_log.flush, self._broker.metrics)
                     except LogError:
                         continue  # the partition went offline and said why; the others go on
+
+
+async def _mark_one(partition_log: PartitionLog, limiter: trio.CapacityLimiter) -> None:
+    with suppress(OSError):  # the append marks it again, and reports a failure
+        await trio.to_thread.run_sync(partition_log.mark_unclean, limiter=limiter)
 
 
 async def _sync_one(

@@ -146,6 +146,8 @@ class PartitionLog:
         self._offline: KafkaStorageError | None = None
         self._closed = False
         self._checkpointed: PartitionCheckpoint | None = None
+        # The event loop and ``mark_unclean``'s worker threads both write the checkpoint.
+        self._checkpoint_lock = threading.Lock()
         self._clean_on_disk = False  # the checkpoint on disk says clean: appends must say otherwise
         self._deleted: list[tuple[int, Segment]] = []  # (delete files at ms, segment)
         self._cleaning = False
@@ -804,14 +806,33 @@ class PartitionLog:
             except OSError as exc:
                 raise self.went_offline(exc) from exc
 
+    @property
+    def needs_unclean_mark(self) -> bool:
+        """The checkpoint on disk still says "clean shutdown": the next append first rewrites
+        it, durably (see ``mark_unclean``)."""
+        return self._clean_on_disk and self._offline is None and not self._closed
+
+    def mark_unclean(self) -> None:
+        """Durably mark the checkpoint unclean now, as the next append would (worker-thread safe).
+
+        Why: the first append to a log after its creation or a clean start costs a durable
+        checkpoint write (two fsyncs), so a request to thousands of such partitions would wait
+        for thousands of them one after another on the event loop; the broker does them in
+        worker threads, several at once, before appending. An OSError is raised to the caller
+        and changes nothing: the append then tries again and takes the log offline if it fails.
+        """
+        if self._clean_on_disk:
+            self._write_checkpoint(clean_shutdown=False)
+
     def _write_checkpoint(self, clean_shutdown: bool, durable: bool = True) -> None:
-        checkpoint = PartitionCheckpoint(
-            self._log_start_offset, self._recovery_point, clean_shutdown, self.first_dirty_offset
-        )
-        if checkpoint != self._checkpointed:
-            checkpoint.write(self.directory, durable=durable)
-            self._checkpointed = checkpoint
-            self._clean_on_disk = clean_shutdown
+        with self._checkpoint_lock:
+            checkpoint = PartitionCheckpoint(
+                self._log_start_offset, self._recovery_point, clean_shutdown, self.first_dirty_offset
+            )
+            if checkpoint != self._checkpointed:
+                checkpoint.write(self.directory, durable=durable)
+                self._checkpointed = checkpoint
+                self._clean_on_disk = clean_shutdown
 
     def active_producers(self) -> list[ProducerEntry]:
         """The producers this partition remembers, with their open transaction's first offset

@@ -29,6 +29,7 @@ from broker.handlers.transactions import joined_transaction
 from log.compacted_batch import record_spans
 from log.config import LONG_MAX, LogConfig
 from log.errors import LogError
+from log.partition_log import PartitionLog
 from wire.api_keys import ApiKey
 from wire.bounded_decompress import decompressed_limit
 from wire.error_codes import ErrorCode
@@ -236,6 +237,22 @@ def resolve_topic(
     return name, None
 
 
+def logs_to_mark(
+    ctx: RequestContext, resolved: list[tuple[dict[str, Any], str, tuple[ErrorCode, str | None] | None]]
+) -> list[PartitionLog]:
+    """The logs the request may append to whose checkpoint still says "clean": each must be
+    marked unclean, durably, before its first append (``Durability.mark_unclean``)."""
+    found: dict[tuple[str, int], PartitionLog] = {}
+    for topic_data, name, topic_refusal in resolved:
+        if topic_refusal is not None:
+            continue
+        for partition in topic_data["partition_data"]:
+            partition_log = ctx.broker.partitions.get(name, partition["index"])
+            if partition_log is not None and partition_log.needs_unclean_mark:
+                found[(name, partition["index"])] = partition_log
+    return list(found.values())
+
+
 async def handle_produce(
     ctx: RequestContext, request: dict[str, Any]
 ) -> dict[str, Any] | PendingResponse | None:
@@ -250,12 +267,14 @@ async def handle_produce(
         ctx, ResourceType.TRANSACTIONAL_ID, transactional_id
     ):
         refusal = (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None)
+    resolved = [(topic_data, *resolve_topic(ctx, topic_data)) for topic_data in request["topic_data"]]
+    if refusal is None:
+        await ctx.broker.durability.mark_unclean(logs_to_mark(ctx, resolved))
     now_ms = ctx.broker.clock()
     responses: list[tuple[str | None, dict[str, Any]]] = []
     must_sync: list[tuple[str, int]] = []
     failed = False
-    for topic_data in request["topic_data"]:
-        name, topic_refusal = resolve_topic(ctx, topic_data)
+    for topic_data, name, topic_refusal in resolved:
         partitions = []
         for partition in topic_data["partition_data"]:
             if refusal or topic_refusal:

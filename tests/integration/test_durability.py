@@ -16,6 +16,7 @@ from kafka import KafkaConsumer
 
 from broker.admin_client import PRODUCE_VERSION, produce_body
 from broker.server import Broker
+from log.checkpoint import CHECKPOINT_FILE, PartitionCheckpoint
 from log.partition_log import PartitionLog
 from tests.broker.test_server import running_broker
 from tests.integration.raw_client import RawClient, in_thread, make_batch
@@ -88,6 +89,57 @@ async def test_flush_interval_ms_fsyncs_in_the_background(tmp_path: Path) -> Non
             while log.recovery_point < 3:  # no client waits: the periodic task does it
                 await trio.sleep(0.05)
             assert log.fsyncs >= 1
+
+
+async def test_the_periodic_flush_outlives_a_topic_deleted_while_unflushed(tmp_path: Path) -> None:
+    """The periodic flush visits only partitions with unsynced appends; one whose topic was
+    deleted before its flush is dropped, and the partitions appended to afterwards still flush."""
+    settings = {"log.flush.interval.ms": "100"}
+    with trio.fail_after(DEADLINE_S):
+        async with running_broker(tmp_path, **settings) as (broker, port):
+            for topic in ("doomed", "kept"):
+                await create_topic(port, topic)
+            assert await produce(port, "doomed", 2) == [ErrorCode.NONE] * 2
+            deleted = await in_thread(port, lambda client: client.delete_topic("doomed"))
+            assert deleted["error_code"] == ErrorCode.NONE
+            assert await produce(port, "kept", 3) == [ErrorCode.NONE] * 3
+            log = partition_log(broker, "kept")
+            while log.recovery_point < 3:
+                await trio.sleep(0.05)
+            assert log.fsyncs >= 1
+
+
+async def test_first_appends_to_many_partitions_mark_them_unclean_off_the_event_loop(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Each fresh partition's checkpoint says "unclean", durably, before its first append, and
+    a request to many such partitions has those fsyncs done in worker threads."""
+    checkpoint_syncs: list[str] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(descriptor: int) -> None:
+        if os.readlink(f"/proc/self/fd/{descriptor}").endswith(CHECKPOINT_FILE + ".tmp"):
+            checkpoint_syncs.append(threading.current_thread().name)
+        real_fsync(descriptor)
+
+    with trio.fail_after(DEADLINE_S):
+        async with running_broker(tmp_path) as (broker, port):
+            await in_thread(port, lambda client: client.create_topic("fresh", 8))
+            logs = [broker.partitions.get("fresh", p) for p in range(8)]
+            assert all(log is not None and log.needs_unclean_mark for log in logs)
+            monkeypatch.setattr(os, "fsync", recording_fsync)
+            body = produce_body("fresh", {p: bytes(make_batch([b"v"])) for p in range(8)}, acks=1)
+            response = await in_thread(
+                port, lambda client: client.request(ApiKey.PRODUCE, PRODUCE_VERSION, body)
+            )
+            codes = [p["error_code"] for t in response["responses"] for p in t["partition_responses"]]
+            assert codes == [ErrorCode.NONE] * 8
+            for log in logs:
+                assert log is not None and not log.needs_unclean_mark
+                checkpoint = PartitionCheckpoint.read(log.directory)
+                assert checkpoint is not None and not checkpoint.clean_shutdown
+    assert len(checkpoint_syncs) >= 8
+    assert threading.main_thread().name not in checkpoint_syncs[:8]
 
 
 def hold_first_sync(monkeypatch, fd: int) -> threading.Event:
