@@ -106,6 +106,11 @@ CHECKS: dict[ApiKey, tuple[Check, ...]] = {
     ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: (),
     ApiKey.PUSH_TELEMETRY: (),
     ApiKey.LIST_CONFIG_RESOURCES: _checks((R.CLUSTER, Op.DESCRIBE_CONFIGS)),
+    # No delegation tokens: every token request is refused before anything is checked.
+    ApiKey.CREATE_DELEGATION_TOKEN: (),
+    ApiKey.RENEW_DELEGATION_TOKEN: (),
+    ApiKey.EXPIRE_DELEGATION_TOKEN: (),
+    ApiKey.DESCRIBE_DELEGATION_TOKEN: (),
     ApiKey.DESCRIBE_ACLS: _checks((R.CLUSTER, Op.DESCRIBE)),
     ApiKey.CREATE_ACLS: _checks((R.CLUSTER, Op.ALTER)),
     ApiKey.DELETE_ACLS: _checks((R.CLUSTER, Op.ALTER)),

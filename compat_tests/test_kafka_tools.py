@@ -515,3 +515,13 @@ def test_consumer_over_its_quota_is_throttled(run, admin: Driver, broker: Runnin
     finally:
         consumer.close()
         ok(run(CONFIGS, "--alter", *clients, "--delete-config", "consumer_byte_rate"))
+
+
+def test_delegation_tokens_are_refused_on_plaintext(run, tmp_path) -> None:
+    """A broker without token authentication refuses token requests over PLAINTEXT, as Kafka."""
+    config = tmp_path / "admin.properties"
+    config.write_text("")
+    for action in (["--describe"], ["--create", "--max-life-time-period", "-1"]):
+        result = run(TOOLS + "DelegationTokenCommand", *action, "--command-config", str(config))
+        assert result.code == 1
+        assert "Delegation Token requests are not allowed on PLAINTEXT/1-way SSL channels" in result.err

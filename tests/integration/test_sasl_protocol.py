@@ -178,6 +178,18 @@ def test_large_frames_before_authentication_are_refused(broker: RunningBroker) -
     assert "exceeds sasl.server.max.receive.size=524288" in broker.log_path.read_text()
 
 
+def test_delegation_tokens_are_disabled(broker: RunningBroker) -> None:
+    """No token authentication: refused on PLAINTEXT, disabled on an authenticated SASL listener."""
+    describe = {"owners": None}
+    with KafkaConnection(broker.bootstrap) as conn:
+        answer = conn.request(ApiKey.DESCRIBE_DELEGATION_TOKEN, 3, describe)
+        assert answer["error_code"] == ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
+    with _sasl(broker) as conn:
+        assert _plain(conn, "alice", "alice-secret")["error_code"] == ErrorCode.NONE
+        answer = conn.request(ApiKey.DESCRIBE_DELEGATION_TOKEN, 3, describe)
+        assert answer["error_code"] == ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED
+
+
 def test_a_client_that_never_authenticates_is_closed(broker: RunningBroker) -> None:
     host, port = broker.addresses["SASL_PLAINTEXT"].split(":")
     with socket.create_connection((host, int(port)), timeout=20) as sock:

@@ -1,0 +1,59 @@
+"""Delegation token APIs (KIP-48), answered as a Kafka broker without token authentication.
+
+Odradek has no delegation tokens (no ``delegation.token.secret.key``), so it answers as such a
+Kafka broker does, and Kafka's ``kafka-delegation-tokens`` tool prints the same refusal against
+both: on PLAINTEXT listeners and to anonymous TLS clients DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
+("not allowed on PLAINTEXT/1-way SSL channels"), elsewhere DELEGATION_TOKEN_AUTH_DISABLED.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.api_support import Served
+from broker.context import ANONYMOUS, RequestContext
+from broker.security.listener_security import SecurityProtocol
+from wire.api_keys import ApiKey
+from wire.error_codes import ErrorCode
+
+
+def refusal(ctx: RequestContext) -> ErrorCode:
+    """Kafka's ``allowTokenRequests`` first, then "token authentication is disabled"."""
+    protocol = ctx.auth.security.protocol
+    if protocol is SecurityProtocol.PLAINTEXT or (
+        protocol is SecurityProtocol.SSL and ctx.principal == ANONYMOUS
+    ):
+        return ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
+    return ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED
+
+
+async def handle_create(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "error_code": refusal(ctx),
+        "principal_type": "",
+        "principal_name": "",
+        "token_requester_principal_type": "",
+        "token_requester_principal_name": "",
+        "issue_timestamp_ms": -1,
+        "expiry_timestamp_ms": -1,
+        "max_timestamp_ms": -1,
+        "token_id": "",
+        "hmac": b"",
+        "throttle_time_ms": 0,
+    }
+
+
+async def handle_renew_or_expire(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    return {"error_code": refusal(ctx), "expiry_timestamp_ms": -1, "throttle_time_ms": 0}
+
+
+async def handle_describe(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    return {"error_code": refusal(ctx), "tokens": [], "throttle_time_ms": 0}
+
+
+HANDLERS = {
+    ApiKey.CREATE_DELEGATION_TOKEN: Served(handle_create),
+    ApiKey.RENEW_DELEGATION_TOKEN: Served(handle_renew_or_expire),
+    ApiKey.EXPIRE_DELEGATION_TOKEN: Served(handle_renew_or_expire),
+    ApiKey.DESCRIBE_DELEGATION_TOKEN: Served(handle_describe),
+}
