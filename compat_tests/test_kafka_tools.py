@@ -525,3 +525,10 @@ def test_delegation_tokens_are_refused_on_plaintext(run, tmp_path) -> None:
         result = run(TOOLS + "DelegationTokenCommand", *action, "--command-config", str(config))
         assert result.code == 1
         assert "Delegation Token requests are not allowed on PLAINTEXT/1-way SSL channels" in result.err
+
+
+def test_broker_api_versions(run) -> None:
+    listed = ok(run(TOOLS + "BrokerApiVersionsCommand"))
+    for api in ("Produce(0):", "Fetch(1):", "Metadata(3):", "ApiVersions(18):", "SaslHandshake(17):"):
+        assert api in listed
+    assert "UNSUPPORTED" not in listed.split("Produce(0):")[1].split("\n")[0]
