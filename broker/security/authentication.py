@@ -67,10 +67,6 @@ class ConnectionAuth:
         self.failed = False  # answer this last response, then close
         self.mechanism: str | None = None  # of the current session (re-authentication keeps it)
 
-    @property
-    def listener_name(self) -> str:
-        return self.security.name
-
     def check_request(self, api_key: int) -> None:
         """Raise AuthenticationError unless a request of ``api_key`` may be served now."""
         if self.failed:
