@@ -25,6 +25,7 @@ from broker.cli_dump import add_dump_command
 from broker.cli_group_offsets import add_group_offset_actions
 from broker.cli_registry import AdminError
 from broker.cli_users import add_user_commands
+from broker.cluster.etcd_client import EtcdUnavailable
 from broker.config import BrokerConfig, ConfigError
 from broker.server import Broker, serve
 
@@ -47,6 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--listeners", help="shortcut for listeners, e.g. PLAINTEXT://localhost:9092")
     run.add_argument("--advertised-listeners", help="shortcut for advertised.listeners")
     run.add_argument("--node-id", type=int, help="shortcut for node.id")
+    run.add_argument(
+        "--cluster",
+        metavar="etcd://HOST:PORT,...",
+        help="join the cluster whose metadata is in this etcd (shortcut for cluster.etcd.endpoints)",
+    )
     run.add_argument(
         "--override",
         action="append",
@@ -78,6 +84,7 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         ("listeners", "listeners"),
         ("advertised_listeners", "advertised.listeners"),
         ("node_id", "node.id"),
+        ("cluster", "cluster.etcd.endpoints"),
     ):
         value = getattr(args, flag)
         if value is not None:
@@ -88,6 +95,8 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
 async def run_broker(broker: Broker) -> None:
     """Serve until SIGINT or SIGTERM, then stop accepting and close the logs cleanly."""
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        if broker.cluster is not None:
+            await broker.cluster.start()  # before the nursery: EtcdUnavailable ends the start plainly
         async with trio.open_nursery() as nursery:
             listeners = await nursery.start(serve, broker)
             for listener in listeners:
@@ -121,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=getattr(logging, args.log_level), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    # httpx (the etcd client's transport) logs every request at INFO: a cluster member's
+    # heartbeats would fill the log.
+    logging.getLogger("httpx").setLevel(max(logging.WARNING, logging.getLogger().level))
     try:
         config = config_from_args(args)
     except ConfigError as exc:
@@ -135,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
         log.warning("unknown config key %s (ignored); check its spelling against Kafka's broker configs", key)
     try:
         trio.run(run_broker, broker)
+    except EtcdUnavailable as exc:
+        print(f"odradek: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"odradek: cannot listen: {exc}. Is another broker using the port?", file=sys.stderr)
         return 1

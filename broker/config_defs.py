@@ -102,6 +102,38 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "Security protocol of each listener name (Kafka's default): PLAINTEXT, SSL, "
             "SASL_PLAINTEXT or SASL_SSL.",
         ),
+        ConfigDef(
+            "cluster.etcd.endpoints",
+            T.STRING,
+            None,
+            "Odradek's own: etcd://host:port,... of the etcd cluster holding a multi-broker cluster's "
+            "metadata (docs/CLUSTER.md). Unset: a single broker, as Kafka's combined mode on one node.",
+        ),
+        ConfigDef(
+            "cluster.etcd.prefix", T.STRING, "/odradek", "Odradek's own: the etcd key prefix of this cluster."
+        ),
+        ConfigDef("broker.rack", T.STRING, None, "Rack of this broker, for rack-aware replica placement."),
+        ConfigDef(
+            "broker.session.timeout.ms",
+            T.INT,
+            "9000",
+            "A cluster member whose heartbeats stop for this long is declared dead (its etcd lease expires).",
+        ),
+        ConfigDef(
+            "broker.heartbeat.interval.ms", T.INT, "2000", "Interval of a cluster member's heartbeats."
+        ),
+        ConfigDef(
+            "auto.leader.rebalance.enable", T.BOOLEAN, "true", "Move leaderships back to preferred replicas."
+        ),
+        ConfigDef(
+            "leader.imbalance.check.interval.seconds", T.LONG, "300", "How often the controller checks that."
+        ),
+        ConfigDef(
+            "leader.imbalance.per.broker.percentage",
+            T.INT,
+            "10",
+            "Share of a broker's preferred partitions led elsewhere that triggers the rebalance.",
+        ),
         ConfigDef("security.inter.broker.protocol", T.STRING, "PLAINTEXT", "Accepted for compatibility."),
         ConfigDef("inter.broker.listener.name", T.STRING, None, "Accepted for compatibility."),
         ConfigDef(
@@ -442,7 +474,12 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             _topic_default("min.insync.replicas"),
             "Replicas that must ack acks=all.",
         ),
-        ConfigDef("unclean.leader.election.enable", T.BOOLEAN, "false", "Accepted for compatibility."),
+        ConfigDef(
+            "unclean.leader.election.enable",
+            T.BOOLEAN,
+            "false",
+            "Let an out-of-sync replica lead when no in-sync one is alive (may lose acknowledged records).",
+        ),
         ConfigDef("offsets.topic.num.partitions", T.INT, "50", "Partitions of __consumer_offsets."),
         ConfigDef(
             "offsets.topic.replication.factor",

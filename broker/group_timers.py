@@ -15,6 +15,7 @@ import dataclasses
 import logging
 import math
 import time
+from functools import partial
 from typing import TYPE_CHECKING
 
 import trio
@@ -50,7 +51,8 @@ def internal_topic_storage(
 
     def partition_log(partition: int, create: bool) -> PartitionLog | None:
         if topic not in broker.topics:
-            if not create:
+            # A cluster creates the topic through its metadata (FindCoordinator does).
+            if not create or broker.cluster is not None:
                 return None
             segment_bytes = str(broker.config.get_int(segment_bytes_key))
             create_topic(
@@ -93,7 +95,12 @@ def install_group_coordinator(broker: Broker) -> GroupCoordinator:
         (group, group_overrides(configs)) for group, configs in broker.dynamic_configs.groups.items()
     )
     broker.coordinator = coordinator
-    start_coordinator(broker, coordinator, "group coordinator")
+    if broker.cluster is not None:
+        # Partitions are claimed as this broker becomes their leader (broker.cluster.roles).
+        coordinator.own_claimed_partitions_only()
+        broker.background_tasks.append(partial(drive_timers, coordinator, broker.clock, "group coordinator"))
+    else:
+        start_coordinator(broker, coordinator, "group coordinator")
     return coordinator
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
@@ -91,15 +91,19 @@ class _DirectoryLocks:
 class PartitionStore:
     """Partition logs of every registered topic, opened (and recovered) at start-up."""
 
-    def __init__(self, broker: Broker, log_dirs: list[str]) -> None:
+    def __init__(self, broker: Broker, log_dirs: list[str], *, create_missing: bool = True) -> None:
+        """Open every partition log found; with ``create_missing``, also create the missing
+        logs of registered topics (a single node hosts every partition; a cluster member
+        creates only the replicas placed on it, once it has read the cluster's metadata)."""
         self._broker = broker
         self._directory_locks = _DirectoryLocks()
         open_files_max = broker.config.get_int("log.open.files.max")
         OPEN_FILES.reconfigure(open_files_max if open_files_max > 0 else default_capacity())
         self._manager = LogManager(log_dirs, self.log_config, broker.clock)
         self._drop_unregistered()
-        for topic in broker.topics.all():
-            self.create_partitions_now(topic, 0, topic.partitions)
+        if create_missing:
+            for topic in broker.topics.all():
+                self.create_partitions_now(topic, 0, topic.partitions)
         _exempt_from_gc()
 
     def _drop_unregistered(self) -> None:
@@ -158,14 +162,21 @@ class PartitionStore:
         completes a creation whatever happens to the client that asked for it.  The partition
         limits bound how long that takes.
         """
+        await self.create_replicas(topic, range(start, end))
+
+    async def create_replicas(self, topic: TopicInfo, wanted: Sequence[int]) -> None:
+        """Create the logs of the partitions ``wanted`` of ``topic`` that do not exist yet (see
+        ``create_partitions``; a cluster member creates those placed on it)."""
         with trio.CancelScope(shield=True):
             async with self._directory_locks.hold(topic.name):
-                await self._create_in_chunks(topic, start, end)
+                await self._create_in_chunks(
+                    topic, [p for p in wanted if self._manager.get(topic.name, p) is None]
+                )
         _exempt_from_gc()
 
-    async def _create_in_chunks(self, topic: TopicInfo, start: int, end: int) -> None:
-        for first in range(start, end, CREATION_CHUNK):
-            partitions = range(first, min(end, first + CREATION_CHUNK))
+    async def _create_in_chunks(self, topic: TopicInfo, wanted: Sequence[int]) -> None:
+        for first in range(0, len(wanted), CREATION_CHUNK):
+            partitions = wanted[first : first + CREATION_CHUNK]
             directories = self._manager.place(topic.name, partitions)
             logs = await trio.to_thread.run_sync(self._create_logs, directories, topic.name)
             if self._broker.topics.by_id(topic.topic_id) is not topic:
@@ -186,9 +197,14 @@ class PartitionStore:
         """Delete the logs of a topic already removed from the registry.  They leave the store
         at once; their files go in a worker thread (a rename, an fsync and a tree removal per
         partition would stall the event loop for seconds with thousands of partitions)."""
-        logs = self._manager.detach(topic.name, range(topic.partitions))
+        await self.delete_logs(topic.name, range(topic.partitions))
+
+    async def delete_logs(self, topic: str, partitions: Iterable[int]) -> None:
+        """Delete the logs of ``partitions`` of ``topic`` (a topic's deletion, or replicas moved
+        off this broker), their files in a worker thread."""
+        logs = self._manager.detach(topic, partitions)
         with trio.CancelScope(shield=True):  # detached logs must not be left half-deleted
-            async with self._directory_locks.hold(topic.name):
+            async with self._directory_locks.hold(topic):
                 await trio.to_thread.run_sync(_discard, logs)
 
     def reconfigure(self, topic: TopicInfo) -> None:

@@ -27,6 +27,7 @@ from broker.client_metrics_store import SubscriptionStore
 from broker.client_quotas import ClientQuotas
 from broker.client_software import ClientSoftware
 from broker.client_telemetry import ClientTelemetry
+from broker.cluster.node import ClusterNode
 from broker.config import BrokerConfig, Listener
 from broker.connection import serve_connection
 from broker.dispatch import load_handlers
@@ -79,11 +80,15 @@ def _load_identity(directory: Path, node_id: int, configured: str | None) -> tup
             return existing, values["directory.id"]
     cluster_id = values.get("cluster.id") or configured or _random_id()
     directory_id = _random_id()
+    write_identity(directory, node_id, cluster_id, directory_id)
+    return cluster_id, directory_id
+
+
+def write_identity(directory: Path, node_id: int, cluster_id: str, directory_id: str) -> None:
     write_atomically(
-        str(path),
+        str(directory / "meta.properties"),
         f"version=1\nnode.id={node_id}\ncluster.id={cluster_id}\ndirectory.id={directory_id}\n".encode(),
     )
-    return cluster_id, directory_id
 
 
 def _random_id() -> str:
@@ -113,9 +118,12 @@ class Broker:
             self.data_dir, self.node_id, config.get("cluster.id")
         )
         self.topics = TopicRegistry(self.data_dir)
+        etcd_endpoints = config.get("cluster.etcd.endpoints")
+        # A cluster member (docs/CLUSTER.md) or, unset, a single node with no other server.
+        self.cluster: ClusterNode | None = ClusterNode(self, etcd_endpoints) if etcd_endpoints else None
         self.acls: AclStore | None = open_acl_store(config, self.data_dir)
         self.authorizer: Authorizer | None = self.acls.authorizer if self.acls else None
-        self.partitions = PartitionStore(self, [str(d) for d in dirs])
+        self.partitions = PartitionStore(self, [str(d) for d in dirs], create_missing=self.cluster is None)
         self.producer_ids = ProducerIdAllocator(self.data_dir)
         self.scram_credentials = ScramCredentialStore(self.data_dir)
         self.appends = AppendNotifier()
@@ -163,7 +171,12 @@ class Broker:
             self.peer_watch.run,
         ]
         install_group_coordinator(self)
-        install_transaction_coordinator(self)
+        if self.cluster is None:
+            # In a cluster, transactions wait for markers written to other brokers' partitions;
+            # until then a cluster answers FindCoordinator(TRANSACTION) with COORDINATOR_NOT_AVAILABLE.
+            install_transaction_coordinator(self)
+        else:
+            self.background_tasks.extend(self.cluster.background_tasks)
 
     @property
     def endpoint(self) -> Listener:
@@ -181,6 +194,19 @@ class Broker:
             if bound is not None:
                 return Listener(chosen.name, chosen.host, bound.port)
         return chosen
+
+    def adopt_cluster_id(self, cluster_id: str) -> None:
+        """Take the id the cluster's metadata holds (a cluster member joining it); a log
+        directory that already holds another cluster's topics is refused."""
+        if cluster_id == self.cluster_id:
+            return
+        if len(self.topics):
+            raise SystemExit(
+                f"{self.data_dir} holds topics of cluster {self.cluster_id}, but etcd holds cluster "
+                f"{cluster_id}; point log.dirs at an empty directory or cluster.etcd.prefix at that cluster"
+            )
+        self.cluster_id = cluster_id
+        write_identity(self.data_dir, self.node_id, cluster_id, self.directory_id)
 
     def close(self) -> None:
         """Flush and close every partition log (a clean shutdown skips recovery next start)."""
@@ -210,6 +236,8 @@ async def serve(
 ) -> None:
     """Accept connections on every configured listener until cancelled."""
     limits = connection_limits(broker.config)
+    if broker.cluster is not None:
+        await broker.cluster.start()
     async with trio.open_nursery() as nursery:
         await start_metrics_endpoint(broker, nursery)
         sockets = []

@@ -82,7 +82,9 @@ def validate_new_topic(broker: Broker, topic: NewTopic) -> NewTopic:
     )
     if replication <= 0:
         raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
-    if replication > 1:
+    if broker.cluster is not None:
+        broker.cluster.check_replication_factor(replication)
+    elif replication > 1:
         raise TopicError(
             ErrorCode.INVALID_REPLICATION_FACTOR,
             f"Unable to replicate the partition {replication} time(s): The target replication factor of "
@@ -94,10 +96,33 @@ def validate_new_topic(broker: Broker, topic: NewTopic) -> NewTopic:
 
 async def register_topic_async(broker: Broker, topic: NewTopic) -> TopicInfo:
     """Register a topic that :func:`validate_new_topic` and the partition limits
-    (``broker/partition_limits.py``) passed, and create its logs off the event loop."""
+    (``broker/partition_limits.py``) passed, and create its logs off the event loop (a cluster
+    member writes it to the cluster's metadata; each broker then creates the replicas placed
+    on it)."""
+    if broker.cluster is not None:
+        return await broker.cluster.create_topic(topic)
     info = broker.topics.create(topic.name, topic.partitions, topic.configs)
     await broker.partitions.create_partitions(info, 0, topic.partitions)
     return info
+
+
+async def delete_topic_async(broker: Broker, info: TopicInfo) -> None:
+    """Delete a topic: from the registry and the disk, or from the cluster's metadata."""
+    if broker.cluster is not None:
+        await broker.cluster.delete_topic(info)
+        return
+    broker.topics.delete(info.name)
+    await broker.partitions.delete_topic(info)
+
+
+async def add_partitions_async(broker: Broker, info: TopicInfo, count: int) -> None:
+    """Grow a topic to ``count`` partitions (CreatePartitions passed its checks)."""
+    if broker.cluster is not None:
+        await broker.cluster.add_partitions(info, count)
+        return
+    old = info.partitions
+    broker.topics.set_partitions(info.name, count)
+    await broker.partitions.create_partitions(info, old, count)
 
 
 def create_topic(broker: Broker, topic: NewTopic) -> TopicInfo:

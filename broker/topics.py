@@ -124,9 +124,12 @@ class TopicRegistry:
                 return existing
         return None
 
-    def create(self, name: str, partitions: int, configs: dict[str, str] | None = None) -> TopicInfo:
-        """Register a new topic (callers validate name, count and configs first)."""
-        topic = TopicInfo(name, uuid.uuid4().bytes, partitions, dict(configs or {}))
+    def create(
+        self, name: str, partitions: int, configs: dict[str, str] | None = None, topic_id: bytes | None = None
+    ) -> TopicInfo:
+        """Register a new topic (callers validate name, count and configs first); a cluster
+        member registers topics under the id the cluster gave them."""
+        topic = TopicInfo(name, topic_id or uuid.uuid4().bytes, partitions, dict(configs or {}))
         self._index(topic)
         self._save()
         return topic

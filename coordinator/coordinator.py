@@ -130,6 +130,17 @@ class GroupCoordinator(PartitionedCoordinator):
             if isinstance(group, ClassicGroup) and self.partition_for(group.group_id) == partition:
                 self.classic.on_loaded(group)
 
+    def forget_partition(self, partition: int) -> None:
+        """Forget the groups of ``partition``; members waiting on a join or sync are told
+        NOT_COORDINATOR so they find the new coordinator at once."""
+        for group_id in [g for g in self._groups if self.partition_for(g) == partition]:
+            group = self._groups.pop(group_id)
+            if isinstance(group, ClassicGroup):
+                for member in group.members.values():
+                    member.complete_join(join_error(ErrorCode.NOT_COORDINATOR, member.member_id))
+                    member.complete_sync(sync_error(ErrorCode.NOT_COORDINATOR))
+        self.offsets.forget(lambda group_id: self.partition_for(group_id) == partition)
+
     def _replay(self, stored: StoredRecord) -> None:
         key_bytes, value_bytes = stored.key, stored.value
         try:

@@ -89,6 +89,17 @@ class Offsets:
         else:
             self._by_group.setdefault(key.group, {})[key.topic, key.partition] = value
 
+    def forget(self, of_group: Callable[[str], bool]) -> None:
+        """Drop the committed and pending offsets of the groups ``of_group`` selects."""
+        for group_id in [g for g in self._by_group if of_group(g)]:
+            del self._by_group[group_id]
+        for producer_id, pending in list(self._pending.items()):
+            kept = {key: value for key, value in pending.items() if not of_group(key.group)}
+            if kept:
+                self._pending[producer_id] = kept
+            else:
+                del self._pending[producer_id]
+
     def replay_transactional(self, producer_id: int, key: OffsetCommitKey, value: OffsetAndMetadata) -> None:
         """Hold a commit written inside ``producer_id``'s transaction until its marker."""
         self._pending.setdefault(producer_id, {})[key] = value

@@ -34,6 +34,41 @@ class PartitionedCoordinator(ABC):
         self._timer = Timer()
         self._loaded: set[int] = set()
         self._started = False
+        # None: every partition is this node's (a single broker).  In a cluster, the partitions
+        # whose internal-topic partition this broker leads (``claim``/``release``).
+        self._owned: set[int] | None = None
+
+    def own_claimed_partitions_only(self) -> None:
+        """Serve only claimed partitions: a cluster member coordinates the keys of the internal
+        topic partitions it leads, and answers NOT_COORDINATOR for the rest."""
+        self._owned = set()
+
+    def claim(self, partition: int) -> None:
+        """This broker now leads ``partition``: load it and serve its keys."""
+        if self._owned is not None and partition not in self._owned:
+            self._owned.add(partition)
+            self.load_partition(partition)
+
+    def release(self, partition: int) -> None:
+        """This broker no longer leads ``partition``: forget its keys and their timers (the new
+        leader replays them from the log)."""
+        if self._owned is None or partition not in self._owned:
+            return
+        self._owned.discard(partition)
+        self._loaded.discard(partition)
+        self._timer.cancel_where(
+            lambda key: (
+                isinstance(key, tuple)
+                and len(key) > 1
+                and isinstance(key[1], str)
+                and self.partition_for(key[1]) == partition
+            )
+        )
+        self.forget_partition(partition)
+
+    @abstractmethod
+    def forget_partition(self, partition: int) -> None:
+        """Drop the state of every key of ``partition`` (see ``release``)."""
 
     def partition_for(self, key: str) -> int:
         """Kafka's ``abs(key.hashCode()) % partitions``."""
@@ -52,10 +87,14 @@ class PartitionedCoordinator(ABC):
 
     @property
     def fully_loaded(self) -> bool:
+        if self._owned is not None:
+            return self._owned <= self._loaded
         return len(self._loaded) >= self.partitions
 
     def availability(self, key: str) -> ErrorCode:
         """Whether this coordinator can serve ``key`` right now."""
+        if self._owned is not None and self.partition_for(key) not in self._owned:
+            return ErrorCode.NOT_COORDINATOR
         if not self._started:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if self.partition_for(key) not in self._loaded:

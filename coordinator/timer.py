@@ -42,6 +42,11 @@ class Timer:
     def cancel(self, key: Hashable) -> None:
         self._entries.pop(key, None)
 
+    def cancel_where(self, predicate: Callable[[Hashable], bool]) -> None:
+        """Cancel every timer whose key ``predicate`` selects (state handed to another node)."""
+        for key in [key for key in self._entries if predicate(key)]:
+            del self._entries[key]
+
     def next_deadline(self) -> int | None:
         """The earliest live deadline, or None when nothing is scheduled."""
         self._drop_stale()

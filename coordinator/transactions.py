@@ -107,6 +107,10 @@ class TransactionCoordinator(PartitionedCoordinator):
             elif metadata.state is TxnState.ONGOING:
                 self._schedule_timeout(metadata)
 
+    def forget_partition(self, partition: int) -> None:
+        for transactional_id in [t for t in self._txns if self.partition_for(t) == partition]:
+            self._by_producer.pop(self._txns.pop(transactional_id).producer_id, None)
+
     def _replay(self, key: bytes, value: bytes | None) -> None:
         try:
             transactional_id = decode_key(key)

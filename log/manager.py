@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from log.clock import Clock, wall_clock_ms
 from log.config import LogConfig
@@ -97,7 +97,7 @@ class LogManager:
             self.add(topic, partition, log)
         return log
 
-    def place(self, topic: str, partitions: range) -> list[str]:
+    def place(self, topic: str, partitions: Iterable[int]) -> list[str]:
         """Directories for new partitions: each in the log directory holding the fewest."""
         counts = Counter({log_dir: self._per_dir[log_dir] for log_dir in self.log_dirs})
         directories = []
@@ -138,7 +138,7 @@ class LogManager:
             logger.error("cannot delete %s: %s", log.directory, describe_os_error(exc))
         return True
 
-    def detach(self, topic: str, partitions: range) -> list[PartitionLog]:
+    def detach(self, topic: str, partitions: Iterable[int]) -> list[PartitionLog]:
         """Stop managing the logs of ``partitions`` and hand them over (to be deleted
         elsewhere, e.g. off the event loop)."""
         detached = []

@@ -6,6 +6,7 @@ from typing import Any
 
 from broker.api_support import Served
 from broker.authorization import cluster_operations_field
+from broker.cluster_view import controller_id, live_nodes
 from broker.context import RequestContext
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
@@ -22,18 +23,18 @@ async def handle_describe_cluster(ctx: RequestContext, request: dict[str, Any]) 
             "cluster_id": broker.cluster_id,
             "brokers": [],
         }
-    endpoint = broker.endpoint_for(ctx.listener_name)
     return {
         "throttle_time_ms": 0,
         "error_code": ErrorCode.NONE,
         "endpoint_type": BROKERS_ENDPOINT,
         "cluster_id": broker.cluster_id,
-        "controller_id": broker.node_id,
+        "controller_id": controller_id(broker),
         "cluster_authorized_operations": cluster_operations_field(
             ctx, bool(request.get("include_cluster_authorized_operations"))
         ),
         "brokers": [
-            {"broker_id": broker.node_id, "host": endpoint.host, "port": endpoint.port, "rack": None}
+            {"broker_id": node.node_id, "host": node.host, "port": node.port, "rack": node.rack}
+            for node in live_nodes(broker, ctx.listener_name)
         ],
     }
 

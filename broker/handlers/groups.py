@@ -18,10 +18,12 @@ import trio
 from broker.acl_model import AclOperation, ResourceType
 from broker.api_support import Served
 from broker.authorization import answer_each, authorized, cluster_authorized, operations_field
+from broker.cluster_view import NodeAddress, node_address
 from broker.context import RequestContext
 from coordinator.classic_group import Responder, join_error, sync_error
 from coordinator.classic_protocol import JoinRequest, SyncRequest
 from coordinator.coordinator import GroupCoordinator
+from coordinator.offsets_topic import OFFSETS_TOPIC
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
@@ -71,6 +73,9 @@ async def parked(start: Callable[[Responder], None]) -> dict[str, Any]:
 async def handle_find_coordinator(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     """This single node coordinates every group (and transactions, once they exist)."""
     key_type = request.get("key_type", GROUP_KEY_TYPE)
+    cluster = ctx.broker.cluster
+    if cluster is not None and key_type == GROUP_KEY_TYPE:
+        await cluster.ensure_internal_topic(OFFSETS_TOPIC)
     if ctx.api_version >= 4:
         return {
             "coordinators": [
@@ -103,14 +108,34 @@ def _coordinator_entry(ctx: RequestContext, key_type: int, key: str) -> dict[str
             "host": "",
             "port": -1,
         }
-    endpoint = ctx.broker.endpoint_for(ctx.listener_name)
+    node = coordinator_node(ctx, key)
+    if node is None:
+        return {
+            "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
+            "error_message": ErrorCode.COORDINATOR_NOT_AVAILABLE.name,
+            "node_id": -1,
+            "host": "",
+            "port": -1,
+        }
     return {
         "error_code": error,
         "error_message": None,
-        "node_id": ctx.broker.node_id,
-        "host": endpoint.host,
-        "port": endpoint.port,
+        "node_id": node.node_id,
+        "host": node.host,
+        "port": node.port,
     }
+
+
+def coordinator_node(ctx: RequestContext, key: str) -> NodeAddress | None:
+    """The broker coordinating a group: this one, or in a cluster the leader of the group's
+    ``__consumer_offsets`` partition (None while it has none)."""
+    broker = ctx.broker
+    if broker.cluster is None:
+        endpoint = broker.endpoint_for(ctx.listener_name)
+        return NodeAddress(broker.node_id, endpoint.host, endpoint.port, None)
+    partition = coordinator_of(ctx).partition_for(key)
+    record = broker.cluster.metadata.image.partition(OFFSETS_TOPIC, partition)
+    return node_address(broker, record.leader, ctx.listener_name) if record is not None else None
 
 
 # --- membership --------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from typing import Any
 from broker.acl_model import AclOperation, ResourceType
 from broker.api_support import Served
 from broker.authorization import authorized, cluster_authorized, cluster_operations_field, operations_field
+from broker.cluster_view import controller_id, live_nodes, partition_state, topic_complete
 from broker.context import RequestContext
 from broker.partition_limits import PartitionBudget
 from broker.topic_admin import NewTopic, TopicError, register_topic_async, validate_new_topic
@@ -29,28 +30,33 @@ FIRST_VERSION_WITH_TOPIC_IDS = 12
 
 
 def partition_entries(ctx: RequestContext, topic: TopicInfo) -> list[dict[str, Any]]:
-    """Every partition of ``topic`` led by this node (a single-node cluster).
+    """Every partition of ``topic`` with its leader, replicas and ISR (``broker.cluster_view``).
 
-    A partition whose log is offline (a disk error, or unopenable at start-up) lists this node
-    among its offline replicas, as Kafka reports replicas on a failed log directory; requests to
-    it answer KAFKA_STORAGE_ERROR until the log comes back.
+    A partition whose log here is offline (a disk error, or unopenable at start-up) lists this
+    node among its offline replicas, as Kafka reports replicas on a failed log directory;
+    requests to it answer KAFKA_STORAGE_ERROR until the log comes back.  A partition without a
+    live leader answers LEADER_NOT_AVAILABLE, as Kafka's does.
     """
-    node = [ctx.broker.node_id]
-    partitions = ctx.broker.partitions
-    return [
-        {
-            "error_code": ErrorCode.NONE,
-            "partition_index": index,
-            "leader_id": ctx.broker.node_id,
-            "leader_epoch": topic.leader_epoch,
-            "replica_nodes": node,
-            "isr_nodes": node,
-            "offline_replicas": []
-            if (plog := partitions.get(topic.name, index)) is None or plog.is_online
-            else node,
-        }
-        for index in range(topic.partitions)
-    ]
+    broker = ctx.broker
+    entries = []
+    for index in range(topic.partitions):
+        state = partition_state(broker, topic, index)
+        if state is None:
+            continue
+        plog = broker.partitions.get(topic.name, index)
+        offline = [] if plog is None or plog.is_online else [broker.node_id]
+        entries.append(
+            {
+                "error_code": ErrorCode.NONE if state.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
+                "partition_index": index,
+                "leader_id": state.leader,
+                "leader_epoch": state.leader_epoch,
+                "replica_nodes": state.replicas,
+                "isr_nodes": state.isr,
+                "offline_replicas": offline,
+            }
+        )
+    return entries
 
 
 def topic_entry(ctx: RequestContext, topic: TopicInfo, with_operations: bool) -> dict[str, Any]:
@@ -81,7 +87,7 @@ async def resolve_topic(ctx: RequestContext, name: str, auto_create: bool) -> To
     otherwise the error Kafka answers with."""
     topic = ctx.broker.topics.get(name)
     if topic is not None:
-        return topic
+        return topic if topic_complete(ctx.broker, topic) else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if not (auto_create and ctx.broker.config.get_bool("auto.create.topics.enable")):
         return (
             ErrorCode.INVALID_TOPIC_EXCEPTION
@@ -114,6 +120,7 @@ async def handle_metadata(ctx: RequestContext, request: dict[str, Any]) -> dict[
             topic_entry(ctx, t, with_operations)
             for t in broker.topics.all()
             if authorized(ctx, ResourceType.TOPIC, t.name, AclOperation.DESCRIBE)
+            and topic_complete(broker, t)
         ]
     elif version < FIRST_VERSION_WITH_TOPIC_IDS and any(
         t["name"] is None or t["topic_id"] != ZERO_UUID for t in requested
@@ -144,11 +151,10 @@ async def handle_metadata(ctx: RequestContext, request: dict[str, Any]) -> dict[
                 topics.append(topic_entry(ctx, found, with_operations))
             else:
                 topics.append(error_entry(name, found))
-    endpoint = broker.endpoint_for(ctx.listener_name)
     return {
-        "brokers": [{"node_id": broker.node_id, "host": endpoint.host, "port": endpoint.port, "rack": None}],
+        "brokers": [node._asdict() for node in live_nodes(broker, ctx.listener_name)],
         "cluster_id": broker.cluster_id,
-        "controller_id": broker.node_id,
+        "controller_id": controller_id(broker),
         "topics": topics,
         "cluster_authorized_operations": cluster_operations_field(
             ctx, bool(request.get("include_cluster_authorized_operations"))

@@ -15,6 +15,7 @@ from typing import Any
 from broker.acl_model import AclOperation, ResourceType
 from broker.api_support import Served
 from broker.authorization import authorized, authorized_on_any, cluster_authorized
+from broker.cluster.etcd_client import EtcdError
 from broker.context import RequestContext
 from broker.handlers.transactions import error_for, transactions_of
 from coordinator.transactions import TxnError
@@ -39,7 +40,20 @@ async def handle_init_producer_id(ctx: RequestContext, request: dict[str, Any]) 
     if refused is not None:
         return {"throttle_time_ms": 0, "error_code": refused, "producer_id": -1, "producer_epoch": -1}
     if transactional_id is None:
-        producer_id, epoch = ctx.broker.producer_ids.allocate(), 0
+        cluster = ctx.broker.cluster
+        try:
+            producer_id = (
+                await cluster.allocate_producer_id() if cluster else ctx.broker.producer_ids.allocate()
+            )
+        except EtcdError:
+            # As Kafka's brokers while the controller hands out no block: retriable.
+            return {
+                "throttle_time_ms": 0,
+                "error_code": ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                "producer_id": -1,
+                "producer_epoch": -1,
+            }
+        epoch = 0
     else:
         try:
             producer_id, epoch = transactions_of(ctx).init_producer_id(

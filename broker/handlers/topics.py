@@ -21,7 +21,14 @@ from broker.error_mapping import error_code_of
 from broker.partition_limits import PartitionBudget
 from broker.partition_requests import per_partition
 from broker.throttling import count_mutation
-from broker.topic_admin import NewTopic, TopicError, register_topic_async, validate_new_topic
+from broker.topic_admin import (
+    NewTopic,
+    TopicError,
+    add_partitions_async,
+    delete_topic_async,
+    register_topic_async,
+    validate_new_topic,
+)
 from broker.topics import INTERNAL_TOPICS, TopicInfo
 from log.errors import LogError
 from wire.api_keys import ApiKey
@@ -220,9 +227,8 @@ async def handle_delete_topics(ctx: RequestContext, request: dict[str, Any]) -> 
         if not count_mutation(ctx, info.partitions):
             responses.append(entry | {"error_code": ErrorCode.THROTTLING_QUOTA_EXCEEDED})
             continue
-        broker.topics.delete(info.name)
+        await delete_topic_async(broker, info)
         broker.metrics.forget_topic(info.name)
-        await broker.partitions.delete_topic(info)
         responses.append(entry | {"name": info.name, "topic_id": info.topic_id, "error_code": ErrorCode.NONE})
     return {"throttle_time_ms": 0, "responses": responses}
 
@@ -288,9 +294,7 @@ async def handle_create_partitions(ctx: RequestContext, request: dict[str, Any])
                 problem = exc.code, exc.message
             else:
                 if not request["validate_only"]:
-                    old = info.partitions
-                    broker.topics.set_partitions(name, count)
-                    await broker.partitions.create_partitions(info, old, count)
+                    await add_partitions_async(broker, info, count)
         code, message = problem or (ErrorCode.NONE, None)
         results.append({"name": name, "error_code": code, "error_message": message})
     return {"throttle_time_ms": 0, "results": results}
