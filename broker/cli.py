@@ -148,14 +148,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         trio.run(run_broker, broker)
     except EtcdUnavailable as exc:
-        print(f"odradek: {exc}", file=sys.stderr)
+        print(f"odradek: cannot join the cluster: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:
         print(f"odradek: cannot listen: {exc}. Is another broker using the port?", file=sys.stderr)
         return 1
     finally:
         broker.close()
-        log.info("stopped cleanly")
+    log.info("stopped cleanly")
     return 0
 
 

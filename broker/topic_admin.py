@@ -30,6 +30,8 @@ class NewTopic(NamedTuple):
     partitions: int
     replication_factor: int
     configs: dict[str, str]
+    # CreateTopics' manual assignment: each partition's replicas, the first preferred leader.
+    assignments: tuple[tuple[int, ...], ...] | None = None
 
 
 def validate_configs(configs: dict[str, str]) -> None:
@@ -100,7 +102,7 @@ async def register_topic_async(broker: Broker, topic: NewTopic) -> TopicInfo:
     member writes it to the cluster's metadata; each broker then creates the replicas placed
     on it)."""
     if broker.cluster is not None:
-        return await broker.cluster.create_topic(topic)
+        return await broker.cluster.create_topic(topic, topic.assignments)
     info = broker.topics.create(topic.name, topic.partitions, topic.configs)
     await broker.partitions.create_partitions(info, 0, topic.partitions)
     return info

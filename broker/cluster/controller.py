@@ -188,15 +188,3 @@ class Controller:
             list(record.isr),
         )
         await self._metadata.caught_up(written)
-
-    async def elect_preferred(self, topic: str, partition: int) -> bool:
-        """ElectLeaders (PREFERRED) for one partition: True if leadership moved."""
-        image = self._metadata.image
-        found = image.partitions.get((topic, partition))
-        changed = preferred(found.record, image.alive) if found is not None else None
-        if changed is None:
-            return False
-        written = await self._metadata.write_partition(topic, partition, changed, found.mod_revision)
-        if written is not None:
-            await self._metadata.caught_up(written)
-        return written is not None

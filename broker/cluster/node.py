@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from broker.cluster.controller import Controller
+from broker.cluster.controller import Controller, elect, preferred
 from broker.cluster.etcd_client import EtcdClient, EtcdError, parse_endpoints
 from broker.cluster.layout import BrokerRecord, Endpoint, Layout, PartitionRecord, TopicRecord
 from broker.cluster.membership import Membership
@@ -145,6 +146,32 @@ class ClusterNode:
         endpoint = found.record.endpoint(listener)
         return (endpoint.host, endpoint.port) if endpoint is not None else None
 
+    async def elect_leader(self, topic: str, partition: int, *, unclean: bool) -> ErrorCode:
+        """ElectLeaders for one partition, with Kafka's outcomes: NONE when leadership moved,
+        ELECTION_NOT_NEEDED, or PREFERRED_LEADER_NOT_AVAILABLE / ELIGIBLE_LEADERS_NOT_AVAILABLE."""
+        image = self.metadata.image
+        found = image.partitions.get((topic, partition))
+        if found is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        record = found.record
+        if unclean:
+            if record.leader >= 0 and image.alive(record.leader):
+                return ErrorCode.ELECTION_NOT_NEEDED
+            changed = elect(record, image.alive, unclean=True)
+            missing = ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+        else:
+            if record.leader == record.replicas[0]:
+                return ErrorCode.ELECTION_NOT_NEEDED
+            changed = preferred(record, image.alive)
+            missing = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+        if changed is None or changed.leader < 0:
+            return missing
+        written = await self.metadata.write_partition(topic, partition, changed, found.mod_revision)
+        if written is None:
+            return missing
+        await self.metadata.caught_up(written)
+        return ErrorCode.NONE
+
     # ---------------------------------------------------------------------------------------
     # Admin writes
 
@@ -161,9 +188,10 @@ class ClusterNode:
         self._placement(1, replication_factor)
 
     async def create_topic(
-        self, topic: NewTopic, assignments: list[tuple[int, ...]] | None = None
+        self, topic: NewTopic, assignments: Sequence[tuple[int, ...]] | None = None
     ) -> TopicInfo:
-        """Create ``topic`` in the cluster and wait until this broker has it."""
+        """Create ``topic`` in the cluster (on ``assignments`` if given, else placed as Kafka
+        places replicas) and wait until this broker has it."""
         placed = assignments or self._placement(topic.partitions, topic.replication_factor)
         record = TopicRecord(topic.name, uuid.uuid4().bytes, topic.partitions, dict(topic.configs))
         try:

@@ -1,6 +1,7 @@
-"""ElectLeaders and partition reassignments on a single node.
+"""ElectLeaders and partition reassignments.
 
-Every partition has one replica, this node, which leads it; nothing can move and no election
+In a cluster, ElectLeaders moves leadership as Kafka's controller does (``broker.cluster``).  On a
+single node every partition has one replica, this node, which leads it; nothing can move and no election
 can change anything. So these APIs answer what Kafka answers for a partition already where it
 should be: an election is ELECTION_NOT_NEEDED, a reassignment to this node completes at once
 (and is never listed as ongoing), cancelling one finds NO_REASSIGNMENT_IN_PROGRESS, and a
@@ -14,12 +15,14 @@ from typing import Any
 
 from broker.api_support import Served
 from broker.authorization import cluster_authorized
+from broker.cluster.etcd_client import EtcdError
 from broker.context import RequestContext
 from broker.handlers.topics import replica_lists_error
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
 ELECTION_NOT_NEEDED_MESSAGE = "Leader election not needed for topic partition."
+PREFERRED, UNCLEAN = 0, 1  # ElectLeaders election_type
 
 
 def missing_partition(ctx: RequestContext, topic: str, partition: int) -> str | None:
@@ -32,7 +35,7 @@ def missing_partition(ctx: RequestContext, topic: str, partition: int) -> str | 
     return None
 
 
-def _election(ctx: RequestContext, topic: str, partition: int) -> dict[str, Any]:
+async def _election(ctx: RequestContext, election_type: int, topic: str, partition: int) -> dict[str, Any]:
     missing = missing_partition(ctx, topic, partition)
     if missing is not None:
         return {
@@ -40,11 +43,26 @@ def _election(ctx: RequestContext, topic: str, partition: int) -> dict[str, Any]
             "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
             "error_message": missing,
         }
-    return {
-        "partition_id": partition,
-        "error_code": ErrorCode.ELECTION_NOT_NEEDED,
-        "error_message": ELECTION_NOT_NEEDED_MESSAGE,
-    }
+    cluster = ctx.broker.cluster
+    code = ErrorCode.ELECTION_NOT_NEEDED
+    if cluster is not None:
+        try:
+            code = await cluster.elect_leader(topic, partition, unclean=election_type == UNCLEAN)
+        except EtcdError as exc:
+            return {
+                "partition_id": partition,
+                "error_code": ErrorCode.REQUEST_TIMED_OUT,
+                "error_message": str(exc),
+            }
+    message = {
+        ErrorCode.NONE: None,
+        ErrorCode.ELECTION_NOT_NEEDED: ELECTION_NOT_NEEDED_MESSAGE,
+        ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE: f"Failed to elect leader for partition {topic}-{partition} "
+        "under strategy PreferredReplicaPartitionLeaderElectionStrategy",
+        ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE: f"Failed to elect leader for partition {topic}-{partition} "
+        "under strategy UncleanPartitionLeaderElectionStrategy",
+    }.get(code)
+    return {"partition_id": partition, "error_code": code, "error_message": message}
 
 
 async def handle_elect_leaders(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
@@ -54,15 +72,28 @@ async def handle_elect_leaders(ctx: RequestContext, request: dict[str, Any]) -> 
             "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
             "replica_election_results": [],
         }
-    # All partitions (topic_partitions null): Kafka answers only those it elected, so none.
-    results = [
-        {
-            "topic": wanted["topic"],
-            "partition_result": [_election(ctx, wanted["topic"], p) for p in wanted["partitions"]],
-        }
-        for wanted in request["topic_partitions"] or []
-    ]
+    election_type = request.get("election_type", PREFERRED)
+    wanted_partitions = request["topic_partitions"]
+    if wanted_partitions is None:
+        # All partitions: Kafka answers only those it elected (none on a single node).
+        wanted_partitions = [
+            {"topic": t.name, "partitions": list(range(t.partitions))} for t in ctx.broker.topics.all()
+        ]
+        results = [
+            {"topic": wanted["topic"], "partition_result": elected}
+            for wanted in wanted_partitions
+            if (elected := [r for r in await _elections(ctx, election_type, wanted) if r["error_code"] == 0])
+        ]
+    else:
+        results = [
+            {"topic": wanted["topic"], "partition_result": await _elections(ctx, election_type, wanted)}
+            for wanted in wanted_partitions
+        ]
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "replica_election_results": results}
+
+
+async def _elections(ctx: RequestContext, election_type: int, wanted: dict[str, Any]) -> list[dict[str, Any]]:
+    return [await _election(ctx, election_type, wanted["topic"], p) for p in wanted["partitions"]]
 
 
 def _reassignment(ctx: RequestContext, topic: str, wanted: dict[str, Any]) -> dict[str, Any]:

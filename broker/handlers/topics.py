@@ -15,6 +15,7 @@ from typing import Any
 from broker.acl_model import AclOperation, ResourceType
 from broker.api_support import Served
 from broker.authorization import authorized, cluster_authorized, unauthorized_names
+from broker.cluster_view import live_nodes
 from broker.config_defs import TOPIC_CONFIGS
 from broker.context import RequestContext
 from broker.error_mapping import error_code_of
@@ -55,19 +56,22 @@ def created_configs(ctx: RequestContext, name: str) -> list[dict[str, Any]]:
 
 
 def replica_lists_error(ctx: RequestContext, replica_lists: list[list[int]], expected: int) -> str | None:
-    """Why manual replica lists cannot be honoured on this single node, or None.
+    """Why manual replica lists cannot be honoured, or None.
 
-    Kafka accepts an explicit assignment as long as every replica is a registered broker;
-    here the only broker is this node, so each partition's list must be exactly it.
+    Kafka accepts an explicit assignment as long as every replica is a registered broker, none
+    twice, and every partition has as many; a single node's only broker is itself.
     """
     if len(replica_lists) != expected:
         return f"Expected {expected} partition assignments, but got {len(replica_lists)}"
+    known = {node.node_id for node in live_nodes(ctx.broker, ctx.listener_name)}
     for replicas in replica_lists:
-        unknown = sorted(set(replicas) - {ctx.broker.node_id})
+        unknown = sorted(set(replicas) - known)
         if unknown:
             return f"Replica assignment references unknown broker(s) {unknown}"
-        if len(replicas) != 1:
+        if not replicas or len(set(replicas)) != len(replicas):
             return f"Replica assignment {replicas} has duplicate or missing replicas"
+        if len(replicas) != len(replica_lists[0]):
+            return "All partitions should have the same number of replicas"
     return None
 
 
@@ -84,10 +88,15 @@ def apply_assignment(ctx: RequestContext, topic: NewTopic, assignments: list[dic
             ErrorCode.INVALID_REPLICA_ASSIGNMENT,
             "Partitions should be a consecutive 0-based integer sequence",
         )
-    problem = replica_lists_error(ctx, [a["broker_ids"] for a in assignments], len(assignments))
+    ordered = [a["broker_ids"] for a in sorted(assignments, key=lambda a: a["partition_index"])]
+    problem = replica_lists_error(ctx, ordered, len(assignments))
     if problem:
         raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem)
-    return topic._replace(partitions=len(assignments), replication_factor=1)
+    return topic._replace(
+        partitions=len(assignments),
+        replication_factor=len(ordered[0]),
+        assignments=tuple(tuple(replicas) for replicas in ordered),
+    )
 
 
 def requested_partitions(ctx: RequestContext, topics: list[dict[str, Any]]) -> int:
@@ -158,10 +167,7 @@ async def handle_create_topics(ctx: RequestContext, request: dict[str, Any]) -> 
                 topic_id = ZERO_UUID
             else:
                 info = await register_topic_async(ctx.broker, topic)
-                topic, topic_id = (
-                    topic._replace(partitions=info.partitions, replication_factor=1),
-                    info.topic_id,
-                )
+                topic, topic_id = topic._replace(partitions=info.partitions), info.topic_id
         except TopicError as exc:
             results.append(result | {"error_code": exc.code, "error_message": exc.message})
             continue
