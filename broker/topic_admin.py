@@ -117,6 +117,15 @@ async def delete_topic_async(broker: Broker, info: TopicInfo) -> None:
     await broker.partitions.delete_topic(info)
 
 
+async def set_topic_configs_async(broker: Broker, info: TopicInfo, configs: dict[str, str]) -> None:
+    """Replace a topic's config overrides (AlterConfigs passed its checks) and apply them."""
+    if broker.cluster is not None:
+        await broker.cluster.set_topic_configs(info, configs)
+        return
+    broker.topics.set_configs(info.name, configs)
+    broker.partitions.reconfigure(info)
+
+
 async def add_partitions_async(broker: Broker, info: TopicInfo, count: int) -> None:
     """Grow a topic to ``count`` partitions (CreatePartitions passed its checks)."""
     if broker.cluster is not None:

@@ -23,7 +23,7 @@ from broker.config_defs import BROKER_CONFIGS, DYNAMIC_BROKER_KEYS, TOPIC_CONFIG
 from broker.context import RequestContext
 from broker.dynamic_config import DEFAULT_ENTITY, DynamicConfigError
 from broker.group_configs import GROUP_CONFIGS, MAX_CONFIGURED_GROUPS, check_group_configs, group_overrides
-from broker.topic_admin import TopicError, validate_configs
+from broker.topic_admin import TopicError, set_topic_configs_async, validate_configs
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
@@ -263,7 +263,7 @@ def updated_configs(
     return {c["name"]: c["value"] for c in resource["configs"] if c["value"] is not None}
 
 
-def alter_topic(
+async def alter_topic(
     ctx: RequestContext, name: str, resource: dict[str, Any], incremental: bool, commit: bool
 ) -> None:
     info = ctx.broker.topics.get(name)
@@ -274,11 +274,10 @@ def alter_topic(
     if info.internal:
         keep_internal_topic_compacted(name, updated)
     if commit:
-        ctx.broker.topics.set_configs(name, updated)
-        ctx.broker.partitions.reconfigure(info)
+        await set_topic_configs_async(ctx.broker, info, updated)
 
 
-def alter_broker(
+async def alter_broker(
     ctx: RequestContext, name: str, resource: dict[str, Any], incremental: bool, commit: bool
 ) -> None:
     """Change the cluster-wide default (``name == ""``) or this node's dynamic layer, live."""
@@ -291,7 +290,7 @@ def alter_broker(
         broker.partitions.reconfigure_all()
 
 
-def alter_group(
+async def alter_group(
     ctx: RequestContext, name: str, resource: dict[str, Any], incremental: bool, commit: bool
 ) -> None:
     """Change a group's KIP-848 configs; its next heartbeat uses them."""
@@ -310,7 +309,7 @@ def alter_group(
             broker.coordinator.consumer.group_configs[name] = group_overrides(updated)
 
 
-def alter_broker_logger(
+async def alter_broker_logger(
     ctx: RequestContext, name: str, resource: dict[str, Any], incremental: bool, commit: bool
 ) -> None:
     """Set or unset log levels at once (not kept across a restart, as in Kafka)."""
@@ -343,7 +342,7 @@ async def alter(ctx: RequestContext, request: dict[str, Any], incremental: bool)
         problem = config_refusal(ctx, kind, name) or resource_error(ctx, kind, name)
         if problem is None:
             try:
-                _ALTER[kind](ctx, name, resource, incremental, not request["validate_only"])
+                await _ALTER[kind](ctx, name, resource, incremental, not request["validate_only"])
             except TopicError as exc:
                 problem = exc.code, exc.message
             except DynamicConfigError as exc:
