@@ -23,6 +23,7 @@ from broker.cli_configs import add_config_commands
 from broker.cli_console import add_console_commands
 from broker.cli_dump import add_dump_command
 from broker.cli_group_offsets import add_group_offset_actions
+from broker.cli_local_cluster import add_local_cluster_command
 from broker.cli_registry import AdminError
 from broker.cli_users import add_user_commands
 from broker.cluster.etcd_client import EtcdUnavailable
@@ -72,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_user_commands(commands)
     add_console_commands(commands)
     add_dump_command(commands)
+    add_local_cluster_command(commands)
     return parser
 
 

@@ -34,6 +34,7 @@ class Membership:
         session_timeout_ms: int,
         heartbeat_interval_ms: int,
         on_fenced: Callable[[], None],
+        on_registered: Callable[[], None],
     ) -> None:
         self._metadata = metadata
         self._record_of = record_of
@@ -43,6 +44,7 @@ class Membership:
         # earlier than the last one answered, so its expiry is at least ttl after that.
         self._fence_after_s = max(self._heartbeat_s, self._ttl_s - self._heartbeat_s)
         self._on_fenced = on_fenced
+        self._on_registered = on_registered
         self.lease_id = 0
         self.incarnation = ""
         self.registered = trio.Event()
@@ -63,6 +65,7 @@ class Membership:
         self.lease_id = lease
         await self._metadata.caught_up(revision)
         self.registered.set()
+        self._on_registered()
         log.info(
             "registered in the cluster as incarnation %s (lease ttl %d s)", self.incarnation, self._ttl_s
         )

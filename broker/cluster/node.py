@@ -47,6 +47,7 @@ class ClusterNode:
             config.get_int("broker.session.timeout.ms"),
             config.get_int("broker.heartbeat.interval.ms"),
             self._fenced,
+            self.roles_again,
         )
         rebalance = config.get_bool("auto.leader.rebalance.enable")
         self.controller = Controller(
@@ -103,7 +104,14 @@ class ClusterNode:
         return value.lower() == "true"
 
     def _fenced(self) -> None:
+        """The session is lost: lead nothing until registered again."""
         self._broker.replicas.fence_all()
+        self.roles.forget_applied()
+
+    def roles_again(self) -> None:
+        """(Re-)registered: apply every partition's state anew, so partitions whose leadership
+        did not move while this broker was fenced are led again."""
+        self.roles.requeue_all()
 
     # ---------------------------------------------------------------------------------------
     # What replication asks of the cluster (``broker.replication.ports.ClusterPorts``)

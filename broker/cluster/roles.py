@@ -57,10 +57,19 @@ class Roles:
 
     async def reconcile_all(self) -> None:
         """Apply the whole image against the local state (start-up)."""
+        self.requeue_all()
+        await self._drain()
+
+    def requeue_all(self) -> None:
+        """Queue every topic and partition, known to the cluster or found on disk."""
         image = self._metadata.image
         self._pending_topics |= set(image.topics) | {t.name for t in self._broker.topics.all()}
         self._pending_partitions |= set(image.partitions) | {key for key, _ in self._broker.partitions.logs()}
-        await self._drain()
+        self._wake.set()
+
+    def forget_applied(self) -> None:
+        """Roles were dropped (fencing): the next pass applies every state again."""
+        self._applied.clear()
 
     async def run(self) -> None:
         while True:
