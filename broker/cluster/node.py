@@ -20,7 +20,7 @@ from broker.cluster.membership import Membership
 from broker.cluster.metadata import ClusterMetadata, MetadataConflict, take_producer_id_block
 from broker.cluster.replica_placement import PlacementError, assign_replicas
 from broker.cluster.roles import Roles
-from broker.config import parse_security_protocol_map
+from broker.config import ConfigError, parse_security_protocol_map
 from broker.topic_admin import NewTopic, TopicError
 from wire.error_codes import ErrorCode
 
@@ -39,7 +39,10 @@ class ClusterNode:
     def __init__(self, broker: Broker, endpoints: str) -> None:
         config = broker.config
         self._broker = broker
-        self.client = EtcdClient(parse_endpoints(endpoints))
+        try:
+            self.client = EtcdClient(parse_endpoints(endpoints))
+        except ValueError as exc:
+            raise ConfigError(f"cluster.etcd.endpoints: {exc}") from exc
         self.metadata = ClusterMetadata(self.client, Layout(config.get("cluster.etcd.prefix") or "/odradek"))
         self.membership = Membership(
             self.metadata,

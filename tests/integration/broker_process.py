@@ -50,6 +50,11 @@ class OdradekProcess:
         return self
 
     @property
+    def is_running(self) -> bool:
+        running = self._running
+        return running is not None and running.process is not None and running.process.poll() is None
+
+    @property
     def process(self) -> subprocess.Popen[bytes]:
         assert self._running is not None and self._running.process is not None, "broker not started"
         return self._running.process

@@ -1,0 +1,228 @@
+"""A 3-broker Odradek cluster on a real etcd, driven by confluent-kafka over real sockets:
+metadata, replication (byte-equal logs), leader failover without loss, min.insync.replicas,
+consumer groups across a coordinator's death, and a paused leader that must not split the brain.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka.admin import NewTopic
+
+from compat_tests.brokers import odradek_command
+from tests.support.odradek_cluster import OdradekCluster, wait_for
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module")
+def cluster(etcd_cluster, tmp_path_factory):
+    with OdradekCluster(tmp_path_factory.mktemp("cluster"), etcd_cluster.endpoints) as running:
+        yield running
+
+
+@pytest.fixture(autouse=True)
+def whole_cluster(cluster: OdradekCluster):
+    """Every test starts and ends with all three brokers up and registered."""
+    yield
+    for node, broker in cluster.brokers.items():
+        if not broker.is_running:
+            cluster.restart(node)
+    wait_for(lambda: cluster.live_brokers() == {1, 2, 3}, what="all brokers back")
+
+
+def create_topic(cluster: OdradekCluster, name: str, partitions: int, **configs: str) -> None:
+    futures = cluster.admin().create_topics(
+        [NewTopic(name, partitions, 3, config=configs)], operation_timeout=30
+    )
+    futures[name].result(timeout=60)
+    wait_for(
+        lambda: name in cluster.metadata().topics and _full_isr(cluster, name, partitions), what=f"{name} ISR"
+    )
+
+
+def _full_isr(cluster: OdradekCluster, topic: str, partitions: int) -> bool:
+    found = cluster.metadata().topics[topic].partitions
+    return len(found) == partitions and all(len(p.isrs) == 3 for p in found.values())
+
+
+def produce(
+    cluster: OdradekCluster, topic: str, values: list[str], **settings: object
+) -> list[tuple[int, int]]:
+    """Produce with acks=all and idempotence; the (partition, offset) of every value, in order."""
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 5}
+        | settings
+    )
+    placed: dict[str, tuple[int, int]] = {}
+    errors: list[KafkaError] = []
+
+    def report(error, message) -> None:
+        if error is not None:
+            errors.append(error)
+        else:
+            placed[message.value().decode()] = (message.partition(), message.offset())
+
+    for value in values:
+        producer.produce(topic, value.encode(), on_delivery=report)
+        producer.poll(0)
+    assert producer.flush(120) == 0
+    assert not errors, errors
+    return [placed[value] for value in values]
+
+
+def consume_all(cluster: OdradekCluster, topic: str, expected: int, group: str | None = None) -> list[str]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": group or f"reader-{topic}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": group is not None,
+        }
+    )
+    consumer.subscribe([topic])
+    values: list[str] = []
+    try:
+        wait_for(lambda: _poll_into(consumer, values) >= expected, timeout=90, what=f"{expected} records")
+    finally:
+        consumer.close()
+    return values
+
+
+def _poll_into(consumer: Consumer, values: list[str]) -> int:
+    for message in consumer.consume(500, timeout=0.5):
+        if message.error() is None:
+            values.append(message.value().decode())
+    return len(values)
+
+
+def log_bytes(broker_dir: Path, topic: str, partition: int) -> bytes:
+    directory = broker_dir / "data" / f"{topic}-{partition}"
+    return b"".join(path.read_bytes() for path in sorted(directory.glob("*.log")))
+
+
+def replicas_equal(cluster: OdradekCluster, topic: str, partition: int) -> bool:
+    copies = {log_bytes(broker.workdir, topic, partition) for broker in cluster.brokers.values()}
+    return len(copies) == 1 and copies != {b""}
+
+
+def test_every_broker_describes_the_same_cluster(cluster: OdradekCluster) -> None:
+    answers = [cluster.metadata(node) for node in cluster.brokers]
+    assert all(set(md.brokers) == {1, 2, 3} for md in answers)
+    assert len({md.controller_id for md in answers}) == 1
+    assert answers[0].controller_id in {1, 2, 3}
+    described = cluster.admin().describe_cluster().result(timeout=10)
+    assert sorted(node.id for node in described.nodes) == [1, 2, 3]
+
+
+def test_replicated_topic_spreads_leaders_and_replicas(cluster: OdradekCluster) -> None:
+    create_topic(cluster, "spread", 3)
+    partitions = cluster.metadata().topics["spread"].partitions.values()
+    assert {p.leader for p in partitions} == {1, 2, 3}
+    assert all(sorted(p.replicas) == [1, 2, 3] for p in partitions)
+
+
+def test_followers_hold_byte_equal_copies(cluster: OdradekCluster) -> None:
+    create_topic(cluster, "copies", 2, **{"min.insync.replicas": "2"})
+    values = [f"record-{i}" for i in range(400)]
+    produce(cluster, "copies", values)
+    for partition in range(2):
+        wait_for(lambda p=partition: replicas_equal(cluster, "copies", p), what="equal replicas")
+    assert sorted(consume_all(cluster, "copies", len(values))) == sorted(values)
+
+
+def test_leader_killed_nothing_acknowledged_is_lost(cluster: OdradekCluster) -> None:
+    create_topic(cluster, "failover", 1, **{"min.insync.replicas": "2"})
+    first = [f"before-{i}" for i in range(200)]
+    produce(cluster, "failover", first)
+    old_leader = cluster.leader_of("failover", 0)
+    cluster.kill(old_leader)
+    survivors = {1, 2, 3} - {old_leader}
+    wait_for(
+        lambda: cluster.partition("failover", 0, next(iter(survivors))).leader in survivors,
+        what="a new leader",
+    )
+    second = [f"after-{i}" for i in range(200)]
+    produce(cluster, "failover", second)
+    cluster.restart(old_leader)
+    wait_for(lambda: len(cluster.partition("failover", 0).isrs) == 3, what="the old leader back in sync")
+    wait_for(lambda: replicas_equal(cluster, "failover", 0), what="equal replicas")
+    read = consume_all(cluster, "failover", 400)
+    assert read == first + second  # nothing lost, duplicated or reordered
+
+
+def test_too_few_in_sync_replicas_refuse_acks_all(cluster: OdradekCluster) -> None:
+    create_topic(cluster, "guarded", 1, **{"min.insync.replicas": "2"})
+    leader = cluster.leader_of("guarded", 0)
+    for node in {1, 2, 3} - {leader}:
+        cluster.kill(node)
+    wait_for(
+        lambda: len(cluster.partition("guarded", 0, leader).isrs) == 1, what="the ISR down to the leader"
+    )
+    producer = Producer(
+        {"bootstrap.servers": cluster.brokers[leader].bootstrap, "acks": "all", "retries": 0, "linger.ms": 0}
+    )
+    errors: list[KafkaError] = []
+    producer.produce("guarded", b"refused", on_delivery=lambda error, _: errors.append(error))
+    producer.flush(30)
+    assert errors and errors[0] is not None
+    assert errors[0].code() == KafkaError.NOT_ENOUGH_REPLICAS
+
+
+def test_group_keeps_consuming_when_its_coordinator_dies(cluster: OdradekCluster) -> None:
+    create_topic(cluster, "grouped", 3)
+    first = [f"a-{i}" for i in range(150)]
+    produce(cluster, "grouped", first)
+    assert sorted(consume_all(cluster, "grouped", 150, group="survivors")) == sorted(first)
+    coordinator = cluster.admin().describe_consumer_groups(["survivors"])["survivors"].result(timeout=30)
+    cluster.kill(coordinator.coordinator.id)
+    second = [f"b-{i}" for i in range(150)]
+    produce(cluster, "grouped", second)
+    # the group resumes from its committed offsets on the new coordinator
+    resumed = consume_all(cluster, "grouped", 150, group="survivors")
+    assert set(second) <= set(resumed)
+
+
+def test_paused_leader_cannot_acknowledge_after_the_others_moved_on(cluster: OdradekCluster) -> None:
+    create_topic(cluster, "isolated", 1, **{"min.insync.replicas": "2"})
+    produce(cluster, "isolated", ["one"])
+    old_leader = cluster.leader_of("isolated", 0)
+    others = sorted({1, 2, 3} - {old_leader})
+    cluster.pause(old_leader)
+    try:
+        wait_for(
+            lambda: cluster.partition("isolated", 0, others[0]).leader in others,
+            what="a leader among the others",
+        )
+        produce(
+            cluster,
+            "isolated",
+            ["two"],
+            **{"bootstrap.servers": ",".join(cluster.brokers[n].bootstrap for n in others)},
+        )
+    finally:
+        cluster.resume(old_leader)
+    # the old leader steps down and converges on the new leader's log
+    wait_for(
+        lambda: cluster.partition("isolated", 0, old_leader).leader != old_leader,
+        what="old leader steps down",
+    )
+    wait_for(lambda: replicas_equal(cluster, "isolated", 0), what="equal replicas")
+    assert consume_all(cluster, "isolated", 2) == ["one", "two"]
+
+
+def test_unreachable_etcd_at_start_is_one_line_and_a_failure(tmp_path: Path) -> None:
+    finished = subprocess.run(
+        [odradek_command(), "serve", "--data-dir", str(tmp_path), "--listeners", "PLAINTEXT://127.0.0.1:0"]
+        + ["--cluster", "etcd://127.0.0.1:1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert finished.returncode == 1
+    problem = [line for line in finished.stderr.splitlines() if line.startswith("odradek:")]
+    assert len(problem) == 1 and problem[0].startswith("odradek: cannot join the cluster:")
+    assert "Traceback" not in finished.stderr
