@@ -96,32 +96,36 @@ def test_end_offset_for_kafka_cases(tmp_path) -> None:
     assert later.end_offset_for(4, 0) == (4, 11)
 
 
-def test_truncate_from_end(tmp_path) -> None:
+@pytest.mark.parametrize(
+    ("method", "steps"),
+    [
+        (
+            "truncate_from_end",  # forget epochs starting at or after the offset
+            [
+                (12, [(2, 6), (3, 8), (4, 11)]),
+                (11, [(2, 6), (3, 8)]),
+                (7, [(2, 6)]),
+                (0, []),
+            ],
+        ),
+        (
+            "truncate_from_start",  # the epoch holding the new log start starts there
+            [
+                (5, [(2, 6), (3, 8), (4, 11)]),
+                (6, [(2, 6), (3, 8), (4, 11)]),
+                (9, [(3, 9), (4, 11)]),
+                (11, [(4, 11)]),
+                (15, [(4, 15)]),
+            ],
+        ),
+    ],
+)
+def test_truncation(tmp_path, method: str, steps: list[tuple[int, list[tuple[int, int]]]]) -> None:
     cache = cache_with(tmp_path, (2, 6), (3, 8), (4, 11))
-    cache.truncate_from_end(12)
-    assert cache.epoch_entries() == [EpochEntry(2, 6), EpochEntry(3, 8), EpochEntry(4, 11)]
-    cache.truncate_from_end(11)
-    assert cache.epoch_entries() == [EpochEntry(2, 6), EpochEntry(3, 8)]
-    cache.truncate_from_end(7)
-    assert cache.epoch_entries() == [EpochEntry(2, 6)]
-    cache.truncate_from_end(0)
-    assert cache.epoch_entries() == []
-    assert (tmp_path / LEADER_EPOCH_FILE).read_text() == "0\n0\n"
-
-
-def test_truncate_from_start(tmp_path) -> None:
-    cache = cache_with(tmp_path, (2, 6), (3, 8), (4, 11))
-    cache.truncate_from_start(5)
-    assert cache.epoch_entries() == [EpochEntry(2, 6), EpochEntry(3, 8), EpochEntry(4, 11)]
-    cache.truncate_from_start(6)
-    assert cache.epoch_entries() == [EpochEntry(2, 6), EpochEntry(3, 8), EpochEntry(4, 11)]
-    cache.truncate_from_start(9)
-    assert cache.epoch_entries() == [EpochEntry(3, 9), EpochEntry(4, 11)]
-    cache.truncate_from_start(11)
-    assert cache.epoch_entries() == [EpochEntry(4, 11)]
-    cache.truncate_from_start(15)
-    assert cache.epoch_entries() == [EpochEntry(4, 15)]
-    assert LeaderEpochCache.read(os.fspath(tmp_path)).epoch_entries() == [EpochEntry(4, 15)]
+    for offset, expected in steps:
+        getattr(cache, method)(offset)
+        assert cache.epoch_entries() == expected
+        assert LeaderEpochCache.read(os.fspath(tmp_path)).epoch_entries() == expected
 
 
 # ------------------------------------------------------------------------------------------------
