@@ -183,12 +183,17 @@ class PartitionStore:
         return logs
 
     async def delete_topic(self, topic: TopicInfo) -> None:
-        """Delete the logs of a topic already removed from the registry.  They leave the store
-        at once; their files go in a worker thread (a rename, an fsync and a tree removal per
-        partition would stall the event loop for seconds with thousands of partitions)."""
-        logs = self._manager.detach(topic.name, range(topic.partitions))
+        """Delete the logs of a topic already removed from the registry."""
+        await self.delete_logs(topic.name, range(topic.partitions))
+
+    async def delete_logs(self, topic: str, partitions: range) -> None:
+        """Delete the logs of ``partitions`` of ``topic`` (a deleted topic, or replicas moved
+        off this broker).  They leave the store at once; their files go in a worker thread (a
+        rename, an fsync and a tree removal per partition would stall the event loop for
+        seconds with thousands of partitions)."""
+        logs = self._manager.detach(topic, partitions)
         with trio.CancelScope(shield=True):  # detached logs must not be left half-deleted
-            async with self._directory_locks.hold(topic.name):
+            async with self._directory_locks.hold(topic):
                 await trio.to_thread.run_sync(_discard, logs)
 
     def reconfigure(self, topic: TopicInfo) -> None:
