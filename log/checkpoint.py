@@ -10,12 +10,20 @@ partition lets ``PartitionLog`` open, recover and be deleted on its own::
     recovery_point 1234
     clean_shutdown 1
     first_dirty_offset 1000
+    high_watermark 1200
 
 ``clean_shutdown 1`` is written only by ``close()`` after everything was fsynced and is
 rewritten to 0 as soon as the log is opened again, so a crash at any later point is detected.
 ``first_dirty_offset`` is where the cleaner stopped last time (Kafka's per-directory
 ``cleaner-offset-checkpoint``); files written before compaction existed lack it, which reads
 as 0, "clean from the log start".
+
+``high_watermark`` is the replicated high watermark of a clustered partition (Kafka's per-directory
+``replication-offset-checkpoint``), -1 on a single node, where the high watermark is not
+replicated.  Why here rather than in a per-directory file as Kafka does: a partition opens,
+recovers, moves and is deleted on its own, so everything it restarts with lives in its own
+directory; the cost is one small write per partition per checkpoint interval.  Recovery clamps
+it to the recovered log end.
 """
 
 from __future__ import annotations
@@ -55,6 +63,7 @@ class PartitionCheckpoint(NamedTuple):
     recovery_point: int = 0
     clean_shutdown: bool = False
     first_dirty_offset: int = 0
+    high_watermark: int = -1
 
     @classmethod
     def read(cls, directory: str) -> PartitionCheckpoint | None:
@@ -69,6 +78,7 @@ class PartitionCheckpoint(NamedTuple):
                 int(fields["recovery_point"]),
                 fields["clean_shutdown"].strip() == "1",
                 int(fields.get("first_dirty_offset", 0)),
+                int(fields.get("high_watermark", -1)),
             )
         except (OSError, ValueError, KeyError):
             return None
@@ -80,5 +90,6 @@ class PartitionCheckpoint(NamedTuple):
             f"recovery_point {self.recovery_point}\n"
             f"clean_shutdown {int(self.clean_shutdown)}\n"
             f"first_dirty_offset {self.first_dirty_offset}\n"
+            f"high_watermark {self.high_watermark}\n"
         )
         write_atomically(os.path.join(directory, CHECKPOINT_FILE), text.encode(), durable=durable)

@@ -217,6 +217,8 @@ class CleaningJob:
     def _check_open(self) -> None:
         if self.log.closing.is_set():
             raise CleaningAborted(f"{self.log.directory} is closing")
+        if self.log.cleaning_aborted.is_set():
+            raise CleaningAborted(f"{self.log.directory} is being truncated")
 
     def build_offset_map(self) -> None:
         """Map every key of the dirty segments to its last offset; plan the groups (worker thread)."""

@@ -20,6 +20,11 @@ class OffsetOutOfRangeError(LogError, code=ErrorCode.OFFSET_OUT_OF_RANGE):
     """A read asked for an offset below the log start or above the log end."""
 
 
+class UnexpectedAppendOffsetError(LogError):
+    """A replicated batch starts below the log end or before the batch preceding it (Kafka's
+    UnexpectedAppendOffsetException): the follower's log and its leader's disagree."""
+
+
 class MessageTooLargeError(LogError, code=ErrorCode.MESSAGE_TOO_LARGE):
     """A batch is larger than the topic's max.message.bytes."""
 

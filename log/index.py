@@ -124,6 +124,15 @@ class _SparseIndex:
                 high = middle
         return low
 
+    def _keep(self, count: int) -> None:
+        """Keep only the first ``count`` entries (the log was truncated)."""
+        data = self._mirror()
+        size = count * self._entry.size
+        if size < len(data):
+            os.ftruncate(self.file.fd, size)
+            del data[size:]
+            self._dirty = True
+
     def reset(self) -> None:
         """Drop every entry (before a rebuild from the log)."""
         os.ftruncate(self.file.create(), 0)
@@ -167,6 +176,12 @@ class OffsetIndex(_SparseIndex):
         relative, position = self._entry_at(n - 1)
         return OffsetPosition(self.base_offset + relative, position)
 
+    def truncate_to(self, offset: int, position: int) -> None:
+        """Drop the entries of appends at or after byte ``position`` and any naming ``offset``
+        or later (an append the cut went through): offsets must keep growing."""
+        by_offset = self._count_at_most(offset - 1 - self.base_offset, 0)
+        self._keep(min(by_offset, self._count_at_most(position - 1, 1)))
+
     def lookup_position(self, position: int) -> OffsetPosition:
         """The largest entry with position <= ``position`` (positions grow with offsets)."""
         n = self._count_at_most(position, 1)
@@ -201,6 +216,10 @@ class TimeIndex(_SparseIndex):
         if last is None:
             return TimestampOffset(-1, self.base_offset)
         return TimestampOffset(last[0], self.base_offset + last[1])
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop the entries of batches at ``offset`` or later (their offsets grow too)."""
+        self._keep(self._count_at_most(offset - 1 - self.base_offset, 1))
 
     def maybe_append(self, timestamp: int, offset: int) -> None:
         """Add an entry only if ``timestamp`` is a new maximum, which keeps the file sorted."""

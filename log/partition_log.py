@@ -27,7 +27,13 @@ transaction index of each segment (``log.txn_index``; an entry goes into the ind
 segment the abort marker lands in).  Recovery rebuilds those entries for the segments it
 re-validates while it replays producer state, which alone knows the open transactions.
 
-Not done yet: truncation (replication).
+Replication (Kafka's follower side, used by ``broker/replication/``): ``append_as_follower``
+writes batches with the offsets and leader epochs their leader gave them; ``truncate_to`` and
+``truncate_fully_and_start_at`` cut a divergent tail or restart the log where the leader's starts;
+the leader epoch cache (``log.leader_epochs``) records where each epoch started.  A clustered
+partition's high watermark is the one its leader computed (``set_replicated_high_watermark``):
+consumers then read below the smaller of it and the sync limit, and followers read past it
+(``read_slices(..., upto=...)``).
 """
 
 from __future__ import annotations
@@ -36,7 +42,8 @@ import bisect
 import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import NamedTuple
 
 from log.checkpoint import PartitionCheckpoint, write_atomically
@@ -44,7 +51,13 @@ from log.clock import Clock, wall_clock_ms
 from log.config import LONG_MAX, LogConfig
 from log.deletion import delete_partition_directory
 from log.disk_error_report import describe_os_error
-from log.errors import KafkaStorageError, MessageTooLargeError, OffsetOutOfRangeError
+from log.errors import (
+    KafkaStorageError,
+    MessageTooLargeError,
+    OffsetOutOfRangeError,
+    UnexpectedAppendOffsetError,
+)
+from log.leader_epochs import UNDEFINED_EPOCH, EpochEntry, LeaderEpochCache, end_offset_for
 from log.loader import Found, close_all, load_files, segment_name_offset
 from log.open_files import LazyFile
 from log.producer_state import CompletedTxn, PlacedBatch, ProducerEntry, ProducerStateManager
@@ -139,6 +152,11 @@ class PartitionLog:
         self._hidden: SyncMark | None = None
         self._hidden_until = 0
         self._producers = ProducerStateManager()
+        self._epochs = LeaderEpochCache(directory)
+        # A clustered partition's high watermark as replication computed it; None on a single
+        # node, where the log end (less what waits for a sync) is the high watermark.
+        self._replicated_hw: int | None = None
+        self._replicated_mark: SyncMark | None = None  # where it is in the files, when looked up
         # Transactions a marker ended that the high watermark has not passed yet: still
         # undecided for consumers (Kafka's unreplicated transactions), see ``last_stable_offset``.
         self._undecided: list[CompletedTxn] = []
@@ -155,6 +173,8 @@ class PartitionLog:
         # Held by the cleaner's worker thread while it reads segments; ``closing`` asks it to stop.
         self.cleaning_lock = threading.Lock()
         self.closing = threading.Event()
+        # Set while a truncation stops the running pass (Kafka's abortAndPauseCleaning).
+        self.cleaning_aborted = threading.Event()
         self.first_dirty_offset = 0
         self.fsyncs = 0  # flushes that found something to fsync (group commit makes this small)
 
@@ -205,6 +225,11 @@ class PartitionLog:
             log = cls(directory, config, files.segments, files.log_start_offset, clock)
             log.first_dirty_offset = checkpoint.first_dirty_offset if checkpoint else 0
             log._load_producer_state(files.recovered_from)
+            log._load_leader_epochs(files.recovered_from)
+            for segment in log._segments:
+                segment.recovered = False  # their aborted-transaction indexes are rebuilt now
+            if checkpoint is not None and checkpoint.high_watermark >= 0:
+                log.set_replicated_high_watermark(checkpoint.high_watermark)  # clamped to the end
             log.flush()  # recovered data becomes durable before the recovery point claims it
             if files.found == "clean":
                 # Nothing changed since the clean shutdown: no rewrite now (one durable write per
@@ -250,6 +275,28 @@ class PartitionLog:
             break
         self._replay(replay_from)
 
+    def _load_leader_epochs(self, recovered_from: int | None) -> None:
+        """The leader epoch cache as stored, less epochs past the recovered end, plus the epochs
+        of the batches recovery re-validated (Kafka's LogSegment.recover assigns them); rebuilt
+        from every batch header when the file is missing or corrupt."""
+        cache = LeaderEpochCache.read(self.directory)
+        if cache is None:
+            cache, recovered_from = LeaderEpochCache(self.directory), self._segments[0].base_offset
+        else:
+            cache.truncate_from_end(self.log_end_offset)
+        self._epochs = cache
+        if recovered_from is not None:
+            for segment in self._segments:
+                if segment.base_offset >= recovered_from:
+                    for batch in segment.walk(0):
+                        self._assign_epoch(batch.partition_leader_epoch, batch.base_offset)
+        cache.truncate_from_start(self._log_start_offset)
+
+    def _assign_epoch(self, epoch: int, start_offset: int) -> None:
+        """Record ``epoch``'s start if it is newer than the latest (Kafka's UnifiedLog rule)."""
+        if epoch > self._epochs.latest_epoch:
+            self._epochs.assign(epoch, start_offset)
+
     def _replay(self, offset: int) -> None:
         """Apply every batch from ``offset`` on to producer state: data batches from their
         headers, markers from their record; aborts land in recovered segments' indexes."""
@@ -268,11 +315,16 @@ class PartitionLog:
                     segment.txn_index.append(self._aborted_entry(completed))
 
     def _marker_of(self, segment: Segment, batch: BatchInfo) -> EndTxnMarker | None:
-        """The transaction marker in a stored control batch; None (logged) if it is unreadable,
-        which leaves producer state as it was rather than the partition unopenable."""
+        """The transaction marker in a stored control batch (see ``_marker_in``)."""
         data = segment.read(batch.position, batch.end_position)
+        return self._marker_in(data, batch._replace(position=0))
+
+    def _marker_in(self, data: bytes | memoryview, batch: BatchInfo) -> EndTxnMarker | None:
+        """The transaction marker of the control batch ``batch`` in ``data``; None (logged) if
+        it is unreadable, which leaves producer state as it was rather than the partition
+        unopenable."""
         try:
-            return read_end_txn_marker(data, batch._replace(position=0))
+            return read_end_txn_marker(data, batch)
         except RecordBatchError as exc:
             logger.warning(
                 "%s: ignoring the control batch at offset %d: %s", self.directory, batch.base_offset, exc
@@ -302,8 +354,42 @@ class PartitionLog:
     @property
     def high_watermark(self) -> int:
         """What consumers may read up to: the log end, except appends still waiting for the sync
-        their acknowledgement needs (``hide_last_append_until_synced``)."""
-        return self._hidden.offset if self._hidden is not None else self.log_end_offset
+        their acknowledgement needs (``hide_last_append_until_synced``), and in a cluster at most
+        the replicated high watermark."""
+        synced = self._hidden.offset if self._hidden is not None else self.log_end_offset
+        replicated = self._replicated_hw
+        return synced if replicated is None else min(synced, replicated)
+
+    @property
+    def replicated_high_watermark(self) -> int | None:
+        return self._replicated_hw
+
+    def set_replicated_high_watermark(self, offset: int | None) -> None:
+        """Set the high watermark replication computed (the leader: the smallest log end in
+        the ISR; a follower: its leader's), clamped to [log start, log end] as Kafka's
+        updateHighWatermark does; None returns to single-node behaviour.  It is checkpointed
+        with the partition (``checkpoint``, ``close``) and restored, clamped, at open."""
+        if offset is not None:
+            offset = min(max(offset, self._log_start_offset), self.log_end_offset)
+        self._replicated_hw = offset
+
+    def _visible_limit(self) -> SyncMark | None:
+        """Where consumers' reads stop in the files (None: the log end): see ``high_watermark``."""
+        hidden, replicated = self._hidden, self._replicated_hw
+        if replicated is None or replicated >= (hidden.offset if hidden is not None else self.log_end_offset):
+            return hidden
+        mark = self._replicated_mark
+        if mark is None or mark.offset != replicated or not self._holds(mark.segment, replicated):
+            mark = self._replicated_mark = self._mark_at(replicated)
+        return mark
+
+    def _holds(self, segment: Segment, offset: int) -> bool:
+        """``segment`` is (still) the one of this log that would hold ``offset``."""
+        return self._segments[max(0, bisect.bisect_right(self._bases, offset) - 1)] is segment
+
+    def _limit_at(self, offset: int) -> SyncMark | None:
+        """A read limit at ``offset`` (None at or past the log end)."""
+        return None if offset >= self.log_end_offset else self._mark_at(offset)
 
     @property
     def last_stable_offset(self) -> int:
@@ -413,7 +499,65 @@ class PartitionLog:
         last_offset = next_offset - 1
         self._write(data, placed[0].first_offset, last_offset, max_timestamp, offset_of_max_timestamp, now_ms)
         self._producers.apply(updated_producers)
+        self._assign_epoch_online(leader_epoch, placed[0].first_offset)
         return AppendInfo(placed[0].first_offset, last_offset, log_append_time, self._log_start_offset)
+
+    def append_as_follower(self, record_set: memoryview, batches: list[BatchInfo]) -> AppendInfo:
+        """Write batches fetched from the leader as they are (Kafka's appendAsFollower).
+
+        ``batches`` come from ``scan_batches(record_set, from_client=False)`` and must be
+        contiguous in it.  They keep the offsets, partition leader epochs and timestamps the
+        leader wrote: the first must start at or after the log end and each after the one before
+        (gaps are fine: compacted topics have them), else ``UnexpectedAppendOffsetError``.  The
+        leader validated them, so there is no duplicate detection, sequence check or
+        max.message.bytes check here; producer state, the aborted-transaction index and the leader
+        epoch cache are updated from the headers (and markers) as recovery replays them, so a
+        follower can take over as leader and still detect a producer's retries.
+        """
+        self._check_online()
+        if not batches:
+            raise InvalidRecordError("an append needs at least one record batch")
+        expected = self.log_end_offset
+        max_timestamp, offset_of_max_timestamp = -1, batches[0].base_offset
+        for batch in batches:
+            if batch.base_offset < expected:
+                raise UnexpectedAppendOffsetError(
+                    f"{self.directory}: a replicated batch starts at offset {batch.base_offset}, "
+                    f"expected {expected} or more"
+                )
+            if batch.max_timestamp > max_timestamp:
+                max_timestamp, offset_of_max_timestamp = batch.max_timestamp, batch.last_offset
+            expected = batch.next_offset
+        first_offset, last_offset = batches[0].base_offset, batches[-1].last_offset
+        data = record_set[batches[0].position : batches[-1].end_position]
+        segment = self._write(
+            data, first_offset, last_offset, max_timestamp, offset_of_max_timestamp, self.clock()
+        )
+        for batch in batches:
+            placed = PlacedBatch(batch, batch.base_offset, batch.last_offset, batch.max_timestamp)
+            marker = self._marker_in(record_set, batch) if batch.is_control else None
+            self._record_completed(segment, self._producers.replay(placed, marker))
+            self._assign_epoch_online(batch.partition_leader_epoch, batch.base_offset)
+        return AppendInfo(first_offset, last_offset, -1, self._log_start_offset)
+
+    def _assign_epoch_online(self, epoch: int, start_offset: int) -> None:
+        """``_assign_epoch`` for a serving log: a disk error takes it offline."""
+        try:
+            self._assign_epoch(epoch, start_offset)
+        except OSError as exc:
+            raise self.went_offline(exc, self._epochs.path) from exc
+
+    def _record_completed(self, segment: Segment, completed: CompletedTxn | None) -> None:
+        """A marker written to ``segment`` ended ``completed``: index it if it aborted, and keep
+        it undecided for consumers until the high watermark passes it."""
+        if completed is None:
+            return
+        if completed.aborted:
+            try:
+                segment.txn_index.append(self._aborted_entry(completed))
+            except OSError as exc:
+                raise self.went_offline(exc, segment.txn_index.path) from exc
+        self._undecided.append(completed)
 
     def _write(
         self,
@@ -431,7 +575,7 @@ class PartitionLog:
             if self._clean_on_disk:
                 self._write_checkpoint(clean_shutdown=False)
             if segment.should_roll(self.config, now_ms, len(data), max_timestamp, last_offset):
-                segment = self._roll(now_ms)
+                segment = self._roll(now_ms, first_offset)
             position = segment.append(
                 data, last_offset, max_timestamp, offset_of_max_timestamp, self.config.index_interval_bytes
             )
@@ -478,20 +622,17 @@ class PartitionLog:
             partition_leader_epoch=leader_epoch,
         )
         segment = self._write(memoryview(batch), offset, offset, now_ms, offset, now_ms)
-        if completed is not None:
-            if completed.aborted:
-                try:
-                    segment.txn_index.append(self._aborted_entry(completed))
-                except OSError as exc:
-                    raise self.went_offline(exc, segment.txn_index.path) from exc
-            self._undecided.append(completed)
+        self._record_completed(segment, completed)
         self._producers.apply(updated)
+        self._assign_epoch_online(leader_epoch, offset)
         return AppendInfo(offset, offset, -1, self._log_start_offset)
 
-    def _roll(self, now_ms: int) -> Segment:
-        """Start a new segment at the log end; snapshot producer state there, as Kafka does."""
+    def _roll(self, now_ms: int, base_offset: int) -> Segment:
+        """Start a new segment at ``base_offset`` (the log end, or past it for a replicated batch
+        after a gap, as Kafka rolls at the batch's first offset); snapshot producer state at the
+        log end, as Kafka does."""
         self._segments[-1].seal()
-        segment = Segment.create(self.directory, self.log_end_offset, self.config, now_ms)
+        segment = Segment.create(self.directory, base_offset, self.config, now_ms)
         self._segments.append(segment)
         self._bases.append(segment.base_offset)
         self._write_snapshot(durable=False)
@@ -507,7 +648,7 @@ class PartitionLog:
         at the high watermark.  An offset at or past it (up to the log end) gives ``b""``; outside
         [log start, log end] raises ``OffsetOutOfRangeError``.
         """
-        located = self._locate(offset, max_bytes, self._hidden)
+        located = self._locate(offset, max_bytes, self._read_limit(None))
         if located is None:
             return b""
         segment, start, end = located
@@ -516,9 +657,14 @@ class PartitionLog:
         except OSError as exc:
             raise self.went_offline(exc) from exc
 
-    def read_slices(self, offset: int, max_bytes: int) -> list[FileSlice]:
-        """``read`` as file ranges for ``os.sendfile``; use before yielding to other tasks."""
-        located = self._locate(offset, max_bytes, self._hidden)
+    def read_slices(self, offset: int, max_bytes: int, upto: int | None = None) -> list[FileSlice]:
+        """``read`` as file ranges for ``os.sendfile``; use before yielding to other tasks.
+
+        ``upto`` moves the limit from the high watermark to that offset: a leader serving a
+        follower passes its ``log_end_offset`` (followers replicate what consumers cannot see
+        yet).  Only whole batches below ``upto`` are returned.
+        """
+        located = self._locate(offset, max_bytes, self._read_limit(upto))
         if located is None:
             return []
         segment, start, end = located
@@ -530,7 +676,7 @@ class PartitionLog:
         overlap them up to the offset after the last batch returned."""
         stable = self.last_stable_offset
         try:
-            limit = self._hidden if stable == self.high_watermark else self._mark_at(stable)
+            limit = self._visible_limit() if stable == self.high_watermark else self._mark_at(stable)
             located = self._locate(offset, max_bytes, limit)
             if located is None:
                 return CommittedRead([], [])
@@ -540,6 +686,13 @@ class PartitionLog:
             if not any(s.txn_index.entries for s in self._segments[first:]):
                 return CommittedRead(slices, [])  # no abort since: skip reading a header
             return CommittedRead(slices, self.aborted_transactions(offset, segment.offset_at(end)))
+        except OSError as exc:
+            raise self.went_offline(exc) from exc
+
+    def _read_limit(self, upto: int | None) -> SyncMark | None:
+        """Where a read stops: the high watermark, or ``upto`` (see ``read_slices``)."""
+        try:
+            return self._visible_limit() if upto is None else self._limit_at(upto)
         except OSError as exc:
             raise self.went_offline(exc) from exc
 
@@ -659,6 +812,7 @@ class PartitionLog:
             try:
                 self._write_checkpoint(clean_shutdown=False)
                 self._delete_segments_below_log_start()
+                self._epochs.truncate_from_start(before_offset)
             except OSError as exc:
                 raise self.went_offline(exc) from exc
         return self._log_start_offset
@@ -688,17 +842,19 @@ class PartitionLog:
         facts = [SegmentFacts(s.base_offset, s.size, s.largest_timestamp) for s in self._segments]
         deletion = segments_to_delete(facts, self._log_start_offset, self.config, now_ms)
         count = deletion.count
-        if self._hidden is not None:  # keep what consumers cannot see yet, as Kafka's high watermark bound
-            count = min(count, bisect.bisect_right(self._bases, self._hidden.offset) - 1)
+        high_watermark = self.high_watermark
+        if high_watermark < self.log_end_offset:  # keep what consumers cannot see yet, as Kafka does
+            count = min(count, bisect.bisect_right(self._bases, high_watermark) - 1)
         if not count:
             return 0
         try:
             if count == len(self._segments):
-                self._roll(now_ms)
+                self._roll(now_ms, self.log_end_offset)
             doomed = self._segments[:count]
             self._log_start_offset = max(self._log_start_offset, self._segments[count].base_offset)
             self._write_checkpoint(clean_shutdown=False)
             self._remove_segments(doomed, now_ms)
+            self._epochs.truncate_from_start(self._log_start_offset)
         except OSError as exc:
             raise self.went_offline(exc) from exc
         logger.info(
@@ -747,6 +903,142 @@ class PartitionLog:
         return min((deadline for deadline, _ in self._deleted), default=None)
 
     # ----------------------------------------------------------------------------------------
+    # Leader epochs and truncation (replication)
+
+    @property
+    def leader_epochs(self) -> LeaderEpochCache:
+        """The leader epoch cache (read it; the log keeps it current)."""
+        return self._epochs
+
+    def end_offset_for_epoch(
+        self, requested_epoch: int, current_leader_epoch: int = UNDEFINED_EPOCH
+    ) -> tuple[int, int]:
+        """(epoch, end offset) of ``requested_epoch`` as OffsetForLeaderEpoch answers it
+        (Kafka's LeaderEpochFileCache.endOffsetFor, ``log.leader_epochs.end_offset_for``).
+
+        ``current_leader_epoch`` is the epoch this broker leads the partition in: Kafka assigns
+        it at the log end when the broker becomes leader, so it counts as the latest epoch even
+        before anything was written in it; here it is added to the answer without being stored
+        (the first append in it stores it).
+        """
+        entries = self._epochs.epoch_entries()
+        end = self.log_end_offset
+        if current_leader_epoch > self._epochs.latest_epoch:
+            entries.append(EpochEntry(current_leader_epoch, end))
+        return end_offset_for(entries, requested_epoch, end)
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove every batch holding an offset at or after ``offset`` (Kafka's truncateTo); True
+        if anything was removed.
+
+        A follower does this before fetching from a new leader, to where OffsetForLeaderEpoch
+        says its last epoch ended.  Segments starting past ``offset`` are removed, the one
+        holding it is cut at the batch holding it (a batch is never split, so the log end may end
+        up below ``offset``) and its indexes trimmed; producer state is rebuilt from the newest
+        snapshot at or below the new end plus replay, as recovery does; the epoch cache forgets
+        the epochs starting at or after the new end.  The cut is fsynced before it returns: a
+        crash leaves the old tail or none, never a mix.  Offsets at or past the log end change
+        nothing; below the first segment the log restarts there (``truncate_fully_and_start_at``).
+        """
+        if offset < 0:
+            raise ValueError(f"cannot truncate to a negative offset {offset}")
+        self._check_online()
+        if offset >= self.log_end_offset:
+            # A leader that assigned an epoch and wrote nothing in it may hold an entry at the end.
+            self._truncate_epochs(self.log_end_offset)
+            return False
+        if offset < self._segments[0].base_offset:
+            self.truncate_fully_and_start_at(offset)
+            return True
+        logger.info("%s: truncating from offset %d to %d", self.directory, self.log_end_offset, offset)
+        with self._cleaning_stopped():
+            try:
+                self._lower_recovery_point(offset)
+                doomed = self._segments[bisect.bisect_right(self._bases, offset) :]
+                if doomed:
+                    self._remove_segments(doomed, self.clock())
+                    sync_directory(self.directory)
+                self._segments[-1].truncate_to(offset)
+            except OSError as exc:
+                raise self.went_offline(exc) from exc
+            self._after_truncation(min(self._log_start_offset, offset))
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop the whole log and start it empty at ``offset`` (Kafka's truncateFullyAndStartAt):
+        for a follower whose leader's log starts past its end, or truncating below its start.
+        Producer state and the leader epoch cache start empty; the log start becomes ``offset``."""
+        if offset < 0:
+            raise ValueError(f"cannot start a log at a negative offset {offset}")
+        self._check_online()
+        logger.info("%s: emptying the log and starting it at offset %d", self.directory, offset)
+        with self._cleaning_stopped():
+            try:
+                self._log_start_offset = offset
+                self._lower_recovery_point(offset)
+                now_ms = self.clock()
+                self._remove_segments(list(self._segments), now_ms)
+                segment = Segment.create(self.directory, offset, self.config, now_ms)
+                with self._lock:
+                    self._segments, self._bases = [segment], [offset]
+                sync_directory(self.directory)
+                for snapshot in self._snapshot_offsets():
+                    remove(self._snapshot_path(snapshot))
+                self._epochs.clear()
+            except OSError as exc:
+                raise self.went_offline(exc) from exc
+            self._after_truncation(offset)
+
+    @contextmanager
+    def _cleaning_stopped(self) -> Iterator[None]:
+        """Stop a running cleaning pass for a truncation: its worker finishes its current step,
+        and everything it did after is discarded (``replace_segments``, ``end_cleaning``)."""
+        if not self._cleaning:
+            yield
+            return
+        self.cleaning_aborted.set()
+        with self.cleaning_lock:
+            yield
+
+    def _lower_recovery_point(self, offset: int) -> None:
+        """Before cutting files: recovery must re-validate from ``offset`` if we crash midway."""
+        self._recovery_point = min(self._recovery_point, offset)
+        self._data_synced_to = min(self._data_synced_to, offset)
+        self._write_checkpoint(clean_shutdown=False)
+
+    def _after_truncation(self, log_start_offset: int) -> None:
+        """Make the state that follows the data agree with the new log end, then make it durable:
+        the cut data first, then the epoch cache and the checkpoint."""
+        end = self.log_end_offset
+        self._log_start_offset = log_start_offset
+        if self._last_append is not None and self._last_append.offset >= end:
+            self._last_append = None
+        if self._hidden is not None and self._hidden.offset >= end:
+            self._hidden = None
+        self._hidden_until = min(self._hidden_until, end)
+        self._replicated_mark = None
+        if self._replicated_hw is not None:
+            self.set_replicated_high_watermark(self._replicated_hw)
+        self.first_dirty_offset = min(self.first_dirty_offset, end)
+        self._undecided = [txn for txn in self._undecided if txn.last_offset < end]
+        try:
+            self._producers = ProducerStateManager()
+            self._load_producer_state(None)
+            self.flush()
+            self._truncate_epochs(end)
+            self._write_checkpoint(clean_shutdown=False)
+        except OSError as exc:
+            raise self.went_offline(exc) from exc
+
+    def _truncate_epochs(self, offset: int) -> None:
+        """Forget the epochs starting at or after ``offset``, durably."""
+        try:
+            self._epochs.truncate_from_end(offset)
+            self._epochs.sync()
+        except OSError as exc:
+            raise self.went_offline(exc, self._epochs.path) from exc
+
+    # ----------------------------------------------------------------------------------------
     # Durability
 
     def flush(self) -> None:
@@ -758,7 +1050,7 @@ class PartitionLog:
         target = self.log_end_offset
         if target == self._recovery_point and not any(s.dirty for s in self._segments):
             return
-        if self._sync_segments(Segment.flush):
+        if self._sync_segments(Segment.flush, self._epochs.sync):
             self._recovery_point = max(self._recovery_point, target)
 
     def sync_data(self) -> None:
@@ -771,10 +1063,13 @@ class PartitionLog:
         if self._sync_segments(Segment.sync_data):
             self._data_synced_to = max(self._data_synced_to, target)
 
-    def _sync_segments(self, sync: Callable[[Segment], None]) -> bool:
-        """Apply ``sync`` to every segment under the lock; False if the log is closed.  A log
-        that is offline, or fails the sync and goes offline, raises: an ack waiting for this
-        sync must not succeed."""
+    def _sync_segments(self, sync: Callable[[Segment], None], then: Callable[[], None] | None = None) -> bool:
+        """Apply ``sync`` to every segment (and call ``then``) under the lock; False if the log
+        is closed.  A log that is offline, or fails the sync and goes offline, raises: an ack
+        waiting for this sync must not succeed.
+
+        ``flush`` also makes the leader epoch cache durable: the recovery point it moves is
+        where recovery stops assigning epochs from batch headers."""
         with self._lock:
             if self._closed:
                 return False
@@ -782,6 +1077,8 @@ class PartitionLog:
             try:
                 for segment in list(self._segments):
                     sync(segment)
+                if then is not None:
+                    then()
             except OSError as exc:
                 raise self.went_offline(exc) from exc
             self.fsyncs += 1
@@ -826,8 +1123,13 @@ class PartitionLog:
 
     def _write_checkpoint(self, clean_shutdown: bool, durable: bool = True) -> None:
         with self._checkpoint_lock:
+            replicated = self._replicated_hw
             checkpoint = PartitionCheckpoint(
-                self._log_start_offset, self._recovery_point, clean_shutdown, self.first_dirty_offset
+                self._log_start_offset,
+                self._recovery_point,
+                clean_shutdown,
+                self.first_dirty_offset,
+                -1 if replicated is None else replicated,
             )
             if checkpoint != self._checkpointed:
                 checkpoint.write(self.directory, durable=durable)
@@ -891,7 +1193,7 @@ class PartitionLog:
         start-up (``log.swap``), before it the old segments stay.  Returns False (and discards
         ``cleaned``) if the log was closed meanwhile.
         """
-        if not self.is_online:
+        if not self.is_online or self.cleaning_aborted.is_set():
             cleaned.delete()
             return False
         try:
@@ -916,6 +1218,9 @@ class PartitionLog:
         for segment in self._pinned_for_cleaning:
             segment.unpin()
         self._pinned_for_cleaning = []
+        if self.cleaning_aborted.is_set():  # a truncation ran meanwhile: the pass's end is stale
+            self.cleaning_aborted.clear()
+            first_dirty_offset = None
         if not self.is_online:
             return
         try:
@@ -987,6 +1292,8 @@ class PartitionLog:
                 self._log_start_offset = recovered._log_start_offset
                 self._recovery_point = recovered._recovery_point
                 self._producers = recovered._producers
+                self._epochs = recovered._epochs
+                self._replicated_hw = recovered._replicated_hw
                 self._undecided = recovered._undecided
                 self._checkpointed = recovered._checkpointed
                 self._clean_on_disk = recovered._clean_on_disk

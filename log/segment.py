@@ -135,17 +135,41 @@ class Segment:
                 raise CorruptIndexError("index files are missing")
             self.offset_index.sanity_check(self.size)
             self.time_index.sanity_check()
-            last_indexed = self.offset_index.last_entry()
-            time_entry = self.time_index.last_entry()
-            self.max_timestamp, self.offset_of_max_timestamp = time_entry.timestamp, time_entry.offset
-            self.next_offset = self.base_offset
-            for batch in self.walk(last_indexed.position):
-                self._track_max_timestamp(batch)
-                self.next_offset = batch.next_offset
-            self._bytes_since_index_entry = self.size - last_indexed.position
+            self._walk_tail()
         except (CorruptIndexError, RecordBatchError) as exc:
             logger.warning("rebuilding indexes of %s: %s", self.log_path, str(exc))
             self.recover(index_interval_bytes)
+
+    def _walk_tail(self) -> None:
+        """End offset and max timestamp from the last index entries and the batches after them."""
+        last_indexed = self.offset_index.last_entry()
+        time_entry = self.time_index.last_entry()
+        self.max_timestamp, self.offset_of_max_timestamp = time_entry.timestamp, time_entry.offset
+        self.next_offset = self.base_offset
+        for batch in self.walk(last_indexed.position):
+            self._track_max_timestamp(batch)
+            self.next_offset = batch.next_offset
+        self._bytes_since_index_entry = self.size - last_indexed.position
+
+    def truncate_to(self, offset: int) -> None:
+        """Cut the batch holding ``offset`` (or the first after it) and everything after it,
+        and the index entries pointing there (Kafka's LogSegment.truncateTo).
+
+        Only the tail after the last index entry left is walked again; the cut is fsynced by
+        the next ``flush`` (``dirty``).
+        """
+        batch = self.find_batch(offset)
+        if batch is None:
+            return
+        os.ftruncate(self.fd, batch.position)
+        self.size = batch.position
+        self.offset_index.truncate_to(batch.base_offset, batch.position)
+        self.time_index.truncate_to(batch.base_offset)
+        self.txn_index.truncate_to(batch.base_offset)
+        if self.size == 0:
+            self._first_batch_timestamp = -1
+        self.dirty = self.unsynced_data = True
+        self._walk_tail()
 
     def recover(self, index_interval_bytes: int) -> int:
         """Validate every batch (header + CRC), cut a torn or corrupt tail, rebuild both indexes.

@@ -94,6 +94,12 @@ class TxnIndex:
             os.close(fd)
         self._unsynced = True
 
+    def truncate_to(self, offset: int) -> None:
+        """Forget the aborts whose markers are at ``offset`` or later (the log was cut there)."""
+        kept = [txn for txn in self.entries if txn.last_offset < offset]
+        if len(kept) != len(self.entries):
+            self.write_all(kept)
+
     def collect(self, fetch_offset: int, upper_bound_offset: int) -> tuple[list[AbortedTxn], bool]:
         """Entries overlapping [fetch_offset, upper_bound_offset), and whether the search is
         complete (no later segment can hold one)."""

@@ -1,8 +1,9 @@
-"""OffsetForLeaderEpoch: where a leader epoch ended, for consumers validating positions.
+"""OffsetForLeaderEpoch: where a leader epoch ended, for consumers validating positions and
+followers finding where their log diverges from their leader's.
 
-A single node keeps one leader epoch per partition for its whole life, so the end offset
-of the current (or any older) epoch is the log end offset, and an epoch newer than ours is
-unknown (UNDEFINED_EPOCH_OFFSET: -1/-1), as Kafka answers.
+Answered from the partition's leader epoch cache with Kafka's semantics
+(``PartitionLog.end_offset_for_epoch``): the current epoch ends at the log end, an older one
+where the next epoch began, one newer than ours (or UNDEFINED) is unknown: -1/-1.
 """
 
 from __future__ import annotations
@@ -25,14 +26,8 @@ def end_offset(ctx: RequestContext, trusted: bool, topic: str, wanted: dict[str,
     if isinstance(found, ErrorCode):
         return result | {"error_code": found}
     partition_log, info = found
-    if wanted["leader_epoch"] > info.leader_epoch:
-        return result | {"error_code": ErrorCode.NONE}
-    return {
-        "partition": index,
-        "error_code": ErrorCode.NONE,
-        "leader_epoch": info.leader_epoch,
-        "end_offset": partition_log.log_end_offset,
-    }
+    epoch, offset = partition_log.end_offset_for_epoch(wanted["leader_epoch"], info.leader_epoch)
+    return result | {"error_code": ErrorCode.NONE, "leader_epoch": epoch, "end_offset": offset}
 
 
 async def handle_offset_for_leader_epoch(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:

@@ -44,3 +44,16 @@ def log_dir(tmp_path) -> str:
 @pytest.fixture
 def small_config() -> LogConfig:
     return LogConfig(segment_bytes=16 * 1024, index_interval_bytes=256)
+
+
+def replicate(leader: PartitionLog, follower: PartitionLog, max_bytes: int = 1 << 20) -> int:
+    """Fetch as a follower does (from its log end, past the leader's high watermark) and append
+    what comes back with ``append_as_follower`` until caught up; returns the appends made."""
+    appends = 0
+    while follower.log_end_offset < leader.log_end_offset:
+        slices = leader.read_slices(follower.log_end_offset, max_bytes, upto=leader.log_end_offset)
+        assert slices, "a follower behind its leader always gets a batch"
+        view = memoryview(bytearray(b"".join(os.pread(s.fd, s.length, s.position) for s in slices)))
+        follower.append_as_follower(view, scan_batches(view, from_client=False))
+        appends += 1
+    return appends
