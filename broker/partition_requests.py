@@ -24,6 +24,17 @@ def leader_epoch_error(requested: int, current: int) -> ErrorCode | None:
     return ErrorCode.UNKNOWN_LEADER_EPOCH if requested > current else ErrorCode.FENCED_LEADER_EPOCH
 
 
+def leader_epoch_of(ctx: RequestContext, topic: str, index: int) -> int:
+    """The partition's current leader epoch as this broker leads it: the replica's in a
+    cluster, the topic's on a single node (0 for a topic it does not know)."""
+    replicas = ctx.broker.replicas
+    state = replicas.leader((topic, index)) if replicas is not None else None
+    if state is not None:
+        return state.leader_epoch
+    info = ctx.broker.topics.get(topic)
+    return info.leader_epoch if info else 0
+
+
 def replica_error(
     ctx: RequestContext, topic: str, index: int, current_leader_epoch: int, topic_epoch: int
 ) -> ErrorCode | None:

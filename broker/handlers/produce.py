@@ -28,6 +28,7 @@ from broker.context import PendingResponse, RequestContext
 from broker.dispatch import CloseConnection
 from broker.error_mapping import error_code_of
 from broker.handlers.transactions import joined_transaction
+from broker.partition_requests import leader_epoch_of
 from broker.replication.acks import AckWait, ack_wait, acknowledged, min_isr_refusal
 from broker.replication.leader_hints import node_endpoints, with_leader_hint
 from log.compacted_batch import record_spans
@@ -222,16 +223,6 @@ def append_partition(
         "log_append_time_ms": appended.log_append_time,
         "log_start_offset": appended.log_start_offset,
     }, must_sync
-
-
-def leader_epoch_of(ctx: RequestContext, topic: str, index: int) -> int:
-    """The epoch stamped on appended batches: the replica's in a cluster, the topic's alone."""
-    replicas = ctx.broker.replicas
-    state = replicas.leader((topic, index)) if replicas is not None else None
-    if state is not None:
-        return state.leader_epoch
-    info = ctx.broker.topics.get(topic)
-    return info.leader_epoch if info else 0
 
 
 def replica_refusal(ctx: RequestContext, topic: str, index: int, acks: int) -> dict[str, Any] | None:
