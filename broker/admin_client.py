@@ -87,6 +87,32 @@ def partition_errors(topics: list[dict[str, Any]]) -> dict[tuple[str, int], int]
     return {(t["name"], p["partition_index"]): p["error_code"] for t in topics for p in t["partitions"]}
 
 
+def request_frame(
+    api_key: int, version: int, correlation_id: int, client_id: str, body: dict[str, Any]
+) -> bytes:
+    """A whole request as sent: size prefix, header, body."""
+    payload = encode_request_header(api_key, version, correlation_id, client_id) + encode_request(
+        api_key, version, body
+    )
+    return struct.pack(">i", len(payload)) + payload
+
+
+def response_size(prefix: bytes, limit: int) -> int:
+    """The size a response's 4-byte prefix announces; a ``ConnectionError`` beyond ``limit``."""
+    (size,) = struct.unpack(">i", prefix)
+    if not 4 <= size <= limit:
+        raise ConnectionError(f"the broker announced a {size}-byte response; refusing it")
+    return size
+
+
+def decode_answer(api_key: int, version: int, correlation_id: int, response: bytes) -> dict[str, Any]:
+    """A response's body, which must answer ``correlation_id`` (Kafka answers in order)."""
+    received_id, offset = decode_response_header(response, 0, response_header_version(api_key, version))
+    if received_id != correlation_id:
+        raise ConnectionError(f"response {received_id} does not answer request {correlation_id}")
+    return decode_response(api_key, version, response, offset)
+
+
 class KafkaConnection:
     """One connection to a broker; ``request`` sends a body and returns the decoded response."""
 
@@ -126,22 +152,13 @@ class KafkaConnection:
     def send_request(self, api_key: int, version: int, body: dict[str, Any]) -> int:
         """Send a request without waiting for its answer (pipelining); returns its correlation id."""
         correlation_id = next(self._correlation)
-        payload = encode_request_header(api_key, version, correlation_id, self._client_id) + encode_request(
-            api_key, version, body
-        )
-        self._sock.sendall(struct.pack(">i", len(payload)) + payload)
+        self._sock.sendall(request_frame(api_key, version, correlation_id, self._client_id, body))
         return correlation_id
 
     def receive_response(self, api_key: int, version: int, correlation_id: int) -> dict[str, Any]:
         """The next response, which must answer ``correlation_id`` (Kafka answers in order)."""
-        (size,) = struct.unpack(">i", self._receive(4))
-        if not 4 <= size <= MAX_RESPONSE_BYTES:
-            raise ConnectionError(f"the broker announced a {size}-byte response; refusing it")
-        response = self._receive(size)
-        received_id, offset = decode_response_header(response, 0, response_header_version(api_key, version))
-        if received_id != correlation_id:
-            raise ConnectionError(f"response {received_id} does not answer request {correlation_id}")
-        return decode_response(api_key, version, response, offset)
+        size = response_size(self._receive(4), MAX_RESPONSE_BYTES)
+        return decode_answer(api_key, version, correlation_id, self._receive(size))
 
     # --- the requests the CLI and tests use -------------------------------------------------
 

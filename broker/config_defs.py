@@ -135,7 +135,35 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "Share of a broker's preferred partitions led elsewhere that triggers the rebalance.",
         ),
         ConfigDef("security.inter.broker.protocol", T.STRING, "PLAINTEXT", "Accepted for compatibility."),
-        ConfigDef("inter.broker.listener.name", T.STRING, None, "Accepted for compatibility."),
+        ConfigDef(
+            "inter.broker.listener.name",
+            T.STRING,
+            None,
+            "The listener other brokers reach this one on (followers fetch there); default the first listener.",
+        ),
+        ConfigDef(
+            "replica.lag.time.max.ms",
+            T.LONG,
+            "30000",
+            "A follower that has not caught up to the leader's log end for this long leaves the ISR.",
+        ),
+        ConfigDef("replica.fetch.wait.max.ms", T.INT, "500", "How long a follower's fetch waits for data."),
+        ConfigDef("replica.fetch.min.bytes", T.INT, "1", "Bytes a follower's fetch waits for."),
+        ConfigDef(
+            "replica.fetch.max.bytes",
+            T.INT,
+            "1048576",
+            "Bytes a follower fetches per partition (at least one whole batch, KIP-74).",
+        ),
+        ConfigDef(
+            "replica.fetch.response.max.bytes", T.INT, "10485760", "Bytes a follower fetches per request."
+        ),
+        ConfigDef(
+            "replica.fetch.backoff.ms",
+            T.INT,
+            "1000",
+            "How long a follower waits after a fetch error or a lost connection before retrying.",
+        ),
         ConfigDef(
             "sasl.enabled.mechanisms",
             T.LIST,

@@ -61,6 +61,7 @@ class SessionPartition:
     fetch_offset: int
     max_bytes: int
     current_leader_epoch: int
+    last_fetched_epoch: int = -1  # a follower's newest leader epoch (Fetch v12+), for divergence
     high_watermark: int = -1  # -1: never told, or told an error (so the next answer includes it)
     log_start_offset: int = -1
 
@@ -114,6 +115,7 @@ class FetchSession:
                 cached.fetch_offset = change.fetch_offset
                 cached.max_bytes = change.max_bytes
                 cached.current_leader_epoch = change.current_leader_epoch
+                cached.last_fetched_epoch = change.last_fetched_epoch
         for key in forgotten:
             self.partitions.pop(key, None)
 

@@ -24,6 +24,35 @@ def leader_epoch_error(requested: int, current: int) -> ErrorCode | None:
     return ErrorCode.UNKNOWN_LEADER_EPOCH if requested > current else ErrorCode.FENCED_LEADER_EPOCH
 
 
+def leader_epoch_of(ctx: RequestContext, topic: str, index: int) -> int:
+    """The partition's current leader epoch as this broker leads it: the replica's in a
+    cluster, the topic's on a single node (0 for a topic it does not know)."""
+    replicas = ctx.broker.replicas
+    state = replicas.leader((topic, index)) if replicas is not None else None
+    if state is not None:
+        return state.leader_epoch
+    info = ctx.broker.topics.get(topic)
+    return info.leader_epoch if info else 0
+
+
+def replica_error(
+    ctx: RequestContext, topic: str, index: int, current_leader_epoch: int, topic_epoch: int
+) -> ErrorCode | None:
+    """Why this broker may not answer for the partition: a fenced or unknown leader epoch
+    (alone, against the topic's epoch; in a cluster, against the replica's), then, in a
+    cluster, not leading it (NOT_LEADER_OR_FOLLOWER), in Kafka's order."""
+    replicas = ctx.broker.replicas
+    if replicas is None:
+        return leader_epoch_error(current_leader_epoch, topic_epoch)
+    known = replicas.known_leader((topic, index))
+    if known is None:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    epoch_error = leader_epoch_error(current_leader_epoch, known[1])
+    if epoch_error is not None:
+        return epoch_error
+    return None if replicas.is_leader(topic, index) else ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
 def find_partition(
     ctx: RequestContext,
     topic: str,
@@ -34,7 +63,7 @@ def find_partition(
 ) -> tuple[PartitionLog, TopicInfo] | ErrorCode:
     """The partition's log and topic, or the error Kafka answers first: the API's operation
     refused on the topic (``broker.authorization``), unknown partition, then a fenced or
-    unknown leader epoch, then an offline log directory. ``cluster_trusted``: the caller's
+    unknown leader epoch or (in a cluster) another leader, then an offline log directory. ``cluster_trusted``: the caller's
     cluster operation (CLUSTER_ACTION) already covers every topic."""
     if not cluster_trusted and not authorized(ctx, ResourceType.TOPIC, topic):
         return ErrorCode.TOPIC_AUTHORIZATION_FAILED
@@ -42,7 +71,7 @@ def find_partition(
     info = ctx.broker.topics.get(topic)
     if partition_log is None or info is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    epoch_error = leader_epoch_error(current_leader_epoch, info.leader_epoch)
+    epoch_error = replica_error(ctx, topic, index, current_leader_epoch, info.leader_epoch)
     if epoch_error is not None:
         return epoch_error
     if not partition_log.is_online:

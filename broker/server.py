@@ -45,6 +45,8 @@ from broker.peer_watch import PeerWatch
 from broker.producer_ids import ProducerIdAllocator
 from broker.quota_rate import Windows
 from broker.quota_store import QuotaStore
+from broker.replication.manager import ReplicaManager
+from broker.replication.ports import ClusterPorts
 from broker.request_observer import RequestObserver
 from broker.security.listener_security import build_listener_security
 from broker.security.scram_store import ScramCredentialStore
@@ -162,6 +164,8 @@ class Broker:
             queued_bytes if queued_bytes > 0 else None, self.metrics.requests.queue_time.observe
         )
         self.peer_watch = PeerWatch()
+        # Cluster mode only (``start_replication``): a single node has no replicas to manage.
+        self.replicas: ReplicaManager | None = None
         # Long-running duties started with the listeners and cancelled with them
         # (flush.ms enforcement; the coordinator and retention add theirs).
         self.background_tasks: list[Callable[[], Awaitable[None]]] = [
@@ -177,6 +181,14 @@ class Broker:
             install_transaction_coordinator(self)
         else:
             self.background_tasks.extend(self.cluster.background_tasks)
+
+    def start_replication(self, ports: ClusterPorts) -> ReplicaManager:
+        """Cluster mode: manage replica roles from now on (the cluster layer calls this before
+        ``serve`` and drives the returned manager); its fetchers and ISR timer run with the
+        listeners."""
+        self.replicas = ReplicaManager(self, ports)
+        self.background_tasks.append(self.replicas.run)
+        return self.replicas
 
     @property
     def endpoint(self) -> Listener:

@@ -35,13 +35,16 @@ from broker.fetch_sessions import INVALID_SESSION_ID, Answer, SessionKey, Sessio
 from broker.file_region import FileRegion
 from broker.partition_requests import find_partition
 from broker.quota_store import CONSUMER_BYTE_RATE
+from broker.replication.divergence import diverging_epoch
+from broker.replication.leader_hints import node_endpoints, with_leader_hint
 from log.errors import LogError
-from log.partition_log import FileSlice
+from log.partition_log import FileSlice, PartitionLog
 from wire.api_keys import ApiKey
 from wire.codec import encode_response_parts
 from wire.error_codes import ErrorCode
 
 FIRST_TOPIC_ID_VERSION = 13
+FIRST_LEADER_HINT_VERSION = 16  # KIP-951: current_leader and node_endpoints
 ZERO_UUID = bytes(16)
 READ_COMMITTED = 1
 
@@ -76,6 +79,7 @@ def requested_partitions(ctx: RequestContext, request: dict[str, Any]) -> list[S
                 p["fetch_offset"],
                 p["partition_max_bytes"],
                 p.get("current_leader_epoch", -1),
+                p.get("last_fetched_epoch", -1),
             )
             wanted[target.key(by_id)] = target
     targets = list(wanted.values())
@@ -125,6 +129,9 @@ class FetchPlan:
             broker_cap = min(broker_cap, int(quota_cap))  # Kafka's maxValueInQuotaWindow
         self.max_bytes = max(0, min(request.get("max_bytes", broker_cap), broker_cap))
         self.read_committed = request.get("isolation_level", 0) == READ_COMMITTED
+        # In a cluster: a follower's fetch reads up to the log end and moves the leader's state.
+        self.replicas = ctx.broker.replicas
+        self.follower_id = follower_id(request) if self.replicas is not None else -1
 
     def keys(self) -> list[tuple[str, int]]:
         return [(t.topic, t.partition) for t in self.targets if t.topic is not None]
@@ -157,33 +164,45 @@ class FetchPlan:
         index = target.partition
         found = find_partition(self.ctx, target.topic, index, target.current_leader_epoch)
         if isinstance(found, ErrorCode):
-            return partition_error(index, found)
+            refused = partition_error(index, found)
+            if self.replicas is not None and self.ctx.api_version >= FIRST_LEADER_HINT_VERSION:
+                refused = with_leader_hint(self.replicas, (target.topic, index), refused)
+            return refused
         partition_log, _info = found
+        offset = target.fetch_offset
+        diverging = self._follower_fetched(target, partition_log) if self.follower_id >= 0 else None
         high_watermark = partition_log.high_watermark
         last_stable = partition_log.last_stable_offset
         log_start = partition_log.log_start_offset
-        offset = target.fetch_offset
-        if offset < log_start or offset > partition_log.log_end_offset:
+        if (
+            diverging is ErrorCode.OFFSET_OUT_OF_RANGE
+            or offset < log_start
+            or offset > partition_log.log_end_offset
+        ):
             return partition_error(index, ErrorCode.OFFSET_OUT_OF_RANGE, high_watermark, log_start)
         budget = min(target.max_bytes, self.max_bytes - bytes_so_far)
         records: bytes | FileSlice = b""
         aborted: list[tuple[int, int]] = []
-        readable_end = last_stable if self.read_committed else high_watermark
-        if offset < readable_end and (budget > 0 or bytes_so_far == 0):
+        if self.follower_id >= 0:  # followers replicate what consumers may not read yet
+            readable_end = upto = partition_log.log_end_offset
+        else:
+            readable_end, upto = (last_stable if self.read_committed else high_watermark), None
+        if offset < readable_end and (budget > 0 or bytes_so_far == 0) and not diverging:
             try:
                 if self.read_committed:
                     slices, found_aborted = partition_log.read_committed(offset, max(budget, 1))
                 else:
-                    slices, found_aborted = partition_log.read_slices(offset, max(budget, 1)), []
+                    slices, found_aborted = partition_log.read_slices(offset, max(budget, 1), upto), []
             except LogError as exc:
                 return partition_error(index, error_code_of(exc), high_watermark, log_start)
             # One read stays within one segment (one slice); the client fetches the rest next.
             if slices and not (bytes_so_far > 0 and slices[0].length > budget):
                 records = slices[0]  # KIP-74: only the first non-empty partition may exceed limits
                 aborted = found_aborted
-        if self.incremental and not records and target.was_told(high_watermark, log_start):
+        if self.incremental and not records and not diverging and target.was_told(high_watermark, log_start):
             return None
-        return {
+        found_diverging = {"diverging_epoch": diverging} if diverging else {}
+        return found_diverging | {
             "partition_index": index,
             "error_code": ErrorCode.NONE,
             "high_watermark": high_watermark,
@@ -197,6 +216,22 @@ class FetchPlan:
             "preferred_read_replica": -1,
             "records": records,
         }
+
+    def _follower_fetched(
+        self, target: SessionPartition, partition_log: PartitionLog
+    ) -> dict[str, Any] | ErrorCode | None:
+        """A follower's fetch of a partition this broker leads: its diverging epoch (or
+        OFFSET_OUT_OF_RANGE) if its log parted from ours, else None after recording its
+        position (which may move the high watermark and the ISR)."""
+        replicas, key = self.replicas, (target.topic or "", target.partition)
+        state = replicas.leader(key) if replicas is not None else None
+        if replicas is None or state is None:
+            return None
+        offset = target.fetch_offset
+        diverging = diverging_epoch(partition_log, state.leader_epoch, target.last_fetched_epoch, offset)
+        if diverging is None and partition_log.log_start_offset <= offset <= partition_log.log_end_offset:
+            replicas.follower_fetched(key, self.follower_id, offset, partition_log)
+        return diverging
 
 
 def topic_responses(answers: list[Answer], by_id: bool, sendable: bool = True) -> list[dict[str, Any]]:
@@ -219,10 +254,16 @@ def topic_responses(answers: list[Answer], by_id: bool, sendable: bool = True) -
     return topics
 
 
-def is_follower(request: dict[str, Any]) -> bool:
-    """A replica's fetch (replica id >= 0; from v15 in ``replica_state``): Kafka's privileged sessions."""
+def follower_id(request: dict[str, Any]) -> int:
+    """The fetching replica's node id (before v15 ``replica_id``, from v15 in ``replica_state``);
+    negative for a consumer."""
     replica_state = request.get("replica_state") or {}
-    return max(request.get("replica_id", -1), replica_state.get("replica_id", -1)) >= 0
+    return max(request.get("replica_id", -1), replica_state.get("replica_id", -1))
+
+
+def is_follower(request: dict[str, Any]) -> bool:
+    """A replica's fetch: Kafka's privileged sessions, exempt from client quotas."""
+    return follower_id(request) >= 0
 
 
 async def handle_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
@@ -262,12 +303,17 @@ async def handle_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str
     error, session_id, answers = sessions.finish(context, is_follower(request), answers)
     if error != ErrorCode.NONE:
         return refused(error, session_id)
-    return {
+    response = {
         "throttle_time_ms": 0,
         "error_code": ErrorCode.NONE,
         "session_id": session_id,
         "responses": topic_responses(answers, by_id),
     }
+    replicas = ctx.broker.replicas
+    if replicas is not None and ctx.api_version >= FIRST_LEADER_HINT_VERSION:
+        partitions = (p for t in response["responses"] for p in t["partitions"])
+        response["node_endpoints"] = node_endpoints(replicas, partitions, ctx.listener_name)
+    return response
 
 
 class _Measured:

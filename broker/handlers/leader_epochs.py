@@ -14,7 +14,7 @@ from typing import Any
 from broker.api_support import Served
 from broker.authorization import cluster_authorized
 from broker.context import RequestContext
-from broker.partition_requests import find_partition, per_partition
+from broker.partition_requests import find_partition, leader_epoch_of, per_partition
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
@@ -25,8 +25,10 @@ def end_offset(ctx: RequestContext, trusted: bool, topic: str, wanted: dict[str,
     found = find_partition(ctx, topic, index, wanted.get("current_leader_epoch", -1), cluster_trusted=trusted)
     if isinstance(found, ErrorCode):
         return result | {"error_code": found}
-    partition_log, info = found
-    epoch, offset = partition_log.end_offset_for_epoch(wanted["leader_epoch"], info.leader_epoch)
+    partition_log, _info = found
+    epoch, offset = partition_log.end_offset_for_epoch(
+        wanted["leader_epoch"], leader_epoch_of(ctx, topic, index)
+    )
     return result | {"error_code": ErrorCode.NONE, "leader_epoch": epoch, "end_offset": offset}
 
 

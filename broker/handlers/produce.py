@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import trio
+
 from broker.acl_model import ResourceType
 from broker.api_support import Served
 from broker.authorization import authorized
@@ -26,6 +28,9 @@ from broker.context import PendingResponse, RequestContext
 from broker.dispatch import CloseConnection
 from broker.error_mapping import error_code_of
 from broker.handlers.transactions import joined_transaction
+from broker.partition_requests import leader_epoch_of
+from broker.replication.acks import AckWait, ack_wait, acknowledged, min_isr_refusal
+from broker.replication.leader_hints import node_endpoints, with_leader_hint
 from log.compacted_batch import record_spans
 from log.config import LONG_MAX, LogConfig
 from log.errors import LogError
@@ -39,6 +44,7 @@ from wire.record_validation import checked_payload
 
 MIN_ACCEPTED_VERSION = 3
 FIRST_TOPIC_ID_VERSION = 13
+FIRST_LEADER_HINT_VERSION = 10  # KIP-951: current_leader and node_endpoints
 
 
 def partition_error(index: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
@@ -197,11 +203,12 @@ def append_partition(
             return partition_error(
                 index, error, f"{topic}-{index} is not part of the producer's transaction"
             ), False
-    info = broker.topics.get(topic)
     try:
-        appended = partition_log.append(records, batches, info.leader_epoch if info else 0, now_ms)
+        appended = partition_log.append(records, batches, leader_epoch_of(ctx, topic, index), now_ms)
     except LogError as exc:
         return partition_error(index, error_code_of(exc), str(exc)), False
+    if broker.replicas is not None:
+        broker.replicas.leader_appended((topic, index), partition_log)
     must_sync = broker.durability.after_append(
         (topic, index), partition_log, batches[0].record_count, wrote=not appended.duplicate
     )
@@ -216,6 +223,30 @@ def append_partition(
         "log_append_time_ms": appended.log_append_time,
         "log_start_offset": appended.log_start_offset,
     }, must_sync
+
+
+def replica_refusal(ctx: RequestContext, topic: str, index: int, acks: int) -> dict[str, Any] | None:
+    """In a cluster: the partition's refusal when this broker does not lead it (with KIP-951's
+    leader hint), or when acks=all finds the ISR below ``min.insync.replicas`` before appending."""
+    replicas = ctx.broker.replicas
+    if replicas is None:
+        return None
+    key = (topic, index)
+    partition_log = ctx.broker.partitions.get(topic, index)
+    if partition_log is None:
+        return None  # UNKNOWN_TOPIC_OR_PARTITION, from ``append_partition``
+    if replicas.leader(key) is None:
+        refused = partition_error(
+            index,
+            ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            f"Leader not local for partition {topic}-{index} on broker {ctx.broker.node_id}",
+        )
+        return with_leader_hint(replicas, key, refused)
+    if acks == -1:
+        problem = min_isr_refusal(replicas, key, partition_log.config.min_insync_replicas)
+        if problem is not None:
+            return partition_error(index, ErrorCode.NOT_ENOUGH_REPLICAS, problem)
+    return None
 
 
 def resolve_topic(
@@ -271,14 +302,19 @@ async def handle_produce(
     if refusal is None:
         await ctx.broker.durability.mark_unclean(logs_to_mark(ctx, resolved))
     now_ms = ctx.broker.clock()
+    deadline = trio.current_time() + max(0, request["timeout_ms"]) / 1000
+    replicas = ctx.broker.replicas
     responses: list[tuple[str | None, dict[str, Any]]] = []
     must_sync: list[tuple[str, int]] = []
+    ack_waits: list[AckWait] = []
     failed = False
     for topic_data, name, topic_refusal in resolved:
         partitions = []
         for partition in topic_data["partition_data"]:
             if refusal or topic_refusal:
                 result = partition_error(partition["index"], *(refusal or topic_refusal))
+            elif (replicated := replica_refusal(ctx, name, partition["index"], acks)) is not None:
+                result = replicated
             else:
                 result, wait = append_partition(
                     ctx,
@@ -290,6 +326,9 @@ async def handle_produce(
                 )
                 if wait:
                     must_sync.append((name, partition["index"]))
+                if replicas is not None and acks == -1 and result["error_code"] == ErrorCode.NONE:
+                    key = (name, partition["index"])
+                    ack_waits.append(ack_wait(key, ctx.broker.partitions.get(*key)))
             if result["error_code"] != ErrorCode.NONE:
                 failed = True
             partitions.append(result)
@@ -299,34 +338,47 @@ async def handle_produce(
             else {"name": name}
         )
         responses.append((name, key | {"partition_responses": partitions}))
-    if not must_sync:
-        return _answer(acks, responses, failed)
+    if not must_sync and not ack_waits:
+        return _answer(ctx, acks, responses, failed)
     ticket = ctx.broker.durability.ticket(must_sync)
 
     async def after_sync() -> dict[str, Any] | None:
-        unsynced = await ctx.broker.durability.wait(ticket)
+        unsynced = await ctx.broker.durability.wait(ticket) if must_sync else set()
         for topic, index in unsynced:
-            storage_error = partition_error(index, ErrorCode.KAFKA_STORAGE_ERROR, "fsync failed")
-            for name, topic_response in responses:
-                if name == topic:
-                    topic_response["partition_responses"] = [
-                        storage_error if p["index"] == index else p
-                        for p in topic_response["partition_responses"]
-                    ]
-        return _answer(acks, responses, failed or bool(unsynced))
+            _replace(responses, topic, partition_error(index, ErrorCode.KAFKA_STORAGE_ERROR, "fsync failed"))
+        waits = [wait for wait in ack_waits if wait.key not in unsynced]
+        unacknowledged = await acknowledged(replicas, waits, deadline) if waits else {}
+        for (topic, index), code in unacknowledged.items():
+            _replace(responses, topic, partition_error(index, code))
+        return _answer(ctx, acks, responses, failed or bool(unsynced) or bool(unacknowledged))
 
     return PendingResponse(after_sync)
 
 
+def _replace(responses: list[tuple[str | None, dict[str, Any]]], topic: str, answer: dict[str, Any]) -> None:
+    """Put ``answer`` in place of its partition's response in ``topic``'s entry."""
+    for name, topic_response in responses:
+        if name == topic:
+            topic_response["partition_responses"] = [
+                answer if p["index"] == answer["index"] else p for p in topic_response["partition_responses"]
+            ]
+
+
 def _answer(
-    acks: int, responses: list[tuple[str | None, dict[str, Any]]], failed: bool
+    ctx: RequestContext, acks: int, responses: list[tuple[str | None, dict[str, Any]]], failed: bool
 ) -> dict[str, Any] | None:
-    """The Produce response; none for acks=0, whose failures can only close the connection."""
+    """The Produce response; none for acks=0, whose failures can only close the connection.
+    In a cluster, v10+ lists where the leaders named in KIP-951 hints listen."""
     if acks == 0:
         if failed:
             raise CloseConnection("an acks=0 produce request failed")
         return None
-    return {"responses": [response for _, response in responses], "throttle_time_ms": 0}
+    body: dict[str, Any] = {"responses": [response for _, response in responses], "throttle_time_ms": 0}
+    replicas = ctx.broker.replicas
+    if replicas is not None and ctx.api_version >= FIRST_LEADER_HINT_VERSION:
+        partitions = (p for _, r in responses for p in r["partition_responses"])
+        body["node_endpoints"] = node_endpoints(replicas, partitions, ctx.listener_name)
+    return body
 
 
 HANDLERS = {ApiKey.PRODUCE: Served(handle_produce)}

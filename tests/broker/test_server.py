@@ -7,7 +7,7 @@ with the project's codecs so that each test controls the exact bytes on the wire
 from __future__ import annotations
 
 import struct
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -26,11 +26,19 @@ DEADLINE_S = 20
 
 @asynccontextmanager
 async def running_broker(
-    tmp_path: Path, *, clock: Clock = wall_clock_ms, **overrides: str
+    tmp_path: Path,
+    *,
+    clock: Clock = wall_clock_ms,
+    prepare: Callable[[Broker], object] | None = None,
+    **overrides: str,
 ) -> AsyncIterator[tuple[Broker, int]]:
+    """A broker served on an ephemeral port; ``prepare`` runs between its creation and
+    ``serve`` (cluster tests start replication there)."""
     settings = {"log.dirs": str(tmp_path / "data"), "listeners": "PLAINTEXT://127.0.0.1:0"}
     settings.update({k.replace("_", "."): v for k, v in overrides.items()})
     broker = Broker(BrokerConfig.load(overrides=settings, environ={}), clock)
+    if prepare is not None:
+        prepare(broker)
     try:
         async with trio.open_nursery() as nursery:
             listeners = await nursery.start(serve, broker)

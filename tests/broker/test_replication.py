@@ -1,0 +1,312 @@
+"""Replication between real brokers in one process, over real sockets (issue 11).
+
+Two or three ``Broker`` objects are served on ephemeral ports; the test plays the cluster layer
+by calling ``become_leader``/``become_follower``/``stop_replica`` itself, and the only stand-in
+is :class:`IsrRecorder`, the two ports the cluster layer would implement on etcd: it accepts
+every ISR proposal and writes it on a timeline that the test's own observations share, so
+orderings ("the ISR shrank before the producer was answered") are asserted without timing.
+Producers are stock clients (kafka-python); exact error codes and KIP-951 hints are read with
+single raw requests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import kafka
+import kafka.errors
+import pytest
+import trio
+
+from broker.admin_client import KafkaConnection
+from broker.replication.peer_connection import PeerConnection
+from broker.server import Broker
+from tests.broker.test_server import running_broker
+from wire.api_keys import ApiKey
+from wire.error_codes import ErrorCode
+from wire.record_batch import Record, encode_batch, scan_batches
+
+TOPIC = "replicated"
+DEADLINE_S = 60
+
+
+class IsrRecorder:
+    """The cluster layer's ports: accepts every ISR proposal and records it on ``timeline``."""
+
+    def __init__(self) -> None:
+        self.endpoints: dict[int, tuple[str, int]] = {}
+        self.timeline: list[tuple[str, Any]] = []
+        self._changed = trio.Event()
+
+    async def propose_isr(
+        self, topic: str, partition: int, leader_epoch: int, partition_epoch: int, new_isr: list[int]
+    ) -> tuple[bool, int]:
+        self.note("isr", list(new_isr))
+        return True, partition_epoch + 1
+
+    def endpoint_of(self, node_id: int, listener_name: str | None = None) -> tuple[str, int] | None:
+        return self.endpoints.get(node_id)
+
+    def note(self, what: str, value: Any) -> None:
+        self.timeline.append((what, value))
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_for(self, entry: tuple[str, Any], after: int) -> None:
+        """Until ``entry`` is on the timeline at or after position ``after``."""
+        while entry not in self.timeline[after:]:
+            await self._changed.wait()
+
+
+class Cluster:
+    """Served brokers by node id (1..n), their ports, and the recorder."""
+
+    def __init__(self, recorder: IsrRecorder) -> None:
+        self.recorder = recorder
+        self.brokers: dict[int, Broker] = {}
+        self.ports: dict[int, int] = {}
+
+    async def lead(self, leader: int, followers: list[int], epoch: int, isr: list[int] | None = None) -> None:
+        """Make ``leader`` lead the topic's partition 0 at ``epoch`` and ``followers`` follow it."""
+        replicas = [leader, *followers]
+        await self.brokers[leader].replicas.become_leader(TOPIC, 0, epoch, epoch, replicas, isr or replicas)
+        for follower in followers:
+            await self.brokers[follower].replicas.become_follower(TOPIC, 0, epoch, leader)
+
+    def log_bytes(self, node: int) -> bytes:
+        """Every segment file of the partition, concatenated: what must be equal across replicas."""
+        partition_log = self.brokers[node].partitions.get(TOPIC, 0)
+        return b"".join(Path(segment.log_path).read_bytes() for segment in partition_log.segments)
+
+
+@asynccontextmanager
+async def cluster(tmp_path: Path, size: int, **overrides: str) -> AsyncIterator[Cluster]:
+    recorder = IsrRecorder()
+    found = Cluster(recorder)
+    settings = {"replica.fetch.wait.max.ms": "200", "replica.fetch.backoff.ms": "100"} | overrides
+    topic_configs = {"min.insync.replicas": settings.pop("min.insync.replicas", "2")}
+    async with AsyncExitStack() as stack:
+        for node in range(1, size + 1):
+            broker, port = await stack.enter_async_context(
+                running_broker(
+                    tmp_path / f"node{node}",
+                    prepare=lambda b: b.start_replication(recorder),
+                    **{"node.id": str(node)},
+                    **settings,
+                )
+            )
+            info = broker.topics.create(TOPIC, 1, topic_configs)
+            broker.partitions.create_partitions_now(info, 0, 1)
+            found.brokers[node], found.ports[node] = broker, port
+            recorder.endpoints[node] = ("127.0.0.1", port)
+        yield found
+
+
+def produce(port: int, values: list[bytes], acks: int | str = "all") -> list[int]:
+    """Send ``values`` to partition 0 with kafka-python (no retries); their offsets."""
+    producer = kafka.KafkaProducer(
+        bootstrap_servers=f"127.0.0.1:{port}", acks=acks, retries=0, linger_ms=0, request_timeout_ms=20_000
+    )
+    try:
+        futures = [producer.send(TOPIC, value, partition=0) for value in values]
+        producer.flush()
+        return [future.get(timeout=20).offset for future in futures]
+    finally:
+        producer.close()
+
+
+async def produce_in_thread(port: int, values: list[bytes], acks: int | str = "all") -> list[int]:
+    return await trio.to_thread.run_sync(lambda: produce(port, values, acks))
+
+
+async def raw_request(port: int, api_key: ApiKey, version: int, body: dict[str, Any]) -> dict[str, Any]:
+    connection = await PeerConnection.open("127.0.0.1", port, "test-client", 1 << 24)
+    try:
+        return await connection.request(api_key, version, body)
+    finally:
+        await connection.aclose()
+
+
+def produce_body(acks: int, value: bytes = b"raw") -> dict[str, Any]:
+    batch = bytes(encode_batch([Record(0, 0, None, value)]))
+    return {
+        "transactional_id": None,
+        "acks": acks,
+        "timeout_ms": 30_000,
+        "topic_data": [{"name": TOPIC, "partition_data": [{"index": 0, "records": batch}]}],
+    }
+
+
+async def produce_raw(port: int, acks: int = -1, version: int = 10) -> dict[str, Any]:
+    """One Produce of one record; the whole response."""
+    return await raw_request(port, ApiKey.PRODUCE, version, produce_body(acks))
+
+
+def partition_answer(response: dict[str, Any]) -> dict[str, Any]:
+    return response["responses"][0]["partition_responses"][0]
+
+
+def consumer_fetch(port: int, offset: int, max_wait_ms: int = 0) -> dict[str, Any]:
+    """A consumer's Fetch v12 of partition 0 (blocking; run it in a thread)."""
+    with KafkaConnection(f"127.0.0.1:{port}", timeout=30) as connection:
+        return connection.fetch(TOPIC, {0: offset}, max_wait_ms)[0]
+
+
+def fetched_offsets(records: bytes | None) -> list[int]:
+    """The offsets of the batches in a fetched record set, each batch's first to last."""
+    offsets: list[int] = []
+    for batch in scan_batches(memoryview(records or b""), from_client=False):
+        offsets.extend(range(batch.base_offset, batch.base_offset + batch.last_offset_delta + 1))
+    return offsets
+
+
+async def test_followers_hold_the_leaders_bytes_once_acks_all_is_answered(tmp_path: Path) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with cluster(tmp_path, 3) as c:
+            await c.lead(1, [2, 3], epoch=1)
+            offsets = await produce_in_thread(c.ports[1], [b"value-%d" % i for i in range(40)])
+            assert offsets == list(range(40))
+            leader_bytes = c.log_bytes(1)
+            assert leader_bytes
+            assert c.log_bytes(2) == leader_bytes
+            assert c.log_bytes(3) == leader_bytes
+
+
+async def test_consumers_never_read_past_the_high_watermark(tmp_path: Path) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with cluster(tmp_path, 2) as c:
+            await c.lead(1, [2], epoch=1)
+            assert await produce_in_thread(c.ports[1], [b"a", b"b", b"c"]) == [0, 1, 2]
+            await c.brokers[2].replicas.stop_replica(TOPIC, 0, delete=False)
+            # acks=1 is answered after the leader's own append, but the follower has not got it.
+            assert await produce_in_thread(c.ports[1], [b"d", b"e"], acks=1) == [3, 4]
+            answer = await trio.to_thread.run_sync(consumer_fetch, c.ports[1], 0)
+            assert answer["high_watermark"] == 3
+            assert fetched_offsets(answer["records"]) == [0, 1, 2]
+            empty = await trio.to_thread.run_sync(consumer_fetch, c.ports[1], 3)
+            assert (empty["error_code"], empty["records"] or b"") == (ErrorCode.NONE, b"")
+            # A consumer long-polling at the high watermark is woken when the follower catches up.
+            waiting = trio.Event()
+            result: dict[str, Any] = {}
+
+            async def poll() -> None:
+                waiting.set()
+                result.update(await trio.to_thread.run_sync(consumer_fetch, c.ports[1], 3, 20_000))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(poll)
+                await waiting.wait()
+                await c.brokers[2].replicas.become_follower(TOPIC, 0, 1, 1)
+            assert result["high_watermark"] == 5
+            assert fetched_offsets(result["records"]) == [3, 4]
+
+
+async def test_acks_all_waits_for_the_isr_then_refuses_below_min_insync(tmp_path: Path) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with cluster(tmp_path, 2, **{"replica.lag.time.max.ms": "1000"}) as c:
+            await c.lead(1, [2], epoch=1)
+            assert await produce_in_thread(c.ports[1], [b"first"]) == [0]
+            await c.brokers[2].replicas.stop_replica(TOPIC, 0, delete=False)
+            mark = len(c.recorder.timeline)
+            answer = partition_answer(await produce_raw(c.ports[1], acks=-1))
+            c.recorder.note("answered", answer["error_code"])
+            # Not answered until the stopped follower left the ISR, and then refused as Kafka does.
+            assert c.recorder.timeline[mark:] == [
+                ("isr", [1]),
+                ("answered", ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND),
+            ]
+            with pytest.raises(kafka.errors.NotEnoughReplicasError):
+                await produce_in_thread(c.ports[1], [b"refused"])
+            assert partition_answer(await produce_raw(c.ports[1], acks=1))["error_code"] == ErrorCode.NONE
+            # The follower comes back, catches up, rejoins; acks=all works again.
+            mark = len(c.recorder.timeline)
+            await c.brokers[2].replicas.become_follower(TOPIC, 0, 1, 1)
+            await c.recorder.wait_for(("isr", [1, 2]), after=mark)
+            assert await produce_in_thread(c.ports[1], [b"again"]) == [3]
+            assert c.log_bytes(2) == c.log_bytes(1)
+
+
+async def test_acks_all_times_out_while_the_isr_waits_for_a_stopped_follower(tmp_path: Path) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with cluster(tmp_path, 2) as c:
+            await c.lead(1, [2], epoch=1)
+            await c.brokers[2].replicas.stop_replica(TOPIC, 0, delete=False)
+            body = produce_body(-1) | {"timeout_ms": 300}
+            answer = partition_answer(await raw_request(c.ports[1], ApiKey.PRODUCE, 9, body))
+            assert answer["error_code"] == ErrorCode.REQUEST_TIMED_OUT
+            assert c.recorder.timeline == []  # the ISR never changed (replica.lag.time.max.ms 30 s)
+
+
+async def test_a_follower_drops_the_tail_it_wrote_alone_as_leader(tmp_path: Path) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with cluster(tmp_path, 2, **{"min.insync.replicas": "1"}) as c:
+            await c.lead(2, [1], epoch=1)
+            assert await produce_in_thread(c.ports[2], [b"a", b"b", b"c"]) == [0, 1, 2]
+            await c.brokers[1].replicas.stop_replica(TOPIC, 0, delete=False)
+            # Node 2 goes on alone in epoch 1: records node 1 never gets.
+            assert await produce_in_thread(c.ports[2], [b"x", b"y", b"z", b"w"], acks=1) == [3, 4, 5, 6]
+            # Epoch 2: node 1 leads with what it has and takes new records.
+            await c.brokers[1].replicas.become_leader(TOPIC, 0, 2, 2, [1, 2], [1])
+            assert await produce_in_thread(c.ports[1], [b"d", b"e"], acks=1) == [3, 4]
+            mark = len(c.recorder.timeline)
+            await c.brokers[2].replicas.become_follower(TOPIC, 0, 2, 1)
+            await c.recorder.wait_for(("isr", [1, 2]), after=mark)
+            assert c.brokers[2].partitions.get(TOPIC, 0).log_end_offset == 5
+            assert c.log_bytes(2) == c.log_bytes(1)
+
+
+async def test_a_follower_refuses_clients_and_names_the_leader(tmp_path: Path) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with cluster(tmp_path, 2) as c:
+            await c.lead(1, [2], epoch=3)
+            leader_endpoint = [{"node_id": 1, "host": "127.0.0.1", "port": c.ports[1], "rack": None}]
+            produced = await produce_raw(c.ports[2], acks=-1, version=10)
+            answer = partition_answer(produced)
+            assert answer["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+            assert answer["current_leader"] == {"leader_id": 1, "leader_epoch": 3}
+            assert produced["node_endpoints"] == leader_endpoint
+            with pytest.raises(kafka.errors.NotLeaderForPartitionError):
+                await produce_in_thread(c.ports[2], [b"refused"])
+
+            def fetch_v16(node: int, current_leader_epoch: int) -> dict[str, Any]:
+                topic_id = c.brokers[node].topics.get(TOPIC).topic_id
+                partition = {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}
+                return {
+                    "replica_state": {"replica_id": -1, "replica_epoch": -1},
+                    "max_wait_ms": 0,
+                    "min_bytes": 0,
+                    "max_bytes": 1 << 20,
+                    "isolation_level": 0,
+                    "session_id": 0,
+                    "session_epoch": -1,
+                    "topics": [
+                        {
+                            "topic_id": topic_id,
+                            "partitions": [partition | {"current_leader_epoch": current_leader_epoch}],
+                        }
+                    ],
+                    "forgotten_topics_data": [],
+                    "rack_id": "",
+                }
+
+            async def fetch_error(node: int, epoch: int) -> tuple[int, dict[str, Any], list[Any]]:
+                response = await raw_request(c.ports[node], ApiKey.FETCH, 16, fetch_v16(node, epoch))
+                partition = response["responses"][0]["partitions"][0]
+                return (
+                    partition["error_code"],
+                    partition.get("current_leader"),
+                    response.get("node_endpoints"),
+                )
+
+            error, leader, endpoints = await fetch_error(2, 3)
+            assert (error, leader, endpoints) == (
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                {"leader_id": 1, "leader_epoch": 3},
+                leader_endpoint,
+            )
+            assert (await fetch_error(1, 2))[0] == ErrorCode.FENCED_LEADER_EPOCH
+            assert (await fetch_error(1, 4))[0] == ErrorCode.UNKNOWN_LEADER_EPOCH
+            assert (await fetch_error(1, 3))[0] == ErrorCode.NONE
