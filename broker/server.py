@@ -180,6 +180,7 @@ class Broker:
             # until then a cluster answers FindCoordinator(TRANSACTION) with COORDINATOR_NOT_AVAILABLE.
             install_transaction_coordinator(self)
         else:
+            self.start_replication(self.cluster)
             self.background_tasks.extend(self.cluster.background_tasks)
 
     def start_replication(self, ports: ClusterPorts) -> ReplicaManager:

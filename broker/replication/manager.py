@@ -118,6 +118,12 @@ class ReplicaManager:
         if delete:
             await self._broker.partitions.delete_logs(topic, range(partition, partition + 1))
 
+    def fence_all(self) -> None:
+        """The cluster session is lost: lead nothing (producers get NOT_LEADER_OR_FOLLOWER,
+        acks=all waiters give up) until the cluster layer applies the metadata again."""
+        for key in list(self._leading):
+            self._stop_leading(key)
+
     def is_leader(self, topic: str, partition: int) -> bool:
         return (topic, partition) in self._leading
 

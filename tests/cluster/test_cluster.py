@@ -35,9 +35,8 @@ def whole_cluster(cluster: OdradekCluster):
 
 
 def create_topic(cluster: OdradekCluster, name: str, partitions: int, **configs: str) -> None:
-    futures = cluster.admin().create_topics(
-        [NewTopic(name, partitions, 3, config=configs)], operation_timeout=30
-    )
+    admin = cluster.admin()
+    futures = admin.create_topics([NewTopic(name, partitions, 3, config=configs)], operation_timeout=30)
     futures[name].result(timeout=60)
     wait_for(
         lambda: name in cluster.metadata().topics and _full_isr(cluster, name, partitions), what=f"{name} ISR"
@@ -114,7 +113,8 @@ def test_every_broker_describes_the_same_cluster(cluster: OdradekCluster) -> Non
     assert all(set(md.brokers) == {1, 2, 3} for md in answers)
     assert len({md.controller_id for md in answers}) == 1
     assert answers[0].controller_id in {1, 2, 3}
-    described = cluster.admin().describe_cluster().result(timeout=10)
+    admin = cluster.admin()
+    described = admin.describe_cluster().result(timeout=10)
     assert sorted(node.id for node in described.nodes) == [1, 2, 3]
 
 
@@ -177,7 +177,8 @@ def test_group_keeps_consuming_when_its_coordinator_dies(cluster: OdradekCluster
     first = [f"a-{i}" for i in range(150)]
     produce(cluster, "grouped", first)
     assert sorted(consume_all(cluster, "grouped", 150, group="survivors")) == sorted(first)
-    coordinator = cluster.admin().describe_consumer_groups(["survivors"])["survivors"].result(timeout=30)
+    admin = cluster.admin()
+    coordinator = admin.describe_consumer_groups(["survivors"])["survivors"].result(timeout=30)
     cluster.kill(coordinator.coordinator.id)
     second = [f"b-{i}" for i in range(150)]
     produce(cluster, "grouped", second)
