@@ -234,8 +234,8 @@ def record(
 ) -> RecordSchema:
     """Declare an internal topic's key or value (see :class:`RecordSchema`).
 
-    The defaults are what every key of Kafka's has (version 0 only, never flexible), so a key's
-    declaration names only its type and fields."""
+    The defaults are what Kafka's coordinator record keys declare (version 0 only, not
+    flexible), so a key's declaration names only its type and fields."""
     return RecordSchema(
         name, record_type, part, Versions.parse(versions), Versions.parse(flexible), tuple(fields)
     )
