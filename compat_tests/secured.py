@@ -176,11 +176,7 @@ class ClientSecurity:
                 "sasl.oauthbearer.config": f"principal={self.user} lifeSeconds={max(1, int(self.token_lifetime_s))}",
             }
         elif self.mechanism is not None:
-            conf |= {
-                "sasl.mechanism": self.mechanism,
-                "sasl.username": self.user,
-                "sasl.password": self.password,
-            }
+            conf |= self._password_login("sasl.mechanism", "sasl.username", "sasl.password")
         return conf
 
     def kafka_python(self, files: TlsFiles | None) -> dict[str, Any]:
@@ -201,12 +197,12 @@ class ClientSecurity:
 
             conf |= {"sasl_mechanism": "OAUTHBEARER", "sasl_oauth_token_provider": Token()}
         elif self.mechanism is not None:
-            conf |= {
-                "sasl_mechanism": self.mechanism,
-                "sasl_plain_username": self.user,
-                "sasl_plain_password": self.password,
-            }
+            conf |= self._password_login("sasl_mechanism", "sasl_plain_username", "sasl_plain_password")
         return conf
+
+    def _password_login(self, mechanism_key: str, user_key: str, password_key: str) -> dict[str, Any]:
+        """A PLAIN or SCRAM login (mechanism, user and password) under one client's key names."""
+        return {mechanism_key: self.mechanism, user_key: self.user, password_key: self.password}
 
 
 def client_cases() -> dict[str, ClientSecurity]:

@@ -227,12 +227,15 @@ def record(
     name: str,
     record_type: int,
     part: Literal["key", "value"],
-    versions: str,
+    versions: str = "0",
     *,
-    flexible: str,
+    flexible: str = "none",
     fields: tuple[Field, ...],
 ) -> RecordSchema:
-    """Declare an internal topic's key or value (see :class:`RecordSchema`)."""
+    """Declare an internal topic's key or value (see :class:`RecordSchema`).
+
+    The defaults are what Kafka's coordinator record keys declare (version 0 only, not
+    flexible), so a key's declaration names only its type and fields."""
     return RecordSchema(
         name, record_type, part, Versions.parse(versions), Versions.parse(flexible), tuple(fields)
     )

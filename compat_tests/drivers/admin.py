@@ -66,7 +66,6 @@ class Admin(ABC):
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap
 
-    @abstractmethod
     def create_topic(
         self,
         topic: str,
@@ -77,6 +76,13 @@ class Admin(ABC):
         validate_only: bool = False,
     ) -> None:
         """CreateTopics for one topic; the broker's error raises :class:`~compat_tests.drivers.base.ClientError`."""
+        self._create_topic(topic, partitions, replication_factor, dict(configs or {}), validate_only)
+
+    @abstractmethod
+    def _create_topic(
+        self, topic: str, partitions: int, replication: int, configs: dict[str, str], validate_only: bool
+    ) -> None:
+        """:meth:`create_topic` with its defaults filled in and ``configs`` a plain dict."""
 
     @abstractmethod
     def delete_topic(self, topic: str) -> None:
@@ -94,13 +100,17 @@ class Admin(ABC):
     def list_topics(self) -> set[str]:
         """Names of every topic in Metadata."""
 
-    @abstractmethod
     def topic_configs(self, topic: str) -> dict[str, ConfigValue]:
         """DescribeConfigs for a topic: every key with its value and source."""
+        return self._configs("TOPIC", topic)
 
-    @abstractmethod
     def broker_configs(self, node_id: int) -> dict[str, ConfigValue]:
         """DescribeConfigs for a broker: every key with its value and source."""
+        return self._configs("BROKER", str(node_id))
+
+    @abstractmethod
+    def _configs(self, resource_type: str, name: str) -> dict[str, ConfigValue]:
+        """DescribeConfigs for one resource; ``resource_type`` is Kafka's name (TOPIC, BROKER)."""
 
     @abstractmethod
     def alter_topic_configs(

@@ -365,6 +365,20 @@ _RESOURCE_NAMES = {"CLUSTER": "BROKER"}
 """librdkafka calls Kafka's CLUSTER resource type BROKER (the same code, 4)."""
 
 
+def _neutral_acl(binding: AclBinding) -> Acl:
+    """The neutral ACL for librdkafka's AclBinding."""
+    kind = {v: k for k, v in _RESOURCE_NAMES.items()}.get(binding.restype.name, binding.restype.name)
+    return Acl(
+        kind,
+        binding.name,
+        binding.principal,
+        binding.operation.name,
+        binding.permission_type.name,
+        binding.resource_pattern_type.name,
+        binding.host,
+    )
+
+
 def _rd_acl(acl: Acl, kind: type[AclBinding] | type[AclBindingFilter]) -> Any:
     """librdkafka's AclBinding (or AclBindingFilter) for a neutral ACL."""
     return kind(
@@ -375,19 +389,6 @@ def _rd_acl(acl: Acl, kind: type[AclBinding] | type[AclBindingFilter]) -> Any:
         acl.host,
         AclOperation[acl.operation],
         AclPermissionType[acl.permission],
-    )
-
-
-def _neutral_acl(binding: AclBinding) -> Acl:
-    kind = {v: k for k, v in _RESOURCE_NAMES.items()}.get(binding.restype.name, binding.restype.name)
-    return Acl(
-        kind,
-        binding.name,
-        binding.principal,
-        binding.operation.name,
-        binding.permission_type.name,
-        binding.resource_pattern_type.name,
-        binding.host,
     )
 
 
@@ -407,16 +408,10 @@ class ConfluentAdmin(Admin):
         with _errors():
             return [f.result(timeout=OP_TIMEOUT_S) for f in values]
 
-    def create_topic(
-        self,
-        topic: str,
-        partitions: int,
-        replication_factor: int = 1,
-        configs: Mapping[str, str] | None = None,
-        *,
-        validate_only: bool = False,
+    def _create_topic(
+        self, topic: str, partitions: int, replication: int, configs: dict[str, str], validate_only: bool
     ) -> None:
-        new = NewTopic(topic, partitions, replication_factor, config=dict(configs or {}))
+        new = NewTopic(topic, partitions, replication, config=configs)
         self._wait(
             self.admin.create_topics([new], operation_timeout=OP_TIMEOUT_S, validate_only=validate_only)
         )
@@ -439,18 +434,12 @@ class ConfluentAdmin(Admin):
         with _errors():
             return set(self.admin.list_topics(timeout=OP_TIMEOUT_S).topics)
 
-    def _configs(self, kind: ResourceType, name: str) -> dict[str, ConfigValue]:
-        resource = ConfigResource(kind, name)
+    def _configs(self, resource_type: str, name: str) -> dict[str, ConfigValue]:
+        resource = ConfigResource(ResourceType[resource_type], name)
         (entries,) = self._wait(self.admin.describe_configs([resource]))
         return {
             key: ConfigValue(entry.value, ConfigSource(entry.source).name) for key, entry in entries.items()
         }
-
-    def topic_configs(self, topic: str) -> dict[str, ConfigValue]:
-        return self._configs(ResourceType.TOPIC, topic)
-
-    def broker_configs(self, node_id: int) -> dict[str, ConfigValue]:
-        return self._configs(ResourceType.BROKER, str(node_id))
 
     def alter_topic_configs(
         self, topic: str, configs: Mapping[str, str | None], *, incremental: bool

@@ -294,19 +294,13 @@ class KafkaPythonAdmin(Admin):
             self.admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=TIMEOUT_MS)
         self._net: KafkaNetClient | None = None
 
-    def create_topic(
-        self,
-        topic: str,
-        partitions: int,
-        replication_factor: int = 1,
-        configs: Mapping[str, str] | None = None,
-        *,
-        validate_only: bool = False,
+    def _create_topic(
+        self, topic: str, partitions: int, replication: int, configs: dict[str, str], validate_only: bool
     ) -> None:
         spec = {
             "num_partitions": partitions,
-            "replication_factor": replication_factor,
-            "configs": dict(configs or {}),
+            "replication_factor": replication,
+            "configs": configs,
         }
         with kafka_python_api.errors(NAME):
             self.admin.create_topics({topic: spec}, validate_only=validate_only)
@@ -331,7 +325,8 @@ class KafkaPythonAdmin(Admin):
         with kafka_python_api.errors(NAME):
             return set(self.admin.list_topics())
 
-    def _configs(self, kind: ConfigResourceType, name: str) -> dict[str, ConfigValue]:
+    def _configs(self, resource_type: str, name: str) -> dict[str, ConfigValue]:
+        kind = ConfigResourceType[resource_type]
         with kafka_python_api.errors(NAME):
             result = self.admin.describe_configs([ConfigResource(kind, name)], config_filter="all")
         (entries,) = result[kind.name.lower()].values()
@@ -344,12 +339,6 @@ class KafkaPythonAdmin(Admin):
             (raw,) = self._send(DescribeConfigsRequest(resources=[resource]))["results"]
             _raise_for(raw["error_code"], f"describe_configs {name}")
         return {key: ConfigValue(entry["value"], entry["config_source"]) for key, entry in entries.items()}
-
-    def topic_configs(self, topic: str) -> dict[str, ConfigValue]:
-        return self._configs(ConfigResourceType.TOPIC, topic)
-
-    def broker_configs(self, node_id: int) -> dict[str, ConfigValue]:
-        return self._configs(ConfigResourceType.BROKER, str(node_id))
 
     def alter_topic_configs(
         self, topic: str, configs: Mapping[str, str | None], *, incremental: bool

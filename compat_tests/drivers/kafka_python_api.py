@@ -66,11 +66,9 @@ def producer_config(bootstrap: str, settings: ProducerSettings) -> dict[str, Any
         "acks": settings.acks if settings.acks == "all" else int(settings.acks),
         "linger_ms": 5,
     }
-    if settings.idempotence is not None:
-        config["enable_idempotence"] = settings.idempotence
-    if settings.max_request_size is not None:
-        config["max_request_size"] = settings.max_request_size
-    return config
+    # A setting left None keeps the client's default.
+    chosen = {"enable_idempotence": settings.idempotence, "max_request_size": settings.max_request_size}
+    return config | {key: value for key, value in chosen.items() if value is not None}
 
 
 def send_arguments(message: Message) -> dict[str, Any]:

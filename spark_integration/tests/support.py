@@ -8,7 +8,7 @@ same drivers as the integration tests and the compatibility suite (:mod:`compat_
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -72,6 +72,15 @@ def produce(bootstrap: str, topic: str, records: Iterable[Record]) -> list[Recor
         delivered = client.produce(topic, sent, partition=partition, timeout_s=TIMEOUT_S)
         acknowledged += [replace(r, offset=d.offset) for r, d in zip(batch, delivered, strict=True)]
     return in_log_order(acknowledged)
+
+
+def filled_topic(
+    new_topic: Callable[..., str], bootstrap: str, count: int, partitions: int
+) -> tuple[str, list[Record]]:
+    """A new topic of ``partitions`` partitions holding :func:`numbered_records` ``0..count-1``;
+    returns its name and the records with their offsets."""
+    topic = new_topic(partitions=partitions)
+    return topic, produce(bootstrap, topic, numbered_records(count, partitions=partitions))
 
 
 def produce_transactions(

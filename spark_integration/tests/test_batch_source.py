@@ -11,6 +11,7 @@ from spark_integration.jobs import read_topic
 from spark_integration.tests.support import (
     BASE_TIME_MS,
     Record,
+    filled_topic,
     numbered_records,
     produce,
     produce_transactions,
@@ -27,8 +28,7 @@ def _batch(spark: SparkSession, bootstrap: str, topic: str, **options: str) -> D
 def test_earliest_to_latest_returns_exactly_the_produced_records(
     spark: SparkSession, bootstrap: str, new_topic: Callable[..., str]
 ) -> None:
-    topic = new_topic(partitions=2)
-    produced = produce(bootstrap, topic, numbered_records(30, partitions=2))
+    topic, produced = filled_topic(new_topic, bootstrap, 30, partitions=2)
 
     frame = read_topic(spark, bootstrap, topic)
 
@@ -40,8 +40,7 @@ def test_offsets_by_timestamp_select_the_time_range(
     spark: SparkSession, bootstrap: str, new_topic: Callable[..., str]
 ) -> None:
     """Starting is the first offset at or after the time; ending is exclusive, the same lookup."""
-    topic = new_topic(partitions=2)
-    produced = produce(bootstrap, topic, numbered_records(20, partitions=2))
+    topic, produced = filled_topic(new_topic, bootstrap, 20, partitions=2)
     start, end = BASE_TIME_MS + 5_000, BASE_TIME_MS + 15_000
 
     frame = _batch(
@@ -58,8 +57,7 @@ def test_offsets_by_timestamp_select_the_time_range(
 def test_min_partitions_splits_offset_ranges_without_changing_the_data(
     spark: SparkSession, bootstrap: str, new_topic: Callable[..., str]
 ) -> None:
-    topic = new_topic(partitions=2)
-    produced = produce(bootstrap, topic, numbered_records(40, partitions=2))
+    topic, produced = filled_topic(new_topic, bootstrap, 40, partitions=2)
 
     frame = _batch(spark, bootstrap, topic, minPartitions="6")
 

@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from spark_integration.tests.support import (
     delete_records,
+    filled_topic,
     in_log_order,
     numbered_records,
     produce,
@@ -32,8 +33,7 @@ def _stream(spark: SparkSession, bootstrap: str, **options: str) -> DataFrame:
 def test_available_now_restarted_from_checkpoint_processes_every_record_once(
     spark: SparkSession, bootstrap: str, new_topic: Callable[..., str], tmp_path: Path
 ) -> None:
-    topic = new_topic(partitions=2)
-    first = produce(bootstrap, topic, numbered_records(30, partitions=2))
+    topic, first = filled_topic(new_topic, bootstrap, 30, partitions=2)
     run_available_now(_stream(spark, bootstrap, subscribe=topic), tmp_path)
     assert written_records(spark, tmp_path) == first
 
@@ -48,8 +48,7 @@ def test_available_now_restarted_from_checkpoint_processes_every_record_once(
 def test_max_offsets_per_trigger_caps_every_micro_batch(
     spark: SparkSession, bootstrap: str, new_topic: Callable[..., str], tmp_path: Path
 ) -> None:
-    topic = new_topic(partitions=2)
-    produced = produce(bootstrap, topic, numbered_records(20, partitions=2))
+    topic, produced = filled_topic(new_topic, bootstrap, 20, partitions=2)
 
     query = run_available_now(_stream(spark, bootstrap, subscribe=topic, maxOffsetsPerTrigger="5"), tmp_path)
 
@@ -100,8 +99,7 @@ def test_fail_on_data_loss_reports_deleted_records_and_false_skips_them(
     spark: SparkSession, bootstrap: str, new_topic: Callable[..., str], tmp_path: Path
 ) -> None:
     """Records deleted before the query read them are lost: fail loudly, or skip when allowed."""
-    topic = new_topic(partitions=1)
-    read_before = produce(bootstrap, topic, numbered_records(5, partitions=1))
+    topic, read_before = filled_topic(new_topic, bootstrap, 5, partitions=1)
     run_available_now(_stream(spark, bootstrap, subscribe=topic), tmp_path)
     later = produce(bootstrap, topic, numbered_records(5, partitions=1, first=5))
     delete_records(bootstrap, topic, partition=0, before_offset=8)

@@ -17,8 +17,6 @@ LEGACY_OFFSET_COMMIT_KEY = record(
     "LegacyOffsetCommitKey",
     0,
     "key",
-    "0",
-    flexible="none",
     fields=(
         F("group", "string", "0"),
         F("topic", "string", "0"),
@@ -26,18 +24,7 @@ LEGACY_OFFSET_COMMIT_KEY = record(
     ),
 )
 
-OFFSET_COMMIT_KEY = record(
-    "OffsetCommitKey",
-    1,
-    "key",
-    "0",
-    flexible="none",
-    fields=(
-        F("group", "string", "0"),
-        F("topic", "string", "0"),
-        F("partition", "int32", "0"),
-    ),
-)
+OFFSET_COMMIT_KEY = record("OffsetCommitKey", 1, "key", fields=LEGACY_OFFSET_COMMIT_KEY.fields)
 
 OFFSET_COMMIT_VALUE = record(
     "OffsetCommitValue",
@@ -55,14 +42,7 @@ OFFSET_COMMIT_VALUE = record(
     ),
 )
 
-GROUP_METADATA_KEY = record(
-    "GroupMetadataKey",
-    2,
-    "key",
-    "0",
-    flexible="none",
-    fields=(F("group", "string", "0"),),
-)
+GROUP_METADATA_KEY = record("GroupMetadataKey", 2, "key", fields=(F("group", "string", "0"),))
 
 GROUP_METADATA_VALUE = record(
     "GroupMetadataValue",

@@ -12,14 +12,7 @@ state through these, so Kafka's tools can read it.
 
 from wire.schema import F, record
 
-TRANSACTION_LOG_KEY = record(
-    "TransactionLogKey",
-    0,
-    "key",
-    "0",
-    flexible="none",
-    fields=(F("transactional_id", "string", "0"),),
-)
+TRANSACTION_LOG_KEY = record("TransactionLogKey", 0, "key", fields=(F("transactional_id", "string", "0"),))
 
 TRANSACTION_LOG_VALUE = record(
     "TransactionLogValue",

@@ -79,18 +79,18 @@ def render_records_module(records: list[RecordSchema], docstring: str | None, or
         *_header(origin, [schema.name for schema in records]),
         "from wire.schema import F, record",
     ]
-    for schema in records:
-        lines += [
-            "",
-            f"{record_constant(schema)} = record(",
-            f"    {schema.name!r},",
-            f"    {schema.record_type},",
-            f"    {schema.part!r},",
-            f"    {schema.versions.text()!r},",
-            f"    flexible={schema.flexible.text()!r},",
-            f"    fields=({_fields(schema.fields)}),",
-            ")",
-        ]
+    for i, schema in enumerate(records):
+        args = [repr(schema.name), str(schema.record_type), repr(schema.part)]
+        if schema.versions.text() != "0":  # record()'s defaults: a key's versions
+            args.append(repr(schema.versions.text()))
+        if schema.flexible.text() != "none":
+            args.append(f"flexible={schema.flexible.text()!r}")
+        # LegacyOffsetCommitKey and OffsetCommitKey differ only in their record type.
+        same = next((earlier for earlier in records[:i] if earlier.fields == schema.fields), None)
+        args.append(
+            f"fields={record_constant(same)}.fields" if same else f"fields=({_fields(schema.fields)})"
+        )
+        lines += ["", f"{record_constant(schema)} = record({', '.join(args)})"]
     return "\n".join(lines) + "\n"
 
 
