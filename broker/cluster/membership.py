@@ -2,10 +2,15 @@
 
 Liveness is the lease: if the broker stops heartbeating (dead, paused, cut off), etcd expires the
 lease after ``broker.session.timeout.ms`` and its record vanishes; the controller then moves its
-leaderships away.  The broker fences itself first: when no heartbeat has succeeded for the session
-timeout less one heartbeat interval, it stops acting as a leader (``on_fenced``), because by the
-time etcd expires the lease another broker may lead its partitions.  When etcd answers again it
-registers anew, as a new incarnation (Kafka's broker epoch).
+leaderships away.  A broker whose heartbeat is answered "lease expired" fences itself at once
+(``on_fenced``: it leads nothing) and registers anew, as a new incarnation (Kafka's broker epoch);
+its roles are then applied again from the metadata.
+
+While etcd cannot be reached at all (lost quorum, or this broker cut off) the broker keeps
+serving, as Kafka's brokers do without a controller: nothing that needs a metadata change can
+happen, and that is what keeps acks=all safe -- a leader cut off from etcd cannot shrink the ISR
+to itself, and the followers that moved to a new leader no longer advance its high watermark, so
+it acknowledges no acks=all write a new leader could lose.
 """
 
 from __future__ import annotations
@@ -40,9 +45,6 @@ class Membership:
         self._record_of = record_of
         self._ttl_s = max(1, math.ceil(session_timeout_ms / 1000))
         self._heartbeat_s = max(0.05, heartbeat_interval_ms / 1000)
-        # Fence before etcd could expire the lease: the last heartbeat etcd saw was sent no
-        # earlier than the last one answered, so its expiry is at least ttl after that.
-        self._fence_after_s = max(self._heartbeat_s, self._ttl_s - self._heartbeat_s)
         self._on_fenced = on_fenced
         self._on_registered = on_registered
         self.lease_id = 0
@@ -72,25 +74,21 @@ class Membership:
 
     async def run(self) -> None:
         """Heartbeat until cancelled; fence and re-register when the lease is lost."""
-        last_ok = trio.current_time()
+        unreachable_since: float | None = None
         while True:
             await trio.sleep(self._heartbeat_s)
             try:
-                if self.lease_id and await self._metadata.client.lease_keepalive(self.lease_id) > 0:
-                    last_ok = trio.current_time()
-                    continue
-                log.error("this broker's cluster lease expired; fencing and registering again")
-                self._fence()
-                await self.register()
-                last_ok = trio.current_time()
-            except EtcdError as exc:
-                if self.registered.is_set() and trio.current_time() - last_ok > self._fence_after_s:
-                    log.error(
-                        "no heartbeat reached etcd for %.1f s (%s): fencing",
-                        trio.current_time() - last_ok,
-                        exc,
-                    )
+                if not self.lease_id or await self._metadata.client.lease_keepalive(self.lease_id) <= 0:
+                    log.error("this broker's cluster lease expired; fencing and registering again")
                     self._fence()
+                    await self.register()
+                if unreachable_since is not None:
+                    log.warning("etcd answers again after %.1f s", trio.current_time() - unreachable_since)
+                    unreachable_since = None
+            except EtcdError as exc:
+                if unreachable_since is None:
+                    unreachable_since = trio.current_time()
+                    log.error("etcd unreachable (%s): serving on, without metadata changes", exc)
 
     def _fence(self) -> None:
         if self.registered.is_set():

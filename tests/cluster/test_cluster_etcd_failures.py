@@ -1,0 +1,58 @@
+"""A 3-broker cluster on a 3-member etcd: losing an etcd member and the controller at once, and
+etcd losing its quorum, must not stop the brokers from serving what needs no metadata change."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import NewTopic
+
+from tests.cluster.test_cluster import consume_all, create_topic, produce
+from tests.support.odradek_cluster import OdradekCluster, wait_for
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module")
+def cluster(etcd_cluster3, tmp_path_factory):
+    with OdradekCluster(tmp_path_factory.mktemp("cluster"), etcd_cluster3.endpoints) as running:
+        yield running
+
+
+def test_cluster_survives_an_etcd_member_and_the_controller_dying_together(cluster, etcd_cluster3) -> None:
+    create_topic(cluster, "sturdy", 3, **{"min.insync.replicas": "2"})
+    produce(cluster, "sturdy", [f"a-{i}" for i in range(100)])
+    # the first group creates __consumer_offsets, which (replication factor 3) needs 3 brokers
+    assert len(consume_all(cluster, "sturdy", 100)) == 100
+    controller = cluster.metadata().controller_id
+    etcd_cluster3.kill(0)
+    cluster.kill(controller)
+    try:
+        survivors = sorted({1, 2, 3} - {controller})
+        wait_for(lambda: cluster.metadata(survivors[0]).controller_id in survivors, what="a new controller")
+        produce(cluster, "sturdy", [f"b-{i}" for i in range(100)])
+        assert len(consume_all(cluster, "sturdy", 200)) == 200
+    finally:
+        etcd_cluster3.restart(0)
+        cluster.restart(controller)
+    wait_for(lambda: cluster.live_brokers() == {1, 2, 3}, what="all brokers back")
+
+
+def test_brokers_keep_serving_while_etcd_has_no_quorum(cluster, etcd_cluster3) -> None:
+    create_topic(cluster, "quorumless", 2, **{"min.insync.replicas": "2"})
+    etcd_cluster3.kill(1)
+    etcd_cluster3.kill(2)
+    try:
+        # acks=all needs no metadata change while every replica stays in sync
+        produce(cluster, "quorumless", [f"v-{i}" for i in range(100)])
+        assert len(consume_all(cluster, "quorumless", 100)) == 100
+        # a metadata change cannot be made, and says so instead of hanging
+        admin = cluster.admin()
+        futures = admin.create_topics([NewTopic("not-now", 1, 3)], request_timeout=30)
+        with pytest.raises(KafkaException):
+            futures["not-now"].result(timeout=60)
+    finally:
+        etcd_cluster3.restart(1)
+        etcd_cluster3.restart(2)
+    create_topic(cluster, "again", 1)
+    wait_for(lambda: cluster.live_brokers() == {1, 2, 3}, what="all brokers registered")
