@@ -510,6 +510,12 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ),
         ConfigDef("offsets.topic.num.partitions", T.INT, "50", "Partitions of __consumer_offsets."),
         ConfigDef(
+            "offsets.commit.timeout.ms",
+            T.INT,
+            "5000",
+            "How long a cluster's offset commit waits for the in-sync replicas of __consumer_offsets.",
+        ),
+        ConfigDef(
             "offsets.topic.replication.factor",
             T.SHORT,
             "1",

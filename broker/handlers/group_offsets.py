@@ -10,17 +10,24 @@ topic without an id any more (deleted) is left out of a fetch of everything.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import trio
 
 from broker.acl_model import ResourceType
 from broker.api_support import Served
 from broker.authorization import authorized, unauthorized_names
 from broker.context import PendingResponse, RequestContext
 from broker.handlers.groups import coordinator_of
+from broker.replication.acks import AckWait, acknowledged
 from coordinator.offsets import topics_with_error
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
+
+if TYPE_CHECKING:
+    from broker.server import Broker
 
 
 def _by_name(
@@ -104,7 +111,7 @@ async def handle_offset_commit(
         denied = _partition_errors(requested, "partitions", ErrorCode.GROUP_AUTHORIZATION_FAILED, "name")
         return {"topics": _with_ids(ctx, denied) if ctx.api_version >= 10 else denied}
     requested, refused = split_authorized_topics(ctx, requested, "partitions")
-    with durability.collecting() as must_sync:
+    with durability.collecting() as must_sync, replicated_writes(ctx.broker) as acks:
         topics = (
             coordinator_of(ctx).commit_offsets(
                 group_id=request["group_id"],
@@ -119,26 +126,54 @@ async def handle_offset_commit(
         )
     if ctx.api_version >= 10:
         topics = _with_ids(ctx, topics) + _partition_errors(unknown, "partitions", ErrorCode.UNKNOWN_TOPIC_ID)
-    return answer_when_synced(ctx, must_sync, topics)
+    return answer_when_synced(ctx, must_sync, topics, acks)
+
+
+@contextmanager
+def replicated_writes(broker: Broker) -> Iterator[list[AckWait]]:
+    """The coordinator's appends during the block, which a cluster acknowledges only once its
+    in-sync replicas have them (Kafka's coordinator appends with acks=all); none on one node."""
+    if broker.replicas is None:
+        yield []
+        return
+    with broker.replicas.collecting() as collected:
+        yield collected
+
+
+# Kafka's coordinator answers a commit whose append failed with these instead (GroupMetadataManager).
+_COMMIT_ERRORS = {
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+}
 
 
 def answer_when_synced(
-    ctx: RequestContext, must_sync: list[Any], topics: list[dict[str, Any]]
+    ctx: RequestContext, must_sync: list[Any], topics: list[dict[str, Any]], acks: list[AckWait]
 ) -> dict[str, Any] | PendingResponse:
     """``{"topics": topics}`` of an offset commit, once the ``__consumer_offsets`` appends it
-    made (``must_sync``, from ``durability.collecting``) are synced where the policy says so."""
-    if not must_sync:
+    made are synced where the policy says so (``must_sync``, from ``durability.collecting``)
+    and, in a cluster, replicated to the in-sync replicas (``acks``, within
+    ``offsets.commit.timeout.ms``)."""
+    if not must_sync and not acks:
         return {"topics": topics}
-    durability = ctx.broker.durability
-    ticket = durability.ticket(must_sync)
+    durability, replicas = ctx.broker.durability, ctx.broker.replicas
+    ticket = durability.ticket(must_sync) if must_sync else None
+    timeout_s = ctx.broker.config.get_int("offsets.commit.timeout.ms") / 1000
 
     async def after_sync() -> dict[str, Any]:
-        if await durability.wait(ticket):
-            # Kafka answers a failed __consumer_offsets append (KAFKA_STORAGE_ERROR) this way.
+        failure = None
+        if ticket is not None and await durability.wait(ticket):
+            failure = ErrorCode.NOT_COORDINATOR  # Kafka answers a failed append (KAFKA_STORAGE_ERROR) so
+        if failure is None and acks and replicas is not None:
+            errors = await acknowledged(replicas, acks, trio.current_time() + timeout_s)
+            if errors:
+                code = next(iter(errors.values()))
+                failure = _COMMIT_ERRORS.get(code, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if failure is not None:
             for topic in topics:
                 for partition in topic["partitions"]:
                     if partition["error_code"] == ErrorCode.NONE:
-                        partition["error_code"] = ErrorCode.NOT_COORDINATOR
+                        partition["error_code"] = failure
         return {"topics": topics}
 
     return PendingResponse(after_sync)

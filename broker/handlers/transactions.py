@@ -19,7 +19,7 @@ from broker.acl_model import ResourceType
 from broker.api_support import Served
 from broker.authorization import answer_each, authorized, cluster_authorized, unauthorized_names
 from broker.context import PendingResponse, RequestContext
-from broker.handlers.group_offsets import answer_when_synced, split_authorized_topics
+from broker.handlers.group_offsets import answer_when_synced, replicated_writes, split_authorized_topics
 from broker.handlers.groups import coordinator_of, installed
 from coordinator.offsets import topics_with_error
 from coordinator.offsets_topic import OFFSETS_TOPIC
@@ -226,7 +226,7 @@ async def handle_txn_offset_commit(
         return {"throttle_time_ms": 0, "topics": topics_with_error(request["topics"], error)}
     durability = ctx.broker.durability
     allowed, refused = split_authorized_topics(ctx, request["topics"], "partitions")
-    with durability.collecting() as must_sync:
+    with durability.collecting() as must_sync, replicated_writes(ctx.broker) as acks:
         topics = (
             groups.commit_offsets(
                 group_id=group_id,
@@ -240,7 +240,7 @@ async def handle_txn_offset_commit(
             )
             + refused
         )
-    return answer_when_synced(ctx, must_sync, topics)
+    return answer_when_synced(ctx, must_sync, topics, acks)
 
 
 # --- EndTxn ------------------------------------------------------------------------------

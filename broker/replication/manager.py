@@ -17,10 +17,13 @@ per leader broker.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import trio
 
+from broker.replication.acks import AckWait, ack_wait
 from broker.replication.fetcher import FetcherSettings, LeaderFetcher
 from broker.replication.leader_state import LeaderState
 from wire.error_codes import ErrorCode
@@ -55,6 +58,7 @@ class ReplicaManager:
         self._following: dict[PartitionKey, tuple[int, int]] = {}  # (leader id, leader epoch)
         self._fetchers: dict[int, LeaderFetcher] = {}
         self._nursery: trio.Nursery | None = None
+        self._collecting: list[AckWait] | None = None
 
     # --- the cluster layer's interface ------------------------------------------------------
 
@@ -147,7 +151,19 @@ class ReplicaManager:
         """After an append on the leader: an ISR of one moves the high watermark at once."""
         state = self._leading.get(key)
         if state is not None:
+            if self._collecting is not None:
+                self._collecting.append(ack_wait(key, partition_log))
             self._advance(key, state, partition_log)
+
+    @contextmanager
+    def collecting(self) -> Iterator[list[AckWait]]:
+        """What the leader appends made during the block wait for to be acknowledged (the
+        coordinators' writes, deep inside sans-IO code: the block must not await)."""
+        self._collecting = collected = []
+        try:
+            yield collected
+        finally:
+            self._collecting = None
 
     def follower_fetched(
         self, key: PartitionKey, replica_id: int, fetch_offset: int, partition_log: PartitionLog
