@@ -131,6 +131,18 @@ def test_gaps_are_kept_as_in_compacted_topics(tmp_path) -> None:
     assert follower.leader_epochs.epoch_entries() == [(4, 0)]
 
 
+def test_a_gap_past_relative_offsets_starts_a_segment_at_the_batch(tmp_path) -> None:
+    _, follower = leader_and_follower(tmp_path)
+    far = 3_000_000_000  # beyond a 32-bit offset relative to the empty segment at 0
+    view = memoryview(encode_batch([Record(far, BASE_TS, b"k", b"v")], base_offset=far))
+    follower.append_as_follower(view, scan_batches(view, from_client=False))
+    assert follower.segment_base_offsets == (0, far)
+    follower.close()
+    follower = PartitionLog.open(os.fspath(tmp_path / "follower" / "t-0"), CONFIG)
+    assert follower.log_end_offset == far + 1
+    assert scan_batches(follower.read(far, 1 << 20), from_client=False)[0].base_offset == far
+
+
 def test_leader_settings_are_not_applied_again(tmp_path) -> None:
     leader, _ = leader_and_follower(tmp_path, LogConfig(message_timestamp_type="LogAppendTime"))
     strict = LogConfig(max_message_bytes=100, message_timestamp_type="LogAppendTime")
