@@ -7,8 +7,7 @@ import os
 
 import pytest
 
-from log import LogConfig, PartitionLog
-from log.errors import UnexpectedAppendOffsetError
+from log import LogConfig, PartitionLog, UnexpectedAppendOffsetError
 from tests.log.conftest import BASE_TS, append, produced_batch, replicate
 from wire.record_batch import Record, encode_batch, scan_batches
 
