@@ -977,14 +977,16 @@ class PartitionLog:
         logger.info("%s: emptying the log and starting it at offset %d", self.directory, offset)
         with self._cleaning_stopped():
             try:
-                self._log_start_offset = offset
-                self._lower_recovery_point(offset)
+                # The old segments go first: a crash before the checkpoint below then finds no
+                # data and starts at the new segment, never the old data above an old log start.
                 now_ms = self.clock()
                 self._remove_segments(list(self._segments), now_ms)
                 segment = Segment.create(self.directory, offset, self.config, now_ms)
                 with self._lock:
                     self._segments, self._bases = [segment], [offset]
                 sync_directory(self.directory)
+                self._log_start_offset = offset
+                self._lower_recovery_point(offset)
                 for snapshot in self._snapshot_offsets():
                     remove(self._snapshot_path(snapshot))
                 self._epochs.clear()
