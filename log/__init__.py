@@ -14,6 +14,7 @@ from log.errors import (
     OffsetOutOfRangeError,
     OutOfOrderSequenceError,
     TransactionCoordinatorFencedError,
+    UnexpectedAppendOffsetError,
 )
 from log.manager import LogManager
 from log.partition_log import AppendInfo, FileSlice, PartitionLog
@@ -33,4 +34,5 @@ __all__ = [
     "OutOfOrderSequenceError",
     "PartitionLog",
     "TransactionCoordinatorFencedError",
+    "UnexpectedAppendOffsetError",
 ]

@@ -145,6 +145,9 @@ class PartitionLog:
         self._log_start_offset = log_start_offset
         self._recovery_point = 0
         self._data_synced_to = 0  # offsets below this are fdatasynced (``sync_data``)
+        # Truncations so far: a flush running in a worker thread meanwhile must not move the
+        # recovery point to a log end sampled before the cut.
+        self._truncations = 0
         self._last_append: SyncMark | None = None  # where the newest append starts
         # Appends whose acknowledgement waits for a sync stay invisible to consumers until it is
         # done (the high watermark stops at the first of them), as Kafka moves its high watermark
@@ -974,14 +977,16 @@ class PartitionLog:
         logger.info("%s: emptying the log and starting it at offset %d", self.directory, offset)
         with self._cleaning_stopped():
             try:
-                self._log_start_offset = offset
-                self._lower_recovery_point(offset)
+                # The old segments go first: a crash before the checkpoint below then finds no
+                # data and starts at the new segment, never the old data above an old log start.
                 now_ms = self.clock()
                 self._remove_segments(list(self._segments), now_ms)
                 segment = Segment.create(self.directory, offset, self.config, now_ms)
                 with self._lock:
                     self._segments, self._bases = [segment], [offset]
                 sync_directory(self.directory)
+                self._log_start_offset = offset
+                self._lower_recovery_point(offset)
                 for snapshot in self._snapshot_offsets():
                     remove(self._snapshot_path(snapshot))
                 self._epochs.clear()
@@ -1002,6 +1007,7 @@ class PartitionLog:
 
     def _lower_recovery_point(self, offset: int) -> None:
         """Before cutting files: recovery must re-validate from ``offset`` if we crash midway."""
+        self._truncations += 1
         self._recovery_point = min(self._recovery_point, offset)
         self._data_synced_to = min(self._data_synced_to, offset)
         self._write_checkpoint(clean_shutdown=False)
@@ -1047,10 +1053,10 @@ class PartitionLog:
         Returns at once when nothing was written since the last flush.  Concurrent appends are
         fine: whatever they add after the end offset sampled here is left for the next flush.
         """
-        target = self.log_end_offset
+        target, truncations = self.log_end_offset, self._truncations
         if target == self._recovery_point and not any(s.dirty for s in self._segments):
             return
-        if self._sync_segments(Segment.flush, self._epochs.sync):
+        if self._sync_segments(Segment.flush, self._epochs.sync) and truncations == self._truncations:
             self._recovery_point = max(self._recovery_point, target)
 
     def sync_data(self) -> None:
@@ -1059,8 +1065,8 @@ class PartitionLog:
         the recovery point does not move, so recovery rebuilds indexes past it; a later
         ``flush`` (see ``synced_past_recovery_point``) moves it.
         """
-        target = self.log_end_offset
-        if self._sync_segments(Segment.sync_data):
+        target, truncations = self.log_end_offset, self._truncations
+        if self._sync_segments(Segment.sync_data) and truncations == self._truncations:
             self._data_synced_to = max(self._data_synced_to, target)
 
     def _sync_segments(self, sync: Callable[[Segment], None], then: Callable[[], None] | None = None) -> bool:

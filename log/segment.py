@@ -249,7 +249,9 @@ class Segment:
         """Kafka's LogSegment.shouldRoll: full by bytes, old by time (with jitter), full indexes,
         or an offset that no longer fits a 32-bit relative offset."""
         if self.size == 0:
-            return False  # rolling an empty segment would only recreate it
+            # Rolling an empty segment would only recreate it, unless a replicated batch lands
+            # past a gap too large for relative offsets (Kafka rolls at the batch's offset).
+            return last_offset - self.base_offset > INT_MAX
         first = self.first_batch_timestamp
         waited = max_timestamp - first if first >= 0 else now_ms - self.created_ms
         return (

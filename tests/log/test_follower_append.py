@@ -7,8 +7,7 @@ import os
 
 import pytest
 
-from log import LogConfig, PartitionLog
-from log.errors import UnexpectedAppendOffsetError
+from log import LogConfig, PartitionLog, UnexpectedAppendOffsetError
 from tests.log.conftest import BASE_TS, append, produced_batch, replicate
 from wire.record_batch import Record, encode_batch, scan_batches
 
@@ -129,6 +128,18 @@ def test_gaps_are_kept_as_in_compacted_topics(tmp_path) -> None:
     stored = scan_batches(follower.read(11, 1 << 20), from_client=False)
     assert [b.base_offset for b in stored] == [11, 500]
     assert follower.leader_epochs.epoch_entries() == [(4, 0)]
+
+
+def test_a_gap_past_relative_offsets_starts_a_segment_at_the_batch(tmp_path) -> None:
+    _, follower = leader_and_follower(tmp_path)
+    far = 3_000_000_000  # beyond a 32-bit offset relative to the empty segment at 0
+    view = memoryview(encode_batch([Record(far, BASE_TS, b"k", b"v")], base_offset=far))
+    follower.append_as_follower(view, scan_batches(view, from_client=False))
+    assert follower.segment_base_offsets == (0, far)
+    follower.close()
+    follower = PartitionLog.open(os.fspath(tmp_path / "follower" / "t-0"), CONFIG)
+    assert follower.log_end_offset == far + 1
+    assert scan_batches(follower.read(far, 1 << 20), from_client=False)[0].base_offset == far
 
 
 def test_leader_settings_are_not_applied_again(tmp_path) -> None:

@@ -106,6 +106,17 @@ class PowerCutModel(OnDiskLogMachine):
         self.log.delete_old_segments(BASE_TS)
         self.log.config = CONFIG
 
+    @precondition(lambda self: any(first >= self.log.log_start_offset for first, _ in self.batches))
+    @rule(data=st.data())
+    def truncate(self, data: st.DataObject) -> None:
+        """A follower cutting a divergent tail: the cut batches never come back, and what is
+        left was fsynced before ``truncate_to`` returned."""
+        first = data.draw(st.sampled_from([f for f, _ in self.batches if f >= self.log.log_start_offset]))
+        self.log.truncate_to(first)
+        self.batches = [(f, values) for f, values in self.batches if f < first]
+        self.end = self.acknowledged = self.log.log_end_offset
+        assert self.end == first
+
     @rule()
     def restart_clean(self) -> None:
         self.log.close()  # a clean shutdown syncs everything

@@ -10,12 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from log import LogConfig, PartitionLog
+from log import LogConfig, PartitionLog, sync_ledger
 from log.cleaner import CleaningAborted, CleaningJob, cleanable_range
 from tests.log.conftest import BASE_TS, append, crash, produced_batch
 from wire.record_batch import Record, decode_records, encode_batch, scan_batches
 
 CONFIG = LogConfig(segment_bytes=1500, index_interval_bytes=150, file_delete_delay_ms=0)
+DELAYED = LogConfig(segment_bytes=1500, index_interval_bytes=150, file_delete_delay_ms=60_000)
 COMPACT = LogConfig(
     segment_bytes=1500, index_interval_bytes=150, file_delete_delay_ms=0, cleanup_policy="compact"
 )
@@ -148,6 +149,51 @@ def test_truncation_stops_a_cleaning_pass(log_dir: str) -> None:
     job.abandon()
     assert [o for o, _ in records(log)] == list(range(30))
     assert log.begin_cleaning(), "the next pass may start"
+
+
+@pytest.mark.parametrize("offset", [44, 30, 6, 0])
+def test_a_truncation_survives_a_power_cut_once_it_returned(tmp_path, offset: int) -> None:
+    """Removed segments (renamed, their deletion delayed), the epoch file and the checkpoint stay
+    as the truncation left them.  (``sync_ledger`` never undoes an ``ftruncate``, so this does
+    not show that the cut itself was fsynced.)"""
+    directory = os.fspath(tmp_path / "t-0")
+    with sync_ledger.recording() as ledger:
+        log = filled(directory, DELAYED)
+        log.flush()
+        log.checkpoint()
+        log.truncate_to(offset)
+        crash(log)
+        sync_ledger.pull_the_plug(os.fspath(tmp_path), ledger)
+    log = PartitionLog.open(directory, CONFIG)
+    assert [o for o, _ in records(log)] == list(range(offset))
+    assert [tuple(e) for e in log.leader_epochs.epoch_entries()] == [(0, 0), (1, 30)][
+        : (offset > 0) + (offset > 30)
+    ]
+    check_truncated(log, offset)
+
+
+def test_a_restart_at_a_new_offset_survives_a_power_cut(tmp_path) -> None:
+    directory = os.fspath(tmp_path / "t-0")
+    with sync_ledger.recording() as ledger:
+        log = filled(directory, DELAYED)
+        log.flush()
+        log.truncate_fully_and_start_at(500)
+        crash(log)
+        sync_ledger.pull_the_plug(os.fspath(tmp_path), ledger)
+    log = PartitionLog.open(directory, CONFIG)
+    assert (log.log_start_offset, log.log_end_offset, log.leader_epochs.epoch_entries()) == (500, 500, [])
+
+
+def test_flushed_epochs_survive_a_power_cut(tmp_path) -> None:
+    directory = os.fspath(tmp_path / "t-0")
+    with sync_ledger.recording() as ledger:
+        log = filled(directory)
+        log.flush()
+        log.checkpoint()  # the recovery point is past both epochs: recovery will not see them
+        crash(log)
+        sync_ledger.pull_the_plug(os.fspath(tmp_path), ledger)
+    log = PartitionLog.open(directory, CONFIG)
+    assert [tuple(e) for e in log.leader_epochs.epoch_entries()] == [(0, 0), (1, 30)]
 
 
 # ------------------------------------------------------------------------------------------------
