@@ -130,7 +130,7 @@ def test_followers_hold_byte_equal_copies(cluster: OdradekCluster) -> None:
     values = [f"record-{i}" for i in range(400)]
     produce(cluster, "copies", values)
     for partition in range(2):
-        wait_for(lambda p=partition: replicas_equal(cluster, "copies", p), what="equal replicas")
+        wait_for(lambda p=partition: replicas_equal(cluster, "copies", p), timeout=120, what="equal replicas")
     assert sorted(consume_all(cluster, "copies", len(values))) == sorted(values)
 
 
@@ -149,7 +149,7 @@ def test_leader_killed_nothing_acknowledged_is_lost(cluster: OdradekCluster) -> 
     produce(cluster, "failover", second)
     cluster.restart(old_leader)
     wait_for(lambda: len(cluster.partition("failover", 0).isrs) == 3, what="the old leader back in sync")
-    wait_for(lambda: replicas_equal(cluster, "failover", 0), what="equal replicas")
+    wait_for(lambda: replicas_equal(cluster, "failover", 0), timeout=120, what="equal replicas")
     read = consume_all(cluster, "failover", 400)
     assert read == first + second  # nothing lost, duplicated or reordered
 
@@ -211,7 +211,7 @@ def test_paused_leader_cannot_acknowledge_after_the_others_moved_on(cluster: Odr
         lambda: cluster.partition("isolated", 0, old_leader).leader != old_leader,
         what="old leader steps down",
     )
-    wait_for(lambda: replicas_equal(cluster, "isolated", 0), what="equal replicas")
+    wait_for(lambda: replicas_equal(cluster, "isolated", 0), timeout=120, what="equal replicas")
     assert consume_all(cluster, "isolated", 2) == ["one", "two"]
 
 
