@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 
 import trio
 
@@ -28,6 +29,7 @@ from broker.cluster.image import Change
 from broker.cluster.layout import ControllerRecord, PartitionRecord, encode
 from broker.cluster.membership import Membership
 from broker.cluster.metadata import ClusterMetadata
+from broker.cluster.reassignment import complete_reassignment
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +67,9 @@ def preferred(record: PartitionRecord, alive: Callable[[int], bool]) -> Partitio
 
 def _changed(record: PartitionRecord, leader: int, isr: tuple[int, ...]) -> PartitionRecord:
     new_epoch = record.leader_epoch + 1 if leader != record.leader else record.leader_epoch
-    return PartitionRecord(leader, new_epoch, record.partition_epoch + 1, record.replicas, isr)
+    return replace(
+        record, leader=leader, leader_epoch=new_epoch, partition_epoch=record.partition_epoch + 1, isr=isr
+    )
 
 
 class Controller:
@@ -150,7 +154,9 @@ class Controller:
         for (topic, partition), found in list(image.partitions.items()):
             if image.topic(topic) is None:
                 continue
-            changed = elect(found.record, image.alive, self._unclean(topic))
+            changed = elect(found.record, image.alive, self._unclean(topic)) or complete_reassignment(
+                found.record
+            )
             if changed is not None:
                 await self._write(topic, partition, changed, found.mod_revision)
 

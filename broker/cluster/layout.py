@@ -68,6 +68,14 @@ class PartitionRecord:
     partition_epoch: int
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
+    # An ongoing reassignment (Kafka's addingReplicas/removingReplicas): ``replicas`` is then
+    # the target followed by the replicas being removed.
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.adding or self.removing)
 
 
 class Layout:
@@ -130,6 +138,8 @@ def encode(record: object) -> bytes:
             "replicas": list(record.replicas),
             "isr": list(record.isr),
         }
+        if record.reassigning:
+            body |= {"adding": list(record.adding), "removing": list(record.removing)}
     elif isinstance(record, ControllerRecord):
         body = {"id": record.node_id, "incarnation": record.incarnation}
     else:
@@ -184,4 +194,6 @@ def decode_partition(value: bytes) -> PartitionRecord:
         int(body["partition_epoch"]),
         _ints(body["replicas"]),
         _ints(body["isr"]),
+        _ints(body.get("adding", [])),
+        _ints(body.get("removing", [])),
     )

@@ -18,6 +18,7 @@ from broker.cluster.etcd_client import EtcdClient, EtcdError, parse_endpoints
 from broker.cluster.layout import BrokerRecord, Endpoint, Layout, PartitionRecord, TopicRecord
 from broker.cluster.membership import Membership
 from broker.cluster.metadata import ClusterMetadata, MetadataConflict, take_producer_id_block
+from broker.cluster.reassignment import cancel_reassignment, start_reassignment
 from broker.cluster.replica_placement import PlacementError, assign_replicas
 from broker.cluster.roles import Roles
 from broker.config import ConfigError, parse_security_protocol_map
@@ -182,6 +183,32 @@ class ClusterNode:
             return missing
         await self.metadata.caught_up(written)
         return ErrorCode.NONE
+
+    async def reassign(self, topic: str, partition: int, target: list[int] | None) -> ErrorCode:
+        """Start (or, with None, cancel) moving a partition's replicas to ``target``."""
+        found = self.metadata.image.partitions.get((topic, partition))
+        if found is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if target is None:
+            changed = cancel_reassignment(found.record)
+            if changed is None:
+                return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
+        else:
+            changed = start_reassignment(found.record, tuple(target))
+        written = await self.metadata.write_partition(topic, partition, changed, found.mod_revision)
+        if written is None:
+            return ErrorCode.REQUEST_TIMED_OUT  # changed meanwhile; the client retries
+        await self.metadata.caught_up(written)
+        await self.roles.settled()
+        return ErrorCode.NONE
+
+    def reassignments(self) -> list[tuple[str, int, PartitionRecord]]:
+        """Every partition with a reassignment in progress."""
+        return sorted(
+            (topic, partition, found.record)
+            for (topic, partition), found in self.metadata.image.partitions.items()
+            if found.record.reassigning
+        )
 
     # ---------------------------------------------------------------------------------------
     # Admin writes

@@ -16,6 +16,7 @@ from typing import Any
 from broker.api_support import Served
 from broker.authorization import cluster_authorized
 from broker.cluster.etcd_client import EtcdError
+from broker.cluster.reassignment import target_replicas
 from broker.context import RequestContext
 from broker.handlers.topics import replica_lists_error
 from wire.api_keys import ApiKey
@@ -96,18 +97,39 @@ async def _elections(ctx: RequestContext, election_type: int, wanted: dict[str, 
     return [await _election(ctx, election_type, wanted["topic"], p) for p in wanted["partitions"]]
 
 
-def _reassignment(ctx: RequestContext, topic: str, wanted: dict[str, Any]) -> dict[str, Any]:
+async def _reassignment(
+    ctx: RequestContext, topic: str, wanted: dict[str, Any], allow_rf_change: bool
+) -> dict[str, Any]:
     partition, replicas = wanted["partition_index"], wanted["replicas"]
     code, message = ErrorCode.NONE, None
+    cluster = ctx.broker.cluster
     if missing_partition(ctx, topic, partition) is not None:
         code, message = (
             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
             "This server does not host this topic-partition.",
         )
-    elif replicas is None:
-        code, message = ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No reassignment in progress."
-    elif (problem := replica_lists_error(ctx, [replicas], 1)) is not None:
+    elif replicas is not None and (problem := replica_lists_error(ctx, [replicas], 1)) is not None:
         code, message = ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem
+    elif cluster is None:
+        if replicas is None:
+            code, message = ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No reassignment in progress."
+    else:
+        current = cluster.metadata.image.partition(topic, partition)
+        if (
+            replicas is not None
+            and not allow_rf_change
+            and current is not None
+            and len(replicas) != len(target_replicas(current))
+        ):
+            code = ErrorCode.INVALID_REPLICATION_FACTOR
+            message = "The replication factor is changed but allowReplicationFactorChange is false"
+        else:
+            try:
+                code = await cluster.reassign(topic, partition, replicas)
+            except EtcdError as exc:
+                code, message = ErrorCode.REQUEST_TIMED_OUT, str(exc)
+            if code == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS:
+                message = "No reassignment in progress."
     return {"partition_index": partition, "error_code": code, "error_message": message}
 
 
@@ -115,27 +137,53 @@ async def handle_alter_partition_reassignments(
     ctx: RequestContext, request: dict[str, Any]
 ) -> dict[str, Any]:
     allowed = cluster_authorized(ctx)
+    allow_rf_change = request.get("allow_replication_factor_change", True)
+    responses = []
+    for topic in request["topics"] if allowed else []:
+        partitions = [
+            await _reassignment(ctx, topic["name"], p, allow_rf_change) for p in topic["partitions"]
+        ]
+        responses.append({"name": topic["name"], "partitions": partitions})
     return {
         "throttle_time_ms": 0,
         "allow_replication_factor_change": request["allow_replication_factor_change"],
         "error_code": ErrorCode.NONE if allowed else ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
         "error_message": None,
-        "responses": []
-        if not allowed
-        else [
-            {
-                "name": topic["name"],
-                "partitions": [_reassignment(ctx, topic["name"], p) for p in topic["partitions"]],
-            }
-            for topic in request["topics"]
-        ],
+        "responses": responses,
     }
 
 
 async def handle_list_partition_reassignments(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    """No reassignment is ever in progress: each one completes when it is asked for."""
-    error = ErrorCode.NONE if cluster_authorized(ctx) else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-    return {"throttle_time_ms": 0, "error_code": error, "error_message": None, "topics": []}
+    """Ongoing reassignments (a single node never has one: each completes when asked for)."""
+    if not cluster_authorized(ctx):
+        return {
+            "throttle_time_ms": 0,
+            "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            "error_message": None,
+            "topics": [],
+        }
+    cluster = ctx.broker.cluster
+    ongoing = cluster.reassignments() if cluster is not None else []
+    wanted = request.get("topics")
+    if wanted is not None:
+        asked = {(t["name"], p) for t in wanted for p in t["partition_indexes"]}
+        ongoing = [entry for entry in ongoing if (entry[0], entry[1]) in asked]
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for topic, partition, record in ongoing:
+        topics.setdefault(topic, []).append(
+            {
+                "partition_index": partition,
+                "replicas": list(record.replicas),
+                "adding_replicas": list(record.adding),
+                "removing_replicas": list(record.removing),
+            }
+        )
+    return {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.NONE,
+        "error_message": None,
+        "topics": [{"name": name, "partitions": partitions} for name, partitions in topics.items()],
+    }
 
 
 HANDLERS = {

@@ -227,3 +227,50 @@ def test_unreachable_etcd_at_start_is_one_line_and_a_failure(tmp_path: Path) -> 
     problem = [line for line in finished.stderr.splitlines() if line.startswith("odradek:")]
     assert len(problem) == 1 and problem[0].startswith("odradek: cannot join the cluster:")
     assert "Traceback" not in finished.stderr
+
+
+def test_reassignment_moves_replicas_and_leadership_without_loss(cluster: OdradekCluster) -> None:
+    from kafka import TopicPartition
+    from kafka.admin import KafkaAdminClient
+
+    admin = cluster.admin()
+    admin.create_topics([NewTopic("moving", 1, replica_assignment=[[1, 2]])])["moving"].result(timeout=60)
+    wait_for(lambda: sorted(cluster.partition("moving", 0).isrs) == [1, 2], what="ISR 1,2")
+    values = [f"m-{i}" for i in range(300)]
+    produce(cluster, "moving", values)
+    tools = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        tools.alter_partition_reassignments({TopicPartition("moving", 0): [3, 2]})
+        # broker 3 catches up and joins; broker 1 leaves; leadership moves off broker 1
+        wait_for(
+            lambda: (p := cluster.partition("moving", 0)).replicas == [3, 2] and sorted(p.isrs) == [2, 3],
+            timeout=120,
+            what="the reassignment to complete",
+        )
+        assert not tools.list_partition_reassignments()
+    finally:
+        tools.close()
+    assert cluster.leader_of("moving", 0) in (2, 3)
+    wait_for(
+        lambda: not (cluster.brokers[1].workdir / "data" / "moving-0").exists(),
+        what="broker 1's copy removed",
+    )
+    assert consume_all(cluster, "moving", 300) == values
+
+
+def test_preferred_leader_election_returns_leadership(cluster: OdradekCluster) -> None:
+    from kafka import TopicPartition
+    from kafka.admin import KafkaAdminClient
+
+    create_topic(cluster, "preferred", 1)
+    preferred_leader = cluster.partition("preferred", 0).replicas[0]
+    cluster.kill(preferred_leader)
+    wait_for(lambda: cluster.leader_of("preferred", 0) not in (preferred_leader, -1), what="another leader")
+    cluster.restart(preferred_leader)
+    wait_for(lambda: len(cluster.partition("preferred", 0).isrs) == 3, what="the preferred replica in sync")
+    tools = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        tools.elect_leaders(0, [TopicPartition("preferred", 0)])  # 0: PREFERRED
+    finally:
+        tools.close()
+    wait_for(lambda: cluster.leader_of("preferred", 0) == preferred_leader, what="leadership back")
