@@ -29,6 +29,7 @@ from typing import Any
 import trio
 
 from broker.api_support import Served
+from broker.authorization import cluster_authorized
 from broker.context import RequestContext
 from broker.error_mapping import error_code_of
 from broker.fetch_sessions import INVALID_SESSION_ID, Answer, SessionKey, SessionPartition
@@ -132,6 +133,8 @@ class FetchPlan:
         # In a cluster: a follower's fetch reads up to the log end and moves the leader's state.
         self.replicas = ctx.broker.replicas
         self.follower_id = follower_id(request) if self.replicas is not None else -1
+        # As Kafka: a follower's fetch needs CLUSTER_ACTION, which then covers every topic.
+        self.follower_refused = self.follower_id >= 0 and not cluster_authorized(ctx)
 
     def keys(self) -> list[tuple[str, int]]:
         return [(t.topic, t.partition) for t in self.targets if t.topic is not None]
@@ -162,7 +165,11 @@ class FetchPlan:
 
     def _read_partition(self, target: SessionPartition, bytes_so_far: int) -> dict[str, Any] | None:
         index = target.partition
-        found = find_partition(self.ctx, target.topic, index, target.current_leader_epoch)
+        if self.follower_refused:
+            return partition_error(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        found = find_partition(
+            self.ctx, target.topic, index, target.current_leader_epoch, cluster_trusted=self.follower_id >= 0
+        )
         if isinstance(found, ErrorCode):
             refused = partition_error(index, found)
             if self.replicas is not None and self.ctx.api_version >= FIRST_LEADER_HINT_VERSION:
@@ -174,6 +181,8 @@ class FetchPlan:
         high_watermark = partition_log.high_watermark
         last_stable = partition_log.last_stable_offset
         log_start = partition_log.log_start_offset
+        if isinstance(diverging, ErrorCode) and diverging != ErrorCode.OFFSET_OUT_OF_RANGE:
+            return partition_error(index, diverging)
         if (
             diverging is ErrorCode.OFFSET_OUT_OF_RANGE
             or offset < log_start
@@ -220,13 +229,18 @@ class FetchPlan:
     def _follower_fetched(
         self, target: SessionPartition, partition_log: PartitionLog
     ) -> dict[str, Any] | ErrorCode | None:
-        """A follower's fetch of a partition this broker leads: its diverging epoch (or
-        OFFSET_OUT_OF_RANGE) if its log parted from ours, else None after recording its
-        position (which may move the high watermark and the ISR)."""
+        """A follower's fetch of a partition this broker leads: its diverging epoch if its log
+        parted from ours, an error for a replica this partition does not have (Kafka's
+        UNKNOWN_LEADER_EPOCH when the fetch names an epoch, else NOT_LEADER_OR_FOLLOWER) or an
+        offset out of range; else None, after recording its position (which may move the high
+        watermark and the ISR)."""
         replicas, key = self.replicas, (target.topic or "", target.partition)
         state = replicas.leader(key) if replicas is not None else None
         if replicas is None or state is None:
             return None
+        if self.follower_id not in state.followers:
+            named_epoch = target.current_leader_epoch >= 0
+            return ErrorCode.UNKNOWN_LEADER_EPOCH if named_epoch else ErrorCode.NOT_LEADER_OR_FOLLOWER
         offset = target.fetch_offset
         diverging = diverging_epoch(partition_log, state.leader_epoch, target.last_fetched_epoch, offset)
         if diverging is None and partition_log.log_start_offset <= offset <= partition_log.log_end_offset:

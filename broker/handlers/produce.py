@@ -204,7 +204,7 @@ def append_partition(
                 index, error, f"{topic}-{index} is not part of the producer's transaction"
             ), False
     try:
-        appended = partition_log.append(records, batches, leader_epoch_of(ctx, topic, index), now_ms)
+        appended = partition_log.append(records, batches, leader_epoch_of(broker, topic, index), now_ms)
     except LogError as exc:
         return partition_error(index, error_code_of(exc), str(exc)), False
     if broker.replicas is not None:

@@ -11,6 +11,7 @@ single raw requests.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -21,7 +22,7 @@ import kafka.errors
 import pytest
 import trio
 
-from broker.admin_client import KafkaConnection
+from broker.admin_client import KafkaConnection, fetch_body
 from broker.replication.peer_connection import PeerConnection
 from broker.server import Broker
 from tests.broker.test_server import running_broker
@@ -310,3 +311,62 @@ async def test_a_follower_refuses_clients_and_names_the_leader(tmp_path: Path) -
             assert (await fetch_error(1, 2))[0] == ErrorCode.FENCED_LEADER_EPOCH
             assert (await fetch_error(1, 4))[0] == ErrorCode.UNKNOWN_LEADER_EPOCH
             assert (await fetch_error(1, 3))[0] == ErrorCode.NONE
+
+
+def replica_bytes(broker: Broker, start: int) -> bytes:
+    """The partition's batches from ``start`` to its log end, as a follower's fetch reads them."""
+    partition_log = broker.partitions.get(TOPIC, 0)
+    data = b""
+    offset = start
+    while offset < partition_log.log_end_offset:
+        (found,) = partition_log.read_slices(offset, 1 << 20, upto=partition_log.log_end_offset)
+        chunk = os.pread(found.fd, found.length, found.position)
+        data += chunk
+        offset = fetched_offsets(chunk)[-1] + 1
+    return data
+
+
+async def test_a_follower_behind_the_leaders_log_start_starts_over_there(tmp_path: Path) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with cluster(tmp_path, 2, **{"min.insync.replicas": "1"}) as c:
+            await c.brokers[1].replicas.become_leader(TOPIC, 0, 1, 1, [1, 2], [1])
+            assert await produce_in_thread(c.ports[1], [b"%d" % i for i in range(5)]) == [0, 1, 2, 3, 4]
+            leader_log = c.brokers[1].partitions.get(TOPIC, 0)
+            leader_log.delete_records(3)
+            mark = len(c.recorder.timeline)
+            await c.brokers[2].replicas.become_follower(TOPIC, 0, 1, 1)
+            await c.recorder.wait_for(("isr", [1, 2]), after=mark)
+            follower_log = c.brokers[2].partitions.get(TOPIC, 0)
+            assert (follower_log.log_start_offset, follower_log.log_end_offset) == (3, 5)
+            assert replica_bytes(c.brokers[2], 3) == replica_bytes(c.brokers[1], 3)
+            # The leader's log start moves on (DeleteRecords): the follower's follows it.
+            leader_log.delete_records(4)
+            assert await produce_in_thread(c.ports[1], [b"5"]) == [5]
+            assert follower_log.log_start_offset == 4
+
+
+async def test_only_the_partitions_replicas_read_past_the_high_watermark(tmp_path: Path) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with cluster(tmp_path, 2) as c:
+            await c.lead(1, [2], epoch=1)
+            await c.brokers[2].replicas.stop_replica(TOPIC, 0, delete=False)
+            assert await produce_in_thread(c.ports[1], [b"unreplicated"], acks=1) == [0]
+
+            def replica_fetch(replica_id: int, current_leader_epoch: int) -> dict[str, Any]:
+                body = fetch_body(TOPIC, {0: 0}) | {"replica_id": replica_id}
+                body["topics"][0]["partitions"][0]["current_leader_epoch"] = current_leader_epoch
+                return body
+
+            async def answer(replica_id: int, epoch: int) -> dict[str, Any]:
+                response = await raw_request(c.ports[1], ApiKey.FETCH, 12, replica_fetch(replica_id, epoch))
+                return response["responses"][0]["partitions"][0]
+
+            stranger = await answer(7, 1)
+            assert (stranger["error_code"], stranger["records"] or b"") == (
+                ErrorCode.UNKNOWN_LEADER_EPOCH,
+                b"",
+            )
+            assert (await answer(7, -1))["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+            replica = await answer(2, 1)
+            assert (replica["error_code"], replica["high_watermark"]) == (ErrorCode.NONE, 0)
+            assert fetched_offsets(replica["records"]) == [0]
