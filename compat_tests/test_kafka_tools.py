@@ -164,6 +164,7 @@ def test_configs_broker_replication_defaults(run) -> None:
         ("replica.fetch.max.bytes", "1048576"),
         ("replica.fetch.response.max.bytes", "10485760"),
         ("replica.fetch.backoff.ms", "1000"),
+        ("replica.socket.timeout.ms", "30000"),
     ):
         assert f"{key}={value} sensitive=false synonyms={{DEFAULT_CONFIG:{key}={value}}}" in described
 

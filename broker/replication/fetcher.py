@@ -50,6 +50,7 @@ class FetcherSettings:
     max_bytes: int  # per partition
     response_max_bytes: int
     backoff_s: float
+    socket_timeout_s: float
 
     @property
     def max_response_frame(self) -> int:
@@ -126,9 +127,12 @@ class LeaderFetcher:
                 continue
             try:
                 connection = await PeerConnection.open(
-                    *endpoint, f"replica-fetcher-{self._settings.node_id}", self._settings.max_response_frame
+                    *endpoint,
+                    f"replica-fetcher-{self._settings.node_id}",
+                    self._settings.max_response_frame,
+                    self._settings.socket_timeout_s,
                 )
-            except OSError as exc:
+            except (OSError, trio.TooSlowError) as exc:
                 log.warning("cannot reach leader %d at %s:%d: %s", self.leader_id, *endpoint, exc)
                 await trio.sleep(self._settings.backoff_s)
                 continue

@@ -50,6 +50,12 @@ class ReplicaManager:
             max_bytes=config.get_int("replica.fetch.max.bytes"),
             response_max_bytes=config.get_int("replica.fetch.response.max.bytes"),
             backoff_s=config.get_int("replica.fetch.backoff.ms") / 1000,
+            # Kafka requires it at least replica.fetch.wait.max.ms; a long poll must fit.
+            socket_timeout_s=max(
+                config.get_int("replica.socket.timeout.ms"),
+                config.get_int("replica.fetch.wait.max.ms") + 1000,
+            )
+            / 1000,
         )
         self._leading: dict[PartitionKey, LeaderState] = {}
         self._following: dict[PartitionKey, tuple[int, int]] = {}  # (leader id, leader epoch)

@@ -63,12 +63,40 @@ class IsrRecorder:
 
 
 class Cluster:
-    """Served brokers by node id (1..n), their ports, and the recorder."""
+    """Served brokers by node id (1..n), their ports, and the recorder; a node can be stopped
+    and started again on its data directory."""
 
-    def __init__(self, recorder: IsrRecorder) -> None:
+    def __init__(self, tmp_path: Path, recorder: IsrRecorder, settings: dict[str, str]) -> None:
+        self.tmp_path = tmp_path
         self.recorder = recorder
+        self.settings = settings
         self.brokers: dict[int, Broker] = {}
         self.ports: dict[int, int] = {}
+        self.running: dict[int, AsyncExitStack] = {}
+
+    async def start(self, node: int) -> None:
+        """Serve ``node`` (its topic is created the first time; a restart finds it on disk)."""
+        stack = AsyncExitStack()
+        broker, port = await stack.enter_async_context(
+            running_broker(
+                self.tmp_path / f"node{node}",
+                prepare=lambda b: b.start_replication(self.recorder),
+                **{"node.id": str(node)},
+                **self.settings,
+            )
+        )
+        if broker.topics.get(TOPIC) is None:
+            info = broker.topics.create(
+                TOPIC, 1, {"min.insync.replicas": self.settings["min.insync.replicas"]}
+            )
+            broker.partitions.create_partitions_now(info, 0, 1)
+        self.brokers[node], self.ports[node], self.running[node] = broker, port, stack
+        self.recorder.endpoints[node] = ("127.0.0.1", port)
+
+    async def stop(self, node: int) -> None:
+        """Stop serving ``node`` and close its logs, as a broker shutting down (the node
+        started last: each runs in a nursery, and nurseries close in reverse order)."""
+        await self.running.pop(node).aclose()
 
     async def lead(self, leader: int, followers: list[int], epoch: int, isr: list[int] | None = None) -> None:
         """Make ``leader`` lead the topic's partition 0 at ``epoch`` and ``followers`` follow it."""
@@ -85,25 +113,19 @@ class Cluster:
 
 @asynccontextmanager
 async def cluster(tmp_path: Path, size: int, **overrides: str) -> AsyncIterator[Cluster]:
-    recorder = IsrRecorder()
-    found = Cluster(recorder)
-    settings = {"replica.fetch.wait.max.ms": "200", "replica.fetch.backoff.ms": "100"} | overrides
-    topic_configs = {"min.insync.replicas": settings.pop("min.insync.replicas", "2")}
-    async with AsyncExitStack() as stack:
+    settings = {
+        "replica.fetch.wait.max.ms": "200",
+        "replica.fetch.backoff.ms": "100",
+        "min.insync.replicas": "2",
+    } | overrides
+    found = Cluster(tmp_path, IsrRecorder(), settings)
+    try:
         for node in range(1, size + 1):
-            broker, port = await stack.enter_async_context(
-                running_broker(
-                    tmp_path / f"node{node}",
-                    prepare=lambda b: b.start_replication(recorder),
-                    **{"node.id": str(node)},
-                    **settings,
-                )
-            )
-            info = broker.topics.create(TOPIC, 1, topic_configs)
-            broker.partitions.create_partitions_now(info, 0, 1)
-            found.brokers[node], found.ports[node] = broker, port
-            recorder.endpoints[node] = ("127.0.0.1", port)
+            await found.start(node)
         yield found
+    finally:
+        for node in reversed(list(found.running)):  # nurseries close in reverse order
+            await found.stop(node)
 
 
 def produce(port: int, values: list[bytes], acks: int | str = "all") -> list[int]:
@@ -124,7 +146,7 @@ async def produce_in_thread(port: int, values: list[bytes], acks: int | str = "a
 
 
 async def raw_request(port: int, api_key: ApiKey, version: int, body: dict[str, Any]) -> dict[str, Any]:
-    connection = await PeerConnection.open("127.0.0.1", port, "test-client", 1 << 24)
+    connection = await PeerConnection.open("127.0.0.1", port, "test-client", 1 << 24, DEADLINE_S)
     try:
         return await connection.request(api_key, version, body)
     finally:
@@ -205,20 +227,25 @@ async def test_consumers_never_read_past_the_high_watermark(tmp_path: Path) -> N
             assert fetched_offsets(result["records"]) == [3, 4]
 
 
+async def acks_all_held_until_the_isr_shrinks(c: Cluster) -> None:
+    """With node 2 gone, an acks=all Produce to node 1 is not answered until node 2 has left
+    the ISR (replica.lag.time.max.ms), and then refused as Kafka does."""
+    mark = len(c.recorder.timeline)
+    answer = partition_answer(await produce_raw(c.ports[1], acks=-1))
+    c.recorder.note("answered", answer["error_code"])
+    assert c.recorder.timeline[mark:] == [
+        ("isr", [1]),
+        ("answered", ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND),
+    ]
+
+
 async def test_acks_all_waits_for_the_isr_then_refuses_below_min_insync(tmp_path: Path) -> None:
     with trio.fail_after(DEADLINE_S):
         async with cluster(tmp_path, 2, **{"replica.lag.time.max.ms": "1000"}) as c:
             await c.lead(1, [2], epoch=1)
             assert await produce_in_thread(c.ports[1], [b"first"]) == [0]
             await c.brokers[2].replicas.stop_replica(TOPIC, 0, delete=False)
-            mark = len(c.recorder.timeline)
-            answer = partition_answer(await produce_raw(c.ports[1], acks=-1))
-            c.recorder.note("answered", answer["error_code"])
-            # Not answered until the stopped follower left the ISR, and then refused as Kafka does.
-            assert c.recorder.timeline[mark:] == [
-                ("isr", [1]),
-                ("answered", ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND),
-            ]
+            await acks_all_held_until_the_isr_shrinks(c)
             with pytest.raises(kafka.errors.NotEnoughReplicasError):
                 await produce_in_thread(c.ports[1], [b"refused"])
             assert partition_answer(await produce_raw(c.ports[1], acks=1))["error_code"] == ErrorCode.NONE
@@ -370,3 +397,18 @@ async def test_only_the_partitions_replicas_read_past_the_high_watermark(tmp_pat
             replica = await answer(2, 1)
             assert (replica["error_code"], replica["high_watermark"]) == (ErrorCode.NONE, 0)
             assert fetched_offsets(replica["records"]) == [0]
+
+
+async def test_a_restarted_follower_truncates_catches_up_and_rejoins(tmp_path: Path) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with cluster(tmp_path, 2, **{"replica.lag.time.max.ms": "1000"}) as c:
+            await c.lead(1, [2], epoch=1)
+            assert await produce_in_thread(c.ports[1], [b"a", b"b"]) == [0, 1]
+            await c.stop(2)
+            await acks_all_held_until_the_isr_shrinks(c)
+            await c.start(2)
+            mark = len(c.recorder.timeline)
+            await c.brokers[2].replicas.become_follower(TOPIC, 0, 1, 1)
+            await c.recorder.wait_for(("isr", [1, 2]), after=mark)
+            assert await produce_in_thread(c.ports[1], [b"c"]) == [3]
+            assert c.log_bytes(2) == c.log_bytes(1)
