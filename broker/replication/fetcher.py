@@ -201,7 +201,10 @@ class LeaderFetcher:
                 if answer["error_code"] != ErrorCode.NONE:
                     self._back_off(key, followed, error_name(answer["error_code"]))
                     continue
-                self._truncate(key, followed, partition_log, answer["leader_epoch"], answer["end_offset"])
+                try:
+                    self._truncate(key, followed, partition_log, answer["leader_epoch"], answer["end_offset"])
+                except LogError as exc:  # the log went offline and said why
+                    self._back_off(key, followed, f"cannot truncate: {exc}")
 
     def _truncate(
         self,
@@ -277,11 +280,24 @@ class LeaderFetcher:
                     self._apply(key, followed, answer)
 
     def _apply(self, key: PartitionKey, followed: FollowedPartition, answer: dict[str, Any]) -> None:
-        """Append one partition's answer, or act on its error."""
+        """Append one partition's answer, or act on its error; a batch that cannot be appended
+        or a log that fails puts the partition aside for a back-off."""
         partition_log = self._logs.get(*key)
         if partition_log is None:
             self.remove(key)
             return
+        try:
+            self._apply_to(key, followed, partition_log, answer)
+        except (RecordBatchError, LogError) as exc:
+            self._back_off(key, followed, f"cannot apply what the leader sent: {exc}")
+
+    def _apply_to(
+        self,
+        key: PartitionKey,
+        followed: FollowedPartition,
+        partition_log: PartitionLog,
+        answer: dict[str, Any],
+    ) -> None:
         error = answer["error_code"]
         if error == ErrorCode.OFFSET_OUT_OF_RANGE:
             self._out_of_range(key, followed, partition_log, answer["log_start_offset"])
@@ -294,15 +310,11 @@ class LeaderFetcher:
             self._truncate(key, followed, partition_log, diverging["epoch"], diverging["end_offset"])
             return
         records = answer["records"]
-        try:
-            if records:
-                view = memoryview(records)
-                batches = scan_batches(view, from_client=False)
-                straddling_start(partition_log, batches[0])
-                partition_log.append_as_follower(view, batches)
-        except (RecordBatchError, LogError) as exc:
-            self._back_off(key, followed, f"cannot append what it sent: {exc}")
-            return
+        if records:
+            view = memoryview(records)
+            batches = scan_batches(view, from_client=False)
+            straddling_start(partition_log, batches[0])
+            partition_log.append_as_follower(view, batches)
         leader_log_start = answer["log_start_offset"]
         if partition_log.log_start_offset < leader_log_start <= partition_log.log_end_offset:
             partition_log.delete_records(leader_log_start)  # retention or DeleteRecords on the leader

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -412,3 +413,31 @@ async def test_a_restarted_follower_truncates_catches_up_and_rejoins(tmp_path: P
             await c.recorder.wait_for(("isr", [1, 2]), after=mark)
             assert await produce_in_thread(c.ports[1], [b"c"]) == [3]
             assert c.log_bytes(2) == c.log_bytes(1)
+
+
+async def test_a_follower_survives_a_leader_that_answers_garbage(tmp_path: Path) -> None:
+    """A leader announcing a 2 GiB response, or one that is not Kafka at all, costs the
+    follower a reconnect after replica.fetch.backoff.ms, never its memory or its broker."""
+    connections: list[int] = []
+    thrice = trio.Event()  # reconnected after both kinds of garbage
+
+    async def hostile_leader(stream: trio.SocketStream) -> None:
+        connections.append(1)
+        if len(connections) >= 3:
+            thrice.set()
+        await stream.receive_some(65536)
+        reply = b"\\x7f\\xff\\xff\\xff" if len(connections) == 1 else b"\\x00\\x00\\x00\\x08garbage!"
+        await stream.send_all(reply)
+        await stream.aclose()
+
+    with trio.fail_after(DEADLINE_S):
+        async with trio.open_nursery() as nursery:
+            (listener,) = await nursery.start(partial(trio.serve_tcp, hostile_leader, 0, host="127.0.0.1"))
+            async with cluster(tmp_path, 1) as c:
+                c.recorder.endpoints[9] = ("127.0.0.1", listener.socket.getsockname()[1])
+                await c.brokers[1].replicas.become_follower(TOPIC, 0, 1, 9)
+                await thrice.wait()
+                # Still serving: it answers a client, refusing what it does not lead.
+                answer = partition_answer(await produce_raw(c.ports[1], acks=1))
+                assert answer["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+            nursery.cancel_scope.cancel()
