@@ -336,6 +336,27 @@ async def test_a_follower_refuses_clients_and_names_the_leader(tmp_path: Path) -
                 {"leader_id": 1, "leader_epoch": 3},
                 leader_endpoint,
             )
+            deleted = await raw_request(
+                c.ports[2],
+                ApiKey.DELETE_RECORDS,
+                2,
+                {
+                    "topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "offset": 0}]}],
+                    "timeout_ms": 5000,
+                },
+            )
+            assert deleted["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+            listed = await raw_request(
+                c.ports[2],
+                ApiKey.LIST_OFFSETS,
+                7,
+                {
+                    "replica_id": -1,
+                    "isolation_level": 0,
+                    "topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "timestamp": -1}]}],
+                },
+            )
+            assert listed["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
             assert (await fetch_error(1, 2))[0] == ErrorCode.FENCED_LEADER_EPOCH
             assert (await fetch_error(1, 4))[0] == ErrorCode.UNKNOWN_LEADER_EPOCH
             assert (await fetch_error(1, 3))[0] == ErrorCode.NONE
