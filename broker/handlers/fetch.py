@@ -140,7 +140,8 @@ class FetchPlan:
         return [(t.topic, t.partition) for t in self.targets if t.topic is not None]
 
     def read(self) -> tuple[list[Answer], int, bool]:
-        """Locate every partition's data once: (answers, bytes of records, any error).
+        """Locate every partition's data once: (answers, bytes of records, whether to answer
+        at once: an error, or a follower's diverging epoch, which it must act on).
 
         ``records`` holds the located ``FileSlice`` (or b"") until :func:`topic_responses`
         turns it into a sendable region; nothing is read from disk here. Partitions of an
@@ -159,7 +160,7 @@ class FetchPlan:
             located = result["records"]
             size = located.length if isinstance(located, FileSlice) else 0
             total += size
-            errored = errored or result["error_code"] != ErrorCode.NONE
+            errored = errored or result["error_code"] != ErrorCode.NONE or "diverging_epoch" in result
             answers.append((target, result, size))
         return answers, total, errored
 
