@@ -127,6 +127,11 @@ class ReplicaManager:
     def is_leader(self, topic: str, partition: int) -> bool:
         return (topic, partition) in self._leading
 
+    def under_replicated(self) -> int:
+        """Partitions led here whose ISR is smaller than their replica set (Kafka's
+        UnderReplicatedPartitions)."""
+        return sum(1 for state in self._leading.values() if len(state.isr) < len(state.replicas))
+
     # --- what the handlers ask --------------------------------------------------------------
 
     def leader(self, key: PartitionKey) -> LeaderState | None:

@@ -247,6 +247,7 @@ async def test_acks_all_waits_for_the_isr_then_refuses_below_min_insync(tmp_path
             assert await produce_in_thread(c.ports[1], [b"first"]) == [0]
             await c.brokers[2].replicas.stop_replica(TOPIC, 0, delete=False)
             await acks_all_held_until_the_isr_shrinks(c)
+            assert c.brokers[1].replicas.under_replicated() == 1
             with pytest.raises(kafka.errors.NotEnoughReplicasError):
                 await produce_in_thread(c.ports[1], [b"refused"])
             assert partition_answer(await produce_raw(c.ports[1], acks=1))["error_code"] == ErrorCode.NONE
@@ -254,6 +255,7 @@ async def test_acks_all_waits_for_the_isr_then_refuses_below_min_insync(tmp_path
             mark = len(c.recorder.timeline)
             await c.brokers[2].replicas.become_follower(TOPIC, 0, 1, 1)
             await c.recorder.wait_for(("isr", [1, 2]), after=mark)
+            assert c.brokers[1].replicas.under_replicated() == 0
             assert await produce_in_thread(c.ports[1], [b"again"]) == [3]
             assert c.log_bytes(2) == c.log_bytes(1)
 
