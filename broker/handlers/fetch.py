@@ -37,7 +37,7 @@ from broker.file_region import FileRegion
 from broker.partition_requests import find_partition
 from broker.quota_store import CONSUMER_BYTE_RATE
 from broker.replication.divergence import diverging_epoch
-from broker.replication.leader_hints import node_endpoints, with_leader_hint
+from broker.replication.leader_hints import add_node_endpoints, with_leader_hint
 from log.errors import LogError
 from log.partition_log import FileSlice, PartitionLog
 from wire.api_keys import ApiKey
@@ -324,10 +324,8 @@ async def handle_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str
         "session_id": session_id,
         "responses": topic_responses(answers, by_id),
     }
-    replicas = ctx.broker.replicas
-    if replicas is not None and ctx.api_version >= FIRST_LEADER_HINT_VERSION:
-        partitions = (p for t in response["responses"] for p in t["partitions"])
-        response["node_endpoints"] = node_endpoints(replicas, partitions, ctx.listener_name)
+    partitions = (p for t in response["responses"] for p in t["partitions"])
+    add_node_endpoints(ctx, response, partitions, FIRST_LEADER_HINT_VERSION)
     return response
 
 

@@ -30,7 +30,7 @@ from broker.error_mapping import error_code_of
 from broker.handlers.transactions import joined_transaction
 from broker.partition_requests import leader_epoch_of
 from broker.replication.acks import AckWait, ack_wait, acknowledged, min_isr_refusal
-from broker.replication.leader_hints import node_endpoints, with_leader_hint
+from broker.replication.leader_hints import add_node_endpoints, with_leader_hint
 from log.compacted_batch import record_spans
 from log.config import LONG_MAX, LogConfig
 from log.errors import LogError
@@ -374,10 +374,8 @@ def _answer(
             raise CloseConnection("an acks=0 produce request failed")
         return None
     body: dict[str, Any] = {"responses": [response for _, response in responses], "throttle_time_ms": 0}
-    replicas = ctx.broker.replicas
-    if replicas is not None and ctx.api_version >= FIRST_LEADER_HINT_VERSION:
-        partitions = (p for _, r in responses for p in r["partition_responses"])
-        body["node_endpoints"] = node_endpoints(replicas, partitions, ctx.listener_name)
+    partitions = (p for _, r in responses for p in r["partition_responses"])
+    add_node_endpoints(ctx, body, partitions, FIRST_LEADER_HINT_VERSION)
     return body
 
 
