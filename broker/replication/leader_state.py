@@ -73,6 +73,16 @@ class LeaderState:
         self.followers = {r: FollowerProgress(now_ms) for r in replicas if r != node_id}
         self._progressed = trio.Event()
 
+    def update_assignment(
+        self, partition_epoch: int, replicas: list[int], isr: list[int], now_ms: int
+    ) -> None:
+        """New metadata in the same leader epoch (an ISR change, a reassignment): keep what
+        the remaining followers' fetches told, start new followers afresh."""
+        self.partition_epoch, self.replicas, self.isr = partition_epoch, list(replicas), list(isr)
+        self.followers = {
+            r: self.followers.get(r) or FollowerProgress(now_ms) for r in replicas if r != self.node_id
+        }
+
     def follower_fetched(self, replica_id: int, fetch_offset: int, leader_end: int, now_ms: int) -> bool:
         """Record a fetch of ``replica_id``; False if it is not a replica of this partition."""
         progress = self.followers.get(replica_id)

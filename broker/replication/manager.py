@@ -83,7 +83,7 @@ class ReplicaManager:
         self._stop_following(key)
         state = self._leading.get(key)
         if state is not None and state.leader_epoch == leader_epoch:
-            state.partition_epoch, state.isr = partition_epoch, list(isr)
+            state.update_assignment(partition_epoch, replicas, isr, self._broker.clock())
             self._refresh(key, state, partition_log)
             return
         if state is not None:

@@ -80,3 +80,12 @@ def test_out_of_sync_followers_and_those_ready_to_join() -> None:
     assert state.ready_to_join() == [3]  # at or past the high watermark and the epoch's start
     state.follower_fetched(3, 9, 30, now_ms=6000)
     assert state.ready_to_join() == []
+
+
+def test_new_metadata_in_the_same_epoch_keeps_known_followers() -> None:
+    state = leader([1, 2, 3])
+    state.follower_fetched(2, 20, 30, now_ms=1)
+    state.update_assignment(1, [1, 2, 4], [1, 2], now_ms=5)
+    assert (state.replicas, state.isr, state.partition_epoch) == ([1, 2, 4], [1, 2], 1)
+    assert state.followers[2].log_end_offset == 20
+    assert state.followers[4].log_end_offset == -1 and 3 not in state.followers
