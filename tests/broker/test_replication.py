@@ -187,6 +187,13 @@ def fetched_offsets(records: bytes | None) -> list[int]:
     return offsets
 
 
+async def wait_until_appended(c: Cluster, log_end: int, node: int = 1) -> None:
+    """Until ``node``'s log of the partition reaches ``log_end`` (woken by its appends)."""
+    broker = c.brokers[node]
+    while broker.partitions.get(TOPIC, 0).log_end_offset < log_end:
+        await broker.appends.wait_any([(TOPIC, 0)], 1.0)
+
+
 async def test_followers_hold_the_leaders_bytes_once_acks_all_is_answered(tmp_path: Path) -> None:
     with trio.fail_after(DEADLINE_S):
         async with cluster(tmp_path, 3) as c:
@@ -464,3 +471,26 @@ async def test_a_follower_survives_a_leader_that_answers_garbage(tmp_path: Path)
                 answer = partition_answer(await produce_raw(c.ports[1], acks=1))
                 assert answer["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
             nursery.cancel_scope.cancel()
+
+
+async def test_a_fenced_leader_refuses_producers_until_it_leads_again(tmp_path: Path) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with cluster(tmp_path, 2) as c:
+            await c.lead(1, [2], epoch=1)
+            await c.brokers[2].replicas.stop_replica(TOPIC, 0, delete=False)
+            async with trio.open_nursery() as nursery:
+                waiting: dict[str, Any] = {}
+
+                async def held() -> None:
+                    waiting.update(partition_answer(await produce_raw(c.ports[1], acks=-1)))
+
+                nursery.start_soon(held)
+                await wait_until_appended(c, 1)
+                c.brokers[1].replicas.fence_all()
+            # The acks=all producer waiting on the lost leadership is told so.
+            assert waiting["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+            assert partition_answer(await produce_raw(c.ports[1], acks=1))["error_code"] == (
+                ErrorCode.NOT_LEADER_OR_FOLLOWER
+            )
+            await c.lead(1, [2], epoch=1)
+            assert partition_answer(await produce_raw(c.ports[1], acks=1))["error_code"] == ErrorCode.NONE
