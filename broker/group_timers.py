@@ -65,11 +65,10 @@ def internal_topic_storage(
 
 
 def announce_append(broker: Broker, key: tuple[str, int]) -> None:
-    """A coordinator wrote to ``key``: move the high watermark in a cluster, have it synced
-    under the flush policy, and wake fetchers."""
+    """A coordinator wrote to ``key``: have it synced under the flush policy, and wake fetchers."""
     written = broker.partitions.get(*key)
     if written is not None and broker.replicas is not None:
-        broker.replicas.leader_appended(key, written)  # an ISR of one moves the high watermark
+        broker.replicas.leader_appended(key, written)  # followers replicate it; acks wait for them
     if written is not None and broker.durability.after_append(key, written, 1, wrote=True):
         # Hidden until synced; an OffsetCommit waits for that itself, the coordinator's other
         # writes (group metadata, expiry, transaction state and markers) have the next round

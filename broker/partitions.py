@@ -33,8 +33,6 @@ from log.open_files import OPEN_FILES, default_capacity
 from log.partition_log import PartitionLog
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-
     from broker.server import Broker
     from broker.topics import TopicInfo
 
@@ -185,14 +183,14 @@ class PartitionStore:
         return logs
 
     async def delete_topic(self, topic: TopicInfo) -> None:
-        """Delete the logs of a topic already removed from the registry.  They leave the store
-        at once; their files go in a worker thread (a rename, an fsync and a tree removal per
-        partition would stall the event loop for seconds with thousands of partitions)."""
+        """Delete the logs of a topic already removed from the registry."""
         await self.delete_logs(topic.name, range(topic.partitions))
 
-    async def delete_logs(self, topic: str, partitions: Iterable[int]) -> None:
-        """Delete the logs of ``partitions`` of ``topic`` (a topic's deletion, or replicas moved
-        off this broker), their files in a worker thread."""
+    async def delete_logs(self, topic: str, partitions: range) -> None:
+        """Delete the logs of ``partitions`` of ``topic`` (a deleted topic, or replicas moved
+        off this broker).  They leave the store at once; their files go in a worker thread (a
+        rename, an fsync and a tree removal per partition would stall the event loop for
+        seconds with thousands of partitions)."""
         logs = self._manager.detach(topic, partitions)
         with trio.CancelScope(shield=True):  # detached logs must not be left half-deleted
             async with self._directory_locks.hold(topic):

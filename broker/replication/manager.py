@@ -122,17 +122,16 @@ class ReplicaManager:
         self._stop_leading(key)
         self._stop_following(key)
         if delete:
-            await self._broker.partitions.delete_logs(topic, [partition])
+            await self._broker.partitions.delete_logs(topic, range(partition, partition + 1))
+
+    def fence_all(self) -> None:
+        """The cluster session is lost: lead nothing (producers get NOT_LEADER_OR_FOLLOWER,
+        acks=all waiters give up) until the cluster layer applies the metadata again."""
+        for key in list(self._leading):
+            self._stop_leading(key)
 
     def is_leader(self, topic: str, partition: int) -> bool:
         return (topic, partition) in self._leading
-
-    def fence_all(self) -> None:
-        """This broker lost its cluster session: lead nothing (producers and consumers get
-        NOT_LEADER_OR_FOLLOWER, waiting acks=all producers too) until the cluster layer calls
-        ``become_leader`` again. Followers go on fetching: their leaders decide."""
-        for key in list(self._leading):
-            self._stop_leading(key)
 
     def under_replicated(self) -> int:
         """Partitions led here whose ISR is smaller than their replica set (Kafka's
