@@ -302,8 +302,9 @@ async def handle_produce(
     if refusal is None:
         await ctx.broker.durability.mark_unclean(logs_to_mark(ctx, resolved))
     now_ms = ctx.broker.clock()
-    deadline = trio.current_time() + max(0, request["timeout_ms"]) / 1000
     replicas = ctx.broker.replicas
+    # acks=all in a cluster waits for the ISR up to the request's timeout_ms.
+    deadline = trio.current_time() + max(0, request["timeout_ms"]) / 1000 if replicas is not None else 0.0
     responses: list[tuple[str | None, dict[str, Any]]] = []
     must_sync: list[tuple[str, int]] = []
     ack_waits: list[AckWait] = []
