@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from broker.config import ConfigError
 from broker.replication.fetcher import FetcherSettings, LeaderFetcher
 from broker.replication.leader_state import LeaderState
 from wire.error_codes import ErrorCode
@@ -50,13 +51,13 @@ class ReplicaManager:
             max_bytes=config.get_int("replica.fetch.max.bytes"),
             response_max_bytes=config.get_int("replica.fetch.response.max.bytes"),
             backoff_s=config.get_int("replica.fetch.backoff.ms") / 1000,
-            # Kafka requires it at least replica.fetch.wait.max.ms; a long poll must fit.
-            socket_timeout_s=max(
-                config.get_int("replica.socket.timeout.ms"),
-                config.get_int("replica.fetch.wait.max.ms") + 1000,
-            )
-            / 1000,
+            socket_timeout_s=config.get_int("replica.socket.timeout.ms") / 1000,
         )
+        if config.get_int("replica.socket.timeout.ms") < self._settings.wait_max_ms:
+            raise ConfigError(  # Kafka's start-up check: a long poll must fit in the timeout
+                "replica.socket.timeout.ms should always be at least replica.fetch.wait.max.ms to "
+                "prevent unnecessary socket timeouts"
+            )
         self._leading: dict[PartitionKey, LeaderState] = {}
         self._following: dict[PartitionKey, tuple[int, int]] = {}  # (leader id, leader epoch)
         self._fetchers: dict[int, LeaderFetcher] = {}

@@ -24,6 +24,7 @@ import pytest
 import trio
 
 from broker.admin_client import KafkaConnection, fetch_body
+from broker.config import BrokerConfig, ConfigError
 from broker.replication.peer_connection import PeerConnection
 from broker.server import Broker
 from tests.broker.test_server import running_broker
@@ -494,3 +495,18 @@ async def test_a_fenced_leader_refuses_producers_until_it_leads_again(tmp_path: 
             )
             await c.lead(1, [2], epoch=1)
             assert partition_answer(await produce_raw(c.ports[1], acks=1))["error_code"] == ErrorCode.NONE
+
+
+def test_a_socket_timeout_shorter_than_the_fetch_wait_is_refused(tmp_path: Path) -> None:
+    settings = {
+        "log.dirs": str(tmp_path),
+        "listeners": "PLAINTEXT://127.0.0.1:0",
+        "replica.fetch.wait.max.ms": "2000",
+        "replica.socket.timeout.ms": "1000",
+    }
+    broker = Broker(BrokerConfig.load(overrides=settings, environ={}))
+    try:
+        with pytest.raises(ConfigError, match="at least replica.fetch.wait.max.ms"):
+            broker.start_replication(IsrRecorder())
+    finally:
+        broker.close()
