@@ -135,13 +135,14 @@ class FetchPlan:
         self.follower_id = follower_id(request) if self.replicas is not None else -1
         # As Kafka: a follower's fetch needs CLUSTER_ACTION, which then covers every topic.
         self.follower_refused = self.follower_id >= 0 and not cluster_authorized(ctx)
+        self._urgent = False  # a follower must hear this read's news now (``read``)
 
     def keys(self) -> list[tuple[str, int]]:
         return [(t.topic, t.partition) for t in self.targets if t.topic is not None]
 
     def read(self) -> tuple[list[Answer], int, bool]:
         """Locate every partition's data once: (answers, bytes of records, whether to answer
-        at once: an error, or a follower's diverging epoch, which it must act on).
+        at once: an error, or for a follower a diverging epoch or a higher high watermark).
 
         ``records`` holds the located ``FileSlice`` (or b"") until :func:`topic_responses`
         turns it into a sendable region; nothing is read from disk here. Partitions of an
@@ -149,7 +150,7 @@ class FetchPlan:
         """
         answers: list[Answer] = []
         total = 0
-        errored = False
+        errored = self._urgent = False
         for target in self.targets:
             if target.topic is None:
                 result = partition_error(target.partition, ErrorCode.UNKNOWN_TOPIC_ID)
@@ -160,9 +161,9 @@ class FetchPlan:
             located = result["records"]
             size = located.length if isinstance(located, FileSlice) else 0
             total += size
-            errored = errored or result["error_code"] != ErrorCode.NONE or "diverging_epoch" in result
+            errored = errored or result["error_code"] != ErrorCode.NONE
             answers.append((target, result, size))
-        return answers, total, errored
+        return answers, total, errored or self._urgent
 
     def _read_partition(self, target: SessionPartition, bytes_so_far: int) -> dict[str, Any] | None:
         index = target.partition
@@ -246,6 +247,8 @@ class FetchPlan:
         diverging = diverging_epoch(partition_log, state.leader_epoch, target.last_fetched_epoch, offset)
         if diverging is None and partition_log.log_start_offset <= offset <= partition_log.log_end_offset:
             replicas.follower_fetched(key, self.follower_id, offset, partition_log)
+        told = state.followers[self.follower_id].tell_high_watermark(partition_log.high_watermark)
+        self._urgent = self._urgent or told or isinstance(diverging, dict)
         return diverging
 
 

@@ -89,3 +89,12 @@ def test_new_metadata_in_the_same_epoch_keeps_known_followers() -> None:
     assert (state.replicas, state.isr, state.partition_epoch) == ([1, 2, 4], [1, 2], 1)
     assert state.followers[2].log_end_offset == 20
     assert state.followers[4].log_end_offset == -1 and 3 not in state.followers
+
+
+def test_a_follower_is_told_each_higher_high_watermark_once() -> None:
+    state = leader([1, 2])
+    progress = state.followers[2]
+    assert progress.tell_high_watermark(0)  # the first answer always tells
+    assert not progress.tell_high_watermark(0)
+    assert progress.tell_high_watermark(7)
+    assert not progress.tell_high_watermark(7)
