@@ -177,7 +177,8 @@ class ReplicaManager:
     async def replicated(self, key: PartitionKey, required_offset: int, min_insync: int) -> ErrorCode:
         """Wait (no deadline of its own) until the high watermark reaches ``required_offset``:
         NONE, NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is below ``min_insync`` by then, or
-        NOT_LEADER_OR_FOLLOWER if this broker stopped leading the partition meanwhile."""
+        NOT_LEADER_OR_FOLLOWER if this broker stopped leading the partition or leads it in
+        another epoch (its log may have been truncated in between, as a follower)."""
         state = self._leading.get(key)
         while True:
             if state is None or self._leading.get(key) is not state:
