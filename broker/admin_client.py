@@ -97,7 +97,7 @@ def request_frame(
     return struct.pack(">i", len(payload)) + payload
 
 
-def response_size(prefix: bytes, limit: int) -> int:
+def response_size(prefix: bytes | bytearray, limit: int) -> int:
     """The size a response's 4-byte prefix announces; a ``ConnectionError`` beyond ``limit``."""
     (size,) = struct.unpack(">i", prefix)
     if not 4 <= size <= limit:
@@ -105,7 +105,9 @@ def response_size(prefix: bytes, limit: int) -> int:
     return size
 
 
-def decode_answer(api_key: int, version: int, correlation_id: int, response: bytes) -> dict[str, Any]:
+def decode_answer(
+    api_key: int, version: int, correlation_id: int, response: bytes | bytearray
+) -> dict[str, Any]:
     """A response's body, which must answer ``correlation_id`` (Kafka answers in order)."""
     received_id, offset = decode_response_header(response, 0, response_header_version(api_key, version))
     if received_id != correlation_id:

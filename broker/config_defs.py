@@ -159,6 +159,12 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "replica.fetch.response.max.bytes", T.INT, "10485760", "Bytes a follower fetches per request."
         ),
         ConfigDef(
+            "replica.socket.timeout.ms",
+            T.INT,
+            "30000",
+            "How long a follower waits for its leader's answer before reconnecting.",
+        ),
+        ConfigDef(
             "replica.fetch.backoff.ms",
             T.INT,
             "1000",

@@ -71,8 +71,8 @@ class BrokerStateCollector(Collector):
             ),
             _single(
                 "kafka_server_replicamanager_underreplicatedpartitions",
-                "Partitions with fewer in-sync replicas than replicas: 0 on a single node.",
-                0,
+                "Partitions led here with fewer in-sync replicas than replicas: 0 on a single node.",
+                broker.replicas.under_replicated() if broker.replicas is not None else 0,
             ),
             _single(
                 "kafka_server_replicamanager_offlinereplicacount",

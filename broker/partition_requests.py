@@ -13,6 +13,7 @@ from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from broker.context import RequestContext
+    from broker.server import Broker
     from broker.topics import TopicInfo
     from log.partition_log import PartitionLog
 
@@ -24,14 +25,15 @@ def leader_epoch_error(requested: int, current: int) -> ErrorCode | None:
     return ErrorCode.UNKNOWN_LEADER_EPOCH if requested > current else ErrorCode.FENCED_LEADER_EPOCH
 
 
-def leader_epoch_of(ctx: RequestContext, topic: str, index: int) -> int:
-    """The partition's current leader epoch as this broker leads it: the replica's in a
-    cluster, the topic's on a single node (0 for a topic it does not know)."""
-    replicas = ctx.broker.replicas
+def leader_epoch_of(broker: Broker, topic: str, index: int) -> int:
+    """The partition's current leader epoch as this broker leads it (what appends stamp on
+    batches): the replica's in a cluster, the topic's on a single node (0 for a topic it does
+    not know)."""
+    replicas = broker.replicas
     state = replicas.leader((topic, index)) if replicas is not None else None
     if state is not None:
         return state.leader_epoch
-    info = ctx.broker.topics.get(topic)
+    info = broker.topics.get(topic)
     return info.leader_epoch if info else 0
 
 

@@ -16,6 +16,7 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from broker.group_timers import announce_append, internal_topic_storage, start_coordinator
+from broker.partition_requests import leader_epoch_of
 from coordinator.config import TransactionConfig
 from coordinator.log_storage import COORDINATOR_EPOCH
 from coordinator.offsets_topic import OFFSETS_TOPIC
@@ -44,11 +45,12 @@ def write_markers(
             if topic == OFFSETS_TOPIC and broker.coordinator is not None:
                 broker.coordinator.complete_transaction(partition, (producer_id, producer_epoch), commit)
                 continue
-            partition_log, info = broker.partitions.get(topic, partition), broker.topics.get(topic)
-            if partition_log is None or info is None:
+            partition_log = broker.partitions.get(topic, partition)
+            if partition_log is None:
                 continue  # the topic was deleted: nothing is left to mark (Kafka skips it too)
+            epoch = leader_epoch_of(broker, topic, partition)
             partition_log.append_marker(
-                producer_id, producer_epoch, commit, COORDINATOR_EPOCH, now, leader_epoch=info.leader_epoch
+                producer_id, producer_epoch, commit, COORDINATOR_EPOCH, now, leader_epoch=epoch
             )
             announce_append(broker, (topic, partition))
         except (OSError, LogError) as error:

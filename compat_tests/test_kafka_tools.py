@@ -153,6 +153,22 @@ def test_configs_broker_dynamic(run, admin: Driver, topic: str) -> None:
     assert "message.max.bytes" not in ok(run(CONFIGS, "--describe", *default))
 
 
+def test_configs_broker_replication_defaults(run) -> None:
+    """The replication settings (how followers fetch, when they leave the ISR) are described
+    with Kafka's names and defaults."""
+    described = ok(run(CONFIGS, "--describe", "--entity-type", "brokers", "--entity-name", "1", "--all"))
+    for key, value in (
+        ("replica.lag.time.max.ms", "30000"),
+        ("replica.fetch.wait.max.ms", "500"),
+        ("replica.fetch.min.bytes", "1"),
+        ("replica.fetch.max.bytes", "1048576"),
+        ("replica.fetch.response.max.bytes", "10485760"),
+        ("replica.fetch.backoff.ms", "1000"),
+        ("replica.socket.timeout.ms", "30000"),
+    ):
+        assert f"{key}={value} sensitive=false synonyms={{DEFAULT_CONFIG:{key}={value}}}" in described
+
+
 def test_configs_group(run) -> None:
     """GROUP config resources (KIP-848): set, describe, range-checked, deleted."""
     group = ["--entity-type", "groups", "--entity-name", f"tools-{uuid.uuid4().hex[:8]}"]

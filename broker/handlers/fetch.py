@@ -29,6 +29,7 @@ from typing import Any
 import trio
 
 from broker.api_support import Served
+from broker.authorization import cluster_authorized
 from broker.context import RequestContext
 from broker.error_mapping import error_code_of
 from broker.fetch_sessions import INVALID_SESSION_ID, Answer, SessionKey, SessionPartition
@@ -36,7 +37,7 @@ from broker.file_region import FileRegion
 from broker.partition_requests import find_partition
 from broker.quota_store import CONSUMER_BYTE_RATE
 from broker.replication.divergence import diverging_epoch
-from broker.replication.leader_hints import node_endpoints, with_leader_hint
+from broker.replication.leader_hints import add_node_endpoints, with_leader_hint
 from log.errors import LogError
 from log.partition_log import FileSlice, PartitionLog
 from wire.api_keys import ApiKey
@@ -132,12 +133,16 @@ class FetchPlan:
         # In a cluster: a follower's fetch reads up to the log end and moves the leader's state.
         self.replicas = ctx.broker.replicas
         self.follower_id = follower_id(request) if self.replicas is not None else -1
+        # As Kafka: a follower's fetch needs CLUSTER_ACTION, which then covers every topic.
+        self.follower_refused = self.follower_id >= 0 and not cluster_authorized(ctx)
+        self._urgent = False  # a follower must hear this read's news now (``read``)
 
     def keys(self) -> list[tuple[str, int]]:
         return [(t.topic, t.partition) for t in self.targets if t.topic is not None]
 
     def read(self) -> tuple[list[Answer], int, bool]:
-        """Locate every partition's data once: (answers, bytes of records, any error).
+        """Locate every partition's data once: (answers, bytes of records, whether to answer
+        at once: an error, or for a follower a diverging epoch or a higher high watermark).
 
         ``records`` holds the located ``FileSlice`` (or b"") until :func:`topic_responses`
         turns it into a sendable region; nothing is read from disk here. Partitions of an
@@ -145,7 +150,7 @@ class FetchPlan:
         """
         answers: list[Answer] = []
         total = 0
-        errored = False
+        errored = self._urgent = False
         for target in self.targets:
             if target.topic is None:
                 result = partition_error(target.partition, ErrorCode.UNKNOWN_TOPIC_ID)
@@ -158,11 +163,15 @@ class FetchPlan:
             total += size
             errored = errored or result["error_code"] != ErrorCode.NONE
             answers.append((target, result, size))
-        return answers, total, errored
+        return answers, total, errored or self._urgent
 
     def _read_partition(self, target: SessionPartition, bytes_so_far: int) -> dict[str, Any] | None:
         index = target.partition
-        found = find_partition(self.ctx, target.topic, index, target.current_leader_epoch)
+        if self.follower_refused:
+            return partition_error(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        found = find_partition(
+            self.ctx, target.topic, index, target.current_leader_epoch, cluster_trusted=self.follower_id >= 0
+        )
         if isinstance(found, ErrorCode):
             refused = partition_error(index, found)
             if self.replicas is not None and self.ctx.api_version >= FIRST_LEADER_HINT_VERSION:
@@ -174,6 +183,8 @@ class FetchPlan:
         high_watermark = partition_log.high_watermark
         last_stable = partition_log.last_stable_offset
         log_start = partition_log.log_start_offset
+        if isinstance(diverging, ErrorCode) and diverging != ErrorCode.OFFSET_OUT_OF_RANGE:
+            return partition_error(index, diverging)
         if (
             diverging is ErrorCode.OFFSET_OUT_OF_RANGE
             or offset < log_start
@@ -220,17 +231,24 @@ class FetchPlan:
     def _follower_fetched(
         self, target: SessionPartition, partition_log: PartitionLog
     ) -> dict[str, Any] | ErrorCode | None:
-        """A follower's fetch of a partition this broker leads: its diverging epoch (or
-        OFFSET_OUT_OF_RANGE) if its log parted from ours, else None after recording its
-        position (which may move the high watermark and the ISR)."""
+        """A follower's fetch of a partition this broker leads: its diverging epoch if its log
+        parted from ours, an error for a replica this partition does not have (Kafka's
+        UNKNOWN_LEADER_EPOCH when the fetch names an epoch, else NOT_LEADER_OR_FOLLOWER) or an
+        offset out of range; else None, after recording its position (which may move the high
+        watermark and the ISR)."""
         replicas, key = self.replicas, (target.topic or "", target.partition)
         state = replicas.leader(key) if replicas is not None else None
         if replicas is None or state is None:
             return None
+        if self.follower_id not in state.followers:
+            named_epoch = target.current_leader_epoch >= 0
+            return ErrorCode.UNKNOWN_LEADER_EPOCH if named_epoch else ErrorCode.NOT_LEADER_OR_FOLLOWER
         offset = target.fetch_offset
         diverging = diverging_epoch(partition_log, state.leader_epoch, target.last_fetched_epoch, offset)
         if diverging is None and partition_log.log_start_offset <= offset <= partition_log.log_end_offset:
             replicas.follower_fetched(key, self.follower_id, offset, partition_log)
+        told = state.followers[self.follower_id].tell_high_watermark(partition_log.high_watermark)
+        self._urgent = self._urgent or told or isinstance(diverging, dict)
         return diverging
 
 
@@ -309,10 +327,8 @@ async def handle_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str
         "session_id": session_id,
         "responses": topic_responses(answers, by_id),
     }
-    replicas = ctx.broker.replicas
-    if replicas is not None and ctx.api_version >= FIRST_LEADER_HINT_VERSION:
-        partitions = (p for t in response["responses"] for p in t["partitions"])
-        response["node_endpoints"] = node_endpoints(replicas, partitions, ctx.listener_name)
+    partitions = (p for t in response["responses"] for p in t["partitions"])
+    add_node_endpoints(ctx, response, partitions, FIRST_LEADER_HINT_VERSION)
     return response
 
 

@@ -27,7 +27,7 @@ def end_offset(ctx: RequestContext, trusted: bool, topic: str, wanted: dict[str,
         return result | {"error_code": found}
     partition_log, _info = found
     epoch, offset = partition_log.end_offset_for_epoch(
-        wanted["leader_epoch"], leader_epoch_of(ctx, topic, index)
+        wanted["leader_epoch"], leader_epoch_of(ctx.broker, topic, index)
     )
     return result | {"error_code": ErrorCode.NONE, "leader_epoch": epoch, "end_offset": offset}
 

@@ -30,7 +30,7 @@ from broker.error_mapping import error_code_of
 from broker.handlers.transactions import joined_transaction
 from broker.partition_requests import leader_epoch_of
 from broker.replication.acks import AckWait, ack_wait, acknowledged, min_isr_refusal
-from broker.replication.leader_hints import node_endpoints, with_leader_hint
+from broker.replication.leader_hints import add_node_endpoints, with_leader_hint
 from log.compacted_batch import record_spans
 from log.config import LONG_MAX, LogConfig
 from log.errors import LogError
@@ -204,7 +204,7 @@ def append_partition(
                 index, error, f"{topic}-{index} is not part of the producer's transaction"
             ), False
     try:
-        appended = partition_log.append(records, batches, leader_epoch_of(ctx, topic, index), now_ms)
+        appended = partition_log.append(records, batches, leader_epoch_of(broker, topic, index), now_ms)
     except LogError as exc:
         return partition_error(index, error_code_of(exc), str(exc)), False
     if broker.replicas is not None:
@@ -302,8 +302,9 @@ async def handle_produce(
     if refusal is None:
         await ctx.broker.durability.mark_unclean(logs_to_mark(ctx, resolved))
     now_ms = ctx.broker.clock()
-    deadline = trio.current_time() + max(0, request["timeout_ms"]) / 1000
     replicas = ctx.broker.replicas
+    # acks=all in a cluster waits for the ISR up to the request's timeout_ms.
+    deadline = trio.current_time() + max(0, request["timeout_ms"]) / 1000 if replicas is not None else 0.0
     responses: list[tuple[str | None, dict[str, Any]]] = []
     must_sync: list[tuple[str, int]] = []
     ack_waits: list[AckWait] = []
@@ -374,10 +375,8 @@ def _answer(
             raise CloseConnection("an acks=0 produce request failed")
         return None
     body: dict[str, Any] = {"responses": [response for _, response in responses], "throttle_time_ms": 0}
-    replicas = ctx.broker.replicas
-    if replicas is not None and ctx.api_version >= FIRST_LEADER_HINT_VERSION:
-        partitions = (p for _, r in responses for p in r["partition_responses"])
-        body["node_endpoints"] = node_endpoints(replicas, partitions, ctx.listener_name)
+    partitions = (p for _, r in responses for p in r["partition_responses"])
+    add_node_endpoints(ctx, body, partitions, FIRST_LEADER_HINT_VERSION)
     return body
 
 

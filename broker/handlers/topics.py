@@ -20,7 +20,7 @@ from broker.config_defs import TOPIC_CONFIGS
 from broker.context import RequestContext
 from broker.error_mapping import error_code_of
 from broker.partition_limits import PartitionBudget
-from broker.partition_requests import per_partition
+from broker.partition_requests import per_partition, replica_error
 from broker.throttling import count_mutation
 from broker.topic_admin import (
     NewTopic,
@@ -329,6 +329,9 @@ def delete_partition_records(ctx: RequestContext, topic: str, wanted: dict[str, 
             "low_watermark": -1,
             "error_code": ErrorCode.INVALID_TOPIC_EXCEPTION,
         }
+    not_leader = replica_error(ctx, topic, index, -1, 0)  # in a cluster: only the leader deletes
+    if not_leader is not None:
+        return {"partition_index": index, "low_watermark": -1, "error_code": not_leader}
     offset = wanted["offset"]
     if offset == -1:
         offset = partition_log.high_watermark

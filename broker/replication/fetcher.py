@@ -25,7 +25,7 @@ from broker.replication.truncation import truncation_point
 from log.errors import LogError
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.record_batch import scan_batches
+from wire.record_batch import BatchInfo, scan_batches
 from wire.record_batch_errors import RecordBatchError
 
 if TYPE_CHECKING:
@@ -50,6 +50,7 @@ class FetcherSettings:
     max_bytes: int  # per partition
     response_max_bytes: int
     backoff_s: float
+    socket_timeout_s: float
 
     @property
     def max_response_frame(self) -> int:
@@ -65,6 +66,27 @@ class FollowedPartition:
     leader_epoch: int
     truncated: bool = False  # its log agrees with the leader's, fetching may start
     resume_at: float = 0.0  # trio time before which it is left out (back-off after an error)
+
+
+def error_name(code: int) -> str:
+    """Kafka's name of an error code from a peer (any number may arrive)."""
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"error code {code}"
+
+
+def straddling_start(partition_log: PartitionLog, first: BatchInfo) -> None:
+    """An empty log whose start falls inside the leader's first batch (the leader's log start
+    moved into a batch, by DeleteRecords) restarts at that batch's base offset so the batch
+    can be appended whole; the leader's log start then comes with the answer (Kafka's
+    UnexpectedAppendOffsetException case in ``appendRecordsToFollowerOrFutureReplica``)."""
+    end = partition_log.log_end_offset
+    if (
+        end == partition_log.log_start_offset
+        and first.base_offset < end <= first.base_offset + first.last_offset_delta
+    ):
+        partition_log.truncate_fully_and_start_at(first.base_offset)
 
 
 class LeaderFetcher:
@@ -105,9 +127,12 @@ class LeaderFetcher:
                 continue
             try:
                 connection = await PeerConnection.open(
-                    *endpoint, f"replica-fetcher-{self._settings.node_id}", self._settings.max_response_frame
+                    *endpoint,
+                    f"replica-fetcher-{self._settings.node_id}",
+                    self._settings.max_response_frame,
+                    self._settings.socket_timeout_s,
                 )
-            except OSError as exc:
+            except (OSError, trio.TooSlowError) as exc:
                 log.warning("cannot reach leader %d at %s:%d: %s", self.leader_id, *endpoint, exc)
                 await trio.sleep(self._settings.backoff_s)
                 continue
@@ -174,9 +199,12 @@ class LeaderFetcher:
                     continue  # not asked, or re-assigned while the request was out
                 followed, partition_log, _latest = entry
                 if answer["error_code"] != ErrorCode.NONE:
-                    self._back_off(key, followed, ErrorCode(answer["error_code"]).name)
+                    self._back_off(key, followed, error_name(answer["error_code"]))
                     continue
-                self._truncate(key, followed, partition_log, answer["leader_epoch"], answer["end_offset"])
+                try:
+                    self._truncate(key, followed, partition_log, answer["leader_epoch"], answer["end_offset"])
+                except LogError as exc:  # the log went offline and said why
+                    self._back_off(key, followed, f"cannot truncate: {exc}")
 
     def _truncate(
         self,
@@ -242,7 +270,7 @@ class LeaderFetcher:
         response = await connection.request(ApiKey.FETCH, FETCH_VERSION, body)
         if response["error_code"] != ErrorCode.NONE:
             raise ConnectionError(
-                f"leader {self.leader_id} refused the fetch: {ErrorCode(response['error_code']).name}"
+                f"leader {self.leader_id} refused the fetch: {error_name(response['error_code'])}"
             )
         for topic in response["responses"]:
             for answer in topic["partitions"]:
@@ -252,30 +280,44 @@ class LeaderFetcher:
                     self._apply(key, followed, answer)
 
     def _apply(self, key: PartitionKey, followed: FollowedPartition, answer: dict[str, Any]) -> None:
-        """Append one partition's answer, or act on its error."""
+        """Append one partition's answer, or act on its error; a batch that cannot be appended
+        or a log that fails puts the partition aside for a back-off."""
         partition_log = self._logs.get(*key)
         if partition_log is None:
             self.remove(key)
             return
-        error = ErrorCode(answer["error_code"])
+        try:
+            self._apply_to(key, followed, partition_log, answer)
+        except (RecordBatchError, LogError) as exc:
+            self._back_off(key, followed, f"cannot apply what the leader sent: {exc}")
+
+    def _apply_to(
+        self,
+        key: PartitionKey,
+        followed: FollowedPartition,
+        partition_log: PartitionLog,
+        answer: dict[str, Any],
+    ) -> None:
+        error = answer["error_code"]
         if error == ErrorCode.OFFSET_OUT_OF_RANGE:
             self._out_of_range(key, followed, partition_log, answer["log_start_offset"])
             return
         if error != ErrorCode.NONE:
-            self._back_off(key, followed, error.name)
+            self._back_off(key, followed, error_name(error))
             return
         diverging = answer.get("diverging_epoch") or {}
         if diverging.get("epoch", -1) >= 0:
             self._truncate(key, followed, partition_log, diverging["epoch"], diverging["end_offset"])
             return
         records = answer["records"]
-        try:
-            if records:
-                view = memoryview(records)
-                partition_log.append_as_follower(view, scan_batches(view, from_client=False))
-        except (RecordBatchError, LogError) as exc:
-            self._back_off(key, followed, f"cannot append what it sent: {exc}")
-            return
+        if records:
+            view = memoryview(records)
+            batches = scan_batches(view, from_client=False)
+            straddling_start(partition_log, batches[0])
+            partition_log.append_as_follower(view, batches)
+        leader_log_start = answer["log_start_offset"]
+        if partition_log.log_start_offset < leader_log_start <= partition_log.log_end_offset:
+            partition_log.delete_records(leader_log_start)  # retention or DeleteRecords on the leader
         partition_log.set_replicated_high_watermark(
             min(answer["high_watermark"], partition_log.log_end_offset)
         )

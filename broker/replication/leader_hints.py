@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
+    from broker.context import RequestContext
     from broker.replication.manager import ReplicaManager
 
 HINTED_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH})
@@ -32,14 +33,23 @@ def with_leader_hint(
     return response | {"current_leader": {"leader_id": leader_id, "leader_epoch": leader_epoch}}
 
 
-def node_endpoints(
-    replicas: ReplicaManager, partition_responses: Iterable[dict[str, Any]], listener_name: str
-) -> list[dict[str, Any]]:
-    """The endpoints of every leader named in a ``current_leader`` of ``partition_responses``."""
+def add_node_endpoints(
+    ctx: RequestContext,
+    body: dict[str, Any],
+    partition_responses: Iterable[dict[str, Any]],
+    first_version: int,
+) -> None:
+    """Put in ``body`` (from ``first_version`` of its API, in a cluster) the ``node_endpoints``
+    of every leader a ``current_leader`` of ``partition_responses`` names, on the listener the
+    client came in on; nothing when there are none."""
+    replicas = ctx.broker.replicas
+    if replicas is None or ctx.api_version < first_version:
+        return
     leaders = sorted({p["current_leader"]["leader_id"] for p in partition_responses if "current_leader" in p})
     endpoints = []
     for node_id in leaders:
-        address = replicas.endpoint_of(node_id, listener_name)
+        address = replicas.endpoint_of(node_id, ctx.listener_name)
         if address is not None:
             endpoints.append({"node_id": node_id, "host": address[0], "port": address[1], "rack": None})
-    return endpoints
+    if endpoints:
+        body["node_endpoints"] = endpoints

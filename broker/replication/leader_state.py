@@ -16,7 +16,13 @@ UNKNOWN_OFFSET = -1
 class FollowerProgress:
     """One follower as its fetches show it (Kafka's ``Replica.updateFetchStateOrThrow``)."""
 
-    __slots__ = ("log_end_offset", "last_caught_up_ms", "last_fetch_ms", "last_fetch_leader_end")
+    __slots__ = (
+        "log_end_offset",
+        "last_caught_up_ms",
+        "last_fetch_ms",
+        "last_fetch_leader_end",
+        "last_sent_high_watermark",
+    )
 
     def __init__(self, now_ms: int) -> None:
         self.log_end_offset = UNKNOWN_OFFSET  # until its first fetch under this leader
@@ -24,6 +30,15 @@ class FollowerProgress:
         self.last_caught_up_ms = now_ms
         self.last_fetch_ms = now_ms
         self.last_fetch_leader_end = UNKNOWN_OFFSET
+        self.last_sent_high_watermark = UNKNOWN_OFFSET
+
+    def tell_high_watermark(self, high_watermark: int) -> bool:
+        """Whether ``high_watermark`` is news to this follower, now remembered as told: Kafka
+        answers a follower's parked fetch at once when it is, so followers' high watermarks
+        keep up with the leader's without waiting for data."""
+        news = high_watermark > self.last_sent_high_watermark
+        self.last_sent_high_watermark = high_watermark
+        return news
 
     def fetched(self, fetch_offset: int, leader_end: int, now_ms: int) -> None:
         """A fetch from ``fetch_offset`` arrived while the leader's log ended at ``leader_end``.
@@ -72,6 +87,16 @@ class LeaderState:
         self.high_watermark = high_watermark
         self.followers = {r: FollowerProgress(now_ms) for r in replicas if r != node_id}
         self._progressed = trio.Event()
+
+    def update_assignment(
+        self, partition_epoch: int, replicas: list[int], isr: list[int], now_ms: int
+    ) -> None:
+        """New metadata in the same leader epoch (an ISR change, a reassignment): keep what
+        the remaining followers' fetches told, start new followers afresh."""
+        self.partition_epoch, self.replicas, self.isr = partition_epoch, list(replicas), list(isr)
+        self.followers = {
+            r: self.followers.get(r) or FollowerProgress(now_ms) for r in replicas if r != self.node_id
+        }
 
     def follower_fetched(self, replica_id: int, fetch_offset: int, leader_end: int, now_ms: int) -> bool:
         """Record a fetch of ``replica_id``; False if it is not a replica of this partition."""

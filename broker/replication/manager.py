@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from broker.config import ConfigError
 from broker.replication.acks import AckWait, ack_wait
 from broker.replication.fetcher import FetcherSettings, LeaderFetcher
 from broker.replication.leader_state import LeaderState
@@ -53,7 +54,13 @@ class ReplicaManager:
             max_bytes=config.get_int("replica.fetch.max.bytes"),
             response_max_bytes=config.get_int("replica.fetch.response.max.bytes"),
             backoff_s=config.get_int("replica.fetch.backoff.ms") / 1000,
+            socket_timeout_s=config.get_int("replica.socket.timeout.ms") / 1000,
         )
+        if config.get_int("replica.socket.timeout.ms") < self._settings.wait_max_ms:
+            raise ConfigError(  # Kafka's start-up check: a long poll must fit in the timeout
+                "replica.socket.timeout.ms should always be at least replica.fetch.wait.max.ms to "
+                "prevent unnecessary socket timeouts"
+            )
         self._leading: dict[PartitionKey, LeaderState] = {}
         self._following: dict[PartitionKey, tuple[int, int]] = {}  # (leader id, leader epoch)
         self._fetchers: dict[int, LeaderFetcher] = {}
@@ -81,7 +88,7 @@ class ReplicaManager:
         self._stop_following(key)
         state = self._leading.get(key)
         if state is not None and state.leader_epoch == leader_epoch:
-            state.partition_epoch, state.isr = partition_epoch, list(isr)
+            state.update_assignment(partition_epoch, replicas, isr, self._broker.clock())
             self._refresh(key, state, partition_log)
             return
         if state is not None:
@@ -130,6 +137,11 @@ class ReplicaManager:
 
     def is_leader(self, topic: str, partition: int) -> bool:
         return (topic, partition) in self._leading
+
+    def under_replicated(self) -> int:
+        """Partitions led here whose ISR is smaller than their replica set (Kafka's
+        UnderReplicatedPartitions)."""
+        return sum(1 for state in self._leading.values() if len(state.isr) < len(state.replicas))
 
     # --- what the handlers ask --------------------------------------------------------------
 
@@ -181,7 +193,8 @@ class ReplicaManager:
     async def replicated(self, key: PartitionKey, required_offset: int, min_insync: int) -> ErrorCode:
         """Wait (no deadline of its own) until the high watermark reaches ``required_offset``:
         NONE, NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is below ``min_insync`` by then, or
-        NOT_LEADER_OR_FOLLOWER if this broker stopped leading the partition meanwhile."""
+        NOT_LEADER_OR_FOLLOWER if this broker stopped leading the partition or leads it in
+        another epoch (its log may have been truncated in between, as a follower)."""
         state = self._leading.get(key)
         while True:
             if state is None or self._leading.get(key) is not state:

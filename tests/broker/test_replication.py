@@ -11,8 +11,10 @@ single raw requests.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,8 @@ import kafka.errors
 import pytest
 import trio
 
-from broker.admin_client import KafkaConnection
+from broker.admin_client import KafkaConnection, fetch_body
+from broker.config import BrokerConfig, ConfigError
 from broker.replication.peer_connection import PeerConnection
 from broker.server import Broker
 from tests.broker.test_server import running_broker
@@ -62,12 +65,40 @@ class IsrRecorder:
 
 
 class Cluster:
-    """Served brokers by node id (1..n), their ports, and the recorder."""
+    """Served brokers by node id (1..n), their ports, and the recorder; a node can be stopped
+    and started again on its data directory."""
 
-    def __init__(self, recorder: IsrRecorder) -> None:
+    def __init__(self, tmp_path: Path, recorder: IsrRecorder, settings: dict[str, str]) -> None:
+        self.tmp_path = tmp_path
         self.recorder = recorder
+        self.settings = settings
         self.brokers: dict[int, Broker] = {}
         self.ports: dict[int, int] = {}
+        self.running: dict[int, AsyncExitStack] = {}
+
+    async def start(self, node: int) -> None:
+        """Serve ``node`` (its topic is created the first time; a restart finds it on disk)."""
+        stack = AsyncExitStack()
+        broker, port = await stack.enter_async_context(
+            running_broker(
+                self.tmp_path / f"node{node}",
+                prepare=lambda b: b.start_replication(self.recorder),
+                **{"node.id": str(node)},
+                **self.settings,
+            )
+        )
+        if broker.topics.get(TOPIC) is None:
+            info = broker.topics.create(
+                TOPIC, 1, {"min.insync.replicas": self.settings["min.insync.replicas"]}
+            )
+            broker.partitions.create_partitions_now(info, 0, 1)
+        self.brokers[node], self.ports[node], self.running[node] = broker, port, stack
+        self.recorder.endpoints[node] = ("127.0.0.1", port)
+
+    async def stop(self, node: int) -> None:
+        """Stop serving ``node`` and close its logs, as a broker shutting down (the node
+        started last: each runs in a nursery, and nurseries close in reverse order)."""
+        await self.running.pop(node).aclose()
 
     async def lead(self, leader: int, followers: list[int], epoch: int, isr: list[int] | None = None) -> None:
         """Make ``leader`` lead the topic's partition 0 at ``epoch`` and ``followers`` follow it."""
@@ -84,25 +115,19 @@ class Cluster:
 
 @asynccontextmanager
 async def cluster(tmp_path: Path, size: int, **overrides: str) -> AsyncIterator[Cluster]:
-    recorder = IsrRecorder()
-    found = Cluster(recorder)
-    settings = {"replica.fetch.wait.max.ms": "200", "replica.fetch.backoff.ms": "100"} | overrides
-    topic_configs = {"min.insync.replicas": settings.pop("min.insync.replicas", "2")}
-    async with AsyncExitStack() as stack:
+    settings = {
+        "replica.fetch.wait.max.ms": "200",
+        "replica.fetch.backoff.ms": "100",
+        "min.insync.replicas": "2",
+    } | overrides
+    found = Cluster(tmp_path, IsrRecorder(), settings)
+    try:
         for node in range(1, size + 1):
-            broker, port = await stack.enter_async_context(
-                running_broker(
-                    tmp_path / f"node{node}",
-                    prepare=lambda b: b.start_replication(recorder),
-                    **{"node.id": str(node)},
-                    **settings,
-                )
-            )
-            info = broker.topics.create(TOPIC, 1, topic_configs)
-            broker.partitions.create_partitions_now(info, 0, 1)
-            found.brokers[node], found.ports[node] = broker, port
-            recorder.endpoints[node] = ("127.0.0.1", port)
+            await found.start(node)
         yield found
+    finally:
+        for node in reversed(list(found.running)):  # nurseries close in reverse order
+            await found.stop(node)
 
 
 def produce(port: int, values: list[bytes], acks: int | str = "all") -> list[int]:
@@ -123,7 +148,7 @@ async def produce_in_thread(port: int, values: list[bytes], acks: int | str = "a
 
 
 async def raw_request(port: int, api_key: ApiKey, version: int, body: dict[str, Any]) -> dict[str, Any]:
-    connection = await PeerConnection.open("127.0.0.1", port, "test-client", 1 << 24)
+    connection = await PeerConnection.open("127.0.0.1", port, "test-client", 1 << 24, DEADLINE_S)
     try:
         return await connection.request(api_key, version, body)
     finally:
@@ -161,6 +186,13 @@ def fetched_offsets(records: bytes | None) -> list[int]:
     for batch in scan_batches(memoryview(records or b""), from_client=False):
         offsets.extend(range(batch.base_offset, batch.base_offset + batch.last_offset_delta + 1))
     return offsets
+
+
+async def wait_until_appended(c: Cluster, log_end: int, node: int = 1) -> None:
+    """Until ``node``'s log of the partition reaches ``log_end`` (woken by its appends)."""
+    broker = c.brokers[node]
+    while broker.partitions.get(TOPIC, 0).log_end_offset < log_end:
+        await broker.appends.wait_any([(TOPIC, 0)], 1.0)
 
 
 async def test_followers_hold_the_leaders_bytes_once_acks_all_is_answered(tmp_path: Path) -> None:
@@ -204,20 +236,26 @@ async def test_consumers_never_read_past_the_high_watermark(tmp_path: Path) -> N
             assert fetched_offsets(result["records"]) == [3, 4]
 
 
+async def acks_all_held_until_the_isr_shrinks(c: Cluster) -> None:
+    """With node 2 gone, an acks=all Produce to node 1 is not answered until node 2 has left
+    the ISR (replica.lag.time.max.ms), and then refused as Kafka does."""
+    mark = len(c.recorder.timeline)
+    answer = partition_answer(await produce_raw(c.ports[1], acks=-1))
+    c.recorder.note("answered", answer["error_code"])
+    assert c.recorder.timeline[mark:] == [
+        ("isr", [1]),
+        ("answered", ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND),
+    ]
+
+
 async def test_acks_all_waits_for_the_isr_then_refuses_below_min_insync(tmp_path: Path) -> None:
     with trio.fail_after(DEADLINE_S):
         async with cluster(tmp_path, 2, **{"replica.lag.time.max.ms": "1000"}) as c:
             await c.lead(1, [2], epoch=1)
             assert await produce_in_thread(c.ports[1], [b"first"]) == [0]
             await c.brokers[2].replicas.stop_replica(TOPIC, 0, delete=False)
-            mark = len(c.recorder.timeline)
-            answer = partition_answer(await produce_raw(c.ports[1], acks=-1))
-            c.recorder.note("answered", answer["error_code"])
-            # Not answered until the stopped follower left the ISR, and then refused as Kafka does.
-            assert c.recorder.timeline[mark:] == [
-                ("isr", [1]),
-                ("answered", ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND),
-            ]
+            await acks_all_held_until_the_isr_shrinks(c)
+            assert c.brokers[1].replicas.under_replicated() == 1
             with pytest.raises(kafka.errors.NotEnoughReplicasError):
                 await produce_in_thread(c.ports[1], [b"refused"])
             assert partition_answer(await produce_raw(c.ports[1], acks=1))["error_code"] == ErrorCode.NONE
@@ -225,6 +263,7 @@ async def test_acks_all_waits_for_the_isr_then_refuses_below_min_insync(tmp_path
             mark = len(c.recorder.timeline)
             await c.brokers[2].replicas.become_follower(TOPIC, 0, 1, 1)
             await c.recorder.wait_for(("isr", [1, 2]), after=mark)
+            assert c.brokers[1].replicas.under_replicated() == 0
             assert await produce_in_thread(c.ports[1], [b"again"]) == [3]
             assert c.log_bytes(2) == c.log_bytes(1)
 
@@ -307,6 +346,167 @@ async def test_a_follower_refuses_clients_and_names_the_leader(tmp_path: Path) -
                 {"leader_id": 1, "leader_epoch": 3},
                 leader_endpoint,
             )
+            deleted = await raw_request(
+                c.ports[2],
+                ApiKey.DELETE_RECORDS,
+                2,
+                {
+                    "topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "offset": 0}]}],
+                    "timeout_ms": 5000,
+                },
+            )
+            assert deleted["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+            listed = await raw_request(
+                c.ports[2],
+                ApiKey.LIST_OFFSETS,
+                7,
+                {
+                    "replica_id": -1,
+                    "isolation_level": 0,
+                    "topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "timestamp": -1}]}],
+                },
+            )
+            assert listed["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
             assert (await fetch_error(1, 2))[0] == ErrorCode.FENCED_LEADER_EPOCH
             assert (await fetch_error(1, 4))[0] == ErrorCode.UNKNOWN_LEADER_EPOCH
             assert (await fetch_error(1, 3))[0] == ErrorCode.NONE
+
+
+def replica_bytes(broker: Broker, start: int) -> bytes:
+    """The partition's batches from ``start`` to its log end, as a follower's fetch reads them."""
+    partition_log = broker.partitions.get(TOPIC, 0)
+    data = b""
+    offset = start
+    while offset < partition_log.log_end_offset:
+        (found,) = partition_log.read_slices(offset, 1 << 20, upto=partition_log.log_end_offset)
+        chunk = os.pread(found.fd, found.length, found.position)
+        data += chunk
+        offset = fetched_offsets(chunk)[-1] + 1
+    return data
+
+
+async def test_a_follower_behind_the_leaders_log_start_starts_over_there(tmp_path: Path) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with cluster(tmp_path, 2, **{"min.insync.replicas": "1"}) as c:
+            await c.brokers[1].replicas.become_leader(TOPIC, 0, 1, 1, [1, 2], [1])
+            assert await produce_in_thread(c.ports[1], [b"%d" % i for i in range(5)]) == [0, 1, 2, 3, 4]
+            leader_log = c.brokers[1].partitions.get(TOPIC, 0)
+            leader_log.delete_records(3)
+            mark = len(c.recorder.timeline)
+            await c.brokers[2].replicas.become_follower(TOPIC, 0, 1, 1)
+            await c.recorder.wait_for(("isr", [1, 2]), after=mark)
+            follower_log = c.brokers[2].partitions.get(TOPIC, 0)
+            assert (follower_log.log_start_offset, follower_log.log_end_offset) == (3, 5)
+            assert replica_bytes(c.brokers[2], 3) == replica_bytes(c.brokers[1], 3)
+            # The leader's log start moves on (DeleteRecords): the follower's follows it.
+            leader_log.delete_records(4)
+            assert await produce_in_thread(c.ports[1], [b"5"]) == [5]
+            assert follower_log.log_start_offset == 4
+
+
+async def test_only_the_partitions_replicas_read_past_the_high_watermark(tmp_path: Path) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with cluster(tmp_path, 2) as c:
+            await c.lead(1, [2], epoch=1)
+            await c.brokers[2].replicas.stop_replica(TOPIC, 0, delete=False)
+            assert await produce_in_thread(c.ports[1], [b"unreplicated"], acks=1) == [0]
+
+            def replica_fetch(replica_id: int, current_leader_epoch: int) -> dict[str, Any]:
+                body = fetch_body(TOPIC, {0: 0}) | {"replica_id": replica_id}
+                body["topics"][0]["partitions"][0]["current_leader_epoch"] = current_leader_epoch
+                return body
+
+            async def answer(replica_id: int, epoch: int) -> dict[str, Any]:
+                response = await raw_request(c.ports[1], ApiKey.FETCH, 12, replica_fetch(replica_id, epoch))
+                return response["responses"][0]["partitions"][0]
+
+            stranger = await answer(7, 1)
+            assert (stranger["error_code"], stranger["records"] or b"") == (
+                ErrorCode.UNKNOWN_LEADER_EPOCH,
+                b"",
+            )
+            assert (await answer(7, -1))["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+            replica = await answer(2, 1)
+            assert (replica["error_code"], replica["high_watermark"]) == (ErrorCode.NONE, 0)
+            assert fetched_offsets(replica["records"]) == [0]
+
+
+async def test_a_restarted_follower_truncates_catches_up_and_rejoins(tmp_path: Path) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with cluster(tmp_path, 2, **{"replica.lag.time.max.ms": "1000"}) as c:
+            await c.lead(1, [2], epoch=1)
+            assert await produce_in_thread(c.ports[1], [b"a", b"b"]) == [0, 1]
+            await c.stop(2)
+            await acks_all_held_until_the_isr_shrinks(c)
+            await c.start(2)
+            mark = len(c.recorder.timeline)
+            await c.brokers[2].replicas.become_follower(TOPIC, 0, 1, 1)
+            await c.recorder.wait_for(("isr", [1, 2]), after=mark)
+            assert await produce_in_thread(c.ports[1], [b"c"]) == [3]
+            assert c.log_bytes(2) == c.log_bytes(1)
+
+
+async def test_a_follower_survives_a_leader_that_answers_garbage(tmp_path: Path) -> None:
+    """A leader announcing a 2 GiB response, or one that is not Kafka at all, costs the
+    follower a reconnect after replica.fetch.backoff.ms, never its memory or its broker."""
+    connections: list[int] = []
+    thrice = trio.Event()  # reconnected after both kinds of garbage
+
+    async def hostile_leader(stream: trio.SocketStream) -> None:
+        connections.append(1)
+        if len(connections) >= 3:
+            thrice.set()
+        await stream.receive_some(65536)
+        reply = b"\\x7f\\xff\\xff\\xff" if len(connections) == 1 else b"\\x00\\x00\\x00\\x08garbage!"
+        await stream.send_all(reply)
+        await stream.aclose()
+
+    with trio.fail_after(DEADLINE_S):
+        async with trio.open_nursery() as nursery:
+            (listener,) = await nursery.start(partial(trio.serve_tcp, hostile_leader, 0, host="127.0.0.1"))
+            async with cluster(tmp_path, 1) as c:
+                c.recorder.endpoints[9] = ("127.0.0.1", listener.socket.getsockname()[1])
+                await c.brokers[1].replicas.become_follower(TOPIC, 0, 1, 9)
+                await thrice.wait()
+                # Still serving: it answers a client, refusing what it does not lead.
+                answer = partition_answer(await produce_raw(c.ports[1], acks=1))
+                assert answer["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_fenced_leader_refuses_producers_until_it_leads_again(tmp_path: Path) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with cluster(tmp_path, 2) as c:
+            await c.lead(1, [2], epoch=1)
+            await c.brokers[2].replicas.stop_replica(TOPIC, 0, delete=False)
+            async with trio.open_nursery() as nursery:
+                waiting: dict[str, Any] = {}
+
+                async def held() -> None:
+                    waiting.update(partition_answer(await produce_raw(c.ports[1], acks=-1)))
+
+                nursery.start_soon(held)
+                await wait_until_appended(c, 1)
+                c.brokers[1].replicas.fence_all()
+            # The acks=all producer waiting on the lost leadership is told so.
+            assert waiting["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+            assert partition_answer(await produce_raw(c.ports[1], acks=1))["error_code"] == (
+                ErrorCode.NOT_LEADER_OR_FOLLOWER
+            )
+            await c.lead(1, [2], epoch=1)
+            assert partition_answer(await produce_raw(c.ports[1], acks=1))["error_code"] == ErrorCode.NONE
+
+
+def test_a_socket_timeout_shorter_than_the_fetch_wait_is_refused(tmp_path: Path) -> None:
+    settings = {
+        "log.dirs": str(tmp_path),
+        "listeners": "PLAINTEXT://127.0.0.1:0",
+        "replica.fetch.wait.max.ms": "2000",
+        "replica.socket.timeout.ms": "1000",
+    }
+    broker = Broker(BrokerConfig.load(overrides=settings, environ={}))
+    try:
+        with pytest.raises(ConfigError, match="at least replica.fetch.wait.max.ms"):
+            broker.start_replication(IsrRecorder())
+    finally:
+        broker.close()
