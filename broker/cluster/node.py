@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from broker.cluster.controller import Controller, elect, preferred
@@ -136,9 +137,7 @@ class ClusterNode:
             or not set(new_isr) <= set(current.replicas)
         ):
             return False, current.partition_epoch
-        changed = PartitionRecord(
-            current.leader, leader_epoch, partition_epoch + 1, current.replicas, tuple(new_isr)
-        )
+        changed = replace(current, partition_epoch=partition_epoch + 1, isr=tuple(new_isr))
         try:
             written = await self.metadata.write_partition(topic, partition, changed, found.mod_revision)
         except EtcdError as exc:

@@ -259,8 +259,7 @@ def test_reassignment_moves_replicas_and_leadership_without_loss(cluster: Odrade
 
 
 def test_preferred_leader_election_returns_leadership(cluster: OdradekCluster) -> None:
-    from kafka import TopicPartition
-    from kafka.admin import KafkaAdminClient
+    from confluent_kafka import ElectionType, TopicPartition
 
     create_topic(cluster, "preferred", 1)
     preferred_leader = cluster.partition("preferred", 0).replicas[0]
@@ -268,9 +267,7 @@ def test_preferred_leader_election_returns_leadership(cluster: OdradekCluster) -
     wait_for(lambda: cluster.leader_of("preferred", 0) not in (preferred_leader, -1), what="another leader")
     cluster.restart(preferred_leader)
     wait_for(lambda: len(cluster.partition("preferred", 0).isrs) == 3, what="the preferred replica in sync")
-    tools = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
-    try:
-        tools.elect_leaders(0, [TopicPartition("preferred", 0)])  # 0: PREFERRED
-    finally:
-        tools.close()
-    wait_for(lambda: cluster.leader_of("preferred", 0) == preferred_leader, what="leadership back")
+    admin = cluster.admin()
+    elected = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition("preferred", 0)]).result(timeout=30)
+    assert elected[TopicPartition("preferred", 0)] is None  # no error
+    assert cluster.leader_of("preferred", 0) == preferred_leader
