@@ -9,3 +9,6 @@ instead of reaching a client as a default value.
 import os
 
 os.environ.setdefault("ODRADEK_STRICT_MESSAGES", "1")
+
+# Fixtures of external services every suite may use (etcd clusters for cluster mode).
+pytest_plugins = ["tests.support.fixtures"]

@@ -115,10 +115,11 @@ class RunningBroker:
 PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Runs in the child before exec: ask Linux to SIGTERM it when the test process dies.
 
-    Without this a pytest killed by a signal (no finalizers run) would leave a JVM broker behind.
+    Without this a pytest killed by a signal (no finalizers run) would leave a JVM broker (or an
+    etcd member, tests/support/etcd_cluster.py) behind.
     """
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
@@ -311,7 +312,7 @@ def start_apache_kafka(
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=workdir,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
     bootstrap = f"127.0.0.1:{broker_port}"
     broker = RunningBroker(bootstrap, "apache-kafka", process, log_path, settings, addresses)
@@ -378,7 +379,7 @@ def start_odradek(
     log_path = workdir / "odradek.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, cwd=workdir, preexec_fn=_die_with_parent
+            command, stdout=log, stderr=subprocess.STDOUT, cwd=workdir, preexec_fn=die_with_parent
         )
     broker = RunningBroker(
         f"127.0.0.1:{port}", "odradek", process, log_path, dict(overrides or {}), addresses
