@@ -35,7 +35,10 @@ _T = TypeVar("_T")
 
 # gRPC status codes etcd answers with (the gateway passes them through as "code").
 _GRPC_NOT_FOUND = 5
-_GRPC_UNAVAILABLE = 14
+# Answers about the member rather than the request (Canceled, Unknown, DeadlineExceeded,
+# Internal, Unavailable; a member's gateway answers Unavailable or Canceled while its own gRPC
+# connection is not up yet): another member may do better.
+_GRPC_MEMBER_TROUBLE = frozenset({1, 2, 4, 13, 14})
 # Answers meaning "this member did not take the request", so a write may go to the next member.
 # Other Unavailable answers (request timed out, leader changed) leave a write's outcome unknown.
 _NOT_APPLIED_MESSAGES = frozenset(
@@ -526,7 +529,7 @@ class _StreamBroken(Exception):
 
 
 class _Retryable(Exception):
-    """etcd answered Unavailable: the next endpoint may do better."""
+    """The member could not serve the request: the next endpoint may do better."""
 
     def __init__(self, message: str, *, not_applied: bool) -> None:
         super().__init__(message)
@@ -535,10 +538,9 @@ class _Retryable(Exception):
 
 def _answer_error(endpoint: str, path: str, code: object, message: object) -> Exception:
     text = str(message)[:500]
-    if code == _GRPC_UNAVAILABLE:
+    if code in _GRPC_MEMBER_TROUBLE or not isinstance(code, int):  # no code: not etcd's own answer
         return _Retryable(text, not_applied=text in _NOT_APPLIED_MESSAGES)
-    grpc_code = code if isinstance(code, int) else -1
-    return EtcdRequestFailed(f"etcd at {endpoint} refused {path}: {text} (gRPC code {grpc_code})", grpc_code)
+    return EtcdRequestFailed(f"etcd at {endpoint} refused {path}: {text} (gRPC code {code})", code)
 
 
 def _unavailable(path: str, failures: Iterable[str]) -> EtcdUnavailable:
