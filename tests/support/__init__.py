@@ -1,0 +1,1 @@
+"""Helpers shared by tests, compat_tests and bench: external services the tests start themselves."""
