@@ -68,7 +68,9 @@ class ClusterNode:
             config.get("inter.broker.listener.name") or config.advertised_listeners[0].name
         )
         self._started = False
-        self._next_producer_id = self._producer_id_block_end = 0
+        # Ids handed out come from [block end - block size, block end); none reserved yet.
+        self._next_producer_id = self._producer_id_block_end = PRODUCER_ID_BLOCK
+        self._spare_block: int | None = None
 
     async def start(self) -> None:
         """Connect, adopt the cluster's id, read the metadata and bring local logs in line.
@@ -84,8 +86,12 @@ class ClusterNode:
         await self.roles.reconcile_all()
 
     async def run_membership(self) -> None:
-        """Register (the listeners are bound by now) and heartbeat."""
+        """Register (the listeners are bound by now), reserve producer ids, and heartbeat."""
         await self.membership.register()
+        try:
+            self._spare_block = await take_producer_id_block(self.metadata, PRODUCER_ID_BLOCK)
+        except EtcdError as exc:
+            log.warning("no producer id block reserved at start: %s", exc)
         await self.membership.run()
 
     @property
@@ -307,10 +313,20 @@ class ClusterNode:
                 log.warning("cannot create %s yet: %s", name, exc.message)
 
     async def allocate_producer_id(self) -> int:
-        """A producer id unique in the cluster, from a block reserved in etcd (as Kafka's
-        brokers take blocks from the controller), so InitProducerId rarely waits for etcd."""
+        """A producer id unique in the cluster, from blocks reserved in etcd (as Kafka's brokers
+        take blocks from the controller).  The next block is reserved while a tenth of the
+        current one is left, so idempotent producers keep starting while etcd is briefly away."""
+        used = self._next_producer_id - (self._producer_id_block_end - PRODUCER_ID_BLOCK)
+        if self._spare_block is None and used >= PRODUCER_ID_BLOCK * 9 // 10:
+            try:
+                self._spare_block = await take_producer_id_block(self.metadata, PRODUCER_ID_BLOCK)
+            except EtcdError as exc:
+                log.warning("cannot reserve the next producer id block yet: %s", exc)
         if self._next_producer_id >= self._producer_id_block_end:
-            first = await take_producer_id_block(self.metadata, PRODUCER_ID_BLOCK)
+            first = self._spare_block
+            self._spare_block = None
+            if first is None:
+                first = await take_producer_id_block(self.metadata, PRODUCER_ID_BLOCK)
             self._next_producer_id, self._producer_id_block_end = first, first + PRODUCER_ID_BLOCK
         producer_id = self._next_producer_id
         self._next_producer_id += 1
