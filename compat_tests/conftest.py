@@ -16,6 +16,8 @@ from collections.abc import Iterator
 import pytest
 
 from compat_tests.brokers import BROKER_KINDS, RunningBroker, kafka_jars, kafka_tools_jars
+from compat_tests.chaos import CI_CHAOS_ROUNDS
+from compat_tests.clusters import CLUSTER_SIZE, Cluster
 from compat_tests.drivers.base import Driver
 from compat_tests.drivers.java import build_java_client
 from compat_tests.helpers import eventually
@@ -44,6 +46,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"comma-separated clients to run (default: all of {','.join(ALL_CLIENTS)})",
     )
     group.addoption("--matrix-out", metavar="PATH", help="also write the compatibility matrix as Markdown")
+    group.addoption(
+        "--nodes",
+        type=int,
+        choices=(1, CLUSTER_SIZE),
+        default=1,
+        help=f"brokers to start: 1, or {CLUSTER_SIZE} for a cluster (runs the tests marked cluster)",
+    )
+    group.addoption(
+        "--chaos-rounds",
+        type=int,
+        default=CI_CHAOS_ROUNDS,
+        metavar="N",
+        help=f"kill/restart rounds of the failover scenario (default {CI_CHAOS_ROUNDS}; 20+ for a long run)",
+    )
 
 
 def selected_clients(config: pytest.Config) -> list[str]:
@@ -70,7 +86,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     matrix = config.stash[MATRIX_KEY]
+    single = pytest.mark.skip(reason=f"a cluster scenario: run with --nodes {CLUSTER_SIZE}")
     for item in items:
+        if config.getoption("--nodes") == 1 and item.get_closest_marker("cluster") is not None:
+            item.add_marker(single)
         if item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(TEST_TIMEOUT_S))
         key = cell_key(item)
@@ -107,6 +126,12 @@ def brokers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 def broker(brokers: BrokerPool) -> RunningBroker:
     """The session's broker, with auto-creation of topics on (Kafka's default)."""
     return brokers.get()
+
+
+@pytest.fixture(scope="session")
+def cluster(brokers: BrokerPool) -> Cluster:
+    """The three-broker cluster of ``--nodes 3``, whose nodes scenarios kill and restart."""
+    return brokers.cluster()
 
 
 @pytest.fixture(scope="session")
