@@ -136,9 +136,10 @@ class ChaosProducer(Worker):
                 self.failed += 1
                 self._note_error(f"{record}: {error}")
 
-    def acked(self) -> list[Acked]:
+    def acked(self, since: float = 0.0) -> list[Acked]:
+        """The records acknowledged so far (those acknowledged at or after ``since``)."""
         with self._lock:
-            return [a.acked for a in self.acks]
+            return [a.acked for a in self.acks if a.acked_at >= since]
 
     def first_ack_after(self, partition: int, moment: float) -> float | None:
         """When the first record sent to ``partition`` at or after ``moment`` was acknowledged."""
@@ -260,6 +261,11 @@ class GroupConsumer(Worker):
         with self._lock:
             return [a for a in acked if (a.record.partition, a.offset) not in self.seen]
 
+    def given_any(self, acked: Sequence[Acked]) -> bool:
+        """Whether the group has been given at least one of ``acked``."""
+        with self._lock:
+            return any((a.record.partition, a.offset) in self.seen for a in acked)
+
 
 def read_all(bootstrap: str, topic: str, partitions: int) -> list[Read]:
     """Every record of ``topic`` from offset 0 to each partition's end, by a fresh consumer."""
@@ -302,49 +308,59 @@ class Failovers:
         )
 
 
-def kill_and_fail_over(
-    cluster: Cluster, producers: Sequence[ChaosProducer], topic: str, victim: int, failovers: Failovers
-) -> None:
+@dataclass
+class Workload:
+    """What runs while brokers die: the producers writing ``topic`` and the group reading it."""
+
+    cluster: Cluster
+    topic: str
+    producers: Sequence[ChaosProducer]
+    group: GroupConsumer
+    failovers: Failovers = field(default_factory=Failovers)
+
+    def acked_since(self, moment: float) -> list[Acked]:
+        return [a for producer in self.producers for a in producer.acked(since=moment)]
+
+
+def kill_and_fail_over(work: Workload, victim: int) -> None:
     """SIGKILL ``victim``; wait until every producer has a record sent after the kill acknowledged
-    on a partition it led (any partition, if it led none), record the failover times, restart it
-    and wait until everything is in sync again."""
-    led = [p for p, state in cluster.partitions(topic).items() if state.leader == victim]
+    on a partition it led (any partition, if it led none), and until the group has been given a
+    record acknowledged after the kill; record the failover times; restart it."""
+    cluster = work.cluster
+    led = [p for p, state in cluster.partitions(work.topic).items() if state.leader == victim]
     watched = led[0] if led else 0
     killed_at = time.monotonic()
     cluster.kill(victim)
 
     def produced_again() -> list[float]:
-        firsts = [p.first_ack_after(watched, killed_at) for p in producers]
+        firsts = [p.first_ack_after(watched, killed_at) for p in work.producers]
         assert all(t is not None for t in firsts), f"no produce to partition {watched} acknowledged yet"
         return [t - killed_at for t in firsts if t is not None]
 
+    def consumed_again() -> None:
+        assert work.group.given_any(work.acked_since(killed_at)), (
+            f"the group got none of the records acknowledged since node {victim} was killed"
+        )
+
     times = eventually(produced_again, timeout_s=FAILOVER_TIMEOUT_S, interval_s=0.1)
     if led:
-        failovers.seconds += times
+        work.failovers.seconds += times
+    eventually(consumed_again, timeout_s=FAILOVER_TIMEOUT_S, interval_s=0.2)
     cluster.start(victim)
 
 
-def run_rounds(
-    cluster: Cluster,
-    producers: Sequence[ChaosProducer],
-    topic: str,
-    rounds: int,
-    progress: Callable[[str], None],
-    rng: random.Random,
-) -> Failovers:
-    """Each round: kill the leader of a partition (partitions in turn), wait for produces to
-    succeed again, restart it; then the same for a random broker. Before each kill every
-    partition of ``topic`` and ``__consumer_offsets`` is fully in sync again."""
-    failovers = Failovers()
-    partitions = producers[0].partitions
+def run_rounds(work: Workload, rounds: int, progress: Callable[[str], None], rng: random.Random) -> None:
+    """Each round: kill the leader of a partition (partitions in turn), wait for produces and
+    the group to succeed again, restart it; then the same for a random broker. Before each kill
+    every partition of the topic and of ``__consumer_offsets`` is fully in sync again."""
+    topics = [work.topic, "__consumer_offsets"]
     for round_number in range(rounds):
         for what in ("leader", "random"):
-            wait_until_replicated(cluster, [topic, "__consumer_offsets"])
+            wait_until_replicated(work.cluster, topics)
             if what == "leader":
-                victim = cluster.leader_of(topic, round_number % partitions)
+                victim = work.cluster.leader_of(work.topic, round_number % work.producers[0].partitions)
             else:
-                victim = rng.choice(sorted(cluster.nodes))
-            kill_and_fail_over(cluster, producers, topic, victim, failovers)
-            progress(f"round {round_number + 1}/{rounds}: killed {what} node {victim}; {failovers}")
-    wait_until_replicated(cluster, [topic, "__consumer_offsets"])
-    return failovers
+                victim = rng.choice(sorted(work.cluster.nodes))
+            kill_and_fail_over(work, victim)
+            progress(f"round {round_number + 1}/{rounds}: killed {what} node {victim}; {work.failovers}")
+    wait_until_replicated(work.cluster, topics)

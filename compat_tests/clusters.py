@@ -19,7 +19,7 @@ from __future__ import annotations
 import signal
 import struct
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,6 +51,16 @@ REPLICATED: Mapping[str, str] = {
 }
 """What every cluster node gets, whichever broker: topics (also the internal ones) on all three
 brokers, and acks=all needing two of them, so one broker may die without losing a write."""
+
+
+KAFKA_LIVENESS: Mapping[str, str] = {
+    "broker.session.timeout.ms": "4000",
+    "broker.heartbeat.interval.ms": "1000",
+}
+"""How soon Kafka's controller fences a silent broker and elects new leaders for its partitions:
+the counterpart of the lease TTL of an Odradek broker's etcd registration. Kafka's defaults
+(9 s, heartbeats every 2 s) make each failover take ~12 s, which the CI rounds would pay a dozen
+times; four missed heartbeats still tolerate a loaded machine."""
 
 
 class ClusterUnavailable(RuntimeError):
@@ -271,6 +281,7 @@ def start_kafka_cluster(workdir: Path, overrides: Mapping[str, str] | None = Non
         config = kafka_node_config(i, broker_port, controller_port, node_dir / "data")
         config["controller.quorum.voters"] = voters
         config.update(REPLICATED)
+        config.update(KAFKA_LIVENESS)
         config.update(overrides or {})
         properties = node_dir / "server.properties"
         properties.write_text(properties_text(config))
@@ -291,24 +302,36 @@ def start_odradek_cluster(workdir: Path, overrides: Mapping[str, str] | None = N
     except ImportError as exc:
         raise ClusterUnavailable("cluster mode not merged yet") from exc
     etcd = start_etcd_cluster(workdir / "etcd", CLUSTER_SIZE)
-    ports = free_ports(CLUSTER_SIZE)
+    try:
+        members = _odradek_nodes(workdir, etcd.endpoints, overrides or {})
+    except BaseException:
+        etcd.stop()
+        raise
+    return _started(Cluster("odradek", members, quorum_on_brokers=False, cleanups=[etcd.stop]))
+
+
+def _odradek_nodes(
+    workdir: Path, etcd_endpoints: Sequence[str], overrides: Mapping[str, str]
+) -> dict[int, Node]:
+    """The command line of each Odradek cluster node, on ports and data directories of its own."""
+    # etcd://h1:2379,h2:2379 (docs/CLUSTER.md), whether the endpoints carry a scheme or not
+    cluster = "etcd://" + ",".join(endpoint.split("://")[-1] for endpoint in etcd_endpoints)
     members = {}
-    for i, port in enumerate(ports, start=1):
+    for i, port in enumerate(free_ports(CLUSTER_SIZE), start=1):
         node_dir = workdir / f"node-{i}"
         node_dir.mkdir(parents=True, exist_ok=True)
-        command = [odradek_command(), "serve", "--cluster", "etcd://" + ",".join(etcd.endpoints)]
-        command += ["--data-dir", str(node_dir / "data")]
+        command = [odradek_command(), "serve", "--cluster", cluster, "--data-dir", str(node_dir / "data")]
         settings = {
             "node.id": str(i),
             "listeners": f"PLAINTEXT://127.0.0.1:{port}",
             **SUITE_OVERRIDES,
             **REPLICATED,
-            **(overrides or {}),
+            **overrides,
         }
         for key, value in settings.items():
             command += ["--override", f"{key}={value}"]
         members[i] = Node(i, f"127.0.0.1:{port}", node_dir, command, "odradek")
-    return _started(Cluster("odradek", members, quorum_on_brokers=False, cleanups=[etcd.stop]))
+    return members
 
 
 def _started(cluster: Cluster) -> Cluster:
