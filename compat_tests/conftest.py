@@ -27,6 +27,10 @@ from compat_tests.pools import ALL_CLIENTS, JAVA_CLIENTS, BrokerPool, DriverPool
 
 TEST_TIMEOUT_S = 150
 """Per-test deadline (pytest-timeout); client calls are bounded well below it."""
+CLUSTER_TEST_TIMEOUT_S = 600
+CHAOS_ROUND_TIMEOUT_S = 300
+"""A cluster scenario's deadline: restarts and failovers are slow, and the chaos scenario's
+grows with ``--chaos-rounds`` (a round takes about a minute on the 2-core machine)."""
 
 MATRIX_KEY = pytest.StashKey[Matrix]()
 
@@ -87,11 +91,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     matrix = config.stash[MATRIX_KEY]
     single = pytest.mark.skip(reason=f"a cluster scenario: run with --nodes {CLUSTER_SIZE}")
+    cluster_timeout_s = CLUSTER_TEST_TIMEOUT_S + CHAOS_ROUND_TIMEOUT_S * config.getoption("--chaos-rounds")
     for item in items:
-        if config.getoption("--nodes") == 1 and item.get_closest_marker("cluster") is not None:
+        in_cluster = item.get_closest_marker("cluster") is not None
+        if config.getoption("--nodes") == 1 and in_cluster:
             item.add_marker(single)
         if item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(TEST_TIMEOUT_S))
+            item.add_marker(pytest.mark.timeout(cluster_timeout_s if in_cluster else TEST_TIMEOUT_S))
         key = cell_key(item)
         if key is not None:
             matrix.keys[item.nodeid] = key

@@ -37,7 +37,7 @@ from compat_tests.helpers import eventually, poll_until
 from compat_tests.history import Acked, check
 from compat_tests.pools import DriverPool
 
-pytestmark = [pytest.mark.cluster, pytest.mark.timeout(1800)]
+pytestmark = pytest.mark.cluster
 
 PARTITIONS = 4
 
@@ -70,6 +70,8 @@ def replicated_topic(admin: ConfluentAdmin, cluster: Cluster, topic: str, **conf
 def test_create_topics_places_three_in_sync_replicas_on_distinct_brokers(
     healthy: Cluster, admin_client: ConfluentAdmin, topic: str
 ) -> None:
+    """CreateTopics with replication factor 3: DescribeTopics lists all three brokers as each
+    partition's replicas and ISR, and the leaders are spread over the brokers."""
     replicated_topic(admin_client, healthy, topic)
     described = admin_client.admin.describe_topics(TopicCollection([topic]))[topic].result(timeout=30)
     assert len(described.partitions) == PARTITIONS
