@@ -42,6 +42,8 @@ KAFKA_VERSION = os.environ.get("ODRADEK_KAFKA_VERSION", "4.3.1")
 KAFKA_HEAP = ["-Xms128m", "-Xmx512m"]
 READY_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 20.0
+MAX_METADATA_BYTES = 16 * 1024 * 1024
+"""Bound on a raw Metadata answer read by the suite: a broker's reply is input like any other."""
 
 SUITE_OVERRIDES: Mapping[str, str] = {"group.initial.rebalance.delay.ms": "0"}
 """Settings every broker of the suite gets: Kafka's own example server.properties sets this for
@@ -158,22 +160,35 @@ def free_ports(count: int) -> list[int]:
         return chosen
 
 
-def _metadata_broker_count(host: str, port: int, timeout: float) -> int:
-    """Ask for Metadata (v1, no topics) over a raw socket and return how many brokers it lists.
+def metadata_response(host: str, port: int, topics: list[str] | None, timeout: float) -> bytes:
+    """Send Metadata v1 over a raw socket and return the response after its correlation id.
 
-    A raw request keeps readiness independent of any client library (and of their reconnect
-    logging). A broker that answers with at least one broker is ready to take requests; Kafka
-    only opens its client listener once it has caught up with its metadata log.
+    A raw request keeps readiness and leader look-ups independent of any client library (and of
+    their reconnect logging and metadata caches). ``topics`` None asks for none at all.
     """
-    client_id = b"compat-ready"
-    body = struct.pack(">hhih", 3, 1, 1, len(client_id)) + client_id + struct.pack(">i", 0)
+    client_id = b"compat-metadata"
+    names = topics or []
+    body = struct.pack(">hhih", 3, 1, 1, len(client_id)) + client_id + struct.pack(">i", len(names))
+    for name in names:
+        encoded = name.encode()
+        body += struct.pack(">h", len(encoded)) + encoded
     with socket.create_connection((host, port), timeout=timeout) as sock:
         sock.sendall(struct.pack(">i", len(body)) + body)
-        header = _recv_exact(sock, 4)
-        (size,) = struct.unpack(">i", header)
+        (size,) = struct.unpack(">i", _recv_exact(sock, 4))
+        if not 4 <= size <= MAX_METADATA_BYTES:
+            raise ConnectionError(f"Metadata response of {size} bytes")
         response = _recv_exact(sock, size)
-    correlation_id, brokers = struct.unpack_from(">ii", response)
-    return brokers if correlation_id == 1 else 0
+    (correlation_id,) = struct.unpack_from(">i", response)
+    if correlation_id != 1:
+        raise ConnectionError(f"Metadata response with correlation id {correlation_id}")
+    return response[4:]
+
+
+def _metadata_broker_count(host: str, port: int, timeout: float) -> int:
+    """How many brokers Metadata lists. A broker listing at least one is ready to take requests;
+    Kafka only opens its client listener once it has caught up with its metadata log."""
+    (brokers,) = struct.unpack_from(">i", metadata_response(host, port, None, timeout))
+    return brokers
 
 
 def _recv_exact(sock: socket.socket, size: int) -> bytes:
@@ -241,7 +256,7 @@ def random_cluster_id() -> str:
             return text
 
 
-def _properties(values: Mapping[str, str]) -> str:
+def properties_text(values: Mapping[str, str]) -> str:
     return "".join(f"{key}={value}\n" for key, value in values.items())
 
 
@@ -255,6 +270,57 @@ def _extra_listeners(extra: Mapping[str, str]) -> tuple[dict[str, str], str, str
     return addresses, listeners, protocols
 
 
+def kafka_jvm(version: str = KAFKA_VERSION) -> list[str]:
+    """``java`` with the heap and classpath (Kafka's jars and the telemetry recorder) of every
+    Apache Kafka node the suite starts."""
+    libs = kafka_jars(version)
+    java = shutil.which("java")
+    if java is None:
+        raise RuntimeError("java is not installed: it is needed to run Apache Kafka")
+    recorder = compiled_classes(TELEMETRY_RECORDER, libs, f"kafka-{version}")
+    return [java, *KAFKA_HEAP, "-cp", classpath(recorder, libs)]
+
+
+def kafka_node_config(node_id: int, broker_port: int, controller_port: int, data_dir: Path) -> dict[str, str]:
+    """The settings of a combined broker+controller KRaft node with a PLAINTEXT client listener
+    and a PLAINTEXT controller listener; callers add the quorum and their own settings."""
+    return {
+        "process.roles": "broker,controller",
+        "node.id": str(node_id),
+        "listeners": f"PLAINTEXT://127.0.0.1:{broker_port},CONTROLLER://127.0.0.1:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{broker_port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "log.dirs": str(data_dir),
+        **SUITE_OVERRIDES,
+    }
+
+
+def format_kafka_storage(jvm: list[str], properties: Path, cluster_id: str, *mode: str) -> None:
+    """``kafka-storage format`` a node's log directory for ``cluster_id``; ``mode`` is how its
+    quorum starts (``--standalone`` for a dynamic single-voter quorum, nothing for static
+    ``controller.quorum.voters``)."""
+    formatted = subprocess.run(
+        [*jvm, "kafka.tools.StorageTool", "format", *mode, "-t", cluster_id, "-c", str(properties)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if formatted.returncode != 0:
+        output = formatted.stdout[-2000:] + formatted.stderr[-2000:]
+        raise RuntimeError(f"kafka storage format failed:\n{output}")
+
+
+def launch(command: list[str], workdir: Path, log_path: Path) -> subprocess.Popen[bytes]:
+    """Start a broker process in ``workdir``, appending its output to ``log_path`` (a restarted
+    node keeps the log of its earlier lives), dying with the test process."""
+    with log_path.open("ab") as log:
+        return subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, cwd=workdir, preexec_fn=die_with_parent
+        )
+
+
 def start_apache_kafka(
     workdir: Path,
     overrides: Mapping[str, str] | None = None,
@@ -265,10 +331,7 @@ def start_apache_kafka(
 
     ``extra_listeners`` (name -> security protocol) are added beside PLAINTEXT on free ports.
     """
-    libs = kafka_jars(version)
-    java = shutil.which("java")
-    if java is None:
-        raise RuntimeError("java is not installed: it is needed to run Apache Kafka")
+    jvm = kafka_jvm(version)
     workdir.mkdir(parents=True, exist_ok=True)
     broker_port, controller_port = free_ports(2)
     settings = dict(overrides or {})
@@ -276,44 +339,22 @@ def start_apache_kafka(
     internal = {"INTERNAL": "SASL_PLAINTEXT"} if secured else {}
     addresses, extra, protocols = _extra_listeners({**(extra_listeners or {}), **internal})
     controller_protocol = "SASL_PLAINTEXT" if secured else "PLAINTEXT"
-    config = {
-        "process.roles": "broker,controller",
-        "node.id": "1",
-        "listeners": f"PLAINTEXT://127.0.0.1:{broker_port},CONTROLLER://127.0.0.1:{controller_port}{extra}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{broker_port}{extra}",
-        "controller.listener.names": "CONTROLLER",
-        "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": f"PLAINTEXT:PLAINTEXT,CONTROLLER:{controller_protocol}{protocols}",
-        "controller.quorum.bootstrap.servers": f"127.0.0.1:{controller_port}",
-        "log.dirs": str(workdir / "data"),
-        **KAFKA_SINGLE_NODE,
-        **SUITE_OVERRIDES,
-        **(KAFKA_AUTHORIZER_SETTINGS if secured else {}),
-        **settings,
-    }
-    properties = workdir / "server.properties"
-    properties.write_text(_properties(config))
-    log_path = workdir / "kafka.log"
-    recorder = compiled_classes(TELEMETRY_RECORDER, libs, f"kafka-{version}")
-    jvm = [java, *KAFKA_HEAP, "-cp", classpath(recorder, libs)]
-    formatted = subprocess.run(
-        [*jvm, "kafka.tools.StorageTool", "format", "--standalone", "-t", random_cluster_id()]
-        + ["-c", str(properties)],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    config = kafka_node_config(1, broker_port, controller_port, workdir / "data")
+    config["listeners"] += extra
+    config["advertised.listeners"] += extra
+    config["listener.security.protocol.map"] = (
+        f"PLAINTEXT:PLAINTEXT,CONTROLLER:{controller_protocol}{protocols}"
     )
-    if formatted.returncode != 0:
-        output = formatted.stdout[-2000:] + formatted.stderr[-2000:]
-        raise RuntimeError(f"kafka storage format failed:\n{output}")
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [*jvm, "kafka.Kafka", str(properties)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=workdir,
-            preexec_fn=die_with_parent,
-        )
+    config["controller.quorum.bootstrap.servers"] = f"127.0.0.1:{controller_port}"
+    config.update(KAFKA_SINGLE_NODE)
+    if secured:
+        config.update(KAFKA_AUTHORIZER_SETTINGS)
+    config.update(settings)
+    properties = workdir / "server.properties"
+    properties.write_text(properties_text(config))
+    format_kafka_storage(jvm, properties, random_cluster_id(), "--standalone")
+    log_path = workdir / "kafka.log"
+    process = launch([*jvm, "kafka.Kafka", str(properties)], workdir, log_path)
     bootstrap = f"127.0.0.1:{broker_port}"
     broker = RunningBroker(bootstrap, "apache-kafka", process, log_path, settings, addresses)
     wait_until_ready(broker)
@@ -377,10 +418,7 @@ def start_odradek(
         command += ["--override", f"{key}={value}"]
     command += ["--log-level", log_level]
     log_path = workdir / "odradek.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, cwd=workdir, preexec_fn=die_with_parent
-        )
+    process = launch(command, workdir, log_path)
     broker = RunningBroker(
         f"127.0.0.1:{port}", "odradek", process, log_path, dict(overrides or {}), addresses
     )

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 import pytest
 
 from compat_tests.brokers import BROKER_KINDS, RunningBroker, kafka_jars, kafka_tools_jars
+from compat_tests.chaos import CI_CHAOS_ROUNDS
+from compat_tests.clusters import CLUSTER_SIZE, Cluster
 from compat_tests.drivers.base import Driver
 from compat_tests.drivers.java import build_java_client
 from compat_tests.helpers import eventually
@@ -25,6 +27,10 @@ from compat_tests.pools import ALL_CLIENTS, JAVA_CLIENTS, BrokerPool, DriverPool
 
 TEST_TIMEOUT_S = 150
 """Per-test deadline (pytest-timeout); client calls are bounded well below it."""
+CLUSTER_TEST_TIMEOUT_S = 600
+CHAOS_ROUND_TIMEOUT_S = 300
+"""A cluster scenario's deadline: restarts and failovers are slow, and the chaos scenario's
+grows with ``--chaos-rounds`` (a round takes about a minute on the 2-core machine)."""
 
 MATRIX_KEY = pytest.StashKey[Matrix]()
 
@@ -44,6 +50,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"comma-separated clients to run (default: all of {','.join(ALL_CLIENTS)})",
     )
     group.addoption("--matrix-out", metavar="PATH", help="also write the compatibility matrix as Markdown")
+    group.addoption(
+        "--nodes",
+        type=int,
+        choices=(1, CLUSTER_SIZE),
+        default=1,
+        help=f"brokers to start: 1, or {CLUSTER_SIZE} for a cluster (runs the tests marked cluster)",
+    )
+    group.addoption(
+        "--chaos-rounds",
+        type=int,
+        default=CI_CHAOS_ROUNDS,
+        metavar="N",
+        help=f"kill/restart rounds of the failover scenario (default {CI_CHAOS_ROUNDS}; 20+ for a long run)",
+    )
 
 
 def selected_clients(config: pytest.Config) -> list[str]:
@@ -70,9 +90,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     matrix = config.stash[MATRIX_KEY]
+    single = pytest.mark.skip(reason=f"a cluster scenario: run with --nodes {CLUSTER_SIZE}")
+    cluster_timeout_s = CLUSTER_TEST_TIMEOUT_S + CHAOS_ROUND_TIMEOUT_S * config.getoption("--chaos-rounds")
     for item in items:
+        in_cluster = item.get_closest_marker("cluster") is not None
+        if config.getoption("--nodes") == 1 and in_cluster:
+            item.add_marker(single)
         if item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(TEST_TIMEOUT_S))
+            item.add_marker(pytest.mark.timeout(cluster_timeout_s if in_cluster else TEST_TIMEOUT_S))
         key = cell_key(item)
         if key is not None:
             matrix.keys[item.nodeid] = key
@@ -107,6 +132,12 @@ def brokers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 def broker(brokers: BrokerPool) -> RunningBroker:
     """The session's broker, with auto-creation of topics on (Kafka's default)."""
     return brokers.get()
+
+
+@pytest.fixture(scope="session")
+def cluster(brokers: BrokerPool) -> Cluster:
+    """The three-broker cluster of ``--nodes 3``, whose nodes scenarios kill and restart."""
+    return brokers.cluster()
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from compat_tests.brokers import RunningBroker, start_broker
+from compat_tests.clusters import CLUSTER_KINDS, Cluster, ClusterUnavailable
 from compat_tests.drivers.aiokafka_driver import AiokafkaDriver
 from compat_tests.drivers.base import Driver
 from compat_tests.drivers.confluent import ConfluentDriver
@@ -30,18 +31,37 @@ class BrokerPool:
 
     A scenario that needs a differently configured broker (auto.create.topics.enable=false) gets
     a dedicated one, started on first use and shared by every test asking for the same overrides.
+    With ``--nodes 3`` the default broker is a three-broker :class:`Cluster` (also what the
+    ``cluster`` fixture gives the failover scenarios); brokers with overrides stay single nodes.
     """
 
     def __init__(self, config: pytest.Config, tmp: pytest.TempPathFactory) -> None:
         self.kind: str = config.getoption("--broker")
         self.bootstrap: str | None = config.getoption("--bootstrap")
+        self.node_count: int = config.getoption("--nodes")
         self.tmp = tmp
         self.brokers: dict[frozenset[tuple[str, str]], RunningBroker] = {}
+        self._cluster: Cluster | None = None
+
+    def cluster(self) -> Cluster:
+        """The session's cluster, started on first use; skips where none can be started."""
+        if self.node_count == 1:
+            pytest.skip("needs a cluster: run with --nodes 3")
+        if self.bootstrap is not None:
+            pytest.skip("needs a cluster the suite starts: drop --bootstrap")
+        if self._cluster is None:
+            try:
+                self._cluster = CLUSTER_KINDS[self.kind](self.tmp.mktemp(f"{self.kind}-cluster"), None)
+            except ClusterUnavailable as exc:
+                pytest.skip(str(exc))
+        return self._cluster
 
     def get(self, overrides: Mapping[str, str] | None = None) -> RunningBroker:
         key = frozenset((overrides or {}).items())
         if key not in self.brokers:
-            if self.bootstrap is not None:
+            if not key and self.node_count > 1 and self.bootstrap is None:
+                self.brokers[key] = self.cluster().broker()
+            elif self.bootstrap is not None:
                 if key:
                     pytest.skip(
                         f"needs a broker with {dict(key)}; drop --bootstrap to let the suite start one"
@@ -55,6 +75,8 @@ class BrokerPool:
     def stop_all(self) -> None:
         for broker in self.brokers.values():
             broker.stop()
+        if self._cluster is not None:
+            self._cluster.stop()
 
 
 class DriverPool:

@@ -1,0 +1,346 @@
+"""Three-broker clusters for the failover scenarios: start, kill, restart, pause and resume nodes.
+
+``--nodes 3`` makes the suite start a :class:`Cluster` instead of a single broker:
+
+- ``apache-kafka``: three combined broker+controller KRaft nodes formatted with one cluster id,
+  a static quorum (``controller.quorum.voters``) and replicated internal topics;
+- ``odradek``: three ``odradek serve --cluster etcd://...`` brokers sharing a three-node etcd
+  (``tests.support.etcd_cluster``, imported only when such a cluster is asked for).
+
+Nodes are driven by signals, as an operator's bad day would: ``kill`` is SIGKILL (no clean
+shutdown, no flushed state), ``start`` restarts a node on its own port and data directory,
+``pause``/``resume`` are SIGSTOP/SIGCONT (a node that is alive to the kernel but answers nothing,
+like a long GC pause). Like :mod:`compat_tests.brokers`, this module uses no client library:
+leaders are looked up with a raw Metadata request to a live node.
+"""
+
+from __future__ import annotations
+
+import signal
+import struct
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from compat_tests.brokers import (
+    READY_TIMEOUT_S,
+    SUITE_OVERRIDES,
+    RunningBroker,
+    format_kafka_storage,
+    free_ports,
+    kafka_jvm,
+    kafka_node_config,
+    launch,
+    metadata_response,
+    odradek_command,
+    properties_text,
+    random_cluster_id,
+    wait_until_ready,
+)
+from tests.support.etcd_cluster import EtcdCluster, etcd_binary
+
+CLUSTER_SIZE = 3
+METADATA_TIMEOUT_S = 5.0
+
+REPLICATED: Mapping[str, str] = {
+    "default.replication.factor": "3",
+    "min.insync.replicas": "2",
+    "offsets.topic.replication.factor": "3",
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2",
+}
+"""What every cluster node gets, whichever broker: topics (also the internal ones) on all three
+brokers, and acks=all needing two of them, so one broker may die without losing a write."""
+
+
+LIVENESS: Mapping[str, str] = {
+    "broker.session.timeout.ms": "4000",
+    "broker.heartbeat.interval.ms": "1000",
+}
+"""How soon a silent broker is declared dead and its partitions get new leaders (Kafka's
+controller fences it; an Odradek broker's etcd lease expires): the same keys for both. The
+defaults (9 s, heartbeats every 2 s) make each failover take ~12 s, which the CI rounds would
+pay a dozen times; four missed heartbeats still tolerate a loaded machine."""
+
+
+class ClusterUnavailable(RuntimeError):
+    """This kind of broker cannot run as a cluster here; the message says why (a skip reason)."""
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """One partition as Metadata reports it."""
+
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+class _Reader:
+    """Reads a Kafka response body, failing on anything past its end (a hostile answer)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def take(self, fmt: str) -> int:
+        (value,) = struct.unpack_from(fmt, self.data, self.pos)
+        self.pos += struct.calcsize(fmt)
+        return value
+
+    def string(self) -> str | None:
+        length = self.take(">h")
+        if length < 0:
+            return None
+        text = self.data[self.pos : self.pos + length]
+        if len(text) != length:
+            raise struct.error("string past the end of the response")
+        self.pos += length
+        return text.decode(errors="replace")
+
+    def count(self) -> int:
+        """An array length, bounded by what the remaining bytes could hold."""
+        n = self.take(">i")
+        if n > len(self.data) - self.pos:
+            raise struct.error(f"array of {n} elements in {len(self.data) - self.pos} bytes")
+        return max(n, 0)
+
+    def int32s(self) -> tuple[int, ...]:
+        return tuple(self.take(">i") for _ in range(self.count()))
+
+
+def topic_partitions(address: str, topic: str) -> dict[int, PartitionState]:
+    """Metadata v1 for ``topic`` from the broker at ``address``: each partition's leader,
+    replicas and ISR as that broker sees them (empty if it does not know the topic)."""
+    host, port = address.rsplit(":", 1)
+    reader = _Reader(metadata_response(host, int(port), [topic], METADATA_TIMEOUT_S))
+    for _ in range(reader.count()):  # brokers: id, host, port, rack
+        reader.take(">i")
+        reader.string()
+        reader.take(">i")
+        reader.string()
+    reader.take(">i")  # controller id
+    partitions: dict[int, PartitionState] = {}
+    for _ in range(reader.count()):
+        error = reader.take(">h")
+        name = reader.string()
+        reader.take(">b")  # is_internal
+        for _ in range(reader.count()):
+            reader.take(">h")
+            index = reader.take(">i")
+            leader = reader.take(">i")
+            replicas = reader.int32s()
+            isr = reader.int32s()
+            if name == topic and error == 0:
+                partitions[index] = PartitionState(leader, replicas, isr)
+    return partitions
+
+
+@dataclass
+class Node:
+    """One broker of a cluster: how to start it, and its process while it runs."""
+
+    node_id: int
+    address: str
+    workdir: Path
+    command: list[str]
+    kind: str
+    process: subprocess.Popen[bytes] | None = None
+    paused: bool = False
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / f"{self.kind}.log"
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def as_broker(self) -> RunningBroker:
+        return RunningBroker(self.address, self.kind, self.process, self.log_path)
+
+
+@dataclass
+class Cluster:
+    """Three brokers of one kind sharing one cluster, driven node by node by the scenarios."""
+
+    kind: str
+    members: dict[int, Node]
+    quorum_on_brokers: bool
+    """Whether the metadata quorum runs in the broker processes (combined KRaft nodes), so that
+    losing two brokers also loses it; Odradek keeps it in a separate etcd."""
+    cleanups: list[Callable[[], None]] = field(default_factory=list)
+    """Run by :meth:`stop` after the brokers are gone (e.g. stopping etcd)."""
+
+    @property
+    def nodes(self) -> dict[int, str]:
+        """Node id -> ``host:port`` of its client listener."""
+        return {node_id: node.address for node_id, node in self.members.items()}
+
+    @property
+    def bootstrap(self) -> str:
+        """Every node's address, as a client's ``bootstrap.servers``."""
+        return ",".join(self.nodes.values())
+
+    def broker(self) -> RunningBroker:
+        """The cluster as the single-broker scenarios see a broker: one bootstrap string."""
+        return RunningBroker(self.bootstrap, self.kind)
+
+    def live(self) -> list[int]:
+        """Nodes whose process runs and is not stopped by :meth:`pause`."""
+        return [i for i, node in self.members.items() if node.running() and not node.paused]
+
+    def start(self, node_id: int) -> None:
+        """(Re)start a node on its port and data directory; return once it serves Metadata."""
+        self._launch(node_id)
+        wait_until_ready(self.members[node_id].as_broker(), READY_TIMEOUT_S)
+
+    def start_all(self) -> None:
+        """Start every node before waiting for any: a KRaft node opens its listener only once
+        the quorum, which needs a majority of them, has elected a leader."""
+        for node_id in self.members:
+            self._launch(node_id)
+        for node in self.members.values():
+            wait_until_ready(node.as_broker(), READY_TIMEOUT_S)
+
+    def _launch(self, node_id: int) -> None:
+        node = self.members[node_id]
+        if node.running():
+            raise RuntimeError(f"node {node_id} is already running")
+        node.process = launch(node.command, node.workdir, node.log_path)
+        node.paused = False
+
+    def kill(self, node_id: int) -> None:
+        """SIGKILL a node and reap it: nothing of its state is flushed or handed over."""
+        node = self.members[node_id]
+        if node.process is not None and node.process.poll() is None:
+            node.process.kill()
+            node.process.wait()
+        node.paused = False
+
+    def pause(self, node_id: int) -> None:
+        """SIGSTOP a node: its sockets stay open but it answers nothing."""
+        self._signal(node_id, signal.SIGSTOP)
+        self.members[node_id].paused = True
+
+    def resume(self, node_id: int) -> None:
+        """SIGCONT a paused node."""
+        self._signal(node_id, signal.SIGCONT)
+        self.members[node_id].paused = False
+
+    def _signal(self, node_id: int, sig: signal.Signals) -> None:
+        node = self.members[node_id]
+        if not node.running():
+            raise RuntimeError(f"node {node_id} is not running")
+        assert node.process is not None
+        node.process.send_signal(sig)
+
+    def partitions(self, topic: str) -> dict[int, PartitionState]:
+        """``topic``'s partitions as the first live node that knows the topic reports them."""
+        errors = []
+        for node_id in self.live():
+            try:
+                found = topic_partitions(self.members[node_id].address, topic)
+            except (OSError, struct.error) as exc:
+                errors.append(f"node {node_id}: {exc}")
+                continue
+            if found:
+                return found
+        raise AssertionError(f"no live node reports topic {topic!r} {errors}")
+
+    def leader_of(self, topic: str, partition: int) -> int:
+        """The leader of a partition (-1 for none) according to a live node's Metadata."""
+        return self.partitions(topic)[partition].leader
+
+    def log_tail(self, node_id: int, lines: int = 40) -> str:
+        return self.members[node_id].as_broker().log_tail(lines)
+
+    def stop(self) -> None:
+        """SIGKILL every node (the data is thrown away, so a clean shutdown buys nothing and a
+        combined KRaft node without its quorum would wait for it), then run the cleanups."""
+        for node_id, node in self.members.items():
+            if node.paused:
+                self.resume(node_id)
+            self.kill(node_id)
+        for cleanup in self.cleanups:
+            cleanup()
+
+
+def start_kafka_cluster(workdir: Path, overrides: Mapping[str, str] | None = None) -> Cluster:
+    """Three combined broker+controller KRaft nodes with a static quorum of all three, one
+    cluster id, each with its own ports and log directory; return once all serve."""
+    jvm = kafka_jvm()
+    ports = free_ports(2 * CLUSTER_SIZE)
+    ids = range(1, CLUSTER_SIZE + 1)
+    voters = ",".join(f"{i}@127.0.0.1:{ports[2 * (i - 1) + 1]}" for i in ids)
+    cluster_id = random_cluster_id()
+    members = {}
+    for i in ids:
+        broker_port, controller_port = ports[2 * (i - 1)], ports[2 * (i - 1) + 1]
+        node_dir = workdir / f"node-{i}"
+        node_dir.mkdir(parents=True, exist_ok=True)
+        config = kafka_node_config(i, broker_port, controller_port, node_dir / "data")
+        config["controller.quorum.voters"] = voters
+        config.update(REPLICATED)
+        config.update(LIVENESS)
+        config.update(overrides or {})
+        properties = node_dir / "server.properties"
+        properties.write_text(properties_text(config))
+        format_kafka_storage(jvm, properties, cluster_id)
+        command = [*jvm, "kafka.Kafka", str(properties)]
+        members[i] = Node(i, f"127.0.0.1:{broker_port}", node_dir, command, "apache-kafka")
+    return _started(Cluster("apache-kafka", members, quorum_on_brokers=True))
+
+
+def start_odradek_cluster(workdir: Path, overrides: Mapping[str, str] | None = None) -> Cluster:
+    """Three ``odradek serve --cluster`` brokers on a three-node etcd; return once all serve."""
+    if etcd_binary() is None:
+        raise ClusterUnavailable("etcd is not installed (Debian package etcd-server)")
+    etcd = EtcdCluster(CLUSTER_SIZE)
+    etcd.start()
+    try:
+        members = _odradek_nodes(workdir, etcd.endpoints, overrides or {})
+    except BaseException:
+        etcd.stop()
+        raise
+    return _started(Cluster("odradek", members, quorum_on_brokers=False, cleanups=[etcd.stop]))
+
+
+def _odradek_nodes(
+    workdir: Path, etcd_endpoints: Sequence[str], overrides: Mapping[str, str]
+) -> dict[int, Node]:
+    """The command line of each Odradek cluster node, on ports and data directories of its own."""
+    # etcd://h1:2379,h2:2379 (docs/CLUSTER.md), whether the endpoints carry a scheme or not
+    cluster = "etcd://" + ",".join(endpoint.split("://")[-1] for endpoint in etcd_endpoints)
+    members = {}
+    for i, port in enumerate(free_ports(CLUSTER_SIZE), start=1):
+        node_dir = workdir / f"node-{i}"
+        node_dir.mkdir(parents=True, exist_ok=True)
+        command = [odradek_command(), "serve", "--cluster", cluster, "--data-dir", str(node_dir / "data")]
+        settings = {
+            "node.id": str(i),
+            "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            **SUITE_OVERRIDES,
+            **REPLICATED,
+            **LIVENESS,
+            **overrides,
+        }
+        for key, value in settings.items():
+            command += ["--override", f"{key}={value}"]
+        members[i] = Node(i, f"127.0.0.1:{port}", node_dir, command, "odradek")
+    return members
+
+
+def _started(cluster: Cluster) -> Cluster:
+    try:
+        cluster.start_all()
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
+CLUSTER_KINDS: Mapping[str, Callable[[Path, Mapping[str, str] | None], Cluster]] = {
+    "odradek": start_odradek_cluster,
+    "apache-kafka": start_kafka_cluster,
+}

@@ -1,0 +1,76 @@
+"""The failover scenarios' history checker, on small hand-built histories: each kind of failure
+is reported, and a clean history (with unacknowledged extras) is not."""
+
+from __future__ import annotations
+
+from compat_tests.history import Acked, Read, RecordId, check, decode, encode
+
+
+def rec(producer: str, partition: int, sequence: int) -> RecordId:
+    return RecordId(producer, partition, sequence)
+
+
+def read_back(*placed: tuple[int, RecordId | bytes]) -> list[Read]:
+    """Reads at consecutive offsets per partition, in the order given."""
+    next_offset: dict[int, int] = {}
+    reads = []
+    for partition, what in placed:
+        offset = next_offset.get(partition, 0)
+        next_offset[partition] = offset + 1
+        value = what if isinstance(what, bytes) else encode(what)
+        reads.append(Read(partition, offset, value))
+    return reads
+
+
+def test_values_round_trip_and_foreign_values_are_ignored() -> None:
+    assert decode(encode(rec("confluent", 3, 41))) == rec("confluent", 3, 41)
+    for foreign in (None, b"", b"hello", b"a:b:c", b"a:1", b"a:1:2:3", b"x:1:" + b"9" * 300):
+        assert decode(foreign) is None
+
+
+def test_clean_history_with_unacknowledged_records_passes() -> None:
+    reads = read_back((0, rec("a", 0, 0)), (0, rec("b", 0, 0)), (0, rec("a", 0, 1)), (1, rec("a", 1, 0)))
+    acked = [Acked(rec("a", 0, 0), 0), Acked(rec("a", 0, 1), 2), Acked(rec("a", 1, 0), 0)]
+    report = check(acked, reads + [Read(0, 3, b"setup record")])
+    assert report.ok, str(report)
+    assert (report.acked, report.read) == (3, 5)
+
+
+def test_acknowledged_record_missing_is_lost() -> None:
+    reads = read_back((0, rec("a", 0, 0)))
+    report = check([Acked(rec("a", 0, 0), 0), Acked(rec("a", 0, 1), 1)], reads)
+    assert report.lost == [Acked(rec("a", 0, 1), 1)]
+    assert not report.ok
+    assert "1 lost" in str(report)
+
+
+def test_acknowledged_offset_holding_another_record_is_lost() -> None:
+    """A leader that lost the record and wrote another one at its offset (a divergent log)."""
+    reads = read_back((0, rec("a", 0, 0)), (0, rec("b", 0, 0)))
+    report = check([Acked(rec("a", 0, 1), 1), Acked(rec("b", 0, 0), 1)], reads)
+    assert report.lost == [Acked(rec("a", 0, 1), 1)]
+    assert report.found_instead == {Acked(rec("a", 0, 1), 1): encode(rec("b", 0, 0))}
+
+
+def test_one_value_at_two_offsets_is_duplicated() -> None:
+    reads = read_back((2, rec("a", 2, 0)), (2, rec("a", 2, 1)), (2, rec("a", 2, 1)))
+    report = check([Acked(rec("a", 2, 0), 0), Acked(rec("a", 2, 1), 1)], reads)
+    assert report.duplicated == {rec("a", 2, 1): [(2, 1), (2, 2)]}
+    assert not report.lost and not report.reordered
+    assert not report.ok
+
+
+def test_lower_sequence_at_a_later_offset_is_reordered() -> None:
+    reads = read_back((0, rec("a", 0, 0)), (0, rec("a", 0, 2)), (0, rec("b", 0, 5)), (0, rec("a", 0, 1)))
+    acked = [Acked(rec("a", 0, 0), 0), Acked(rec("a", 0, 2), 1), Acked(rec("a", 0, 1), 3)]
+    report = check(acked, reads)
+    assert report.reordered == [(0, rec("a", 0, 2), rec("a", 0, 1))]
+    assert not report.lost and not report.duplicated
+    assert not report.ok
+
+
+def test_order_is_judged_per_producer_and_partition() -> None:
+    """Interleaved producers and partitions are no reordering; reads may come in any order."""
+    reads = read_back((0, rec("a", 0, 0)), (1, rec("a", 1, 7)), (0, rec("b", 0, 9)), (0, rec("a", 0, 1)))
+    reads.reverse()
+    assert check([], reads).ok
