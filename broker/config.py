@@ -51,11 +51,16 @@ def parse_properties(text: str) -> dict[str, str]:
     return result
 
 
+# ``ODRADEK_`` variables that are not broker config keys: the test suites' strict encoders
+# (``wire/codegen.py``).
+NOT_CONFIG_VARIABLES = frozenset({ENV_PREFIX, "ODRADEK_STRICT_MESSAGES"})
+
+
 def env_overrides(environ: Mapping[str, str]) -> dict[str, str]:
     """Config keys set through ``ODRADEK_*`` environment variables."""
     found: dict[str, str] = {}
     for name, value in environ.items():
-        if not name.startswith(ENV_PREFIX) or name == ENV_PREFIX:
+        if not name.startswith(ENV_PREFIX) or name in NOT_CONFIG_VARIABLES:
             continue
         key = name[len(ENV_PREFIX) :].lower()
         key = key.replace("___", "\0dash\0").replace("__", "\0us\0").replace("_", ".")

@@ -579,6 +579,12 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef(
             "transaction.state.log.replication.factor", T.SHORT, "1", "Replication of __transaction_state."
         ),
+        ConfigDef(
+            "transaction.state.log.min.isr",
+            T.INT,
+            "2",
+            "min.insync.replicas of __transaction_state in a cluster.",
+        ),
         ConfigDef("transactional.id.expiration.ms", T.INT, "604800000", "Idle transactional id expiry."),
         ConfigDef(
             "transaction.state.log.segment.bytes", T.INT, "104857600", "Segment size of __transaction_state."

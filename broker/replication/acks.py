@@ -32,7 +32,7 @@ def ack_wait(key: PartitionKey, partition_log: PartitionLog) -> AckWait:
 def min_isr_refusal(replicas: ReplicaManager, key: PartitionKey, min_insync: int) -> str | None:
     """Kafka's NOT_ENOUGH_REPLICAS message when the ISR is below ``min.insync.replicas``."""
     state = replicas.leader(key)
-    if state is None or len(state.isr) >= min_insync:
+    if state is None or len(state.isr) >= state.effective_min_isr(min_insync):
         return None
     shown = ", ".join(str(r) for r in state.isr)
     return (

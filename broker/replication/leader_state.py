@@ -98,6 +98,12 @@ class LeaderState:
             r: self.followers.get(r) or FollowerProgress(now_ms) for r in replicas if r != self.node_id
         }
 
+    def effective_min_isr(self, min_insync_replicas: int) -> int:
+        """``min.insync.replicas`` capped at the replication factor, as Kafka 4 does (KIP-966):
+        a topic with fewer replicas than the setting asks for still takes acks=all writes once
+        all of them are in sync."""
+        return min(min_insync_replicas, len(self.replicas))
+
     def follower_fetched(self, replica_id: int, fetch_offset: int, leader_end: int, now_ms: int) -> bool:
         """Record a fetch of ``replica_id``; False if it is not a replica of this partition."""
         progress = self.followers.get(replica_id)

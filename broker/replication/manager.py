@@ -200,7 +200,7 @@ class ReplicaManager:
             if state is None or self._leading.get(key) is not state:
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER
             if state.high_watermark >= required_offset:
-                if len(state.isr) < min_insync:
+                if len(state.isr) < state.effective_min_isr(min_insync):
                     return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
                 return ErrorCode.NONE
             await state.wait_progress()
