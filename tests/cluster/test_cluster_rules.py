@@ -111,3 +111,24 @@ def test_image_applies_puts_and_deletes_and_ignores_garbage() -> None:
     image.apply(layout.topic("t"), None, 8)
     assert image.topic("t") is None and image.revision == 8
     assert image.apply(b"/elsewhere/topics/t", encode(topic), 9) is None
+
+
+def test_reassignment_grows_then_settles_on_the_target() -> None:
+    from broker.cluster.reassignment import cancel_reassignment, complete_reassignment, start_reassignment
+
+    record = PartitionRecord(1, 3, 7, (1, 2), (1, 2))
+    started = start_reassignment(record, (3, 2))
+    assert started == PartitionRecord(1, 3, 8, (3, 2, 1), (1, 2), adding=(3,), removing=(1,))
+    assert complete_reassignment(started) is None  # 3 is not in sync yet
+    caught_up = PartitionRecord(1, 3, 9, (3, 2, 1), (1, 2, 3), adding=(3,), removing=(1,))
+    # the removed leader hands over to the first in-sync target replica, at a new epoch
+    assert complete_reassignment(caught_up) == PartitionRecord(3, 4, 10, (3, 2), (2, 3))
+    assert cancel_reassignment(started) == PartitionRecord(1, 3, 9, (2, 1), (1, 2))
+    assert cancel_reassignment(record) is None
+
+
+def test_reassignment_to_the_same_replicas_in_another_order_completes_at_once() -> None:
+    from broker.cluster.reassignment import start_reassignment
+
+    record = PartitionRecord(1, 0, 0, (1, 2, 3), (1, 2, 3))
+    assert start_reassignment(record, (2, 3, 1)) == PartitionRecord(1, 0, 1, (2, 3, 1), (1, 2, 3))
