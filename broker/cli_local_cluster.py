@@ -92,6 +92,9 @@ def run_local_cluster(args: argparse.Namespace) -> None:
             command = [sys.executable, "-m", "broker.cli", "serve", "--node-id", str(node)]
             command += ["--data-dir", str(data), "--listeners", f"PLAINTEXT://127.0.0.1:{port}"]
             command += ["--cluster", endpoints]
+            internal_replicas = str(min(3, args.brokers))  # Kafka's default where the brokers allow it
+            for key in ("offsets.topic.replication.factor", "transaction.state.log.replication.factor"):
+                command += ["--override", f"{key}={internal_replicas}"]
             processes.append(_start(command, log_path))
             rows.append((node, f"127.0.0.1:{port}", str(data), str(log_path)))
         for (_, address, _, log_path), process in zip(rows, processes[-len(rows) :], strict=True):

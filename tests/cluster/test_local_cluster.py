@@ -1,0 +1,45 @@
+"""``odradek local-cluster`` starts brokers and an etcd in one command and stops them on Ctrl-C."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from compat_tests.brokers import free_ports, odradek_command
+from tests.support.fixtures import require_etcd
+
+
+@pytest.mark.timeout(180)
+def test_local_cluster_serves_two_brokers_then_stops(tmp_path: Path) -> None:
+    require_etcd()
+    broker_port, etcd_port = free_ports(1)[0], free_ports(1)[0]
+    command = [odradek_command(), "local-cluster", "--brokers", "2", "--data-dir", str(tmp_path)]
+    command += ["--port", str(broker_port), "--etcd-port", str(etcd_port)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        brokers: set[int] = set()
+        while time.monotonic() < deadline and brokers != {1, 2}:
+            time.sleep(1)
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            try:
+                brokers = set(
+                    AdminClient({"bootstrap.servers": f"127.0.0.1:{broker_port}"})
+                    .list_topics(timeout=5)
+                    .brokers
+                )
+            except Exception:  # not up yet
+                continue
+        assert brokers == {1, 2}
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert f"bootstrap.servers=127.0.0.1:{broker_port},127.0.0.1:{broker_port + 1}" in out
+    assert "node  address" in out
+    assert (tmp_path / "broker-1.log").exists() and (tmp_path / "etcd.log").exists()
