@@ -6,6 +6,7 @@ consumer groups across a coordinator's death, and a paused leader that must not 
 from __future__ import annotations
 
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import NewTopic
 
 from compat_tests.brokers import odradek_command
+from tests.integration.raw_client import RawClient, make_batch
 from tests.support.odradek_cluster import OdradekCluster, wait_for
 
 pytestmark = pytest.mark.timeout(300)
@@ -188,12 +190,21 @@ def test_group_keeps_consuming_when_its_coordinator_dies(cluster: OdradekCluster
 
 
 def test_paused_leader_cannot_acknowledge_after_the_others_moved_on(cluster: OdradekCluster) -> None:
+    """SIGSTOP a leader with an acks=all write queued on its socket: the others elect a new leader
+    and take writes; when the old leader wakes up, the queued write is refused (the followers
+    left it, so its high watermark cannot pass the write) and never appears in the log."""
     create_topic(cluster, "isolated", 1, **{"min.insync.replicas": "2"})
     produce(cluster, "isolated", ["one"])
     old_leader = cluster.leader_of("isolated", 0)
     others = sorted({1, 2, 3} - {old_leader})
+    zombie = RawClient(cluster.brokers[old_leader].bootstrap)
+    answers: list[dict] = []
     cluster.pause(old_leader)
     try:
+        writer = threading.Thread(
+            target=lambda: answers.append(zombie.produce("isolated", 0, make_batch([b"zombie"]), acks=-1))
+        )
+        writer.start()
         wait_for(
             lambda: cluster.partition("isolated", 0, others[0]).leader in others,
             what="a leader among the others",
@@ -206,6 +217,9 @@ def test_paused_leader_cannot_acknowledge_after_the_others_moved_on(cluster: Odr
         )
     finally:
         cluster.resume(old_leader)
+    writer.join(timeout=60)
+    zombie.close()
+    assert answers and answers[0]["error_code"] != 0, answers
     # the old leader steps down and converges on the new leader's log
     wait_for(
         lambda: cluster.partition("isolated", 0, old_leader).leader != old_leader,
