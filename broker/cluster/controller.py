@@ -116,6 +116,11 @@ class Controller:
                 self._guard = None
                 log.error("controller election needs etcd (%s); retrying", exc)
                 await trio.sleep(RETRY_S)
+            except Exception:
+                # A bug here must not take the broker down; another broker may take over.
+                self._guard = None
+                log.exception("the controller failed; campaigning again")
+                await trio.sleep(RETRY_S)
 
     async def _campaign(self) -> bool:
         await self._membership.registered.wait()

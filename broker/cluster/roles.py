@@ -95,7 +95,10 @@ class Roles:
         while self._pending_topics or self._pending_partitions:
             topics, self._pending_topics = self._pending_topics, set()
             for name in sorted(topics):
-                await self._sync_topic(name)
+                try:
+                    await self._sync_topic(name)
+                except Exception:
+                    log.exception("applying the cluster state of topic %s failed", name)
             partitions, self._pending_partitions = self._pending_partitions, set()
             for key in sorted(partitions):
                 try:
