@@ -24,9 +24,9 @@ from dataclasses import replace
 
 import trio
 
-from broker.cluster.etcd_client import Compare, EtcdError, Put
+from broker.cluster.etcd_client import Compare, EtcdError, Get, Put
 from broker.cluster.image import Change
-from broker.cluster.layout import ControllerRecord, PartitionRecord, encode
+from broker.cluster.layout import ControllerRecord, PartitionRecord, decode_controller, encode
 from broker.cluster.membership import Membership
 from broker.cluster.metadata import ClusterMetadata
 from broker.cluster.reassignment import complete_reassignment
@@ -127,11 +127,19 @@ class Controller:
         key = self._metadata.layout.controller
         record = ControllerRecord(self._node_id, self._membership.incarnation)
         result = await self._metadata.client.txn(
-            [Compare.create_revision(key, 0)], [Put(key, encode(record), lease=self._membership.lease_id)], []
+            [Compare.create_revision(key, 0)],
+            [Put(key, encode(record), lease=self._membership.lease_id)],
+            [Get(key)],
         )
-        if not result.succeeded:
-            return False
-        self._guard = Compare.create_revision(key, result.revision)
+        if result.succeeded:
+            created = result.revision
+        else:
+            # Still ours (this broker's controller loop restarted): carry on with that key.
+            held = result.gets[0][0] if result.gets and result.gets[0] else None
+            if held is None or decode_controller(held.value) != record:
+                return False
+            created = held.create_revision
+        self._guard = Compare.create_revision(key, created)
         await self._metadata.caught_up(result.revision)
         log.info("node %d is the cluster controller", self._node_id)
         return True
