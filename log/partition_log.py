@@ -641,14 +641,14 @@ class PartitionLog:
     # ----------------------------------------------------------------------------------------
     # Read
 
-    def read(self, offset: int, max_bytes: int) -> bytes:
+    def read(self, offset: int, max_bytes: int, upto: int | None = None) -> bytes:
         """Whole batches from the one holding ``offset``, up to ``max_bytes`` but at least one.
 
         Reads stay within one segment, as Kafka's do; the client simply fetches again, and stop
-        at the high watermark.  An offset at or past it (up to the log end) gives ``b""``; outside
-        [log start, log end] raises ``OffsetOutOfRangeError``.
+        at the high watermark (or ``upto``, as for ``read_slices``).  An offset at or past it (up
+        to the log end) gives ``b""``; outside [log start, log end] raises ``OffsetOutOfRangeError``.
         """
-        located = self._locate(offset, max_bytes, self._read_limit(None))
+        located = self._locate(offset, max_bytes, self._read_limit(upto))
         if located is None:
             return b""
         segment, start, end = located
