@@ -350,7 +350,8 @@ class TransactionCoordinator(PartitionedCoordinator):
         )
         transactional_id = metadata.transactional_id
         if unreached:
-            log.error(
+            # Routine in a cluster (markers to other brokers are under way); the writer logs failures.
+            log.debug(
                 "transaction %s: markers to %s not written yet; retrying",
                 transactional_id,
                 ", ".join(f"{t}-{p}" for t, p in sorted(unreached)),
@@ -365,6 +366,13 @@ class TransactionCoordinator(PartitionedCoordinator):
             )
         except TxnError:
             self._retry_later(transactional_id, lambda: self._complete(self._txns[transactional_id], commit))
+
+    def markers_written(self, producer_id: int) -> None:
+        """The marker writer finished what it reported unreached for this producer's
+        transaction: complete it now rather than at the next retry."""
+        transactional_id = self._by_producer.get(producer_id)
+        if transactional_id is not None:
+            self._timer.advance(("retry", transactional_id), self._clock())
 
     def _retry_later(self, transactional_id: str, action: Callable[[], None]) -> None:
         self._timer.schedule(("retry", transactional_id), self._clock() + self.config.marker_retry_ms, action)

@@ -18,10 +18,13 @@ from broker.cluster.etcd_client import EtcdClient, EtcdError, parse_endpoints
 from broker.cluster.layout import BrokerRecord, Endpoint, Layout, PartitionRecord, TopicRecord
 from broker.cluster.membership import Membership
 from broker.cluster.metadata import ClusterMetadata, MetadataConflict, take_producer_id_block
+from broker.cluster.producer_id_blocks import ProducerIdBlocks
 from broker.cluster.replica_placement import PlacementError, assign_replicas
 from broker.cluster.roles import Roles
 from broker.config import ConfigError, parse_security_protocol_map
 from broker.topic_admin import NewTopic, TopicError
+from coordinator.offsets_topic import OFFSETS_TOPIC
+from coordinator.transactions import TRANSACTION_STATE_TOPIC
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
@@ -31,6 +34,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PRODUCER_ID_BLOCK = 1000  # Kafka's block size
+# The prefix of each internal topic's settings (``<prefix>.replication.factor``, ``.segment.bytes``).
+INTERNAL_TOPIC_SETTINGS = {OFFSETS_TOPIC: "offsets.topic", TRANSACTION_STATE_TOPIC: "transaction.state.log"}
 
 
 class ClusterNode:
@@ -66,7 +71,9 @@ class ClusterNode:
             config.get("inter.broker.listener.name") or config.advertised_listeners[0].name
         )
         self._started = False
-        self._next_producer_id = self._producer_id_block_end = 0
+        self.producer_ids = ProducerIdBlocks(
+            lambda size: take_producer_id_block(self.metadata, size), PRODUCER_ID_BLOCK
+        )
 
     async def start(self) -> None:
         """Connect, adopt the cluster's id, read the metadata and bring local logs in line.
@@ -88,7 +95,13 @@ class ClusterNode:
 
     @property
     def background_tasks(self) -> list:
-        return [self.metadata.run_watch, self.roles.run, self.run_membership, self.controller.run]
+        return [
+            self.metadata.run_watch,
+            self.roles.run,
+            self.run_membership,
+            self.controller.run,
+            self.producer_ids.run,
+        ]
 
     def _record(self, incarnation: str) -> BrokerRecord:
         broker = self._broker
@@ -123,8 +136,11 @@ class ClusterNode:
         self, topic: str, partition: int, leader_epoch: int, partition_epoch: int, new_isr: list[int]
     ) -> tuple[bool, int]:
         """Kafka's AlterPartition, as a conditional write: only the leader of the current epoch,
-        and only over the partition state it last saw, may change the ISR."""
-        found = self.metadata.image.partitions.get((topic, partition))
+        and only over the partition state it last saw, may change the ISR; and, as Kafka's
+        controller refuses it (KIP-841), a broker that is not alive never joins it (the
+        controller took it out when it died: its last fetch position says nothing now)."""
+        image = self.metadata.image
+        found = image.partitions.get((topic, partition))
         if found is None:
             return False, -1
         current = found.record
@@ -133,6 +149,7 @@ class ClusterNode:
             or current.leader_epoch != leader_epoch
             or current.partition_epoch != partition_epoch
             or not set(new_isr) <= set(current.replicas)
+            or not all(image.alive(node) for node in set(new_isr) - set(current.isr))
         ):
             return False, current.partition_epoch
         changed = PartitionRecord(
@@ -256,39 +273,28 @@ class ClusterNode:
         await self.roles.settled()
 
     async def ensure_internal_topic(self, name: str) -> None:
-        """Create ``__consumer_offsets`` on first use, as Kafka does on the first FindCoordinator,
-        with ``offsets.topic.replication.factor`` replicas (refused, and retried by the next
-        FindCoordinator, while fewer brokers are alive)."""
+        """Create a coordinator's internal topic (``__consumer_offsets``, ``__transaction_state``)
+        on first use, as Kafka does on the first FindCoordinator, with the partitions and
+        replication its settings name (refused, and retried by the next FindCoordinator, while
+        fewer brokers are alive)."""
         if name in self.metadata.image.topics:
             return
-        coordinator = self._broker.coordinator
+        coordinator = self._broker.coordinator_over(name)
         if coordinator is None:
             return
         config = self._broker.config
+        prefix = INTERNAL_TOPIC_SETTINGS[name]
         topic = NewTopic(
             name,
             coordinator.partitions,
-            config.get_int("offsets.topic.replication.factor"),
-            {
-                "cleanup.policy": "compact",
-                "segment.bytes": str(config.get_int("offsets.topic.segment.bytes")),
-            },
+            config.get_int(f"{prefix}.replication.factor"),
+            {"cleanup.policy": "compact", "segment.bytes": str(config.get_int(f"{prefix}.segment.bytes"))},
         )
         try:
             await self.create_topic(topic)
         except TopicError as exc:
             if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
                 log.warning("cannot create %s yet: %s", name, exc.message)
-
-    async def allocate_producer_id(self) -> int:
-        """A producer id unique in the cluster, from a block reserved in etcd (as Kafka's
-        brokers take blocks from the controller), so InitProducerId rarely waits for etcd."""
-        if self._next_producer_id >= self._producer_id_block_end:
-            first = await take_producer_id_block(self.metadata, PRODUCER_ID_BLOCK)
-            self._next_producer_id, self._producer_id_block_end = first, first + PRODUCER_ID_BLOCK
-        producer_id = self._next_producer_id
-        self._next_producer_id += 1
-        return producer_id
 
     async def aclose(self) -> None:
         await self.client.aclose()
