@@ -68,7 +68,9 @@ def install_transaction_coordinator(broker: Broker) -> TransactionCoordinator:
             return producer_id
 
         channel = MarkerChannel(broker, lambda producer_id: coordinator.markers_written(producer_id))
-        coordinator = TransactionCoordinator(config, storage, allocate, channel.write, broker.clock)
+        coordinator = TransactionCoordinator(
+            config, storage, allocate, channel.write, broker.clock, channel.forget
+        )
         broker.background_tasks.append(channel.run)
     broker.transactions = coordinator
     start_coordinator(broker, coordinator, "transaction coordinator")

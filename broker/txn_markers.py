@@ -145,6 +145,13 @@ class MarkerChannel:
             return set()
         return set(remaining)
 
+    def forget(self, producer_ids: Collection[int]) -> None:
+        """Stop the markers of these producers' transactions: their coordinator is another
+        broker now, which sends them itself (a late one from here could end the producer's next
+        transaction, which Kafka's coordinator epochs refuse and Odradek's do not; docs/NOTES.md)."""
+        for txn in [txn for txn in self._remaining if txn.producer_id in producer_ids]:
+            del self._remaining[txn]  # queued ones are dropped by the sender's next pass
+
     def _start(self, txn: TxnKey, tp: TopicPartition) -> None:
         """Write the marker here if this broker leads ``tp``, else queue it for the sender.
         (Before the channel runs, at start-up, a local marker counts once appended.)"""

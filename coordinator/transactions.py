@@ -77,11 +77,15 @@ class TransactionCoordinator(PartitionedCoordinator):
         allocate_producer_id: Callable[[], int],
         write_markers: MarkerWriter,
         clock: Callable[[], int],
+        forget_markers: Callable[[Collection[int]], None] | None = None,
     ) -> None:
+        """``forget_markers(producer_ids)``: another coordinator took these producers'
+        transactions over (a cluster), so markers still under way for them must stop."""
         super().__init__(config.state_log_partitions, storage, clock)
         self.config = config
         self._allocate = allocate_producer_id
         self._write_markers = write_markers
+        self._forget_markers = forget_markers
         self._txns: dict[str, TxnMetadata] = {}
         self._by_producer: dict[int, str] = {}  # producer id -> transactional id, for produce checks
 
@@ -108,8 +112,13 @@ class TransactionCoordinator(PartitionedCoordinator):
                 self._schedule_timeout(metadata)
 
     def forget_partition(self, partition: int) -> None:
+        forgotten = set()
         for transactional_id in [t for t in self._txns if self.partition_for(t) == partition]:
-            self._by_producer.pop(self._txns.pop(transactional_id).producer_id, None)
+            producer_id = self._txns.pop(transactional_id).producer_id
+            self._by_producer.pop(producer_id, None)
+            forgotten.add(producer_id)
+        if self._forget_markers is not None:
+            self._forget_markers(forgotten)
 
     def _replay(self, key: bytes, value: bytes | None) -> None:
         try:
