@@ -46,6 +46,7 @@ MAX_PENDING_TRANSACTIONS = 10_000  # decided transactions whose markers are unde
 MAX_MARKERS_PER_REQUEST = 500  # partitions in one WriteTxnMarkers request
 REQUEST_TIMEOUT_S = 30.0  # Kafka's request.timeout.ms for the channel
 RETRY_BACKOFF_S = 0.1  # Kafka's retry back-off before a marker goes out again
+RECONNECT_BACKOFF_S = 1.0  # after a broker could not be reached (as the replica fetchers wait)
 IDLE_CHECK_S = 0.5  # how often markers waiting for a leader look again
 MAX_RESPONSE_BYTES = 1 << 20  # a WriteTxnMarkers answer: a few bytes per partition
 WRITE_TXN_MARKERS_VERSION = 1
@@ -241,7 +242,7 @@ class MarkerChannel:
 
     async def _send(self, leader: int, batch: list[tuple[TxnKey, TopicPartition]]) -> None:
         """One WriteTxnMarkers request; what is not confirmed goes back in the queue."""
-        unconfirmed = set(batch)
+        unconfirmed, pause = set(batch), RETRY_BACKOFF_S
         try:
             with trio.fail_after(REQUEST_TIMEOUT_S):
                 connection = await self._connection(leader)
@@ -260,13 +261,14 @@ class MarkerChannel:
         except (OSError, ConnectionError, trio.BrokenResourceError, trio.TooSlowError) as exc:
             log.warning("transaction markers to broker %d not sent: %s", leader, exc)
             self._drop_connection(leader)
+            pause = RECONNECT_BACKOFF_S
         finally:
             for item in unconfirmed:
                 self._in_flight.discard(item)
                 if item[0] in self._remaining:
                     self._queued[item] = None
             if unconfirmed:
-                await trio.sleep(RETRY_BACKOFF_S)
+                await trio.sleep(pause)
             self._busy.discard(leader)
             self._work.set()
 
