@@ -1,6 +1,7 @@
 """Transactions in a 3-broker Odradek cluster, through confluent-kafka over real sockets: a
 transaction spans partitions led by different brokers (markers travel by WriteTxnMarkers), a
-read_committed reader sees exactly the committed records, and an exactly-once
+read_committed reader sees exactly the committed records, a transaction left open is aborted by
+its coordinator's timer on every broker, and an exactly-once
 consume-transform-produce service survives the kill -9 of its transaction coordinator.
 """
 
@@ -103,6 +104,39 @@ def test_committed_and_aborted_across_brokers(cluster: OdradekCluster) -> None:
     assert sorted(seen) == sorted(committed + ends)
 
 
+def test_a_timed_out_transaction_is_aborted_on_every_broker(cluster: OdradekCluster) -> None:
+    topic, partitions = "txn-timeout", 3
+    create_topic(cluster, topic, partitions)
+    stalled = Producer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "transactional.id": f"stalled-{uuid.uuid4().hex[:8]}",
+            "transaction.timeout.ms": 2000,
+        }
+    )
+    stalled.init_transactions(TIMEOUT_S)
+    stalled.begin_transaction()
+    for p in range(partitions):
+        stalled.produce(topic, b"never-committed", partition=p)
+    assert stalled.flush(TIMEOUT_S) == 0  # written, then left open: its coordinator aborts it
+    ends = transactional_ends(cluster, topic, partitions)
+    assert sorted(read_committed(cluster, topic, partitions, set(ends))) == sorted(ends)
+
+
+def transactional_ends(cluster: OdradekCluster, topic: str, partitions: int) -> list[str]:
+    """One committed ``end-<p>`` record in every partition of ``topic``, from a producer of its own."""
+    ends = [f"end-{p}" for p in range(partitions)]
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap, "transactional.id": f"ends-{uuid.uuid4().hex[:8]}"}
+    )
+    producer.init_transactions(TIMEOUT_S)
+    producer.begin_transaction()
+    for p, value in enumerate(ends):
+        producer.produce(topic, value.encode(), partition=p)
+    producer.commit_transaction(TIMEOUT_S)
+    return ends
+
+
 def test_exactly_once_across_the_death_of_the_transaction_coordinator(cluster: OdradekCluster) -> None:
     source, sink, partitions, inputs = "eos-in", "eos-out", 3, 300
     create_topic(cluster, source, partitions)
@@ -121,12 +155,6 @@ def test_exactly_once_across_the_death_of_the_transaction_coordinator(cluster: O
     # aborts what it left open; then it copies the rest.
     assert Service(cluster.bootstrap, source, sink, group, txn_id).finish() == 0
 
-    ends = [f"end-{p}" for p in range(partitions)]
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": f"ends-{txn_id}"})
-    producer.init_transactions(TIMEOUT_S)
-    producer.begin_transaction()
-    for p, value in enumerate(ends):
-        producer.produce(sink, value.encode(), partition=p)
-    producer.commit_transaction(TIMEOUT_S)
+    ends = transactional_ends(cluster, sink, partitions)
     copied = read_committed(cluster, sink, partitions, set(ends))
     assert sorted(copied) == sorted([f"{v}!" for v in values] + ends)
