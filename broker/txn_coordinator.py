@@ -67,7 +67,9 @@ def install_transaction_coordinator(broker: Broker) -> TransactionCoordinator:
                 raise TxnError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
             return producer_id
 
-        channel = MarkerChannel(broker, lambda producer_id: coordinator.markers_written(producer_id))
+        channel = MarkerChannel(
+            broker, cluster.peers, lambda producer_id: coordinator.markers_written(producer_id)
+        )
         coordinator = TransactionCoordinator(
             config, storage, allocate, channel.write, broker.clock, channel.forget
         )

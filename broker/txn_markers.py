@@ -9,7 +9,7 @@ module delivers them:
 - into a partition this broker leads, by appending the marker and waiting until the in-sync
   replicas have it (Kafka's leaders append markers with acks=all);
 - into any other partition, by a WriteTxnMarkers request to its current leader over one
-  inter-broker connection per broker (``broker.replication.peer_connection``), one request in
+  inter-broker connection per broker (``broker.cluster.peer_requests``), one request in
   flight per broker, retried with back-off on NOT_LEADER_OR_FOLLOWER or a lost connection until
   the leader (wherever it is by then) has written it.
 
@@ -29,7 +29,6 @@ import trio
 
 from broker.group_timers import announce_append
 from broker.replication.acks import AckWait, ack_wait
-from broker.replication.peer_connection import PeerConnection
 from coordinator.log_storage import COORDINATOR_EPOCH
 from coordinator.offsets_topic import OFFSETS_TOPIC
 from coordinator.txn_metadata import TopicPartition
@@ -38,6 +37,7 @@ from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
+    from broker.cluster.peer_requests import PeerRequests
     from broker.server import Broker
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,6 @@ REQUEST_TIMEOUT_S = 30.0  # Kafka's request.timeout.ms for the channel
 RETRY_BACKOFF_S = 0.1  # Kafka's retry back-off before a marker goes out again
 RECONNECT_BACKOFF_S = 1.0  # after a broker could not be reached (as the replica fetchers wait)
 IDLE_CHECK_S = 0.5  # how often markers waiting for a leader look again
-MAX_RESPONSE_BYTES = 1 << 20  # a WriteTxnMarkers answer: a few bytes per partition
 WRITE_TXN_MARKERS_VERSION = 1
 
 
@@ -111,15 +110,15 @@ Kafka's channel gives up then) a newer producer epoch or coordinator has taken o
 class MarkerChannel:
     """Markers of decided transactions on their way to every partition (cluster mode)."""
 
-    def __init__(self, broker: Broker, on_written: Callable[[int], None]) -> None:
+    def __init__(self, broker: Broker, peers: PeerRequests, on_written: Callable[[int], None]) -> None:
         self._broker = broker
+        self._peers = peers
         self._on_written = on_written  # producer id whose transaction is now marked everywhere
         # Per transaction, the partitions not marked yet (an empty set: all marked, not yet told).
         self._remaining: dict[TxnKey, set[TopicPartition]] = {}
         self._queued: dict[tuple[TxnKey, TopicPartition], None] = {}  # to a remote leader, in order
         self._in_flight: set[tuple[TxnKey, TopicPartition]] = set()
         self._busy: set[int] = set()  # brokers with a request in flight
-        self._connections: dict[int, PeerConnection] = {}
         self._work = trio.Event()
         self._nursery: trio.Nursery | None = None
 
@@ -244,11 +243,13 @@ class MarkerChannel:
         """One WriteTxnMarkers request; what is not confirmed goes back in the queue."""
         unconfirmed, pause = set(batch), RETRY_BACKOFF_S
         try:
-            with trio.fail_after(REQUEST_TIMEOUT_S):
-                connection = await self._connection(leader)
-                response = await connection.request(
-                    ApiKey.WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION, _request_body(batch)
-                )
+            response = await self._peers.request(
+                leader,
+                ApiKey.WRITE_TXN_MARKERS,
+                WRITE_TXN_MARKERS_VERSION,
+                _request_body(batch),
+                REQUEST_TIMEOUT_S,
+            )
             by_producer = {txn.producer_id: txn for txn, _ in batch}
             for marker in response["markers"]:
                 txn = by_producer.get(marker["producer_id"])
@@ -258,9 +259,8 @@ class MarkerChannel:
                         if txn is not None and item in unconfirmed and result["error_code"] in MARKED:
                             unconfirmed.discard(item)
                             self._marked(*item)
-        except (OSError, ConnectionError, trio.BrokenResourceError, trio.TooSlowError) as exc:
+        except ConnectionError as exc:
             log.warning("transaction markers to broker %d not sent: %s", leader, exc)
-            self._drop_connection(leader)
             pause = RECONNECT_BACKOFF_S
         finally:
             for item in unconfirmed:
@@ -271,24 +271,6 @@ class MarkerChannel:
                 await trio.sleep(pause)
             self._busy.discard(leader)
             self._work.set()
-
-    async def _connection(self, node_id: int) -> PeerConnection:
-        connection = self._connections.get(node_id)
-        if connection is None:
-            cluster = self._broker.cluster
-            endpoint = cluster.endpoint_of(node_id) if cluster is not None else None
-            if endpoint is None:
-                raise ConnectionError(f"broker {node_id} has no inter-broker endpoint")
-            connection = await PeerConnection.open(
-                *endpoint, f"txn-marker-sender-{self._broker.node_id}", MAX_RESPONSE_BYTES
-            )
-            self._connections[node_id] = connection
-        return connection
-
-    def _drop_connection(self, node_id: int) -> None:
-        connection = self._connections.pop(node_id, None)
-        if connection is not None and self._nursery is not None:
-            self._nursery.start_soon(connection.aclose)
 
 
 def _request_body(batch: list[tuple[TxnKey, TopicPartition]]) -> dict:

@@ -1136,6 +1136,12 @@ class PartitionLog:
                 self._checkpointed = checkpoint
                 self._clean_on_disk = clean_shutdown
 
+    def in_transaction(self, producer_id: int, producer_epoch: int) -> bool:
+        """Whether this producer instance has a transaction open here (Kafka's leader verifies
+        a transactional write with the coordinator only when it has not)."""
+        entry = self._producers.entries.get(producer_id)
+        return entry is not None and entry.epoch == producer_epoch and entry.current_txn_first_offset >= 0
+
     def active_producers(self) -> list[ProducerEntry]:
         """The producers this partition remembers, with their open transaction's first offset
         (``current_txn_first_offset``, -1 if none) and coordinator epoch (DescribeProducers)."""

@@ -18,6 +18,7 @@ from broker.cluster.etcd_client import EtcdClient, EtcdError, parse_endpoints
 from broker.cluster.layout import BrokerRecord, Endpoint, Layout, PartitionRecord, TopicRecord
 from broker.cluster.membership import Membership
 from broker.cluster.metadata import ClusterMetadata, MetadataConflict, take_producer_id_block
+from broker.cluster.peer_requests import PeerRequests
 from broker.cluster.producer_id_blocks import ProducerIdBlocks
 from broker.cluster.replica_placement import PlacementError, assign_replicas
 from broker.cluster.roles import Roles
@@ -71,6 +72,8 @@ class ClusterNode:
             config.get("inter.broker.listener.name") or config.advertised_listeners[0].name
         )
         self._started = False
+        # Requests to other brokers (transaction markers and verification), one connection each.
+        self.peers = PeerRequests(self.endpoint_of, f"broker-{broker.node_id}")
         self.producer_ids = ProducerIdBlocks(
             lambda size: take_producer_id_block(self.metadata, size), PRODUCER_ID_BLOCK
         )

@@ -98,8 +98,8 @@ def joined_transaction(
     if transactional_id is None:
         return error_for(ctx, ErrorCode.TRANSACTION_ABORTABLE)
     if coordinator.availability(transactional_id) is ErrorCode.NOT_COORDINATOR:
-        # A cluster whose coordinator for this id is another broker: Kafka 4 asks it
-        # (AddPartitionsToTxn v4 verify_only); Odradek does not check yet (docs/NOTES.md).
+        # Another broker coordinates it (a cluster): a Produce asked it already when it had to
+        # (broker.txn_verification); a TxnOffsetCommit is not checked there (docs/NOTES.md).
         return ErrorCode.NONE
     try:
         if ctx.api_version >= FIRST_IMPLICIT_ADD_VERSION[ctx.header.api_key]:
@@ -144,7 +144,7 @@ async def _add_partitions(
     failed = {
         tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED if tp[0] in denied else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         for tp in wanted
-        if tp[0] in denied or ctx.broker.partitions.get(*tp) is None
+        if tp[0] in denied or not _exists(ctx, *tp)
     }
     if failed:
         return {tp: failed.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in wanted}
@@ -156,6 +156,12 @@ async def _add_partitions(
     except TxnError as failure:
         return dict.fromkeys(wanted, error_for(ctx, failure))
     return dict.fromkeys(wanted, ErrorCode.NONE)
+
+
+def _exists(ctx: RequestContext, topic: str, partition: int) -> bool:
+    """Whether the partition exists (in a cluster the coordinator need not host a replica)."""
+    info = ctx.broker.topics.get(topic)
+    return info is not None and 0 <= partition < info.partitions
 
 
 async def handle_add_partitions_to_txn(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:

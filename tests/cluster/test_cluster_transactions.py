@@ -1,7 +1,8 @@
 """Transactions in a 3-broker Odradek cluster, through confluent-kafka over real sockets: a
 transaction spans partitions led by different brokers (markers travel by WriteTxnMarkers), a
 read_committed reader sees exactly the committed records, a transaction left open is aborted by
-its coordinator's timer on every broker, and an exactly-once
+its coordinator's timer on every broker, a write to a partition the transaction lacks is refused
+after the leader asks the coordinator on another broker (KIP-890), and an exactly-once
 consume-transform-produce service survives the kill -9 of its transaction coordinator.
 """
 
@@ -16,7 +17,11 @@ from compat_tests.eos_loop import Service
 from coordinator.offsets_topic import partition_for
 from coordinator.transactions import TRANSACTION_STATE_TOPIC
 from tests.cluster.test_cluster import create_topic, produce
+from tests.integration.raw_client import RawClient
+from tests.integration.test_transactions import Txn
 from tests.support.odradek_cluster import OdradekCluster, wait_for
+from wire.api_keys import ApiKey
+from wire.error_codes import ErrorCode
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -135,6 +140,39 @@ def transactional_ends(cluster: OdradekCluster, topic: str, partitions: int) -> 
         producer.produce(topic, value.encode(), partition=p)
     producer.commit_transaction(TIMEOUT_S)
     return ends
+
+
+def test_a_write_to_a_partition_outside_the_transaction_is_refused_by_its_remote_coordinator(
+    cluster: OdradekCluster,
+) -> None:
+    """KIP-890: the partition's leader asks the coordinator (another broker) before appending."""
+    topic = "txn-verify"
+    create_topic(cluster, topic, 1)
+    leader = cluster.leader_of(topic, 0)
+    with RawClient(cluster.brokers[leader].bootstrap) as client:  # creates __transaction_state
+        client.request(ApiKey.FIND_COORDINATOR, 3, {"key": "verify", "key_type": 1})
+    wait_for(lambda: TRANSACTION_STATE_TOPIC in cluster.metadata().topics, what="__transaction_state")
+    transactional_id = next(
+        candidate
+        for candidate in (f"verify-{i}" for i in range(1000))
+        if cluster.leader_of(TRANSACTION_STATE_TOPIC, partition_for(candidate, TXN_STATE_PARTITIONS))
+        != leader
+    )
+    coordinator = coordinator_of(cluster, transactional_id)
+    with (
+        RawClient(cluster.brokers[coordinator].bootstrap) as to_coordinator,
+        RawClient(cluster.brokers[leader].bootstrap) as to_leader,
+    ):
+        txn = Txn(to_coordinator, transactional_id)
+        wait_for(lambda: txn.init() == ErrorCode.NONE, what="the coordinator to load")  # retriable until then
+        txn.client = to_leader
+        assert txn.produce(topic, 0, b"not-added")["error_code"] == ErrorCode.INVALID_TXN_STATE
+        txn.client = to_coordinator
+        assert txn.add(topic, 0) == {0: ErrorCode.NONE}
+        txn.client = to_leader
+        assert txn.produce(topic, 0, b"added")["error_code"] == ErrorCode.NONE
+        txn.client = to_coordinator
+        assert txn.end(commit=True) == ErrorCode.NONE
 
 
 def test_exactly_once_across_the_death_of_the_transaction_coordinator(cluster: OdradekCluster) -> None:
