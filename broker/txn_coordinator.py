@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from broker.group_timers import internal_topic_storage, start_coordinator
 from broker.txn_markers import MARKED, MarkerChannel, TxnKey, write_local_marker
 from coordinator.config import TransactionConfig
+from coordinator.log_storage import COORDINATOR_EPOCH
 from coordinator.transactions import TRANSACTION_STATE_TOPIC, TransactionCoordinator, TxnError
 from coordinator.txn_metadata import TopicPartition
 from wire.error_codes import ErrorCode
@@ -67,8 +68,22 @@ def install_transaction_coordinator(broker: Broker) -> TransactionCoordinator:
                 raise TxnError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
             return producer_id
 
+        def coordinator_epoch(producer_id: int) -> int:
+            """The leader epoch of the ``__transaction_state`` partition holding the producer's
+            transactional id, as Kafka's coordinator epoch."""
+            transactional_id = coordinator.transactional_id_of(producer_id)
+            if transactional_id is None or broker.replicas is None:
+                return COORDINATOR_EPOCH
+            state = broker.replicas.leader(
+                (TRANSACTION_STATE_TOPIC, coordinator.partition_for(transactional_id))
+            )
+            return state.leader_epoch if state is not None else COORDINATOR_EPOCH
+
         channel = MarkerChannel(
-            broker, cluster.peers, lambda producer_id: coordinator.markers_written(producer_id)
+            broker,
+            cluster.peers,
+            lambda producer_id: coordinator.markers_written(producer_id),
+            coordinator_epoch,
         )
         coordinator = TransactionCoordinator(
             config, storage, allocate, channel.write, broker.clock, channel.forget

@@ -52,11 +52,14 @@ WRITE_TXN_MARKERS_VERSION = 1
 
 
 class TxnKey(NamedTuple):
-    """One decided transaction: whose it is and how it ended."""
+    """One decided transaction: whose it is, how it ended, and the epoch of the coordinator that
+    decided it (the leader epoch of its ``__transaction_state`` partition: a partition refuses
+    markers of a coordinator older than the last it heard from, TRANSACTION_COORDINATOR_FENCED)."""
 
     producer_id: int
     producer_epoch: int
     commit: bool
+    coordinator_epoch: int = COORDINATOR_EPOCH
 
 
 def write_local_marker(broker: Broker, txn: TxnKey, tp: TopicPartition) -> ErrorCode:
@@ -84,15 +87,20 @@ def write_local_marker(broker: Broker, txn: TxnKey, tp: TopicPartition) -> Error
             txn.producer_id,
             txn.producer_epoch,
             txn.commit,
-            COORDINATOR_EPOCH,
+            txn.coordinator_epoch,
             broker.clock(),
             leader_epoch=leader_epoch,
         )
     except (OSError, LogError) as error:
-        log.error(
-            "transaction marker for producer %d to %s-%d failed: %s", txn.producer_id, topic, partition, error
+        code = error.error_code if isinstance(error, LogError) else ErrorCode.KAFKA_STORAGE_ERROR
+        (log.error if code is ErrorCode.KAFKA_STORAGE_ERROR else log.warning)(
+            "transaction marker for producer %d to %s-%d refused: %s",
+            txn.producer_id,
+            topic,
+            partition,
+            error,
         )
-        return error.code if isinstance(error, LogError) else ErrorCode.KAFKA_STORAGE_ERROR
+        return code
     announce_append(broker, tp)
     return ErrorCode.NONE
 
@@ -110,9 +118,16 @@ Kafka's channel gives up then) a newer producer epoch or coordinator has taken o
 class MarkerChannel:
     """Markers of decided transactions on their way to every partition (cluster mode)."""
 
-    def __init__(self, broker: Broker, peers: PeerRequests, on_written: Callable[[int], None]) -> None:
+    def __init__(
+        self,
+        broker: Broker,
+        peers: PeerRequests,
+        on_written: Callable[[int], None],
+        coordinator_epoch_of: Callable[[int], int],
+    ) -> None:
         self._broker = broker
         self._peers = peers
+        self._coordinator_epoch_of = coordinator_epoch_of  # of a producer id's coordinator
         self._on_written = on_written  # producer id whose transaction is now marked everywhere
         # Per transaction, the partitions not marked yet (an empty set: all marked, not yet told).
         self._remaining: dict[TxnKey, set[TopicPartition]] = {}
@@ -127,7 +142,7 @@ class MarkerChannel:
     ) -> set[TopicPartition]:
         """Start (or check on) the markers of one decided transaction; the partitions not
         marked yet (the caller asks again; ``on_written`` says when it is worth it)."""
-        txn = TxnKey(producer_id, producer_epoch, commit)
+        txn = TxnKey(producer_id, producer_epoch, commit, self._coordinator_epoch_of(producer_id))
         remaining = self._remaining.get(txn)
         if remaining is None:
             if len(self._remaining) >= MAX_PENDING_TRANSACTIONS:
@@ -147,8 +162,8 @@ class MarkerChannel:
 
     def forget(self, producer_ids: Collection[int]) -> None:
         """Stop the markers of these producers' transactions: their coordinator is another
-        broker now, which sends them itself (a late one from here could end the producer's next
-        transaction, which Kafka's coordinator epochs refuse and Odradek's do not; docs/NOTES.md)."""
+        broker now, which sends them itself (and whose higher coordinator epoch makes the
+        partitions refuse a late one from here)."""
         for txn in [txn for txn in self._remaining if txn.producer_id in producer_ids]:
             del self._remaining[txn]  # queued ones are dropped by the sender's next pass
 
@@ -285,7 +300,7 @@ def _request_body(batch: list[tuple[TxnKey, TopicPartition]]) -> dict:
                 "producer_epoch": txn.producer_epoch,
                 "transaction_result": txn.commit,
                 "topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()],
-                "coordinator_epoch": COORDINATOR_EPOCH,
+                "coordinator_epoch": txn.coordinator_epoch,
             }
             for txn, topics in partitions.items()
         ]

@@ -376,6 +376,10 @@ class TransactionCoordinator(PartitionedCoordinator):
         except TxnError:
             self._retry_later(transactional_id, lambda: self._complete(self._txns[transactional_id], commit))
 
+    def transactional_id_of(self, producer_id: int) -> str | None:
+        """The transactional id whose current producer id this is, if coordinated here."""
+        return self._by_producer.get(producer_id)
+
     def markers_written(self, producer_id: int) -> None:
         """The marker writer finished what it reported unreached for this producer's
         transaction: complete it now rather than at the next retry."""

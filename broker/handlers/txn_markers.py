@@ -29,7 +29,12 @@ async def handle_write_txn_markers(ctx: RequestContext, request: dict[str, Any])
     errors: dict[tuple[int, str, int], ErrorCode] = {}
     with replicated_writes(ctx.broker) as acks:
         for marker in request["markers"]:
-            txn = TxnKey(marker["producer_id"], marker["producer_epoch"], marker["transaction_result"])
+            txn = TxnKey(
+                marker["producer_id"],
+                marker["producer_epoch"],
+                marker["transaction_result"],
+                marker["coordinator_epoch"],
+            )
             for topic in marker["topics"]:
                 for partition in topic["partition_indexes"]:
                     key = (txn.producer_id, topic["name"], partition)

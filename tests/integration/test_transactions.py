@@ -196,7 +196,7 @@ def test_kill_mid_transaction_keeps_it_open_until_it_ends(odradek_broker: Odrade
 
 
 def write_txn_markers(
-    client: RawClient, txn: Txn, commit: bool, topic: str, *partitions: int
+    client: RawClient, txn: Txn, commit: bool, topic: str, *partitions: int, coordinator_epoch: int = 0
 ) -> dict[int, int]:
     """What a transaction coordinator on another broker sends (WriteTxnMarkers v1): the error
     per partition."""
@@ -205,7 +205,7 @@ def write_txn_markers(
         "producer_epoch": txn.epoch,
         "transaction_result": commit,
         "topics": [{"name": topic, "partition_indexes": list(partitions)}],
-        "coordinator_epoch": 0,
+        "coordinator_epoch": coordinator_epoch,
     }
     response = client.request(ApiKey.WRITE_TXN_MARKERS, 1, {"markers": [marker]})
     ((answer,),) = [m["topics"] for m in response["markers"]]
@@ -222,9 +222,16 @@ def test_write_txn_markers_ends_a_transaction_in_the_partitions_led_here(
         assert txn.add("txn-markers", 0) == {0: ErrorCode.NONE}
         assert txn.produce("txn-markers", 0, b"a", b"b")["base_offset"] == 0
         assert committed_view(client, "txn-markers")[0] == 0  # held back while open
-        assert write_txn_markers(client, txn, True, "txn-markers", 0) == {0: ErrorCode.NONE}
+        assert write_txn_markers(client, txn, True, "txn-markers", 0, coordinator_epoch=5) == {
+            0: ErrorCode.NONE
+        }
         last_stable, aborted, size = committed_view(client, "txn-markers")
         assert (last_stable, aborted) == (3, []) and size > 0  # committed: the records are readable
+        # A deposed coordinator (an older epoch) cannot end the next transaction.
+        assert txn.produce("txn-markers", 0, b"c")["base_offset"] == 3
+        fenced = write_txn_markers(client, txn, True, "txn-markers", 0, coordinator_epoch=4)
+        assert fenced == {0: ErrorCode.TRANSACTION_COORDINATOR_FENCED}
+        assert committed_view(client, "txn-markers")[0] == 3  # still open
         assert write_txn_markers(client, txn, True, "no-such-topic", 0) == {
             0: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         }
