@@ -90,6 +90,8 @@ CHECKS: dict[ApiKey, tuple[Check, ...]] = {
         (R.CLUSTER, Op.CLUSTER_ACTION), (R.TRANSACTIONAL_ID, Op.WRITE), (R.TOPIC, Op.WRITE)
     ),
     ApiKey.ADD_OFFSETS_TO_TXN: _checks((R.TRANSACTIONAL_ID, Op.WRITE), (R.GROUP, Op.READ)),
+    # A transaction coordinator's markers to a partition leader (broker to broker).
+    ApiKey.WRITE_TXN_MARKERS: _checks((R.CLUSTER, Op.CLUSTER_ACTION)),
     ApiKey.TXN_OFFSET_COMMIT: _checks((R.TRANSACTIONAL_ID, Op.WRITE), (R.GROUP, Op.READ), (R.TOPIC, Op.READ)),
     ApiKey.END_TXN: _checks((R.TRANSACTIONAL_ID, Op.WRITE)),
     ApiKey.DESCRIBE_TRANSACTIONS: _checks((R.TRANSACTIONAL_ID, Op.DESCRIBE), (R.TOPIC, Op.DESCRIBE)),

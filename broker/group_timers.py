@@ -97,17 +97,20 @@ def install_group_coordinator(broker: Broker) -> GroupCoordinator:
         (group, group_overrides(configs)) for group, configs in broker.dynamic_configs.groups.items()
     )
     broker.coordinator = coordinator
-    if broker.cluster is not None:
-        # Partitions are claimed as this broker becomes their leader (broker.cluster.roles).
-        coordinator.own_claimed_partitions_only()
-        broker.background_tasks.append(partial(drive_timers, coordinator, broker.clock, "group coordinator"))
-    else:
-        start_coordinator(broker, coordinator, "group coordinator")
+    start_coordinator(broker, coordinator, "group coordinator")
     return coordinator
 
 
 def start_coordinator(broker: Broker, coordinator: PartitionedCoordinator, name: str) -> None:
-    """Register the background task that loads ``coordinator`` and then drives its timers."""
+    """Register the background task that loads ``coordinator`` and then drives its timers.
+
+    In a cluster nothing is loaded up front: the coordinator serves the partitions of its
+    internal topic this broker leads, claimed and released as leadership moves
+    (``broker.cluster.roles``), and the task only drives its timers."""
+    if broker.cluster is not None:
+        coordinator.own_claimed_partitions_only()
+        broker.background_tasks.append(partial(drive_timers, coordinator, broker.clock, name))
+        return
 
     async def run() -> None:
         await run_coordinator(coordinator, broker.clock, name)

@@ -53,7 +53,9 @@ from broker.security.scram_store import ScramCredentialStore
 from broker.topics import TopicRegistry
 from broker.txn_coordinator import install_transaction_coordinator
 from coordinator.coordinator import GroupCoordinator
-from coordinator.transactions import TransactionCoordinator
+from coordinator.offsets_topic import OFFSETS_TOPIC
+from coordinator.partitioned import PartitionedCoordinator
+from coordinator.transactions import TRANSACTION_STATE_TOPIC, TransactionCoordinator
 from log.checkpoint import write_atomically
 from log.clock import Clock, wall_clock_ms
 from wire.api_keys import ApiKey
@@ -175,13 +177,19 @@ class Broker:
             self.peer_watch.run,
         ]
         install_group_coordinator(self)
-        if self.cluster is None:
-            # In a cluster, transactions wait for markers written to other brokers' partitions;
-            # until then a cluster answers FindCoordinator(TRANSACTION) with COORDINATOR_NOT_AVAILABLE.
-            install_transaction_coordinator(self)
-        else:
+        install_transaction_coordinator(self)
+        if self.cluster is not None:
             self.start_replication(self.cluster)
             self.background_tasks.extend(self.cluster.background_tasks)
+
+    def coordinator_over(self, topic: str) -> PartitionedCoordinator | None:
+        """The coordinator whose state lives in the internal ``topic`` (in a cluster it serves
+        the keys of the partitions of that topic this broker leads), None for other topics."""
+        if topic == OFFSETS_TOPIC:
+            return self.coordinator
+        if topic == TRANSACTION_STATE_TOPIC:
+            return self.transactions
+        return None
 
     def start_replication(self, ports: ClusterPorts) -> ReplicaManager:
         """Cluster mode: manage replica roles from now on (the cluster layer calls this before

@@ -8,19 +8,25 @@ transaction so a kill lands mid-transaction often.  It exits once, with partitio
 IN has had nothing new for ``--idle-s`` seconds.  Killed and started again with the same transactional id, the new
 instance fences the old one and aborts its open transaction, so OUT holds every input
 record exactly once for a read_committed reader.  confluent-kafka (librdkafka) is the client.
+:class:`Service` is the tests' handle on one such process.
 """
 
 from __future__ import annotations
 
 import argparse
+import select
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, Producer
 
 TIMEOUT_S = 30.0
 RECORDS_PER_TRANSACTION = 5
 PAUSE_IN_TRANSACTION_S = 0.05
+RUN_TIMEOUT_S = 120.0  # for a test driving the service as a child process
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,6 +67,42 @@ def run(args: argparse.Namespace) -> int:
         print(copied, flush=True)
     consumer.close()
     return 0
+
+
+class Service:
+    """One instance of the loop as a child process, its progress read from its stdout."""
+
+    def __init__(self, bootstrap: str, source: str, sink: str, group: str, txn_id: str) -> None:
+        command = [sys.executable, "-m", "compat_tests.eos_loop", "--bootstrap", bootstrap]
+        command += ["--input", source, "--output", sink, "--group", group, "--id", txn_id]
+        self.process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True)
+        self.copied = 0
+
+    def wait_until_copied(self, count: int) -> None:
+        assert self.process.stdout is not None
+        # poll(), not select(): the test process may hold descriptors numbered past FD_SETSIZE.
+        readable = select.poll()
+        readable.register(self.process.stdout, select.POLLIN)
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        while self.copied < count:
+            assert time.monotonic() < deadline, f"the service copied only {self.copied} records"
+            assert self.process.poll() is None, f"the service exited with {self.process.returncode}"
+            if readable.poll(1000):
+                line = self.process.stdout.readline()
+                if line.strip():
+                    self.copied = int(line)
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+    def finish(self) -> int:
+        """Let it run until its input is idle; its exit code."""
+        try:
+            self.process.communicate(timeout=RUN_TIMEOUT_S)
+        finally:
+            self.process.kill()
+        return self.process.returncode
 
 
 def main() -> int:

@@ -79,9 +79,13 @@ class LogStorage:
         log = self._partition_log(partition, False)
         if log is None:
             return
-        offset = log.log_start_offset
-        while offset < log.high_watermark:  # what a read returns (the log end, for these logs)
-            data = log.read(offset, READ_CHUNK_BYTES)
+        offset, end = log.log_start_offset, log.log_end_offset
+        # Up to the log end, as Kafka's coordinators load: a replica that has just become the
+        # leader knows a high watermark behind what its old leader acknowledged.
+        while offset < end:
+            data = log.read(offset, READ_CHUNK_BYTES, upto=end)
+            if not data:
+                break
             for batch in scan_batches(data, from_client=False):
                 producer_id = batch.producer_id if batch.is_transactional else -1
                 if batch.is_control:

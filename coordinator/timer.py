@@ -39,6 +39,12 @@ class Timer:
         if self.on_earlier_deadline is not None and (earliest is None or deadline_ms < earliest):
             self.on_earlier_deadline()
 
+    def advance(self, key: Hashable, deadline_ms: int) -> None:
+        """Move ``key``'s timer to ``deadline_ms`` if it is scheduled for later."""
+        entry = self._entries.get(key)
+        if entry is not None and deadline_ms < entry[0]:
+            self.schedule(key, deadline_ms, entry[2])
+
     def cancel(self, key: Hashable) -> None:
         self._entries.pop(key, None)
 

@@ -77,11 +77,15 @@ class TransactionCoordinator(PartitionedCoordinator):
         allocate_producer_id: Callable[[], int],
         write_markers: MarkerWriter,
         clock: Callable[[], int],
+        forget_markers: Callable[[Collection[int]], None] | None = None,
     ) -> None:
+        """``forget_markers(producer_ids)``: another coordinator took these producers'
+        transactions over (a cluster), so markers still under way for them must stop."""
         super().__init__(config.state_log_partitions, storage, clock)
         self.config = config
         self._allocate = allocate_producer_id
         self._write_markers = write_markers
+        self._forget_markers = forget_markers
         self._txns: dict[str, TxnMetadata] = {}
         self._by_producer: dict[int, str] = {}  # producer id -> transactional id, for produce checks
 
@@ -108,8 +112,13 @@ class TransactionCoordinator(PartitionedCoordinator):
                 self._schedule_timeout(metadata)
 
     def forget_partition(self, partition: int) -> None:
+        forgotten = set()
         for transactional_id in [t for t in self._txns if self.partition_for(t) == partition]:
-            self._by_producer.pop(self._txns.pop(transactional_id).producer_id, None)
+            producer_id = self._txns.pop(transactional_id).producer_id
+            self._by_producer.pop(producer_id, None)
+            forgotten.add(producer_id)
+        if self._forget_markers is not None:
+            self._forget_markers(forgotten)
 
     def _replay(self, key: bytes, value: bytes | None) -> None:
         try:
@@ -350,7 +359,8 @@ class TransactionCoordinator(PartitionedCoordinator):
         )
         transactional_id = metadata.transactional_id
         if unreached:
-            log.error(
+            # Routine in a cluster (markers to other brokers are under way); the writer logs failures.
+            log.debug(
                 "transaction %s: markers to %s not written yet; retrying",
                 transactional_id,
                 ", ".join(f"{t}-{p}" for t, p in sorted(unreached)),
@@ -365,6 +375,17 @@ class TransactionCoordinator(PartitionedCoordinator):
             )
         except TxnError:
             self._retry_later(transactional_id, lambda: self._complete(self._txns[transactional_id], commit))
+
+    def transactional_id_of(self, producer_id: int) -> str | None:
+        """The transactional id whose current producer id this is, if coordinated here."""
+        return self._by_producer.get(producer_id)
+
+    def markers_written(self, producer_id: int) -> None:
+        """The marker writer finished what it reported unreached for this producer's
+        transaction: complete it now rather than at the next retry."""
+        transactional_id = self._by_producer.get(producer_id)
+        if transactional_id is not None:
+            self._timer.advance(("retry", transactional_id), self._clock())
 
     def _retry_later(self, transactional_id: str, action: Callable[[], None]) -> None:
         self._timer.schedule(("retry", transactional_id), self._clock() + self.config.marker_retry_ms, action)

@@ -644,14 +644,14 @@ class PartitionLog:
     # ----------------------------------------------------------------------------------------
     # Read
 
-    def read(self, offset: int, max_bytes: int) -> bytes:
+    def read(self, offset: int, max_bytes: int, upto: int | None = None) -> bytes:
         """Whole batches from the one holding ``offset``, up to ``max_bytes`` but at least one.
 
         Reads stay within one segment, as Kafka's do; the client simply fetches again, and stop
-        at the high watermark.  An offset at or past it (up to the log end) gives ``b""``; outside
-        [log start, log end] raises ``OffsetOutOfRangeError``.
+        at the high watermark (or ``upto``, as for ``read_slices``).  An offset at or past it (up
+        to the log end) gives ``b""``; outside [log start, log end] raises ``OffsetOutOfRangeError``.
         """
-        located = self._locate(offset, max_bytes, self._read_limit(None))
+        located = self._locate(offset, max_bytes, self._read_limit(upto))
         if located is None:
             return b""
         segment, start, end = located
@@ -1141,6 +1141,12 @@ class PartitionLog:
                 checkpoint.write(self.directory, durable=durable)
                 self._checkpointed = checkpoint
                 self._clean_on_disk = clean_shutdown
+
+    def in_transaction(self, producer_id: int, producer_epoch: int) -> bool:
+        """Whether this producer instance has a transaction open here (Kafka's leader verifies
+        a transactional write with the coordinator only when it has not)."""
+        entry = self._producers.entries.get(producer_id)
+        return entry is not None and entry.epoch == producer_epoch and entry.current_txn_first_offset >= 0
 
     def active_producers(self) -> list[ProducerEntry]:
         """The producers this partition remembers, with their open transaction's first offset

@@ -20,10 +20,14 @@ from broker.cluster.layout import BrokerRecord, Endpoint, Layout, PartitionRecor
 from broker.cluster.membership import Membership
 from broker.cluster.metadata import ClusterMetadata, MetadataConflict, take_producer_id_block
 from broker.cluster.reassignment import cancel_reassignment, start_reassignment
+from broker.cluster.peer_requests import PeerRequests
+from broker.cluster.producer_id_blocks import ProducerIdBlocks
 from broker.cluster.replica_placement import PlacementError, assign_replicas
 from broker.cluster.roles import Roles
 from broker.config import ConfigError, parse_security_protocol_map
 from broker.topic_admin import NewTopic, TopicError
+from coordinator.offsets_topic import OFFSETS_TOPIC
+from coordinator.transactions import TRANSACTION_STATE_TOPIC
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
@@ -33,6 +37,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PRODUCER_ID_BLOCK = 1000  # Kafka's block size
+# The prefix of each internal topic's settings (``<prefix>.replication.factor``, ``.segment.bytes``).
+INTERNAL_TOPIC_SETTINGS = {OFFSETS_TOPIC: "offsets.topic", TRANSACTION_STATE_TOPIC: "transaction.state.log"}
 
 
 class ClusterNode:
@@ -68,9 +74,11 @@ class ClusterNode:
             config.get("inter.broker.listener.name") or config.advertised_listeners[0].name
         )
         self._started = False
-        # Ids handed out come from [block end - block size, block end); none reserved yet.
-        self._next_producer_id = self._producer_id_block_end = PRODUCER_ID_BLOCK
-        self._spare_block: int | None = None
+        # Requests to other brokers (transaction markers and verification), one connection each.
+        self.peers = PeerRequests(self.endpoint_of, f"broker-{broker.node_id}")
+        self.producer_ids = ProducerIdBlocks(
+            lambda size: take_producer_id_block(self.metadata, size), PRODUCER_ID_BLOCK
+        )
 
     async def start(self) -> None:
         """Connect, adopt the cluster's id, read the metadata and bring local logs in line.
@@ -86,17 +94,19 @@ class ClusterNode:
         await self.roles.reconcile_all()
 
     async def run_membership(self) -> None:
-        """Register (the listeners are bound by now), reserve producer ids, and heartbeat."""
+        """Register (the listeners are bound by now) and heartbeat."""
         await self.membership.register()
-        try:
-            self._spare_block = await take_producer_id_block(self.metadata, PRODUCER_ID_BLOCK)
-        except EtcdError as exc:
-            log.warning("no producer id block reserved at start: %s", exc)
         await self.membership.run()
 
     @property
     def background_tasks(self) -> list:
-        return [self.metadata.run_watch, self.roles.run, self.run_membership, self.controller.run]
+        return [
+            self.metadata.run_watch,
+            self.roles.run,
+            self.run_membership,
+            self.controller.run,
+            self.producer_ids.run,
+        ]
 
     def _record(self, incarnation: str) -> BrokerRecord:
         broker = self._broker
@@ -131,8 +141,11 @@ class ClusterNode:
         self, topic: str, partition: int, leader_epoch: int, partition_epoch: int, new_isr: list[int]
     ) -> tuple[bool, int]:
         """Kafka's AlterPartition, as a conditional write: only the leader of the current epoch,
-        and only over the partition state it last saw, may change the ISR."""
-        found = self.metadata.image.partitions.get((topic, partition))
+        and only over the partition state it last saw, may change the ISR; and, as Kafka's
+        controller refuses it (KIP-841), a broker that is not alive never joins it (the
+        controller took it out when it died: its last fetch position says nothing now)."""
+        image = self.metadata.image
+        found = image.partitions.get((topic, partition))
         if found is None:
             return False, -1
         current = found.record
@@ -141,6 +154,7 @@ class ClusterNode:
             or current.leader_epoch != leader_epoch
             or current.partition_epoch != partition_epoch
             or not set(new_isr) <= set(current.replicas)
+            or not all(image.alive(node) for node in set(new_isr) - set(current.isr))
         ):
             return False, current.partition_epoch
         changed = replace(current, partition_epoch=partition_epoch + 1, isr=tuple(new_isr))
@@ -288,49 +302,28 @@ class ClusterNode:
         await self.roles.settled()
 
     async def ensure_internal_topic(self, name: str) -> None:
-        """Create ``__consumer_offsets`` on first use, as Kafka does on the first FindCoordinator,
-        with ``offsets.topic.replication.factor`` replicas (refused, and retried by the next
-        FindCoordinator, while fewer brokers are alive)."""
+        """Create a coordinator's internal topic (``__consumer_offsets``, ``__transaction_state``)
+        on first use, as Kafka does on the first FindCoordinator, with the partitions and
+        replication its settings name (refused, and retried by the next FindCoordinator, while
+        fewer brokers are alive)."""
         if name in self.metadata.image.topics:
             return
-        coordinator = self._broker.coordinator
+        coordinator = self._broker.coordinator_over(name)
         if coordinator is None:
             return
         config = self._broker.config
+        prefix = INTERNAL_TOPIC_SETTINGS[name]
         topic = NewTopic(
             name,
             coordinator.partitions,
-            config.get_int("offsets.topic.replication.factor"),
-            {
-                "cleanup.policy": "compact",
-                "segment.bytes": str(config.get_int("offsets.topic.segment.bytes")),
-            },
+            config.get_int(f"{prefix}.replication.factor"),
+            {"cleanup.policy": "compact", "segment.bytes": str(config.get_int(f"{prefix}.segment.bytes"))},
         )
         try:
             await self.create_topic(topic)
         except TopicError as exc:
             if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
                 log.warning("cannot create %s yet: %s", name, exc.message)
-
-    async def allocate_producer_id(self) -> int:
-        """A producer id unique in the cluster, from blocks reserved in etcd (as Kafka's brokers
-        take blocks from the controller).  The next block is reserved while a tenth of the
-        current one is left, so idempotent producers keep starting while etcd is briefly away."""
-        used = self._next_producer_id - (self._producer_id_block_end - PRODUCER_ID_BLOCK)
-        if self._spare_block is None and used >= PRODUCER_ID_BLOCK * 9 // 10:
-            try:
-                self._spare_block = await take_producer_id_block(self.metadata, PRODUCER_ID_BLOCK)
-            except EtcdError as exc:
-                log.warning("cannot reserve the next producer id block yet: %s", exc)
-        if self._next_producer_id >= self._producer_id_block_end:
-            first = self._spare_block
-            self._spare_block = None
-            if first is None:
-                first = await take_producer_id_block(self.metadata, PRODUCER_ID_BLOCK)
-            self._next_producer_id, self._producer_id_block_end = first, first + PRODUCER_ID_BLOCK
-        producer_id = self._next_producer_id
-        self._next_producer_id += 1
-        return producer_id
 
     async def aclose(self) -> None:
         await self.client.aclose()

@@ -20,7 +20,6 @@ import trio
 
 from broker.cluster.image import Change
 from broker.cluster.layout import PartitionRecord
-from coordinator.offsets_topic import OFFSETS_TOPIC
 
 if TYPE_CHECKING:
     from broker.cluster.metadata import ClusterMetadata
@@ -141,7 +140,7 @@ class Roles:
             return
         await broker.partitions.create_replicas(info, [partition])
         replicas = broker.replicas
-        coordinator = broker.coordinator if topic == OFFSETS_TOPIC else None
+        coordinator = broker.coordinator_over(topic)  # it follows its topic's leadership
         if record.leader == self._node_id:
             await replicas.become_leader(
                 topic,
@@ -161,6 +160,7 @@ class Roles:
 
     async def _stop(self, topic: str, partition: int) -> None:
         self._applied.pop((topic, partition), None)
-        if topic == OFFSETS_TOPIC and self._broker.coordinator is not None:
-            self._broker.coordinator.release(partition)
+        coordinator = self._broker.coordinator_over(topic)
+        if coordinator is not None:
+            coordinator.release(partition)
         await self._broker.replicas.stop_replica(topic, partition, delete=False)

@@ -20,6 +20,7 @@ from broker.acl_model import ResourceType
 from broker.api_support import Served
 from broker.authorization import authorized, unauthorized_names
 from broker.context import PendingResponse, RequestContext
+from broker.durability import SyncTicket
 from broker.handlers.groups import coordinator_of
 from broker.replication.acks import AckWait, acknowledged
 from coordinator.offsets import topics_with_error
@@ -156,19 +157,11 @@ def answer_when_synced(
     ``offsets.commit.timeout.ms``)."""
     if not must_sync and not acks:
         return {"topics": topics}
-    durability, replicas = ctx.broker.durability, ctx.broker.replicas
-    ticket = durability.ticket(must_sync) if must_sync else None
+    ticket = ctx.broker.durability.ticket(must_sync) if must_sync else None
     timeout_s = ctx.broker.config.get_int("offsets.commit.timeout.ms") / 1000
 
     async def after_sync() -> dict[str, Any]:
-        failure = None
-        if ticket is not None and await durability.wait(ticket):
-            failure = ErrorCode.NOT_COORDINATOR  # Kafka answers a failed append (KAFKA_STORAGE_ERROR) so
-        if failure is None and acks and replicas is not None:
-            errors = await acknowledged(replicas, acks, trio.current_time() + timeout_s)
-            if errors:
-                code = next(iter(errors.values()))
-                failure = _COMMIT_ERRORS.get(code, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        failure = await coordinator_writes_failure(ctx, ticket, acks, timeout_s)
         if failure is not None:
             for topic in topics:
                 for partition in topic["partitions"]:
@@ -177,6 +170,23 @@ def answer_when_synced(
         return {"topics": topics}
 
     return PendingResponse(after_sync)
+
+
+async def coordinator_writes_failure(
+    ctx: RequestContext, ticket: SyncTicket | None, acks: list[AckWait], timeout_s: float
+) -> ErrorCode | None:
+    """Wait for a coordinator's appends to be synced (``ticket`` from ``durability.ticket``, or
+    None) and replicated (``acks``, within ``timeout_s``); None when they are, else the error its
+    client is told (Kafka's coordinators translate a failed append so)."""
+    durability, replicas = ctx.broker.durability, ctx.broker.replicas
+    if ticket is not None and await durability.wait(ticket):
+        return ErrorCode.NOT_COORDINATOR  # Kafka answers a failed append (KAFKA_STORAGE_ERROR) so
+    if acks and replicas is not None:
+        errors = await acknowledged(replicas, acks, trio.current_time() + timeout_s)
+        if errors:
+            code = next(iter(errors.values()))
+            return _COMMIT_ERRORS.get(code, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    return None
 
 
 async def handle_offset_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:

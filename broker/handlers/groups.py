@@ -24,6 +24,7 @@ from coordinator.classic_group import Responder, join_error, sync_error
 from coordinator.classic_protocol import JoinRequest, SyncRequest
 from coordinator.coordinator import GroupCoordinator
 from coordinator.offsets_topic import OFFSETS_TOPIC
+from coordinator.transactions import TRANSACTION_STATE_TOPIC
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
@@ -31,6 +32,8 @@ GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 KEY_RESOURCES = {GROUP_KEY_TYPE: ResourceType.GROUP, TRANSACTION_KEY_TYPE: ResourceType.TRANSACTIONAL_ID}
 """FindCoordinator needs DESCRIBE on the group or transactional id it looks up."""
+KEY_TOPICS = {GROUP_KEY_TYPE: OFFSETS_TOPIC, TRANSACTION_KEY_TYPE: TRANSACTION_STATE_TOPIC}
+"""The internal topic whose partition leaders coordinate each kind of key."""
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 
 
@@ -71,11 +74,13 @@ async def parked(start: Callable[[Responder], None]) -> dict[str, Any]:
 
 
 async def handle_find_coordinator(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    """This single node coordinates every group (and transactions, once they exist)."""
+    """A single node coordinates every group and transactional id; a cluster member answers
+    the leader of the key's partition of ``__consumer_offsets`` or ``__transaction_state``,
+    creating that topic on first use as Kafka does."""
     key_type = request.get("key_type", GROUP_KEY_TYPE)
     cluster = ctx.broker.cluster
-    if cluster is not None and key_type == GROUP_KEY_TYPE:
-        await cluster.ensure_internal_topic(OFFSETS_TOPIC)
+    if cluster is not None and key_type in KEY_TOPICS:
+        await cluster.ensure_internal_topic(KEY_TOPICS[key_type])
     if ctx.api_version >= 4:
         return {
             "coordinators": [
@@ -108,7 +113,7 @@ def _coordinator_entry(ctx: RequestContext, key_type: int, key: str) -> dict[str
             "host": "",
             "port": -1,
         }
-    node = coordinator_node(ctx, key)
+    node = coordinator_node(ctx, key, KEY_TOPICS[key_type])
     if node is None:
         return {
             "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
@@ -126,15 +131,16 @@ def _coordinator_entry(ctx: RequestContext, key_type: int, key: str) -> dict[str
     }
 
 
-def coordinator_node(ctx: RequestContext, key: str) -> NodeAddress | None:
-    """The broker coordinating a group: this one, or in a cluster the leader of the group's
-    ``__consumer_offsets`` partition (None while it has none)."""
+def coordinator_node(ctx: RequestContext, key: str, topic: str) -> NodeAddress | None:
+    """The broker coordinating a group or transactional id: this one, or in a cluster the
+    leader of the key's partition of the coordinator's internal ``topic`` (None while it has
+    none)."""
     broker = ctx.broker
     if broker.cluster is None:
         endpoint = broker.endpoint_for(ctx.listener_name)
         return NodeAddress(broker.node_id, endpoint.host, endpoint.port, None)
-    partition = coordinator_of(ctx).partition_for(key)
-    record = broker.cluster.metadata.image.partition(OFFSETS_TOPIC, partition)
+    coordinator = installed(broker.coordinator_over(topic), f"the coordinator over {topic}")
+    record = broker.cluster.metadata.image.partition(topic, coordinator.partition_for(key))
     return node_address(broker, record.leader, ctx.listener_name) if record is not None else None
 
 

@@ -31,6 +31,7 @@ from broker.handlers.transactions import joined_transaction
 from broker.partition_requests import leader_epoch_of
 from broker.replication.acks import AckWait, ack_wait, acknowledged, min_isr_refusal
 from broker.replication.leader_hints import add_node_endpoints, with_leader_hint
+from broker.txn_verification import verified_elsewhere
 from log.compacted_batch import record_spans
 from log.config import LONG_MAX, LogConfig
 from log.errors import LogError
@@ -178,9 +179,12 @@ def append_partition(
     records: memoryview | None,
     now_ms: int,
     transactional_id: str | None,
+    verdict: ErrorCode | None = None,
 ) -> tuple[dict[str, Any], bool]:
     """Validate and append one partition's record set: (partition response, whether its
-    acknowledgement must wait for a sync, see ``broker.durability``)."""
+    acknowledgement must wait for a sync, see ``broker.durability``).  ``verdict``: what the
+    transaction's coordinator on another broker said of a transactional write here
+    (``broker.txn_verification``)."""
     broker = ctx.broker
     partition_log = broker.partitions.get(topic, index)
     if partition_log is None:
@@ -198,7 +202,11 @@ def append_partition(
     batch = batches[0]
     if batch.is_transactional:
         producer = (batch.producer_id, batch.producer_epoch)
-        error = joined_transaction(ctx, transactional_id, producer, (topic, index))
+        error = (
+            verdict
+            if verdict is not None
+            else joined_transaction(ctx, transactional_id, producer, (topic, index))
+        )
         if error is not ErrorCode.NONE:
             return partition_error(
                 index, error, f"{topic}-{index} is not part of the producer's transaction"
@@ -299,8 +307,19 @@ async def handle_produce(
     ):
         refusal = (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None)
     resolved = [(topic_data, *resolve_topic(ctx, topic_data)) for topic_data in request["topic_data"]]
+    verdicts: dict[tuple[str, int], ErrorCode] = {}
     if refusal is None:
         await ctx.broker.durability.mark_unclean(logs_to_mark(ctx, resolved))
+        verdicts = await verified_elsewhere(
+            ctx,
+            transactional_id,
+            [
+                (name, partition["index"], partition["records"])
+                for topic_data, name, topic_refusal in resolved
+                if topic_refusal is None
+                for partition in topic_data["partition_data"]
+            ],
+        )
     now_ms = ctx.broker.clock()
     replicas = ctx.broker.replicas
     # acks=all in a cluster waits for the ISR up to the request's timeout_ms.
@@ -324,6 +343,7 @@ async def handle_produce(
                     partition["records"],
                     now_ms,
                     transactional_id,
+                    verdicts.get((name, partition["index"])),
                 )
                 if wait:
                     must_sync.append((name, partition["index"]))

@@ -17,7 +17,7 @@ from broker.api_support import Served
 from broker.authorization import authorized, authorized_on_any, cluster_authorized
 from broker.cluster.etcd_client import EtcdError
 from broker.context import RequestContext
-from broker.handlers.transactions import error_for, transactions_of
+from broker.handlers.transactions import durably, error_for, transactions_of
 from coordinator.transactions import TxnError
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
@@ -43,7 +43,7 @@ async def handle_init_producer_id(ctx: RequestContext, request: dict[str, Any]) 
         cluster = ctx.broker.cluster
         try:
             producer_id = (
-                await cluster.allocate_producer_id() if cluster else ctx.broker.producer_ids.allocate()
+                await cluster.producer_ids.allocate() if cluster else ctx.broker.producer_ids.allocate()
             )
         except EtcdError:
             # As Kafka's brokers while the controller hands out no block: retriable.
@@ -56,11 +56,14 @@ async def handle_init_producer_id(ctx: RequestContext, request: dict[str, Any]) 
         epoch = 0
     else:
         try:
-            producer_id, epoch = transactions_of(ctx).init_producer_id(
-                transactional_id,
-                request["transaction_timeout_ms"],
-                request.get("producer_id", -1),
-                request.get("producer_epoch", -1),
+            producer_id, epoch = await durably(
+                ctx,
+                lambda: transactions_of(ctx).init_producer_id(
+                    transactional_id,
+                    request["transaction_timeout_ms"],
+                    request.get("producer_id", -1),
+                    request.get("producer_epoch", -1),
+                ),
             )
         except TxnError as failure:
             return {

@@ -12,14 +12,19 @@ for it and OPERATION_NOT_ATTEMPTED for the rest, as Kafka answers.
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any
+from collections.abc import Callable, Collection
+from typing import Any, TypeVar
 
 from broker.acl_model import ResourceType
 from broker.api_support import Served
 from broker.authorization import answer_each, authorized, cluster_authorized, unauthorized_names
 from broker.context import PendingResponse, RequestContext
-from broker.handlers.group_offsets import answer_when_synced, replicated_writes, split_authorized_topics
+from broker.handlers.group_offsets import (
+    answer_when_synced,
+    coordinator_writes_failure,
+    replicated_writes,
+    split_authorized_topics,
+)
 from broker.handlers.groups import coordinator_of, installed
 from coordinator.offsets import topics_with_error
 from coordinator.offsets_topic import OFFSETS_TOPIC
@@ -61,6 +66,27 @@ def error_for(ctx: RequestContext, failure: TxnError | ErrorCode) -> ErrorCode:
     return code
 
 
+TXN_LOG_APPEND_TIMEOUT_S = 30.0  # Kafka's coordinator waits request.timeout.ms for its acks=all append
+
+T = TypeVar("T")
+
+
+async def durably(ctx: RequestContext, call: Callable[[], T]) -> T:
+    """Run a transaction coordinator call, then wait until what it wrote to
+    ``__transaction_state`` (and, ending a transaction, the markers written here) is synced
+    under the flush policy and, in a cluster, held by the in-sync replicas, as Kafka's
+    coordinator appends with acks=all before it answers.  ``TxnError`` with the coordinator's
+    translation of a failed append (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE: clients retry)."""
+    durability = ctx.broker.durability
+    with durability.collecting() as must_sync, replicated_writes(ctx.broker) as acks:
+        result = call()
+    ticket = durability.ticket(must_sync) if must_sync else None
+    failure = await coordinator_writes_failure(ctx, ticket, acks, TXN_LOG_APPEND_TIMEOUT_S)
+    if failure is not None:
+        raise TxnError(failure)
+    return result
+
+
 def joined_transaction(
     ctx: RequestContext, transactional_id: str | None, producer: tuple[int, int], partition: tuple[str, int]
 ) -> ErrorCode:
@@ -71,6 +97,10 @@ def joined_transaction(
         return ErrorCode.NONE
     if transactional_id is None:
         return error_for(ctx, ErrorCode.TRANSACTION_ABORTABLE)
+    if coordinator.availability(transactional_id) is ErrorCode.NOT_COORDINATOR:
+        # Another broker coordinates it (a cluster): a Produce asked it already when it had to
+        # (broker.txn_verification); a TxnOffsetCommit is not checked there (docs/NOTES.md).
+        return ErrorCode.NONE
     try:
         if ctx.api_version >= FIRST_IMPLICIT_ADD_VERSION[ctx.header.api_key]:
             coordinator.add_partitions(transactional_id, *producer, [partition])
@@ -99,7 +129,7 @@ def _partitions_result(
     ]
 
 
-def _add_partitions(
+async def _add_partitions(
     ctx: RequestContext,
     transactional_id: str,
     producer_id: int,
@@ -114,7 +144,7 @@ def _add_partitions(
     failed = {
         tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED if tp[0] in denied else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         for tp in wanted
-        if tp[0] in denied or ctx.broker.partitions.get(*tp) is None
+        if tp[0] in denied or not _exists(ctx, *tp)
     }
     if failed:
         return {tp: failed.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in wanted}
@@ -122,10 +152,16 @@ def _add_partitions(
     try:
         if verify:
             return coordinator.verify_partitions(transactional_id, producer_id, epoch, wanted)
-        coordinator.add_partitions(transactional_id, producer_id, epoch, wanted)
+        await durably(ctx, lambda: coordinator.add_partitions(transactional_id, producer_id, epoch, wanted))
     except TxnError as failure:
         return dict.fromkeys(wanted, error_for(ctx, failure))
     return dict.fromkeys(wanted, ErrorCode.NONE)
+
+
+def _exists(ctx: RequestContext, topic: str, partition: int) -> bool:
+    """Whether the partition exists (in a cluster the coordinator need not host a replica)."""
+    info = ctx.broker.topics.get(topic)
+    return info is not None and 0 <= partition < info.partitions
 
 
 async def handle_add_partitions_to_txn(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
@@ -136,7 +172,7 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, request: dict[str, A
             wanted = [(t["name"], p) for t in topics for p in t["partitions"]]
             errors = dict.fromkeys(wanted, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         else:
-            errors = _add_partitions(
+            errors = await _add_partitions(
                 ctx,
                 transactional_id,
                 request["v3_and_below_producer_id"],
@@ -155,7 +191,7 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, request: dict[str, A
         }
     results = []
     for txn in request["transactions"]:
-        errors = _add_partitions(
+        errors = await _add_partitions(
             ctx,
             txn["transactional_id"],
             txn["producer_id"],
@@ -187,11 +223,14 @@ async def handle_add_offsets_to_txn(ctx: RequestContext, request: dict[str, Any]
         return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_GROUP_ID}
     offsets_partition = (OFFSETS_TOPIC, coordinator_of(ctx).partition_for(group_id))
     try:
-        transactions_of(ctx).add_partitions(
-            request["transactional_id"],
-            request["producer_id"],
-            request["producer_epoch"],
-            [offsets_partition],
+        await durably(
+            ctx,
+            lambda: transactions_of(ctx).add_partitions(
+                request["transactional_id"],
+                request["producer_id"],
+                request["producer_epoch"],
+                [offsets_partition],
+            ),
         )
     except TxnError as failure:
         return {"throttle_time_ms": 0, "error_code": error_for(ctx, failure)}
@@ -253,12 +292,15 @@ async def handle_end_txn(ctx: RequestContext, request: dict[str, Any]) -> dict[s
     if not authorized(ctx, ResourceType.TRANSACTIONAL_ID, request["transactional_id"]):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
     try:
-        producer_id, epoch = transactions_of(ctx).end_txn(
-            request["transactional_id"],
-            request["producer_id"],
-            request["producer_epoch"],
-            request["committed"],
-            bump,
+        producer_id, epoch = await durably(
+            ctx,
+            lambda: transactions_of(ctx).end_txn(
+                request["transactional_id"],
+                request["producer_id"],
+                request["producer_epoch"],
+                request["committed"],
+                bump,
+            ),
         )
     except TxnError as failure:
         return {"throttle_time_ms": 0, "error_code": error_for(ctx, failure)}

@@ -30,10 +30,7 @@ def cluster(etcd_cluster, tmp_path_factory):
 def whole_cluster(cluster: OdradekCluster):
     """Every test starts and ends with all three brokers up and registered."""
     yield
-    for node, broker in cluster.brokers.items():
-        if not broker.is_running:
-            cluster.restart(node)
-    wait_for(lambda: cluster.live_brokers() == {1, 2, 3}, what="all brokers back")
+    cluster.restart_stopped()
 
 
 def create_topic(cluster: OdradekCluster, name: str, partitions: int, **configs: str) -> None:

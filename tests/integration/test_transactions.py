@@ -193,3 +193,45 @@ def test_kill_mid_transaction_keeps_it_open_until_it_ends(odradek_broker: Odrade
     with RawClient(odradek_broker.bootstrap) as client:
         assert committed_view(client, "txn-crash")[:2] == (5, [])
         assert Txn(client, "crashy").describe()["transaction_state"] == "CompleteCommit"
+
+
+def write_txn_markers(
+    client: RawClient, txn: Txn, commit: bool, topic: str, *partitions: int, coordinator_epoch: int = 0
+) -> dict[int, int]:
+    """What a transaction coordinator on another broker sends (WriteTxnMarkers v1): the error
+    per partition."""
+    marker = {
+        "producer_id": txn.producer_id,
+        "producer_epoch": txn.epoch,
+        "transaction_result": commit,
+        "topics": [{"name": topic, "partition_indexes": list(partitions)}],
+        "coordinator_epoch": coordinator_epoch,
+    }
+    response = client.request(ApiKey.WRITE_TXN_MARKERS, 1, {"markers": [marker]})
+    ((answer,),) = [m["topics"] for m in response["markers"]]
+    return {p["partition_index"]: p["error_code"] for p in answer["partitions"]}
+
+
+def test_write_txn_markers_ends_a_transaction_in_the_partitions_led_here(
+    odradek_broker: OdradekProcess,
+) -> None:
+    with RawClient(odradek_broker.bootstrap) as client:
+        client.create_topic("txn-markers", 1)
+        txn = Txn(client, "marked-from-outside")
+        assert txn.init() == ErrorCode.NONE
+        assert txn.add("txn-markers", 0) == {0: ErrorCode.NONE}
+        assert txn.produce("txn-markers", 0, b"a", b"b")["base_offset"] == 0
+        assert committed_view(client, "txn-markers")[0] == 0  # held back while open
+        assert write_txn_markers(client, txn, True, "txn-markers", 0, coordinator_epoch=5) == {
+            0: ErrorCode.NONE
+        }
+        last_stable, aborted, size = committed_view(client, "txn-markers")
+        assert (last_stable, aborted) == (3, []) and size > 0  # committed: the records are readable
+        # A deposed coordinator (an older epoch) cannot end the next transaction.
+        assert txn.produce("txn-markers", 0, b"c")["base_offset"] == 3
+        fenced = write_txn_markers(client, txn, True, "txn-markers", 0, coordinator_epoch=4)
+        assert fenced == {0: ErrorCode.TRANSACTION_COORDINATOR_FENCED}
+        assert committed_view(client, "txn-markers")[0] == 3  # still open
+        assert write_txn_markers(client, txn, True, "no-such-topic", 0) == {
+            0: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        }

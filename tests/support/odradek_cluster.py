@@ -98,6 +98,13 @@ class OdradekCluster:
     def restart(self, node: int) -> None:
         self.brokers[node].start()
 
+    def restart_stopped(self) -> None:
+        """Start every broker that is down again and wait until all are registered."""
+        for node, broker in self.brokers.items():
+            if not broker.is_running:
+                self.restart(node)
+        wait_for(lambda: len(self.live_brokers()) == len(self.brokers), what="all brokers back")
+
     def pause(self, node: int) -> None:
         self.brokers[node].process.send_signal(signal.SIGSTOP)
 
