@@ -19,9 +19,9 @@ from broker.cluster.etcd_client import EtcdClient, EtcdError, parse_endpoints
 from broker.cluster.layout import BrokerRecord, Endpoint, Layout, PartitionRecord, TopicRecord
 from broker.cluster.membership import Membership
 from broker.cluster.metadata import ClusterMetadata, MetadataConflict, take_producer_id_block
-from broker.cluster.reassignment import cancel_reassignment, start_reassignment
 from broker.cluster.peer_requests import PeerRequests
 from broker.cluster.producer_id_blocks import ProducerIdBlocks
+from broker.cluster.reassignment import cancel_reassignment, start_reassignment
 from broker.cluster.replica_placement import PlacementError, assign_replicas
 from broker.cluster.roles import Roles
 from broker.config import ConfigError, parse_security_protocol_map
