@@ -41,7 +41,9 @@ class PeerRequests:
                         endpoint = self._endpoint_of(node_id)
                         if endpoint is None:
                             raise ConnectionError(f"broker {node_id} has no inter-broker endpoint")
-                        connection = await PeerConnection.open(*endpoint, self._client_id, MAX_RESPONSE_BYTES)
+                        connection = await PeerConnection.open(
+                            *endpoint, self._client_id, MAX_RESPONSE_BYTES, timeout_s
+                        )
                         self._connections[node_id] = connection
                     return await connection.request(api_key, version, body)
             except (OSError, trio.BrokenResourceError, trio.TooSlowError) as exc:  # ConnectionError too
