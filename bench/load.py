@@ -20,7 +20,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from bench.procstat import machine_busy_seconds, snapshot
+from bench.procstat import cpu_seconds, machine_busy_seconds
 
 PROGRESS_EVERY_S = 2.0
 MiB = 1024 * 1024
@@ -80,8 +80,7 @@ class Window:
         # RUSAGE_SELF counts all threads, and librdkafka does the network I/O in its own.
         usage = resource.getrusage(resource.RUSAGE_SELF)
         client = usage.ru_utime + usage.ru_stime
-        broker = sum(snapshot(pid).cpu_seconds for pid in self.broker_pids)  # a cluster's, summed
-        return client, broker, machine_busy_seconds()
+        return client, cpu_seconds(self.broker_pids), machine_busy_seconds()
 
     def close(self) -> dict[str, float]:
         seconds = time.monotonic() - self.start

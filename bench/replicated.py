@@ -9,7 +9,9 @@ with replication factor 3 and ``min.insync.replicas`` 2, produces with an idempo
 producer (librdkafka's defaults otherwise) and consumes everything back (``bench.load``, each
 phase in its own client process). Broker CPU is the three broker processes' summed (etcd's is
 not in it: it is in "others' cores"; Kafka's controllers run inside its brokers); peak RSS is
-the largest broker's, every broker's is in the JSON.
+the largest broker's, every broker's is in the JSON. With ``--latency-rate``, the same cluster
+then takes ``bench.ack_latency``'s fixed-rate acks=all load on a second RF 3 topic: what a
+producer waits for its acknowledgement, and a consumer for the record, when nothing is queued.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ import contextlib
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
+from bench import ack_latency
 from bench.launchers import BrokerFailed, RunningBroker, names_of
 from bench.report import add_trial_options, report
 from bench.throughput import Settings, Trial, interleave, measure
@@ -27,6 +31,7 @@ from bench.throughput import Settings, Trial, interleave, measure
 KINDS = ("odradek", "apache-kafka")
 REPLICATION_FACTOR = 3
 MIN_INSYNC_REPLICAS = 2
+LATENCY_WARMUP_S = 5.0  # untimed sending first: a JVM needs it
 
 LIVENESS_DEFAULTS: Mapping[str, str] = {
     "broker.session.timeout.ms": "9000",
@@ -46,6 +51,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add_trial_options(parser)
     parser.add_argument("--override-all", action="append", default=[], metavar="KEY=VALUE",
                         help="config for every broker of both kinds (repeatable)")  # fmt: skip
+    parser.add_argument("--latency-rate", type=int, default=0, metavar="MSG_PER_S",
+                        help="then acks=all latency at this fixed rate (default 0: not measured)")  # fmt: skip
+    parser.add_argument(
+        "--latency-seconds", type=float, default=10.0, help="timed latency sending (default 10)"
+    )
     args = parser.parse_args(argv)
     unknown = [name for name in names_of(args.brokers) if name not in KINDS]
     if unknown:
@@ -92,21 +102,33 @@ def cluster(kind: str, overrides: Mapping[str, str]) -> Iterator[RunningBroker]:
             started.stop()
 
 
-def run_trial(kind: str, settings: Settings, overrides: Mapping[str, str]) -> Trial:
-    """One fresh cluster of ``kind``, measured end to end; stopped before this returns or raises."""
+def run_trial(
+    kind: str, settings: Settings, args: argparse.Namespace, latencies: list[dict[str, Any]]
+) -> Trial:
+    """One fresh cluster of ``kind``, measured end to end (and its latency appended to
+    ``latencies`` if asked); stopped before this returns or raises."""
+    overrides = dict(override.split("=", 1) for override in args.override_all)
     with cluster(kind, overrides) as brokers:
-        return measure(brokers, settings)
+        trial = measure(brokers, settings)
+        if args.latency_rate:
+            latencies.append(ack_latency.measure(brokers, args.latency_rate, args.latency_seconds,
+                                                 settings.partitions, LATENCY_WARMUP_S, REPLICATION_FACTOR))  # fmt: skip
+    return trial
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     settings = settings_of(args)
-    overrides = dict(override.split("=", 1) for override in args.override_all)
     kinds = names_of(args.brokers)
     print(f"{settings.messages} messages x {settings.value_size} B = "
           f"{settings.messages * settings.value_size / 1e6:.0f} MB, {settings.partitions} partitions, "
           f"replication factor {REPLICATION_FACTOR}, min.insync.replicas {MIN_INSYNC_REPLICAS}, "
           f"idempotent acks=all; 3-broker clusters: {', '.join(kinds)}", flush=True)  # fmt: skip
-    trials, failures = interleave(kinds, args.repeat, lambda kind: run_trial(kind, settings, overrides))
-    report(trials, failures, settings, args, ratios=[("odradek", "apache-kafka")])
+    latencies: list[dict[str, Any]] = []
+    trials, failures = interleave(kinds, args.repeat, lambda kind: run_trial(kind, settings, args, latencies))
+    report(trials, failures, settings, args, [("odradek", "apache-kafka")], {"latency": latencies})
+    if latencies:
+        print(f"\nacks=all latency at {args.latency_rate} msg/s x {args.latency_seconds:.0f} s "
+              f"(after {LATENCY_WARMUP_S:.0f} s), 1 KiB, linger.ms=0, RF 3; cores = the 3 brokers' summed")  # fmt: skip
+        print(ack_latency.table(latencies))
     return 1 if failures else 0

@@ -142,8 +142,10 @@ def as_json(settings: Settings, how: str, trials: Sequence[Trial], summaries: Se
 
 
 def report(trials: Mapping[str, Sequence[Trial]], failures: Sequence[dict[str, str]], settings: Settings,
-           args: argparse.Namespace, ratios: Sequence[tuple[str, str]]) -> None:  # fmt: skip
-    """Print the table of ``args.summary`` over the repeats, and write ``args.json_out`` if asked."""
+           args: argparse.Namespace, ratios: Sequence[tuple[str, str]],
+           extra: Mapping[str, Any] | None = None) -> None:  # fmt: skip
+    """Print the table of ``args.summary`` over the repeats, and write ``args.json_out`` if asked
+    (with ``extra``: a bench's further figures)."""
     summaries = [summarize(ts, args.summary) for ts in trials.values() if ts]
     if summaries:
         print()
@@ -154,7 +156,9 @@ def report(trials: Mapping[str, Sequence[Trial]], failures: Sequence[dict[str, s
     if args.json_out:
         all_trials = [t for ts in trials.values() for t in ts]
         args.json_out.write_text(
-            json.dumps(as_json(settings, args.summary, all_trials, summaries, failures), indent=2)
+            json.dumps(
+                as_json(settings, args.summary, all_trials, summaries, failures) | dict(extra or {}), indent=2
+            )
         )
 
 

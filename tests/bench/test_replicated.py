@@ -36,11 +36,15 @@ def test_the_subcommand_writes_the_table_and_the_json(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "replicated.json"
-    assert main(["replicated", "--brokers", "odradek", "--megabytes", "0.2", "--json-out", str(out)]) == 0
-    assert "odradek" in capsys.readouterr().out.splitlines()[-3]
+    argv = ["replicated", "--brokers", "odradek", "--megabytes", "0.2", "--json-out", str(out)]
+    assert main([*argv, "--latency-rate", "100", "--latency-seconds", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-2].split()[:2] == ["broker", "ack"] and lines[-1].split()[0] == "odradek"
     record = json.loads(out.read_text())
     assert record["settings"]["replication_factor"] == 3 and record["settings"]["idempotent"]
     assert [len(trial["node_peak_rss_bytes"]) for trial in record["trials"]] == [3]
+    (latency,) = record["latency"]
+    assert latency["messages"] == 100 and 0 < latency["e2e"]["p50_ms"] <= latency["e2e"]["p99_ms"]
 
 
 def test_only_the_two_cluster_kinds_are_known() -> None:
