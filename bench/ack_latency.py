@@ -19,12 +19,13 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.launchers import RunningBroker, make_launchers, running
-from bench.procstat import snapshot
+from bench.procstat import cpu_seconds
 
 _STAMP = struct.Struct(">d")
 TOPIC = "latency"
@@ -37,12 +38,18 @@ def _percentiles(samples: list[float]) -> dict[str, float]:
 
 
 def measure(
-    broker: RunningBroker, rate: int, seconds: float, partitions: int, warmup: float
+    broker: RunningBroker,
+    rate: int,
+    seconds: float,
+    partitions: int,
+    warmup: float,
+    replication_factor: int = 1,
 ) -> dict[str, object]:
     """Send ``rate`` msg/s for ``warmup`` + ``seconds``; return the latency figures of the
-    messages sent after the warm-up (a JVM needs it) and the broker's cores meanwhile."""
+    messages sent after the warm-up (a JVM needs it) and the broker's cores meanwhile (a
+    cluster's brokers summed)."""
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    for future in admin.create_topics([NewTopic(TOPIC, partitions, 1)]).values():
+    for future in admin.create_topics([NewTopic(TOPIC, partitions, replication_factor)]).values():
         future.result()
     producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all", "linger.ms": 0})
     consumer = Consumer(
@@ -80,10 +87,10 @@ def measure(
     timed_from = start + warm / rate
     reader = threading.Thread(target=consume, daemon=True)
     reader.start()
-    before = None
+    before: float | None = None
     for i in range(total):
         if i == warm:
-            before = snapshot(broker.pid)
+            before = cpu_seconds(broker.pids)
         due = start + i / rate
         if (now := time.perf_counter()) < due:
             time.sleep(due - now)
@@ -97,7 +104,7 @@ def measure(
         )
     remaining = producer.flush(60)
     elapsed = time.perf_counter() - timed_from
-    after = snapshot(broker.pid)
+    after = cpu_seconds(broker.pids)
     assert before is not None
     reader.join(60)
     done.set()
@@ -111,8 +118,18 @@ def measure(
         "messages": total - warm,
         "ack": _percentiles(acks),
         "e2e": _percentiles(e2e),
-        "broker_cores": round((after.cpu_seconds - before.cpu_seconds) / elapsed, 2),
+        "broker_cores": round((after - before) / elapsed, 2),
     }
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    """One line per run: acknowledgement and end-to-end p50/p99 in ms, the broker's cores."""
+    lines = [f"{'broker':<14}{'ack p50':>9}{'ack p99':>9}{'e2e p50':>9}{'e2e p99':>9}{'cores':>7}"]
+    for r in results:
+        ack, e2e = r["ack"], r["e2e"]
+        lines.append(f"{r['broker']:<14}{ack['p50_ms']:>9}{ack['p99_ms']:>9}{e2e['p50_ms']:>9}"
+                     f"{e2e['p99_ms']:>9}{r['broker_cores']:>7}")  # fmt: skip
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,11 +154,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[{rep}/{args.repeat}] {json.dumps(result)}", flush=True)
     settings = ", ".join(args.override_all) or "defaults"
     print(f"\n{args.rate} msg/s x {args.seconds:.0f} s, 1 KiB, acks=all, linger.ms=0; {settings}")
-    print(f"{'broker':<14}{'ack p50':>9}{'ack p99':>9}{'e2e p50':>9}{'e2e p99':>9}{'cores':>7}")
-    for r in results:
-        ack, e2e = r["ack"], r["e2e"]
-        print(f"{r['broker']:<14}{ack['p50_ms']:>9}{ack['p99_ms']:>9}{e2e['p50_ms']:>9}{e2e['p99_ms']:>9}"
-              f"{r['broker_cores']:>7}")  # fmt: skip
+    print(table(results))
     if args.json_out:
         args.json_out.write_text(
             json.dumps({"settings": vars(args) | {"json_out": None}, "results": results}, indent=2)

@@ -243,6 +243,13 @@ class RunningBroker:
     log_path: Path
     client_config: dict[str, Any] = field(default_factory=dict)
     """librdkafka settings beyond ``bootstrap.servers`` (the listener's security)."""
+    other_pids: tuple[int, ...] = ()
+    """The other brokers of a cluster (``bench.replicated``): measured with ``pid``, summed."""
+
+    @property
+    def pids(self) -> tuple[int, ...]:
+        """Every broker process whose CPU and memory the figures cover."""
+        return (self.pid, *self.other_pids)
 
     def librdkafka(self, **config: Any) -> dict[str, Any]:
         """A confluent-kafka client configuration for this broker, plus ``config``."""

@@ -15,12 +15,12 @@ import resource
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from bench.procstat import machine_busy_seconds, snapshot
+from bench.procstat import cpu_seconds, machine_busy_seconds
 
 PROGRESS_EVERY_S = 2.0
 MiB = 1024 * 1024
@@ -38,11 +38,17 @@ PRODUCER_CONFIG: dict[str, Any] = {
     "linger.ms": 20,
     "queue.buffering.max.messages": 500_000,
     "queue.buffering.max.kbytes": 512 * 1024,
-    "statistics.interval.ms": 500,
-    # A Python callback per acknowledged message would cost the client more than the
-    # broker's work; failures are still reported, and flush() still waits for every ack.
-    "delivery.report.only.error": True,
 }
+
+# What every bench producer gets whatever its profile: batch-size statistics, and no Python
+# callback per acknowledged message (it would cost the client more than the broker's work;
+# failures are still reported, and flush() still waits for every ack).
+HARNESS_CONFIG: dict[str, Any] = {"statistics.interval.ms": 500, "delivery.report.only.error": True}
+
+# An application that wants no loss and no duplicates: acks=all from an idempotent producer,
+# librdkafka's defaults for everything else (the replicated bench: what replication costs as
+# clients meet it, not as the throughput bench's tuning would hide it).
+IDEMPOTENT_CONFIG: dict[str, Any] = {"acks": "all", "enable.idempotence": True}
 
 # Large fetches so the consumer is limited by the broker, not by request round trips
 # (librdkafka keeps one Fetch in flight per broker, so each round trip should carry a lot).
@@ -65,8 +71,8 @@ class Window:
     start-up are charged to no one.
     """
 
-    def __init__(self, broker_pid: int) -> None:
-        self.broker_pid = broker_pid
+    def __init__(self, broker_pids: Sequence[int]) -> None:
+        self.broker_pids = list(broker_pids)
         self.start = time.monotonic()
         self.client0, self.broker0, self.machine0 = self._cpu()
 
@@ -74,7 +80,7 @@ class Window:
         # RUSAGE_SELF counts all threads, and librdkafka does the network I/O in its own.
         usage = resource.getrusage(resource.RUSAGE_SELF)
         client = usage.ru_utime + usage.ru_stime
-        return client, snapshot(self.broker_pid).cpu_seconds, machine_busy_seconds()
+        return client, cpu_seconds(self.broker_pids), machine_busy_seconds()
 
     def close(self) -> dict[str, float]:
         seconds = time.monotonic() - self.start
@@ -129,8 +135,9 @@ def each_partition(topics: str, partitions: int) -> list[tuple[str, int]]:
     return [(topic, p) for topic in topics.split(",") for p in range(partitions)]
 
 
-def produce(client: dict[str, Any], broker_pid: int, topic: str, partitions: int, messages: int,
-            value_size: int, timeout_s: float, transaction_records: int = 0) -> dict[str, Any]:  # fmt: skip
+def produce(client: dict[str, Any], broker_pids: Sequence[int], topic: str, partitions: int, messages: int,
+            value_size: int, timeout_s: float, transaction_records: int = 0,
+            idempotent: bool = False) -> dict[str, Any]:  # fmt: skip
     """Send ``messages`` values round-robin over the partitions of the comma-separated
     ``topic`` names and wait for every ack.
 
@@ -138,6 +145,7 @@ def produce(client: dict[str, Any], broker_pid: int, topic: str, partitions: int
     when flush() returns, i.e. when the broker has acknowledged every message.  With
     ``transaction_records`` every that many messages are one transaction (init before the
     clock starts; each commit waits for its records, its markers and the coordinator).
+    ``idempotent`` sends with ``IDEMPOTENT_CONFIG`` instead of the tuned ``PRODUCER_CONFIG``.
     """
     batches = {"bytes": 0, "count": 0}
     errors: list[str] = []
@@ -154,7 +162,8 @@ def produce(client: dict[str, Any], broker_pid: int, topic: str, partitions: int
         if err is not None and len(errors) < 10:
             errors.append(str(err))
 
-    config = {**PRODUCER_CONFIG, **(TRANSACTIONAL_CONFIG if transaction_records else {})}
+    config = {**HARNESS_CONFIG, **(IDEMPOTENT_CONFIG if idempotent else PRODUCER_CONFIG),
+              **(TRANSACTIONAL_CONFIG if transaction_records else {})}  # fmt: skip
     producer = Producer({**client, "stats_cb": on_stats, "on_delivery": on_delivery, **config})
     targets = each_partition(topic, partitions)
     producer.list_topics(timeout=30)
@@ -163,7 +172,7 @@ def produce(client: dict[str, Any], broker_pid: int, topic: str, partitions: int
         producer.begin_transaction()
     value = b"x" * value_size
     progress = Progress("produce", messages, value_size)
-    window = Window(broker_pid)
+    window = Window(broker_pids)
     deadline = window.start + timeout_s
     sent = 0
     while sent < messages:
@@ -191,7 +200,7 @@ def produce(client: dict[str, Any], broker_pid: int, topic: str, partitions: int
         raise TimeoutError(f"produce: {remaining} messages unacknowledged after {timeout_s}s")
     if errors:
         raise KafkaException(f"produce: delivery failed: {errors}")
-    producer.poll(PRODUCER_CONFIG["statistics.interval.ms"] * 2 / 1000)  # the last batch-size window
+    producer.poll(HARNESS_CONFIG["statistics.interval.ms"] * 2 / 1000)  # the last batch-size window
     return {
         "messages": messages,
         "bytes": messages * value_size,
@@ -200,7 +209,7 @@ def produce(client: dict[str, Any], broker_pid: int, topic: str, partitions: int
     }
 
 
-def consume(client: dict[str, Any], broker_pid: int, topic: str, partitions: int, messages: int,
+def consume(client: dict[str, Any], broker_pids: Sequence[int], topic: str, partitions: int, messages: int,
             value_size: int, timeout_s: float) -> dict[str, Any]:  # fmt: skip
     """Read every partition of the comma-separated ``topic`` names from offset 0 until
     ``messages`` records have arrived.
@@ -213,7 +222,7 @@ def consume(client: dict[str, Any], broker_pid: int, topic: str, partitions: int
         targets = each_partition(topic, partitions)
         consumer.list_topics(timeout=30)
         progress = Progress("consume", messages, value_size)
-        window = Window(broker_pid)
+        window = Window(broker_pids)
         deadline = window.start + timeout_s
         consumer.assign([TopicPartition(name, p, 0) for name, p in targets])
         received = nbytes = 0
@@ -243,24 +252,32 @@ def consume(client: dict[str, Any], broker_pid: int, topic: str, partitions: int
 PHASES: dict[str, Callable[..., dict[str, Any]]] = {"produce": produce, "consume": consume}
 
 
+def _pids(text: str) -> list[int]:
+    return [int(pid) for pid in text.split(",")]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("phase", choices=sorted(PHASES))
     parser.add_argument("--bootstrap", required=True)
-    parser.add_argument("--broker-pid", type=int, required=True, help="whose CPU time to measure")
+    parser.add_argument("--broker-pids", type=_pids, required=True,
+                        help="whose CPU time to measure: comma-separated, a cluster's brokers are summed")  # fmt: skip
     parser.add_argument("--topic", required=True, help="one topic, or several comma-separated")
     parser.add_argument("--partitions", type=int, required=True)
     parser.add_argument("--messages", type=int, required=True)
     parser.add_argument("--value-size", type=int, required=True)
     parser.add_argument("--timeout", type=float, required=True)
     parser.add_argument("--transaction-records", type=int, default=0, help="produce: records per transaction")
+    parser.add_argument("--idempotent", action="store_true",
+                        help="produce: acks=all, idempotent, librdkafka's defaults otherwise")  # fmt: skip
     parser.add_argument("--client-config", type=json.loads, default={},
                         help="JSON object of further librdkafka settings (the listener's security)")  # fmt: skip
     args = parser.parse_args(argv)
-    extra = {"transaction_records": args.transaction_records} if args.phase == "produce" else {}
+    extra = ({"transaction_records": args.transaction_records, "idempotent": args.idempotent}
+             if args.phase == "produce" else {})  # fmt: skip
     result = PHASES[args.phase](
         {"bootstrap.servers": args.bootstrap, **args.client_config},
-        args.broker_pid,
+        args.broker_pids,
         args.topic,
         args.partitions,
         args.messages,

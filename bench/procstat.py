@@ -6,6 +6,7 @@ without racing a sampling thread against short allocation spikes.
 """
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -41,6 +42,11 @@ def snapshot(pid: int) -> ProcSnapshot:
         peak_rss_bytes=fields.get("VmHWM", 0),
         cpu_seconds=(utime + stime) / _CLOCK_TICKS,
     )
+
+
+def cpu_seconds(pids: Iterable[int]) -> float:
+    """The summed user+system CPU time of ``pids``: one broker's, or a cluster's brokers'."""
+    return sum(snapshot(pid).cpu_seconds for pid in pids)
 
 
 def machine_busy_seconds() -> float:

@@ -4,9 +4,12 @@ Why summarise per metric: with --repeat on a shared machine, one noisy run shoul
 a figure; the median (or the best, to estimate what the code can do) is taken per column.
 """
 
+import argparse
+import json
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from bench.throughput import Settings, Trial
@@ -136,3 +139,38 @@ def as_json(settings: Settings, how: str, trials: Sequence[Trial], summaries: Se
         ],
         "failures": list(failures),
     }
+
+
+def report(trials: Mapping[str, Sequence[Trial]], failures: Sequence[dict[str, str]], settings: Settings,
+           args: argparse.Namespace, ratios: Sequence[tuple[str, str]],
+           extra: Mapping[str, Any] | None = None) -> None:  # fmt: skip
+    """Print the table of ``args.summary`` over the repeats, and write ``args.json_out`` if asked
+    (with ``extra``: a bench's further figures)."""
+    summaries = [summarize(ts, args.summary) for ts in trials.values() if ts]
+    if summaries:
+        print()
+        print(table(summaries, ratios))
+        print(f"\n{args.summary} of {args.repeat} run(s); MB = 10^6 value bytes; "
+              "cores = CPU seconds / wall seconds during produce/consume; "
+              "others' cores = the rest of the machine (noise).")  # fmt: skip
+    if args.json_out:
+        all_trials = [t for ts in trials.values() for t in ts]
+        args.json_out.write_text(
+            json.dumps(
+                as_json(settings, args.summary, all_trials, summaries, failures) | dict(extra or {}), indent=2
+            )
+        )
+
+
+def add_trial_options(parser: argparse.ArgumentParser) -> None:
+    """The options of every bench whose trials ``report`` summarises: value size, repeats and
+    how to combine them, the phase timeout, the JSON record."""
+    parser.add_argument("--value-size", type=int, default=1024, help="bytes per value (default 1024)")
+    parser.add_argument("--repeat", type=int, default=1, help="trials per broker, interleaved")
+    parser.add_argument(
+        "--summary", choices=("median", "best"), default="median", help="how to combine repeats"
+    )
+    parser.add_argument(
+        "--phase-timeout", type=float, default=300.0, help="seconds allowed per produce/consume"
+    )
+    parser.add_argument("--json-out", type=Path, help="also write every trial and the summary as JSON")

@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,12 @@ class Settings:
     """Produce in transactions of this many records (0: no transactions, acks=1)."""
     topic_count: int = 1
     """More than one: topics ``{topic}-000``, ``{topic}-001``, ... of ``partitions`` each."""
+    replication_factor: int = 1
+    min_insync_replicas: int = 0
+    """The topics' ``min.insync.replicas`` (0: the broker's default)."""
+    idempotent: bool = False
+    """Produce with acks=all from an idempotent producer, librdkafka's defaults otherwise
+    (``bench.load.IDEMPOTENT_CONFIG``) instead of the tuned acks=1 producer."""
 
     @property
     def topics(self) -> list[str]:
@@ -105,30 +112,42 @@ class Trial:
     consume: Phase
     idle_rss_bytes: int
     peak_rss_bytes: int
+    """The largest of ``node_peak_rss_bytes``: a cluster's biggest broker."""
+    node_peak_rss_bytes: tuple[int, ...] = ()
+    """Each broker's peak resident set (one for a single broker, three for a cluster)."""
 
 
-def _has_leaders(metadata: ClusterMetadata, name: str, partitions: int) -> bool:
+def _has_leaders(metadata: ClusterMetadata, name: str, settings: Settings) -> bool:
+    """Every partition has a leader and every replica is in sync (an acks=all produce to a
+    replica still joining would wait for it, or fail below ``min.insync.replicas``)."""
     topic = metadata.topics.get(name)
     found = topic.partitions.values() if topic and topic.error is None else []
-    return len(found) == partitions and all(p.leader >= 0 for p in found)
+    return len(found) == settings.partitions and all(
+        p.leader >= 0 and len(p.isrs) >= settings.replication_factor for p in found
+    )
 
 
 def create_topic(broker: RunningBroker, settings: Settings, timeout_s: float = 30.0) -> None:
     """Create the topics explicitly (not every broker auto-creates), in as few requests as
     Kafka takes (``CREATE_PARTITIONS_PER_REQUEST``), and wait until Metadata shows a leader for
-    every partition, so the producer never races topic creation."""
+    every partition (and a full ISR), so the producer never races topic creation."""
     admin = AdminClient(broker.librdkafka())
+    config = (
+        {"min.insync.replicas": str(settings.min_insync_replicas)} if settings.min_insync_replicas else {}
+    )
     deadline = time.monotonic() + timeout_s
     per_request = max(1, CREATE_PARTITIONS_PER_REQUEST // settings.partitions)
     for first in range(0, len(settings.topics), per_request):
         names = settings.topics[first : first + per_request]
-        futures = admin.create_topics([NewTopic(name, settings.partitions, 1) for name in names],
-                                      request_timeout=timeout_s, operation_timeout=timeout_s)  # fmt: skip
+        topics = [
+            NewTopic(name, settings.partitions, settings.replication_factor, config=config) for name in names
+        ]
+        futures = admin.create_topics(topics, request_timeout=timeout_s, operation_timeout=timeout_s)
         for future in futures.values():
             future.result(timeout=max(0.0, deadline - time.monotonic()))
     while time.monotonic() < deadline:
         metadata = admin.list_topics(None if len(settings.topics) > 1 else settings.topic, timeout=30)
-        if all(_has_leaders(metadata, name, settings.partitions) for name in settings.topics):
+        if all(_has_leaders(metadata, name, settings) for name in settings.topics):
             return
         time.sleep(0.2)
     raise TimeoutError(f"topics {settings.topic!r}* have no leaders after {timeout_s}s")
@@ -137,13 +156,15 @@ def create_topic(broker: RunningBroker, settings: Settings, timeout_s: float = 3
 def run_phase(broker: RunningBroker, phase: str, settings: Settings) -> Phase:
     """Run ``bench.load`` for one phase in its own process and read its JSON result."""
     argv = [sys.executable, "-m", "bench.load", phase, "--bootstrap", broker.bootstrap]
-    argv += ["--broker-pid", str(broker.pid), "--topic", ",".join(settings.topics)]
+    argv += ["--broker-pids", ",".join(map(str, broker.pids)), "--topic", ",".join(settings.topics)]
     argv += ["--partitions", str(settings.partitions), "--messages", str(settings.messages)]
     argv += ["--value-size", str(settings.value_size), "--timeout", str(settings.phase_timeout_s)]
     if broker.client_config:
         argv += ["--client-config", json.dumps(broker.client_config)]
     if phase == "produce" and settings.transaction_records:
         argv += ["--transaction-records", str(settings.transaction_records)]
+    if phase == "produce" and settings.idempotent:
+        argv.append("--idempotent")
     done = subprocess.run(
         argv,
         cwd=REPO_ROOT,
@@ -158,12 +179,43 @@ def run_phase(broker: RunningBroker, phase: str, settings: Settings) -> Phase:
     return Phase(**result)
 
 
+def measure(broker: RunningBroker, settings: Settings) -> Trial:
+    """Create the topic, produce, consume on a fresh, ready broker (or every broker of a
+    cluster: ``broker.pids``)."""
+    idle = max(snapshot(pid).rss_bytes for pid in broker.pids)
+    create_topic(broker, settings)
+    produce = run_phase(broker, "produce", settings)
+    consume = run_phase(broker, "consume", settings)
+    peaks = tuple(snapshot(pid).peak_rss_bytes for pid in broker.pids)
+    return Trial(broker.name, produce, consume, idle, max(peaks), peaks)
+
+
 def run_trial(launcher: Launcher, settings: Settings) -> Trial:
     """Measure one fresh broker end to end; it is stopped before this returns or raises."""
     with running(launcher) as broker:
-        idle = snapshot(broker.pid)
-        create_topic(broker, settings)
-        produce = run_phase(broker, "produce", settings)
-        consume = run_phase(broker, "consume", settings)
-        peak = snapshot(broker.pid)
-    return Trial(launcher.name, produce, consume, idle.rss_bytes, peak.peak_rss_bytes)
+        return measure(broker, settings)
+
+
+def interleave(
+    names: Sequence[str], repeat: int, trial_of: Callable[[str], Trial]
+) -> tuple[dict[str, list[Trial]], list[dict[str, str]]]:
+    """Run ``trial_of`` for every name in turn, ``repeat`` times over (so drift on the shared
+    machine hits every broker alike), printing each outcome; a failed trial is recorded, not
+    raised, so one broker failing does not hide the others' figures."""
+    trials: dict[str, list[Trial]] = {name: [] for name in names}
+    failures: list[dict[str, str]] = []
+    for rep in range(1, repeat + 1):
+        for name in names:
+            print(f"[{rep}/{repeat}] {name}: starting", flush=True)
+            started = time.monotonic()
+            try:
+                trial = trial_of(name)
+            except Exception as exc:
+                print(f"[{rep}/{repeat}] {name}: FAILED: {exc}", flush=True)
+                failures.append({"broker": name, "repeat": str(rep), "error": str(exc)})
+                continue
+            trials[name].append(trial)
+            print(f"[{rep}/{repeat}] {name}: produce {trial.produce.mb_per_s:.0f} MB/s, "
+                  f"consume {trial.consume.mb_per_s:.0f} MB/s, peak RSS {trial.peak_rss_bytes / 1e6:.0f} MB "
+                  f"({time.monotonic() - started:.0f}s)", flush=True)  # fmt: skip
+    return trials, failures
