@@ -607,11 +607,17 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef("producer.id.expiration.ms", T.INT, "86400000", "Idle idempotent producer state expiry."),
         # No default, as in Kafka (unset means unthrottled), so no DEFAULT_CONFIG synonym.
         *(
-            ConfigDef(key, T.LONG, None, "Accepted for compatibility: a single node replicates nothing.")
-            for key in (
-                "leader.replication.throttled.rate",
-                "follower.replication.throttled.rate",
-                "replica.alter.log.dirs.io.max.bytes.per.second",
+            ConfigDef(key, T.LONG, None, doc)
+            for key, doc in (
+                (
+                    "leader.replication.throttled.rate",
+                    "Bytes/s a leader serves throttled replicas (reassignments).",
+                ),
+                ("follower.replication.throttled.rate", "Bytes/s a follower fetches for throttled replicas."),
+                (
+                    "replica.alter.log.dirs.io.max.bytes.per.second",
+                    "Accepted for compatibility: no JBOD moves.",
+                ),
             )
         ),
         ConfigDef(
@@ -740,7 +746,11 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
         # Kafka's throttled-replica lists have no broker-level key: each is its own synonym.
         *(
             TopicConfigDef(
-                key, T.LIST, key, "Accepted for compatibility: a single node replicates nothing.", default=""
+                key,
+                T.LIST,
+                key,
+                "Replicas (partition:broker, or *) the replication throttle rates apply to.",
+                default="",
             )
             for key in ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
         ),
@@ -765,7 +775,7 @@ DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
         "num.io.threads",  # lets them change at runtime, so tools that tune them keep working
         "num.network.threads",
         "leader.replication.throttled.rate",  # reassignment throttles (kafka-reassign-partitions
-        "follower.replication.throttled.rate",  # --throttle): nothing to throttle on one node
+        "follower.replication.throttled.rate",  # --throttle), read at every check
         "replica.alter.log.dirs.io.max.bytes.per.second",
     }
 )

@@ -194,8 +194,11 @@ class FetchPlan:
         budget = min(target.max_bytes, self.max_bytes - bytes_so_far)
         records: bytes | FileSlice = b""
         aborted: list[tuple[int, int]] = []
+        key = (target.topic, index)
         if self.follower_id >= 0:  # followers replicate what consumers may not read yet
             readable_end = upto = partition_log.log_end_offset
+            if self.replicas is not None and self.replicas.leader_holds_back(key, self.follower_id):
+                readable_end = offset  # a throttled reassignment copy over its rate: nothing now
         else:
             readable_end, upto = (last_stable if self.read_committed else high_watermark), None
         if offset < readable_end and (budget > 0 or bytes_so_far == 0) and not diverging:
@@ -210,6 +213,8 @@ class FetchPlan:
             if slices and not (bytes_so_far > 0 and slices[0].length > budget):
                 records = slices[0]  # KIP-74: only the first non-empty partition may exceed limits
                 aborted = found_aborted
+                if self.follower_id >= 0 and self.replicas is not None:
+                    self.replicas.leader_served(key, self.follower_id, records.length)
         if self.incremental and not records and not diverging and target.was_told(high_watermark, log_start):
             return None
         found_diverging = {"diverging_epoch": diverging} if diverging else {}

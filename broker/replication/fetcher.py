@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
@@ -59,6 +59,18 @@ class FetcherSettings:
         return self.response_max_bytes + self.max_bytes + (1 << 20)
 
 
+class FollowerThrottle(Protocol):
+    """The follower side of the reassignment throttles (``broker.replication.throttle``)."""
+
+    def holds_back(self, key: PartitionKey) -> bool:
+        """Leave ``key`` out of the next fetch (throttled, and the rate is over its bound)."""
+        ...
+
+    def fetched(self, key: PartitionKey, size: int) -> None:
+        """``size`` bytes of ``key`` arrived (counted if ``key`` is throttled)."""
+        ...
+
+
 @dataclass(slots=True)
 class FollowedPartition:
     """One partition this fetcher replicates and where it stands."""
@@ -93,9 +105,15 @@ class LeaderFetcher:
     """Replicates every partition led by one broker."""
 
     def __init__(
-        self, leader_id: int, settings: FetcherSettings, partitions: PartitionStore, ports: ClusterPorts
+        self,
+        leader_id: int,
+        settings: FetcherSettings,
+        partitions: PartitionStore,
+        ports: ClusterPorts,
+        throttle: FollowerThrottle | None = None,
     ) -> None:
         self.leader_id = leader_id
+        self._throttle = throttle
         self._settings = settings
         self._logs = partitions
         self._ports = ports
@@ -242,6 +260,8 @@ class LeaderFetcher:
             if partition_log is None:
                 self.remove(key)
                 continue
+            if self._throttle is not None and self._throttle.holds_back(key):
+                continue  # a throttled reassignment copy over its rate: left out this round
             fetched[key] = followed
             topics.setdefault(key[0], []).append(
                 {
@@ -254,6 +274,9 @@ class LeaderFetcher:
                 }
             )
         if not topics:
+            # Everything ready was held back by the throttle (or went away): let the rate fall,
+            # as Kafka's fetcher backs off when it has nothing to fetch.
+            await trio.sleep(settings.backoff_s)
             return
         body = {
             "replica_id": settings.node_id,
@@ -277,6 +300,8 @@ class LeaderFetcher:
                 key = (topic["topic"], answer["partition_index"])
                 followed = fetched.get(key)
                 if followed is not None and self.followed.get(key) is followed:
+                    if self._throttle is not None:
+                        self._throttle.fetched(key, len(answer["records"] or b""))
                     self._apply(key, followed, answer)
 
     def _apply(self, key: PartitionKey, followed: FollowedPartition, answer: dict[str, Any]) -> None:

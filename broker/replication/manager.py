@@ -27,6 +27,7 @@ from broker.config import ConfigError
 from broker.replication.acks import AckWait, ack_wait
 from broker.replication.fetcher import FetcherSettings, LeaderFetcher
 from broker.replication.leader_state import LeaderState
+from broker.replication.throttle import LEADER_REPLICAS, FollowerThrottle, ReplicationQuota, throttled_copy
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
@@ -47,6 +48,10 @@ class ReplicaManager:
         self._ports = ports
         config = broker.config
         self.max_lag_ms = config.get_int("replica.lag.time.max.ms")
+        self._leader_quota = ReplicationQuota(config, "leader.replication.throttled.rate", broker.clock)
+        self._follower_throttle = FollowerThrottle(
+            broker, ReplicationQuota(config, "follower.replication.throttled.rate", broker.clock)
+        )
         self._settings = FetcherSettings(
             node_id=broker.node_id,
             wait_max_ms=config.get_int("replica.fetch.wait.max.ms"),
@@ -128,6 +133,23 @@ class ReplicaManager:
         self._stop_following(key)
         if delete:
             await self._broker.partitions.delete_logs(topic, range(partition, partition + 1))
+
+    # --- reassignment throttles (``broker.replication.throttle``) ------------------------------
+
+    def leader_holds_back(self, key: PartitionKey, follower: int) -> bool:
+        """Serve ``follower`` nothing of ``key`` this time: a throttled copy (this leader is
+        listed in ``leader.replication.throttled.replicas``, the follower is out of the ISR)
+        while ``leader.replication.throttled.rate`` is exceeded."""
+        return self.leader_throttled(key, follower) and self._leader_quota.exceeded()
+
+    def leader_throttled(self, key: PartitionKey, follower: int) -> bool:
+        state = self._leading.get(key)
+        in_sync = state is None or follower in state.isr
+        return throttled_copy(self._broker.topics, key, LEADER_REPLICAS, self._broker.node_id, in_sync)
+
+    def leader_served(self, key: PartitionKey, follower: int, size: int) -> None:
+        if self.leader_throttled(key, follower):
+            self._leader_quota.record(size)
 
     def fence_all(self) -> None:
         """The cluster session is lost: lead nothing (producers get NOT_LEADER_OR_FOLLOWER,
@@ -231,7 +253,9 @@ class ReplicaManager:
     def _fetcher(self, leader_id: int) -> LeaderFetcher:
         fetcher = self._fetchers.get(leader_id)
         if fetcher is None:
-            fetcher = LeaderFetcher(leader_id, self._settings, self._broker.partitions, self._ports)
+            fetcher = LeaderFetcher(
+                leader_id, self._settings, self._broker.partitions, self._ports, self._follower_throttle
+            )
             self._fetchers[leader_id] = fetcher
             if self._nursery is not None:
                 self._nursery.start_soon(fetcher.run)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -282,3 +283,62 @@ def test_preferred_leader_election_returns_leadership(cluster: OdradekCluster) -
     elected = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition("preferred", 0)]).result(timeout=30)
     assert elected[TopicPartition("preferred", 0)] is None  # no error
     assert cluster.leader_of("preferred", 0) == preferred_leader
+
+
+def _set_broker_config(cluster: OdradekCluster, node: int, key: str, value: str | None) -> None:
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    operation = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
+    resource = ConfigResource(
+        ResourceType.BROKER,
+        str(node),
+        incremental_configs=[ConfigEntry(key, value or "", incremental_operation=operation)],
+    )
+    admin = cluster.admin()
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(timeout=30)
+
+
+def test_a_throttled_reassignment_copies_no_faster_than_its_rate(cluster: OdradekCluster) -> None:
+    """kafka-reassign-partitions --throttle, as its settings: a new replica copies a 3 MB
+    partition at most one fetch past the 50 kB/s bound, then all of it once the throttle goes."""
+    from kafka import TopicPartition
+    from kafka.admin import KafkaAdminClient
+
+    admin = cluster.admin()
+    throttled = {
+        "leader.replication.throttled.replicas": "0:1",
+        "follower.replication.throttled.replicas": "0:2",
+    }
+    topic = NewTopic("throttled", 1, replica_assignment=[[1]], config=throttled)
+    admin.create_topics([topic])["throttled"].result(timeout=60)
+    wait_for(lambda: cluster.partition("throttled", 0).isrs == [1], what="the partition on broker 1")
+    produce(cluster, "throttled", ["x" * 1000 + str(i) for i in range(3000)])  # about 3 MB
+    total = len(log_bytes(cluster.brokers[1].workdir, "throttled", 0))
+    _set_broker_config(cluster, 1, "leader.replication.throttled.rate", "50000")
+    _set_broker_config(cluster, 2, "follower.replication.throttled.rate", "50000")
+    tools = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        tools.alter_partition_reassignments({TopicPartition("throttled", 0): [1, 2]})
+        wait_for(lambda: (cluster.brokers[2].workdir / "data" / "throttled-0").exists(), what="the new copy")
+        time.sleep(6)
+        copied = len(log_bytes(cluster.brokers[2].workdir, "throttled", 0))
+        # 10 s windows let about 500 kB through, and one fetch (replica.fetch.max.bytes, 1 MiB)
+        # may overshoot; never the whole partition within 6 s at 50 kB/s
+        assert copied < min(total, 1_700_000), (copied, total)
+        assert tools.list_partition_reassignments()  # still in progress
+        _set_broker_config(cluster, 1, "leader.replication.throttled.rate", None)
+        _set_broker_config(cluster, 2, "follower.replication.throttled.rate", None)
+        wait_for(
+            lambda: sorted(cluster.partition("throttled", 0).isrs) == [1, 2],
+            timeout=120,
+            what="the copy in sync",
+        )
+    finally:
+        tools.close()
+    wait_for(lambda: replicas_equal_on(cluster, "throttled", 0, [1, 2]), timeout=120, what="equal copies")
+
+
+def replicas_equal_on(cluster: OdradekCluster, topic: str, partition: int, nodes: list[int]) -> bool:
+    copies = {log_bytes(cluster.brokers[n].workdir, topic, partition) for n in nodes}
+    return len(copies) == 1 and copies != {b""}
