@@ -102,12 +102,15 @@ def run_local_cluster(args: argparse.Namespace) -> None:
             _wait_for_port(int(address.rsplit(":", 1)[1]), process, Path(log_path))
         print(render_table(["node", "address", "data", "log"], rows))
         print(
-            f"\netcd: {endpoints}\nbootstrap.servers={','.join(row[1] for row in rows)}\nCtrl-C stops the cluster."
+            f"\netcd: {endpoints}\nbootstrap.servers={','.join(row[1] for row in rows)}\nCtrl-C stops the cluster.",
+            flush=True,  # a pipe buffers: whoever waits for the table gets it now
         )
         # Blocked only now, so the children (started above) keep their default handlers.
         stop_signals = {signal.SIGINT, signal.SIGTERM}
         signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
         signal.sigwait(stop_signals)
+        print("stopping the cluster ...", file=sys.stderr)
+    except KeyboardInterrupt:  # Ctrl-C while it was still starting: stop what was started
         print("stopping the cluster ...", file=sys.stderr)
     finally:
         for process in reversed(processes):
