@@ -310,6 +310,8 @@ async def handle_produce(
     verdicts: dict[tuple[str, int], ErrorCode] = {}
     if refusal is None:
         await ctx.broker.durability.mark_unclean(logs_to_mark(ctx, resolved))
+    if refusal is None and transactional_id and ctx.broker.cluster is not None:
+        # Only a cluster member can be asked to verify for a coordinator elsewhere (KIP-890).
         verdicts = await verified_elsewhere(
             ctx,
             transactional_id,

@@ -270,14 +270,20 @@ def test_reassignment_moves_replicas_and_leadership_without_loss(cluster: Odrade
     assert consume_all(cluster, "moving", 300) == values
 
 
+def lose_preferred_leadership(cluster: OdradekCluster, topic: str) -> int:
+    """Kill partition 0's preferred replica until another leads, then restart it; its node id."""
+    preferred_leader = cluster.partition(topic, 0).replicas[0]
+    cluster.kill(preferred_leader)
+    wait_for(lambda: cluster.leader_of(topic, 0) not in (preferred_leader, -1), what="another leader")
+    cluster.restart(preferred_leader)
+    return preferred_leader
+
+
 def test_preferred_leader_election_returns_leadership(cluster: OdradekCluster) -> None:
     from confluent_kafka import ElectionType, TopicPartition
 
     create_topic(cluster, "preferred", 1)
-    preferred_leader = cluster.partition("preferred", 0).replicas[0]
-    cluster.kill(preferred_leader)
-    wait_for(lambda: cluster.leader_of("preferred", 0) not in (preferred_leader, -1), what="another leader")
-    cluster.restart(preferred_leader)
+    preferred_leader = lose_preferred_leadership(cluster, "preferred")
     wait_for(lambda: len(cluster.partition("preferred", 0).isrs) == 3, what="the preferred replica in sync")
     admin = cluster.admin()
     elected = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition("preferred", 0)]).result(timeout=30)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cluster.test_cluster import create_topic, produce
+from tests.cluster.test_cluster import create_topic, lose_preferred_leadership, produce
 from tests.support.odradek_cluster import OdradekCluster, wait_for
 
 pytestmark = pytest.mark.timeout(300)
@@ -23,10 +23,7 @@ def cluster(etcd_cluster, tmp_path_factory):
 
 def test_leadership_returns_to_the_preferred_replica_by_itself(cluster: OdradekCluster) -> None:
     create_topic(cluster, "rebalanced", 1)
-    preferred = cluster.partition("rebalanced", 0).replicas[0]
-    cluster.kill(preferred)
-    wait_for(lambda: cluster.leader_of("rebalanced", 0) not in (preferred, -1), what="another leader")
-    cluster.restart(preferred)
+    preferred = lose_preferred_leadership(cluster, "rebalanced")
     # no ElectLeaders: the controller's imbalance check moves it back once it is in sync
     wait_for(lambda: cluster.leader_of("rebalanced", 0) == preferred, timeout=90, what="leadership back")
 
