@@ -268,9 +268,13 @@ class GroupConsumer(Worker):
 
 
 def read_all(bootstrap: str, topic: str, partitions: int) -> list[Read]:
-    """Every record of ``topic`` from offset 0 to each partition's end, by a fresh consumer."""
+    """Every record of ``topic`` from offset 0 to each partition's end, by a fresh consumer.
+
+    The end offsets are asked again while a new leader answers OFFSET_NOT_AVAILABLE: Kafka's
+    leader refuses ListOffsets until its high watermark reaches the start of its leader epoch
+    (KIP-207), which takes a fetch round of its followers after an election."""
     client = ConfluentClient(bootstrap)
-    ends = client.list_offsets(topic, range(partitions), "latest")
+    ends = eventually(lambda: client.list_offsets(topic, range(partitions), "latest"), interval_s=0.5)
     consumed = client.consume(topic, dict.fromkeys(range(partitions), 0), until=ends, timeout_s=120)
     return [Read(c.partition, c.offset, c.record.value) for records in consumed.values() for c in records]
 
