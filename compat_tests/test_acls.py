@@ -20,15 +20,9 @@ from pathlib import Path
 import pytest
 
 from compat_tests.brokers import RunningBroker, kafka_tools_jars
+from compat_tests.drivers import base
 from compat_tests.drivers.admin import Acl, Admin
-from compat_tests.drivers.base import (
-    ClientError,
-    ConsumerSettings,
-    Driver,
-    ErrorKind,
-    Message,
-    ProducerSettings,
-)
+from compat_tests.drivers.base import ClientError, Driver, ErrorKind, Message, ProducerSettings
 from compat_tests.drivers.catalog import ADMINS
 from compat_tests.helpers import eventually, poll_for_error, poll_until
 from compat_tests.maven import classpath
@@ -172,7 +166,7 @@ def test_consume_from_a_denied_topic(secured_driver: Driver, setup: Admin, drive
     deny_but_describe(setup, "TOPIC", topic, "READ")
 
     def refused() -> None:
-        with secured_driver.consumer(ConsumerSettings(reset="earliest")) as consumer:
+        with secured_driver.consumer(base.ConsumerSettings(reset="earliest")) as consumer:
             consumer.assign({(topic, 0): 0})
             error = poll_for_error(consumer, timeout_s=15)
             assert error.kind == ErrorKind.TOPIC_AUTHORIZATION_FAILED, error
@@ -190,7 +184,7 @@ def test_commit_to_a_denied_group(secured_driver: Driver, setup: Admin, drivers:
     deny_but_describe(setup, "GROUP", group, "READ")
 
     def refused() -> None:
-        with secured_driver.consumer(ConsumerSettings(group=group, reset="earliest")) as consumer:
+        with secured_driver.consumer(base.ConsumerSettings(group=group, reset="earliest")) as consumer:
             consumer.assign({(topic, 0): 0})
             poll_until(consumer, 1)
             try:

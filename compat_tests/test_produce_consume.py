@@ -7,16 +7,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from compat_tests.drivers.base import (
-    NO_OFFSET,
-    ClientError,
-    ConsumerSettings,
-    Driver,
-    ErrorKind,
-    Message,
-    ProducerSettings,
-    Received,
-)
+from compat_tests.drivers import base
+from compat_tests.drivers.base import Driver, Message, ProducerSettings, Received
 from compat_tests.helpers import now_ms, poll_until
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -26,7 +18,7 @@ DEFAULT_MAX_MESSAGE_BYTES = 1048588
 
 def read_all(driver: Driver, topic: str, partitions: int, count: int) -> list[Received]:
     """Consume ``count`` records of ``topic`` from offset 0 of every partition, without a group."""
-    with driver.consumer(ConsumerSettings()) as consumer:
+    with driver.consumer(base.ConsumerSettings()) as consumer:
         consumer.assign({(topic, p): 0 for p in range(partitions)})
         return poll_until(consumer, count)
 
@@ -45,7 +37,7 @@ def assert_same_records(sent: Sequence[Message], got: Sequence[Received], offset
         assert [r.offset for r in records] == list(range(len(records))), f"partition {partition} order"
         for record, (message, offset) in zip(records, expected[partition], strict=True):
             assert (record.key, record.value, record.headers) == (message.key, message.value, message.headers)
-            if offset != NO_OFFSET:
+            if offset != base.NO_OFFSET:
                 assert record.offset == offset
 
 
@@ -53,14 +45,14 @@ def assert_same_records(sent: Sequence[Message], got: Sequence[Received], offset
 def test_roundtrip(driver: Driver, admin: Driver, topic: str, codec: str) -> None:
     """Keys, values, headers, timestamps and per-partition order survive a trip through the broker."""
     admin.create_topic(topic, 3)
-    base = now_ms() - 60_000
+    start_ms = now_ms() - 60_000
     messages = [
         Message(
             value=f"value-{i}-".encode() + b"compressible " * (i * 7),
             key=None if i == 4 else f"key-{i}".encode(),
             headers=(("trace", f"t{i}".encode()), ("codec", codec.encode())),
             partition=i % 3,
-            timestamp_ms=base + i * 1000 if driver.sets_timestamps else None,
+            timestamp_ms=start_ms + i * 1000 if driver.sets_timestamps else None,
         )
         for i in range(12)
     ]
@@ -97,7 +89,7 @@ def test_acks(driver: Driver, admin: Driver, topic: str, acks: str) -> None:
     settings = ProducerSettings(acks=acks, idempotence=False if acks != "all" else None)
     offsets = driver.produce(topic, messages, settings)
     if acks == "0":  # no response: whatever a client reports (kafka-python guesses) is not the broker's
-        offsets = [NO_OFFSET] * len(messages)
+        offsets = [base.NO_OFFSET] * len(messages)
     got = read_all(driver, topic, 1, len(messages))
     assert_same_records(messages, got, offsets)
 
@@ -112,8 +104,8 @@ def test_large_messages(driver: Driver, admin: Driver, topic: str) -> None:
     settings = ProducerSettings(compression="none", max_request_size=2 * limit, idempotence=False)
     near = Message(value=b"n" * (limit - 512), key=b"near", partition=0)
     driver.produce(topic, [near], settings)
-    with pytest.raises(ClientError) as failure:
+    with pytest.raises(base.ClientError) as failure:
         driver.produce(topic, [Message(value=b"o" * (limit + 1024), key=b"over", partition=0)], settings)
-    assert failure.value.kind == ErrorKind.MESSAGE_TOO_LARGE, failure.value.detail
+    assert failure.value.kind == base.ErrorKind.MESSAGE_TOO_LARGE, failure.value.detail
     (record,) = read_all(driver, topic, 1, 1)
     assert (record.key, len(record.value or b"")) == (b"near", limit - 512)

@@ -15,16 +15,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from compat_tests.drivers.base import (
-    ClientError,
-    ConsumerSettings,
-    Driver,
-    ErrorKind,
-    Message,
-    ProducerSettings,
-    Received,
-    TransactionalProducer,
-)
+from compat_tests.drivers import base
+from compat_tests.drivers.base import ConsumerSettings, Driver
 from compat_tests.helpers import eventually, poll_until
 
 QUIET_S = 3.0
@@ -36,16 +28,16 @@ def new_transactional_id() -> str:
     return f"compat-txn-{uuid.uuid4().hex[:8]}"
 
 
-def messages(*values: str) -> list[Message]:
+def messages(*values: str) -> list[base.Message]:
     """Records for partition 0, so their offsets follow one another."""
-    return [Message(v.encode(), partition=0) for v in values]
+    return [base.Message(v.encode(), partition=0) for v in values]
 
 
-def values(records: Sequence[Received]) -> list[bytes | None]:
+def values(records: Sequence[base.Received]) -> list[bytes | None]:
     return [r.value for r in records]
 
 
-def transaction(producer: TransactionalProducer, topic: str, *sent: str, commit: bool) -> list[int]:
+def transaction(producer: base.TransactionalProducer, topic: str, *sent: str, commit: bool) -> list[int]:
     """Run one whole transaction sending ``sent``; return the offsets the records got."""
     producer.begin()
     offsets = producer.send(topic, messages(*sent))
@@ -56,7 +48,7 @@ def transaction(producer: TransactionalProducer, topic: str, *sent: str, commit:
     return offsets
 
 
-def read(driver: Driver, topic: str, isolation: str, count: int) -> list[Received]:
+def read(driver: Driver, topic: str, isolation: str, count: int) -> list[base.Received]:
     """The first ``count`` records of partition 0 as a consumer with ``isolation`` sees them."""
     with driver.consumer(ConsumerSettings(isolation=isolation)) as consumer:
         consumer.assign({(topic, 0): 0})
@@ -94,7 +86,7 @@ def test_open_transaction_holds_back_read_committed(driver: Driver, admin: Drive
         driver.consumer(read_committed) as committed,
         driver.consumer(read_uncommitted) as uncommitted,
     ):
-        admin.produce(topic, messages("before"), ProducerSettings())
+        admin.produce(topic, messages("before"), base.ProducerSettings())
         committed.assign({(topic, 0): 0})
         uncommitted.assign({(topic, 0): 0})
         # The read_committed consumer is fetching: its silence below is the open transaction's doing.
@@ -102,7 +94,7 @@ def test_open_transaction_holds_back_read_committed(driver: Driver, admin: Drive
 
         producer.begin()
         assert producer.send(topic, messages("t0")) == [1]
-        admin.produce(topic, messages("plain"), ProducerSettings())
+        admin.produce(topic, messages("plain"), base.ProducerSettings())
         assert values(poll_until(uncommitted, 3)) == [b"before", b"t0", b"plain"]
         assert committed.poll(10, QUIET_S) == []
 
@@ -122,9 +114,9 @@ def test_zombie_fencing(driver: Driver, admin: Driver, topic: str) -> None:
         zombie.begin()
         zombie.send(topic, messages("zombie-0", "zombie-1"))
         with driver.transactional_producer(transactional_id) as successor:
-            with pytest.raises(ClientError) as fenced:
+            with pytest.raises(base.ClientError) as fenced:
                 zombie.commit()
-            assert fenced.value.kind == ErrorKind.PRODUCER_FENCED, fenced.value
+            assert fenced.value.kind == base.ErrorKind.PRODUCER_FENCED, fenced.value
             assert transaction(successor, topic, "successor", commit=True) == [3]
 
     assert values(read(driver, topic, "read_committed", 1)) == [b"successor"]

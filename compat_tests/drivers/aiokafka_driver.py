@@ -22,24 +22,8 @@ from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
 from aiokafka.errors import for_code
 from aiokafka.partitioner import DefaultPartitioner
 
-from compat_tests.drivers import kafka_python_api
-from compat_tests.drivers.base import (
-    NO_OFFSET,
-    OP_TIMEOUT_S,
-    ClientError,
-    Consumer,
-    ConsumerSettings,
-    Driver,
-    GroupDescription,
-    Message,
-    ProducerSettings,
-    Received,
-    TopicPartition,
-    TransactionalProducer,
-    classify,
-    client_errors,
-    client_failure,
-)
+from compat_tests.drivers import base, kafka_python_api
+from compat_tests.drivers.base import GroupDescription, Message, TopicPartition
 from compat_tests.drivers.bulk import BulkClient, Fetch, Send
 from compat_tests.drivers.kafka_python_api import TIMEOUT_MS
 from compat_tests.drivers.records import Delivered, Record
@@ -51,7 +35,7 @@ NAME = "aiokafka"
 def _raise_error_code(code: int, node: Any) -> NoReturn:
     """Raise a Kafka error code found in a raw response ``node`` as a classified ClientError."""
     name = for_code(code).__name__
-    raise ClientError(classify(name), f"{name}: {node}")
+    raise base.ClientError(base.classify(name), f"{name}: {node}")
 
 
 def _check_error_codes(response: Any) -> None:
@@ -76,10 +60,10 @@ def _commit_offsets(offsets: Mapping[TopicPartition, int]) -> dict[AioPartition,
     return {AioPartition(t, p): o for (t, p), o in offsets.items()}
 
 
-class AiokafkaConsumer(Consumer):
+class AiokafkaConsumer(base.Consumer):
     """An AIOKafkaConsumer living on the driver's loop."""
 
-    def __init__(self, driver: AiokafkaDriver, settings: ConsumerSettings) -> None:
+    def __init__(self, driver: AiokafkaDriver, settings: base.ConsumerSettings) -> None:
         super().__init__(driver)
         self._driver = driver
 
@@ -102,7 +86,7 @@ class AiokafkaConsumer(Consumer):
 
         self._driver.run(subscribe())
 
-    def poll(self, max_records: int, timeout_s: float) -> list[Received]:
+    def poll(self, max_records: int, timeout_s: float) -> list[base.Received]:
         batches = self._driver.run(
             self._consumer.getmany(timeout_ms=int(timeout_s * 1000), max_records=max_records)
         )
@@ -125,10 +109,10 @@ async def _deliver(producer: AIOKafkaProducer, topic: str, messages: Sequence[Me
     """Send ``messages`` in order, wait for every delivery, return their offsets."""
     futures = [await producer.send(topic, **kafka_python_api.send_arguments(m)) for m in messages]
     results = await asyncio.gather(*futures)
-    return [r.offset if r is not None and r.offset >= 0 else NO_OFFSET for r in results]
+    return [r.offset if r is not None and r.offset >= 0 else base.NO_OFFSET for r in results]
 
 
-class AiokafkaTransactionalProducer(TransactionalProducer):
+class AiokafkaTransactionalProducer(base.TransactionalProducer):
     """An AIOKafkaProducer with ``transactional_id`` on the driver's loop.
 
     aiokafka has no separate init_transactions: ``start()`` waits for InitProducerId when a
@@ -171,7 +155,7 @@ class AiokafkaTransactionalProducer(TransactionalProducer):
         self._driver.run(self._producer.stop())
 
 
-class AiokafkaDriver(Driver):
+class AiokafkaDriver(base.Driver):
     """Drives AIOKafkaProducer, AIOKafkaConsumer and AIOKafkaAdminClient on a private loop."""
 
     name = NAME
@@ -188,8 +172,8 @@ class AiokafkaDriver(Driver):
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the driver's loop; client exceptions come back as ClientError."""
         future = asyncio.run_coroutine_threadsafe(coro, self._loop)
-        with client_errors():
-            return future.result(timeout=OP_TIMEOUT_S * 2)
+        with base.client_errors():
+            return future.result(timeout=base.OP_TIMEOUT_S * 2)
 
     async def _admin(self) -> AIOKafkaAdminClient:
         if self._admin_client is None:
@@ -198,7 +182,7 @@ class AiokafkaDriver(Driver):
             self._admin_client = admin
         return self._admin_client
 
-    def produce(self, topic: str, messages: Sequence[Message], settings: ProducerSettings) -> list[int]:
+    def produce(self, topic: str, messages: Sequence[Message], settings: base.ProducerSettings) -> list[int]:
         """aiokafka has no ``retries`` setting: it retries until its request timeout, so that is ignored."""
         config = kafka_python_api.producer_config(self.bootstrap, settings)
         config["request_timeout_ms"] = int(settings.timeout_s * 1000)
@@ -334,7 +318,7 @@ class AiokafkaClient(BulkClient):
             try:
                 return asyncio.run(bounded())
             except TimeoutError as exc:
-                raise client_failure(self.name, "TIMEOUT", f"no result after {timeout_s}s") from exc
+                raise base.client_failure(self.name, "TIMEOUT", f"no result after {timeout_s}s") from exc
 
     def codec_unavailable(self, codec: str) -> str | None:
         if codec == "none" or getattr(aio_codec, f"has_{codec}")():
@@ -384,16 +368,16 @@ class AiokafkaClient(BulkClient):
                 sent.append((await producer.send_batch(builder, send.topic, partition=p), p, members))
                 builder, members = open_batches[p] = (producer.create_batch(), [])
                 if not append(builder, r):
-                    raise client_failure(NAME, "RECORD_TOO_LARGE_FOR_BATCH", f"record {index}")
+                    raise base.client_failure(NAME, "RECORD_TOO_LARGE_FOR_BATCH", f"record {index}")
             members.append(index)
         for p, (builder, members) in open_batches.items():
             sent.append((await producer.send_batch(builder, send.topic, partition=p), p, members))
         results = await asyncio.gather(*(future for future, _, _ in sent))
         delivered: list[Delivered | None] = [None] * len(send.records)
         for (_, p, members), metadata in zip(sent, results, strict=True):
-            base = -1 if metadata is None else metadata.offset  # acks=0 resolves to None
+            base_offset = -1 if metadata is None else metadata.offset  # acks=0 resolves to None
             for position, index in enumerate(members):
-                delivered[index] = Delivered(p, base + position if base >= 0 else -1)
+                delivered[index] = Delivered(p, base_offset + position if base_offset >= 0 else -1)
         assert all(d is not None for d in delivered)
         return delivered  # type: ignore[return-value]
 
@@ -419,5 +403,5 @@ class AiokafkaClient(BulkClient):
                 )
                 return kafka_python_api.offsets_by_partition(await query(argument))
 
-        result: dict[int, int] = self._run(list_offsets, OP_TIMEOUT_S)
+        result: dict[int, int] = self._run(list_offsets, base.OP_TIMEOUT_S)
         return result

@@ -42,25 +42,9 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from compat_tests.drivers import base
 from compat_tests.drivers.admin import Acl, Admin, AdminDriver, BrokerInfo, ConfigValue, TopicInfo
-from compat_tests.drivers.base import (
-    GROUP_PROTOCOLS,
-    NO_OFFSET,
-    OP_TIMEOUT_S,
-    ClientError,
-    Consumer,
-    ConsumerSettings,
-    GroupDescription,
-    Message,
-    ProducerSettings,
-    Received,
-    TopicPartition,
-    TransactionalProducer,
-    client_errors,
-    client_failure,
-    kafka_error_name,
-    kafka_state_name,
-)
+from compat_tests.drivers.base import OP_TIMEOUT_S, Message, Received, TopicPartition, client_failure
 from compat_tests.drivers.bulk import BulkClient, Fetch, Send
 from compat_tests.drivers.records import Consumed, Delivered, Record
 
@@ -71,17 +55,17 @@ KIP_848_LIBRDKAFKA = 0x020C0000
 """librdkafka 2.12, where group.protocol=consumer became generally available (earlier: early access)."""
 
 
-def _failure(error: KafkaError) -> ClientError:
+def _failure(error: KafkaError) -> base.ClientError:
     """A librdkafka error: Kafka's name for a broker error code, librdkafka's own name otherwise."""
     code = error.code()
-    name = kafka_error_name(code) if code >= 0 else error.name()
+    name = base.kafka_error_name(code) if code >= 0 else error.name()
     return client_failure(NAME, name, f"{error.name()}: {error.str()}")
 
 
 @contextmanager
 def _errors() -> Iterator[None]:
     """Every failure of a librdkafka call as a :class:`ClientError`."""
-    with client_errors():
+    with base.client_errors():
         try:
             yield
         except KafkaException as exc:
@@ -143,11 +127,11 @@ def _deliver(producer: Producer, topic: str, messages: Sequence[Message]) -> lis
         if err is not None:
             raise _failure(err)
         offset = msg.offset()  # None with acks=0
-        offsets.append(offset if offset is not None and offset >= 0 else NO_OFFSET)
+        offsets.append(offset if offset is not None and offset >= 0 else base.NO_OFFSET)
     return offsets
 
 
-class ConfluentTransactionalProducer(TransactionalProducer):
+class ConfluentTransactionalProducer(base.TransactionalProducer):
     """A librdkafka producer with ``transactional.id``; every transactional call waits at most
     :data:`OP_TIMEOUT_S`, after which librdkafka reports a retriable timeout."""
 
@@ -203,10 +187,10 @@ class ConfluentTransactionalProducer(TransactionalProducer):
                 raise
 
 
-class ConfluentConsumer(Consumer):
+class ConfluentConsumer(base.Consumer):
     """A librdkafka KafkaConsumer; without a group it gets a throwaway group id (librdkafka wants one)."""
 
-    def __init__(self, driver: ConfluentDriver, settings: ConsumerSettings) -> None:
+    def __init__(self, driver: ConfluentDriver, settings: base.ConsumerSettings) -> None:
         super().__init__(driver)
         config: dict[str, Any] = {
             **driver.common,
@@ -488,13 +472,13 @@ class ConfluentAdmin(Admin):
         results = self._wait(futures)
         return {tp.partition: (r.offset, r.timestamp) for tp, r in zip(futures, results, strict=True)}
 
-    def describe_group(self, group: str) -> GroupDescription:
+    def describe_group(self, group: str) -> base.GroupDescription:
         (description,) = self._wait(self.admin.describe_consumer_groups([group]))
         members = [
             frozenset((tp.topic, tp.partition) for tp in m.assignment.topic_partitions)
             for m in description.members
         ]
-        return GroupDescription(kafka_state_name(description.state.name), members)
+        return base.GroupDescription(base.kafka_state_name(description.state.name), members)
 
     def group_offsets(self, group: str) -> dict[TopicPartition, int]:
         (result,) = self._wait(self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)]))
@@ -508,7 +492,7 @@ class ConfluentAdmin(Admin):
         for future in futures.values():
             try:
                 self._wait([future])
-            except ClientError as exc:
+            except base.ClientError as exc:
                 outcomes.append(exc.error)
             else:
                 outcomes.append(None)
@@ -554,14 +538,16 @@ class ConfluentDriver(AdminDriver):
     consumer_class = ConfluentConsumer
     transactional_producer_class = ConfluentTransactionalProducer
     admin_class = ConfluentAdmin
-    group_protocols = frozenset(GROUP_PROTOCOLS if libversion()[1] >= KIP_848_LIBRDKAFKA else {"classic"})
+    group_protocols = frozenset(
+        base.GROUP_PROTOCOLS if libversion()[1] >= KIP_848_LIBRDKAFKA else {"classic"}
+    )
     group_protocol_gap = f"librdkafka {libversion()[0]} predates KIP-848 (generally available from 2.12)"
 
     def __init__(self, bootstrap: str) -> None:
         super().__init__(bootstrap)
         self.common: dict[str, Any] = {"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000}
 
-    def produce(self, topic: str, messages: Sequence[Message], settings: ProducerSettings) -> list[int]:
+    def produce(self, topic: str, messages: Sequence[Message], settings: base.ProducerSettings) -> list[int]:
         config: dict[str, Any] = {
             **self.common,
             "compression.type": settings.compression,

@@ -18,23 +18,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from compat_tests.drivers.base import (
-    GROUP_PROTOCOLS,
-    OP_TIMEOUT_S,
-    ClientError,
-    Consumer,
-    ConsumerSettings,
-    Driver,
-    ErrorKind,
-    GroupDescription,
-    Message,
-    ProducerSettings,
-    Received,
-    TopicPartition,
-    TransactionalProducer,
-    classify,
-    kafka_state_name,
-)
+from compat_tests.drivers import base
+from compat_tests.drivers.base import ClientError, Message, TopicPartition
 from compat_tests.maven import SLF4J_BINDING, classpath, compiled_classes, resolve_jars
 
 SOURCE = Path(__file__).resolve().parent.parent / "java" / "CompatClient.java"
@@ -42,7 +27,7 @@ JAVA_CLIENT_VERSIONS = ("3.9.2", "4.4.0")
 """3.9.2 is the kafka-clients of Spark 4.2's Kafka connector; 4.4.0 is the newest release."""
 JACKSON = "com.fasterxml.jackson.core:jackson-databind:2.21.2"
 """An optional dependency of kafka-clients that SASL/OAUTHBEARER needs (its token parsing)."""
-CALL_TIMEOUT_S = OP_TIMEOUT_S * 3
+CALL_TIMEOUT_S = base.OP_TIMEOUT_S * 3
 """The JVM bounds each call itself (20 s client timeouts); this only catches a wedged JVM."""
 
 
@@ -110,11 +95,11 @@ class JavaProcess:
         except queue.Empty:
             self.stop()
             raise ClientError(
-                ErrorKind.TIMEOUT, f"java {self.version} gave no answer in {CALL_TIMEOUT_S}s"
+                base.ErrorKind.TIMEOUT, f"java {self.version} gave no answer in {CALL_TIMEOUT_S}s"
             ) from None
         if line is None:
             self._process = None
-            raise ClientError(ErrorKind.OTHER, f"java {self.version} exited (see {self.log_path})")
+            raise ClientError(base.ErrorKind.OTHER, f"java {self.version} exited (see {self.log_path})")
         return json.loads(line)
 
     def call(self, op: str, **args: Any) -> Any:
@@ -126,7 +111,7 @@ class JavaProcess:
             process.stdin.flush()
             answer = self._receive()
         if not answer["ok"]:
-            raise ClientError(classify(answer["error"]), answer["error"])
+            raise ClientError(base.classify(answer["error"]), answer["error"])
         return answer["result"]
 
     def stop(self) -> None:
@@ -177,12 +162,12 @@ class JvmObject:
         return self._jvm.call(op, handle=self._handle, **args)
 
 
-class JavaConsumer(JvmObject, Consumer):
+class JavaConsumer(JvmObject, base.Consumer):
     """A KafkaConsumer held by name inside the JVM."""
 
-    def __init__(self, driver: JavaDriver, settings: ConsumerSettings) -> None:
+    def __init__(self, driver: JavaDriver, settings: base.ConsumerSettings) -> None:
         JvmObject.__init__(self, driver.jvm, "consumer")
-        Consumer.__init__(self, driver)
+        base.Consumer.__init__(self, driver)
         self._call(
             "consumer_open",
             bootstrap=driver.bootstrap,
@@ -199,10 +184,10 @@ class JavaConsumer(JvmObject, Consumer):
     def subscribe(self, topics: Sequence[str]) -> None:
         self._call("consumer_subscribe", topics=list(topics))
 
-    def poll(self, max_records: int, timeout_s: float) -> list[Received]:
+    def poll(self, max_records: int, timeout_s: float) -> list[base.Received]:
         records = self._call("consumer_poll", max=max_records, timeout_ms=int(timeout_s * 1000))
         return [
-            Received(
+            base.Received(
                 topic=r["topic"],
                 partition=r["partition"],
                 offset=r["offset"],
@@ -224,12 +209,12 @@ class JavaConsumer(JvmObject, Consumer):
         self._call("consumer_close")
 
 
-class JavaTransactionalProducer(JvmObject, TransactionalProducer):
+class JavaTransactionalProducer(JvmObject, base.TransactionalProducer):
     """A KafkaProducer with ``transactional.id`` held by name inside the JVM."""
 
     def __init__(self, driver: JavaDriver, transactional_id: str, timeout_ms: int) -> None:
         JvmObject.__init__(self, driver.jvm, "producer")
-        TransactionalProducer.__init__(self, driver)
+        base.TransactionalProducer.__init__(self, driver)
         self._call(
             "txn_open", bootstrap=driver.bootstrap, transactional_id=transactional_id, timeout_ms=timeout_ms
         )
@@ -268,7 +253,7 @@ class JavaTelemetryProducer(JvmObject):
         self._call("producer_close")
 
 
-class JavaDriver(Driver):
+class JavaDriver(base.Driver):
     """Drives kafka-clients of one version through its session-wide JVM."""
 
     consumer_class = JavaConsumer
@@ -283,7 +268,7 @@ class JavaDriver(Driver):
         """Extra client properties (``security.protocol``, ``sasl.*``, ``ssl.*``) of every client."""
         self.name = f"java-{jvm.version}"
         if int(jvm.version.split(".")[0]) >= 4:
-            self.group_protocols = frozenset(GROUP_PROTOCOLS)
+            self.group_protocols = frozenset(base.GROUP_PROTOCOLS)
         else:
             self.group_protocol_gap = (
                 "KIP-848 is only early access in kafka-clients 3.x (generally available from 4.0)"
@@ -292,7 +277,7 @@ class JavaDriver(Driver):
     def _call(self, op: str, **args: Any) -> Any:
         return self.jvm.call(op, bootstrap=self.bootstrap, client_config=self.client_config, **args)
 
-    def produce(self, topic: str, messages: Sequence[Message], settings: ProducerSettings) -> list[int]:
+    def produce(self, topic: str, messages: Sequence[Message], settings: base.ProducerSettings) -> list[int]:
         settings_json = {
             "compression": settings.compression,
             "acks": settings.acks,
@@ -334,10 +319,10 @@ class JavaDriver(Driver):
     def alter_configs(self, topic: str, configs: Mapping[str, str]) -> None:
         self._call("alter_configs", topic=topic, configs=dict(configs))
 
-    def describe_group(self, group: str) -> GroupDescription:
+    def describe_group(self, group: str) -> base.GroupDescription:
         found = self._call("describe_group", group=group)
         members = [frozenset((t, p) for t, p in m) for m in found["members"]]
-        return GroupDescription(kafka_state_name(found["state"]), members)
+        return base.GroupDescription(base.kafka_state_name(found["state"]), members)
 
     def group_offsets(self, group: str) -> dict[TopicPartition, int]:
         return {(t, p): o for t, p, o in self._call("group_offsets", group=group)}

@@ -43,23 +43,9 @@ from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.producer import ProduceRequest
 from kafka.record.memory_records import MemoryRecordsBuilder
 
-from compat_tests.drivers import kafka_python_api
+from compat_tests.drivers import base, kafka_python_api
 from compat_tests.drivers.admin import Acl, Admin, AdminDriver, BrokerInfo, ConfigValue, TopicInfo
-from compat_tests.drivers.base import (
-    NO_OFFSET,
-    OP_TIMEOUT_S,
-    Consumer,
-    ConsumerSettings,
-    GroupDescription,
-    Message,
-    ProducerSettings,
-    Received,
-    TopicPartition,
-    TransactionalProducer,
-    client_failure,
-    kafka_error_name,
-    kafka_state_name,
-)
+from compat_tests.drivers.base import Message, TopicPartition, client_failure, kafka_error_name
 from compat_tests.drivers.bulk import BulkClient, Fetch, Send
 from compat_tests.drivers.kafka_python_api import TIMEOUT_MS
 from compat_tests.drivers.records import Delivered
@@ -88,10 +74,10 @@ def _commit_offsets(offsets: Mapping[TopicPartition, int]) -> dict[KpPartition, 
     return {KpPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items()}
 
 
-class KafkaPythonConsumer(Consumer):
+class KafkaPythonConsumer(base.Consumer):
     """A KafkaConsumer; ``group_id=None`` gives a group-less consumer, as in Java."""
 
-    def __init__(self, driver: KafkaPythonDriver, settings: ConsumerSettings) -> None:
+    def __init__(self, driver: KafkaPythonDriver, settings: base.ConsumerSettings) -> None:
         super().__init__(driver)
         with kafka_python_api.errors(NAME):
             self._consumer = KafkaConsumer(**kafka_python_api.consumer_config(driver.bootstrap, settings))
@@ -104,7 +90,7 @@ class KafkaPythonConsumer(Consumer):
         with kafka_python_api.errors(NAME):
             subscribe_with_metadata(self._consumer, topics)
 
-    def poll(self, max_records: int, timeout_s: float) -> list[Received]:
+    def poll(self, max_records: int, timeout_s: float) -> list[base.Received]:
         with kafka_python_api.errors(NAME):
             batches = self._consumer.poll(timeout_ms=int(timeout_s * 1000), max_records=max_records)
         return kafka_python_api.received(batches)
@@ -124,12 +110,12 @@ class KafkaPythonConsumer(Consumer):
 def _deliver(producer: KafkaProducer, topic: str, messages: Sequence[Message]) -> list[int]:
     """Send ``messages`` in order, flush, and return their offsets (the first failure raises)."""
     futures = [producer.send(topic, **kafka_python_api.send_arguments(m)) for m in messages]
-    producer.flush(timeout=OP_TIMEOUT_S)
-    offsets = [f.get(timeout=OP_TIMEOUT_S).offset for f in futures]
-    return [o if o >= 0 else NO_OFFSET for o in offsets]
+    producer.flush(timeout=base.OP_TIMEOUT_S)
+    offsets = [f.get(timeout=base.OP_TIMEOUT_S).offset for f in futures]
+    return [o if o >= 0 else base.NO_OFFSET for o in offsets]
 
 
-class KafkaPythonTransactionalProducer(TransactionalProducer):
+class KafkaPythonTransactionalProducer(base.TransactionalProducer):
     """A KafkaProducer with ``transactional_id``; its blocking calls wait at most ``max_block_ms``."""
 
     def __init__(self, driver: KafkaPythonDriver, transactional_id: str, timeout_ms: int) -> None:
@@ -392,7 +378,7 @@ class KafkaPythonAdmin(Admin):
         _raise_for(found["error_code"], f"metadata {topic}")
         return TopicInfo(len(found["partitions"]), "")
 
-    def describe_group(self, group: str) -> GroupDescription:
+    def describe_group(self, group: str) -> base.GroupDescription:
         with kafka_python_api.errors(NAME):
             description = self.admin.describe_groups([group])[group]
         if description["error"]:
@@ -406,7 +392,7 @@ class KafkaPythonAdmin(Admin):
             )
             for m in description["members"]
         ]
-        return GroupDescription(kafka_state_name(description["group_state"]), members)
+        return base.GroupDescription(base.kafka_state_name(description["group_state"]), members)
 
     def group_offsets(self, group: str) -> dict[TopicPartition, int]:
         with kafka_python_api.errors(NAME):
@@ -464,7 +450,7 @@ class KafkaPythonDriver(AdminDriver):
     transactional_producer_class = KafkaPythonTransactionalProducer
     admin_class = KafkaPythonAdmin
 
-    def produce(self, topic: str, messages: Sequence[Message], settings: ProducerSettings) -> list[int]:
+    def produce(self, topic: str, messages: Sequence[Message], settings: base.ProducerSettings) -> list[int]:
         if settings.compression != "none" and not getattr(kp_codec, f"has_{settings.compression}")():
             self.unsupported(
                 f"{settings.compression} compression (its optional codec library is not installed)"

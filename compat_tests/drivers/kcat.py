@@ -18,20 +18,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import IO
 
-from compat_tests.drivers.base import (
-    NO_OFFSET,
-    OP_TIMEOUT_S,
-    ClientError,
-    Consumer,
-    ConsumerSettings,
-    Driver,
-    ErrorKind,
-    Message,
-    ProducerSettings,
-    Received,
-    TopicPartition,
-    classify,
-)
+from compat_tests.drivers import base
+from compat_tests.drivers.base import ClientError, Received
 
 MESSAGE_DELIMITER = b"\x1e"
 KEY_DELIMITER = b"\x1f"
@@ -43,10 +31,10 @@ def _text(data: bytes | None) -> str:
     return "" if data is None else data.decode()
 
 
-class KcatConsumer(Consumer):
+class KcatConsumer(base.Consumer):
     """A long-running ``kcat -C -J`` whose output lines are collected by a reader thread."""
 
-    def __init__(self, driver: KcatDriver, settings: ConsumerSettings) -> None:
+    def __init__(self, driver: KcatDriver, settings: base.ConsumerSettings) -> None:
         super().__init__(driver)
         self._driver = driver
         self._settings = settings
@@ -54,7 +42,7 @@ class KcatConsumer(Consumer):
         self._lines: queue.Queue[bytes] = queue.Queue()
         self._errors: list[str] = []
 
-    def assign(self, positions: Mapping[TopicPartition, int | None]) -> None:
+    def assign(self, positions: Mapping[base.TopicPartition, int | None]) -> None:
         """kcat takes one topic and one start offset, for one partition or all of them."""
         topics = {t for t, _ in positions}
         starts = set(positions.values())
@@ -84,7 +72,7 @@ class KcatConsumer(Consumer):
 
     def poll(self, max_records: int, timeout_s: float) -> list[Received]:
         if self._process is None:
-            raise ClientError(ErrorKind.OTHER, "poll before assign")
+            raise ClientError(base.ErrorKind.OTHER, "poll before assign")
         records: list[Received] = []
         try:
             line = self._lines.get(timeout=timeout_s)
@@ -97,7 +85,7 @@ class KcatConsumer(Consumer):
             pass
         if not records and self._errors:
             text = "; ".join(self._errors)
-            raise ClientError(classify(text), text)
+            raise ClientError(base.classify(text), text)
         return records
 
     @staticmethod
@@ -126,7 +114,7 @@ class KcatConsumer(Consumer):
                 self._process.wait()
 
 
-class KcatDriver(Driver):
+class KcatDriver(base.Driver):
     """Runs the ``kcat`` binary; skipped with a reason where it is not installed."""
 
     name = "kcat"
@@ -143,22 +131,26 @@ class KcatDriver(Driver):
 
     def command(self, args: Sequence[str]) -> list[str]:
         """A kcat command line for this broker with bounded metadata and socket waits."""
-        timeout = str(int(OP_TIMEOUT_S))
+        timeout = str(int(base.OP_TIMEOUT_S))
         return [self.binary, "-b", self.bootstrap, "-m", timeout, "-X", "socket.timeout.ms=10000", *args]
 
     def _run(self, args: Sequence[str], stdin: bytes = b"") -> str:
         try:
             result = subprocess.run(
-                self.command(args), input=stdin, capture_output=True, timeout=OP_TIMEOUT_S * 2
+                self.command(args), input=stdin, capture_output=True, timeout=base.OP_TIMEOUT_S * 2
             )
         except subprocess.TimeoutExpired as exc:
-            raise ClientError(ErrorKind.TIMEOUT, f"kcat {' '.join(args)} timed out") from exc
+            raise ClientError(base.ErrorKind.TIMEOUT, f"kcat {' '.join(args)} timed out") from exc
         stderr = result.stderr.decode(errors="replace")
         if result.returncode != 0 or "ERROR" in stderr:
-            raise ClientError(classify(stderr), stderr.strip() or f"kcat exited with {result.returncode}")
+            raise ClientError(
+                base.classify(stderr), stderr.strip() or f"kcat exited with {result.returncode}"
+            )
         return result.stdout.decode()
 
-    def produce(self, topic: str, messages: Sequence[Message], settings: ProducerSettings) -> list[int]:
+    def produce(
+        self, topic: str, messages: Sequence[base.Message], settings: base.ProducerSettings
+    ) -> list[int]:
         if any(m.timestamp_ms is not None for m in messages):
             self.unsupported("setting record timestamps")
         if len(messages) > 1 and any(m.partition is None for m in messages):
@@ -181,7 +173,7 @@ class KcatDriver(Driver):
                 args += ["-X", item]
             payload = MESSAGE_DELIMITER.join((m.key or b"") + KEY_DELIMITER + (m.value or b"") for m in run)
             self._run(args, payload)
-        return [NO_OFFSET] * len(messages)
+        return [base.NO_OFFSET] * len(messages)
 
     def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:
         """``kcat -Q`` asks ListOffsets per partition; -2/-1 are Kafka's earliest/latest markers."""
