@@ -8,17 +8,8 @@ from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient, KafkaConsumer, errors
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
+from tests.integration import test_groups_sharing as sharing
 from tests.integration.broker_process import OdradekProcess
-from tests.integration.test_groups_sharing import (
-    confluent_member,
-    filled_topic,
-    kafka_python_member,
-    produce,
-    start,
-    stop,
-    values,
-    wait_for_all,
-)
 from tests.integration.waiting import wait_until
 
 
@@ -28,12 +19,12 @@ def _committed(admin: KafkaAdminClient, group: str) -> dict[int, int]:
 
 def test_kafka_python_admin_lists_describes_reports_lag_and_deletes(odradek_broker: OdradekProcess) -> None:
     bootstrap, topic, group = odradek_broker.bootstrap, "admin-kp", "admin-kp-group"
-    first = filled_topic(bootstrap, topic, 3, "a", 90)
+    first = sharing.filled_topic(bootstrap, topic, 3, "a", 90)
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    member = kafka_python_member(bootstrap, topic, group, "admin-member")
-    start(member)
+    member = sharing.kafka_python_member(bootstrap, topic, group, "admin-member")
+    sharing.start(member)
     try:
-        wait_for_all([member], first)
+        sharing.wait_for_all([member], first)
         wait_until(lambda: _committed(admin, group) == {0: 30, 1: 30, 2: 30}, "the auto-commit")
         listed = {g["group_id"]: g for g in admin.list_groups()}
         assert listed[group]["group_state"] == "Stable"
@@ -47,13 +38,13 @@ def test_kafka_python_admin_lists_describes_reports_lag_and_deletes(odradek_brok
         assert only["client_host"] == "/127.0.0.1"
         assert admin.delete_groups([group]) == {group: errors.for_code(68).__name__}  # NON_EMPTY_GROUP
     finally:
-        stop(member)
+        sharing.stop(member)
 
     # The member left: the group is Empty and its offsets tell the lag.
     wait_until(
         lambda: admin.describe_groups([group])[group]["group_state"] == "Empty", "the group to be Empty"
     )
-    produce(bootstrap, topic, values("b", 15), 3)
+    sharing.produce(bootstrap, topic, sharing.values("b", 15), 3)
     consumer = KafkaConsumer(bootstrap_servers=bootstrap)
     ends = consumer.end_offsets([TopicPartition(topic, p) for p in range(3)])
     consumer.close()
@@ -73,12 +64,12 @@ def test_kafka_python_admin_lists_describes_reports_lag_and_deletes(odradek_brok
 
 def test_confluent_admin_lists_describes_alters_and_deletes(odradek_broker: OdradekProcess) -> None:
     bootstrap, topic, group = odradek_broker.bootstrap, "admin-ck", "admin-ck-group"
-    expected = filled_topic(bootstrap, topic, 2, "c", 40)
+    expected = sharing.filled_topic(bootstrap, topic, 2, "c", 40)
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    member = confluent_member(bootstrap, topic, group, "ck-admin-member")
-    start(member)
+    member = sharing.confluent_member(bootstrap, topic, group, "ck-admin-member")
+    sharing.start(member)
     try:
-        wait_for_all([member], expected)
+        sharing.wait_for_all([member], expected)
         listed = admin.list_consumer_groups().result(timeout=30)
         assert group in {g.group_id for g in listed.valid}
         description = admin.describe_consumer_groups([group])[group].result(timeout=30)
@@ -87,7 +78,7 @@ def test_confluent_admin_lists_describes_alters_and_deletes(odradek_broker: Odra
         assert described_member.client_id == "ck-admin-member"
         assert {tp.partition for tp in described_member.assignment.topic_partitions} == {0, 1}
     finally:
-        stop(member)
+        sharing.stop(member)
 
     request = ConsumerGroupTopicPartitions(group, [CkTopicPartition(topic, 0), CkTopicPartition(topic, 1)])
     offsets = admin.list_consumer_group_offsets([request])[group].result(timeout=30)

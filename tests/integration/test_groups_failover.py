@@ -12,18 +12,9 @@ from confluent_kafka import Consumer, TopicPartition
 from kafka import KafkaConsumer
 
 from compat_tests.drivers.kafka_python import subscribe_with_metadata
+from tests.integration import test_groups_sharing as sharing
 from tests.integration.broker_process import OdradekProcess
-from tests.integration.test_groups_sharing import (
-    Member,
-    create_topic,
-    filled_topic,
-    kafka_python_member,
-    produce,
-    start,
-    stop,
-    values,
-    wait_for_all,
-)
+from tests.integration.test_groups_sharing import produce, values, wait_for_all
 from tests.integration.waiting import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -87,7 +78,7 @@ class SteadySplit:
     a split seen just before that happens would make the survivor's takeover look immediate.
     """
 
-    def __init__(self, victim: Victim, survivor: Member) -> None:
+    def __init__(self, victim: Victim, survivor: sharing.Member) -> None:
         self.victim, self.survivor = victim, survivor
         self.split: tuple[frozenset[int], frozenset[int]] | None = None
         self.since = 0.0
@@ -103,10 +94,10 @@ class SteadySplit:
 
 
 def check_survivor_takes_over_after_the_session(
-    bootstrap: str, topic: str, victim: Victim, survivor: Member, messages: int
+    bootstrap: str, topic: str, victim: Victim, survivor: sharing.Member, messages: int
 ) -> None:
     """Once both share the topic, kill the victim: the survivor gets every partition and message."""
-    start(survivor)
+    sharing.start(survivor)
     try:
         wait_until(
             SteadySplit(victim, survivor).held, "the victim and the survivor to share the topic steadily"
@@ -121,14 +112,14 @@ def check_survivor_takes_over_after_the_session(
         assert set(wait_for_all([survivor], expected).values()) == {1}
     finally:
         victim.kill()
-        stop(survivor)
+        sharing.stop(survivor)
 
 
 def test_partitions_of_a_killed_member_move_after_its_session_timeout(odradek_broker: OdradekProcess) -> None:
     bootstrap, topic, group = odradek_broker.bootstrap, "failover", "failover-group"
-    create_topic(bootstrap, topic)
+    sharing.create_topic(bootstrap, topic)
     victim = Victim(KAFKA_PYTHON_VICTIM, bootstrap, topic, group)
-    survivor = kafka_python_member(bootstrap, topic, group, "survivor", session_timeout_ms=6000)
+    survivor = sharing.kafka_python_member(bootstrap, topic, group, "survivor", session_timeout_ms=6000)
     check_survivor_takes_over_after_the_session(bootstrap, topic, victim, survivor, 120)
 
 
@@ -154,7 +145,7 @@ def test_a_group_resumes_from_its_committed_offsets_after_a_broker_restart(
     odradek_broker: OdradekProcess,
 ) -> None:
     bootstrap, topic, group = odradek_broker.bootstrap, "resume", "resume-group"
-    before = filled_topic(bootstrap, topic, 3, "before", 300)
+    before = sharing.filled_topic(bootstrap, topic, 3, "before", 300)
     assert sorted(_consume(bootstrap, topic, group, 300)) == sorted(before)
 
     odradek_broker.restart()
@@ -172,9 +163,9 @@ def test_a_group_resumes_from_its_committed_offsets_after_a_broker_restart(
 def test_a_live_member_rides_through_a_broker_crash(odradek_broker: OdradekProcess) -> None:
     """The group comes back Stable from the log: members heartbeat on with their generation."""
     bootstrap, topic, group = odradek_broker.bootstrap, "ride", "ride-group"
-    create_topic(bootstrap, topic, 2)
-    member = kafka_python_member(bootstrap, topic, group, "rider")
-    start(member)
+    sharing.create_topic(bootstrap, topic, 2)
+    member = sharing.kafka_python_member(bootstrap, topic, group, "rider")
+    sharing.start(member)
     try:
         wait_until(lambda: member.assignment == {0, 1}, "the member to own both partitions")
         first = values("first", 100)
@@ -197,4 +188,4 @@ def test_a_live_member_rides_through_a_broker_crash(odradek_broker: OdradekProce
         counts = wait_for_all([member], first + second)
         assert set(counts.values()) == {1}
     finally:
-        stop(member)
+        sharing.stop(member)
