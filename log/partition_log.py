@@ -616,10 +616,9 @@ class PartitionLog:
             producer_id, producer_epoch, marker, offset, now_ms
         )
         batch = encode_end_txn_marker(
+            marker,
             producer_id=producer_id,
             producer_epoch=producer_epoch,
-            commit=commit,
-            coordinator_epoch=coordinator_epoch,
             timestamp=now_ms,
             base_offset=offset,
             partition_leader_epoch=leader_epoch,

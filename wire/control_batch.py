@@ -49,22 +49,20 @@ class EndTxnMarker(NamedTuple):
 
 
 def encode_end_txn_marker(
+    marker: EndTxnMarker,
     *,
     producer_id: int,
     producer_epoch: int,
-    commit: bool,
-    coordinator_epoch: int,
     timestamp: int,
     base_offset: int = 0,
     partition_leader_epoch: int = -1,
 ) -> bytearray:
     """One complete marker batch (CRC included), as Kafka's coordinator has it written."""
-    control_type = ControlType.COMMIT if commit else ControlType.ABORT
     record = Record(
         base_offset,
         timestamp,
-        _KEY.pack(_MARKER_VERSION, control_type),
-        _VALUE.pack(_MARKER_VERSION, coordinator_epoch),
+        _KEY.pack(_MARKER_VERSION, marker.control_type),
+        _VALUE.pack(_MARKER_VERSION, marker.coordinator_epoch),
     )
     return encode_batch(
         [record],

@@ -12,11 +12,11 @@ from wire.record_batch import InvalidRecordError, Record, decode_records, encode
 
 @pytest.mark.parametrize("commit", [True, False])
 def test_marker_batch_has_kafkas_header_and_record(commit: bool) -> None:
+    marker = EndTxnMarker(ControlType.COMMIT if commit else ControlType.ABORT, 3)
     data = encode_end_txn_marker(
+        marker,
         producer_id=4242,
         producer_epoch=7,
-        commit=commit,
-        coordinator_epoch=3,
         timestamp=1_700_000_000_000,
         base_offset=100,
         partition_leader_epoch=5,
@@ -30,15 +30,13 @@ def test_marker_batch_has_kafkas_header_and_record(commit: bool) -> None:
     assert record.offset == 100 and record.timestamp == 1_700_000_000_000
     assert record.key == struct.pack(">hh", 0, 1 if commit else 0)
     assert record.value == struct.pack(">hi", 0, 3)
-    assert read_end_txn_marker(data, batch) == EndTxnMarker(
-        ControlType.COMMIT if commit else ControlType.ABORT, 3
-    )
+    assert read_end_txn_marker(data, batch) == marker
     assert read_end_txn_marker(data, batch).is_commit is commit
 
 
 def test_clients_may_not_write_markers() -> None:
     data = encode_end_txn_marker(
-        producer_id=1, producer_epoch=0, commit=True, coordinator_epoch=0, timestamp=0
+        EndTxnMarker(ControlType.COMMIT, 0), producer_id=1, producer_epoch=0, timestamp=0
     )
     with pytest.raises(InvalidRecordError, match="control batches"):
         scan_batches(data)
