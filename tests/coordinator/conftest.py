@@ -163,9 +163,9 @@ class Harness:
     ) -> Reply:
         reply = Reply()
         request = JoinRequest(
-            group_id=group,
-            member_id=member_id,
-            group_instance_id=instance,
+            group,
+            member_id,
+            instance,
             protocol_type=protocol_type,
             protocols=protocols if protocols is not None else [("range", subscription("orders"))],
             session_timeout_ms=session_ms,
@@ -198,10 +198,10 @@ class Harness:
     ) -> Reply:
         reply = Reply()
         request = SyncRequest(
-            group_id=group,
-            generation_id=generation,
-            member_id=member_id,
-            group_instance_id=instance,
+            group,
+            generation,
+            member_id,
+            instance,
             protocol_type=protocol_type,
             protocol_name=protocol_name,
             assignments=assignments or {},
