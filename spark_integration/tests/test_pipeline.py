@@ -12,13 +12,7 @@ from pyspark.sql import SparkSession
 
 from spark_integration import reference
 from spark_integration.events import Event, generate_events
-from spark_integration.jobs import (
-    await_all,
-    parquet_dir,
-    read_topic,
-    run_daily_report,
-    start_activity_stream,
-)
+from spark_integration.jobs import await_all, parquet_dir, read_topic, run_daily_report, start_activity_stream
 from spark_integration.publish import publish_events
 from spark_integration.reference import ActivityRow
 
