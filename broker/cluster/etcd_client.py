@@ -110,15 +110,13 @@ class WatchEvent:
 
 @dataclass(frozen=True, slots=True)
 class Compare:
-    """One EQUAL comparison of a transaction, made with the class methods."""
+    """One EQUAL comparison of a key's revision in a transaction, made with the class methods.
+    Revisions are all the cluster guards its writes with, so etcd's VALUE and VERSION targets
+    are not offered."""
 
     key: bytes
-    target: Literal["VALUE", "MOD", "CREATE", "VERSION"]
-    operand: bytes | int
-
-    @classmethod
-    def value(cls, key: bytes, value: bytes) -> Compare:
-        return cls(key, "VALUE", value)
+    target: Literal["MOD", "CREATE"]
+    revision: int
 
     @classmethod
     def mod_revision(cls, key: bytes, revision: int) -> Compare:
@@ -129,23 +127,13 @@ class Compare:
         """``create_revision(key, 0)`` holds exactly when the key is absent."""
         return cls(key, "CREATE", revision)
 
-    @classmethod
-    def version(cls, key: bytes, version: int) -> Compare:
-        return cls(key, "VERSION", version)
-
     def to_json(self) -> dict[str, Any]:
-        operand_field = {
-            "VALUE": "value",
-            "MOD": "mod_revision",
-            "CREATE": "create_revision",
-            "VERSION": "version",
-        }
-        operand = _b64(self.operand) if isinstance(self.operand, bytes) else str(self.operand)
+        revision_field = "mod_revision" if self.target == "MOD" else "create_revision"
         return {
             "key": _b64(self.key),
             "target": self.target,
             "result": "EQUAL",
-            operand_field[self.target]: operand,
+            revision_field: str(self.revision),
         }
 
 

@@ -133,15 +133,16 @@ async def test_compare_and_swap(etcd_cluster: EtcdCluster) -> None:
             assert current is not None and current.value == b"epoch 2 by someone else"
 
             swapped = await client.txn(
-                [Compare.mod_revision(key, current.mod_revision), Compare.value(key, current.value)],
+                [Compare.mod_revision(key, current.mod_revision)],
                 [Put(key, b"epoch 3"), Get(key)],
             )
             assert swapped.succeeded
             assert [[kv.value for kv in kvs] for kvs in swapped.gets] == [[b"epoch 3"]]
             assert swapped.gets[0][0].mod_revision == swapped.revision
 
-            assert not (await client.txn([Compare.version(key, 2)], [Delete(key)])).succeeded
-            assert (await client.txn([Compare.version(key, 3)], [Delete(key)])).succeeded
+            assert not (await client.txn([Compare.create_revision(key, 0)], [Delete(key)])).succeeded
+            created = Compare.create_revision(key, read.create_revision)
+            assert (await client.txn([created], [Delete(key)])).succeeded
             assert await client.get(key) is None
 
 
