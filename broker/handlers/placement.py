@@ -156,12 +156,7 @@ async def handle_alter_partition_reassignments(
 async def handle_list_partition_reassignments(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     """Ongoing reassignments (a single node never has one: each completes when asked for)."""
     if not cluster_authorized(ctx):
-        return {
-            "throttle_time_ms": 0,
-            "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-            "error_message": None,
-            "topics": [],
-        }
+        return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": None, "topics": []}
     cluster = ctx.broker.cluster
     ongoing = cluster.reassignments() if cluster is not None else []
     wanted = request.get("topics")

@@ -29,12 +29,7 @@ def _result(user: str, code: ErrorCode = ErrorCode.NONE, message: str | None = N
 
 async def handle_describe(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     if not cluster_authorized(ctx):
-        return {
-            "throttle_time_ms": 0,
-            "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-            "error_message": None,
-            "results": [],
-        }
+        return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": None, "results": []}
     store = ctx.broker.scram_credentials
     wanted = request["users"]
     names = sorted(store.users()) if not wanted else [u["name"] for u in wanted]
