@@ -10,6 +10,7 @@ logs, roles, the group coordinator) follow the same order on every broker.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -29,6 +30,7 @@ from broker.cluster.layout import (
 log = logging.getLogger(__name__)
 
 R = TypeVar("R")
+K = TypeVar("K")
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,23 +119,24 @@ class ClusterImage:
             return Change("controller", (), deleted)
         if kind == "brokers":
             node_id = int(rest)
-            if value is None:
-                self.brokers.pop(node_id, None)
-            else:
-                self.brokers[node_id] = Versioned(decode_broker(value), revision)
+            _store(self.brokers, node_id, value, decode_broker, revision)
             return Change("broker", (node_id,), deleted)
         if kind == "topics":
-            if value is None:
-                self.topics.pop(rest, None)
-            else:
-                self.topics[rest] = Versioned(decode_topic(value), revision)
+            _store(self.topics, rest, value, decode_topic, revision)
             return Change("topic", (rest,), deleted)
         if kind == "partitions":
             topic, _, index = rest.rpartition("/")
             key = (topic, int(index))
-            if value is None:
-                self.partitions.pop(key, None)
-            else:
-                self.partitions[key] = Versioned(decode_partition(value), revision)
+            _store(self.partitions, key, value, decode_partition, revision)
             return Change("partition", key, deleted)
         return None
+
+
+def _store(
+    table: dict[K, Versioned[R]], key: K, value: bytes | None, decode: Callable[[bytes], R], revision: int
+) -> None:
+    """Keep the decoded ``value`` under ``key`` at ``revision``, or drop ``key`` (a delete)."""
+    if value is None:
+        table.pop(key, None)
+    else:
+        table[key] = Versioned(decode(value), revision)
