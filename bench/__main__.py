@@ -42,6 +42,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="config override for odradek serve (repeatable)")  # fmt: skip
     parser.add_argument("--override-all", action="append", default=[], metavar="KEY=VALUE",
                         help="config override for Odradek and Apache Kafka alike (repeatable)")  # fmt: skip
+    parser.add_argument("--odradek-build", action="append", default=[], metavar="LABEL=SCRIPT",
+                        help="another Odradek installation's odradek script, benchmarked as the broker "
+                             "odradek@LABEL (name it in --brokers; repeatable)")  # fmt: skip
     parser.add_argument(
         "--transaction-records",
         type=int,
@@ -80,10 +83,11 @@ def run(args: argparse.Namespace, certificates: Path) -> int:
         transaction_records=args.transaction_records,
     )
     modes = securities(args.security, certificates)
+    builds = dict(build.split("=", 1) for build in args.odradek_build)
     launchers = [
         launcher
         for security in modes
-        for launcher in make_launchers(args.brokers, args.override, args.override_all, security)
+        for launcher in make_launchers(args.brokers, args.override, args.override_all, security, builds)
     ]
     if not launchers:
         return 2

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -117,15 +117,27 @@ class TansuLauncher:
 
 class OdradekLauncher:
     """Odradek's own ``odradek serve``, with optional ``--override key=value`` settings so
-    an optimisation can be measured against the default configuration."""
+    an optimisation can be measured against the default configuration.
 
-    def __init__(self, overrides: Sequence[str] = (), security: Security = PLAINTEXT) -> None:
+    ``build`` names another installation's console script (``odradek@LABEL`` in ``--brokers``,
+    see ``--odradek-build``): a change measured against its base in the same run."""
+
+    def __init__(
+        self,
+        overrides: Sequence[str] = (),
+        security: Security = PLAINTEXT,
+        build: tuple[str, str] | None = None,
+    ) -> None:
         self.overrides = list(overrides)
         self.security = security
-        self.name = f"odradek+{security.label}" if security.label else "odradek"
+        self.build = build
+        base = f"odradek@{build[0]}" if build else "odradek"
+        self.name = f"{base}+{security.label}" if security.label else base
 
     def _binary(self) -> str | None:
-        """Prefer the console script next to this interpreter (the project venv)."""
+        """The build's script, else the console script next to this interpreter (the project venv)."""
+        if self.build:
+            return self.build[1] if os.access(self.build[1], os.X_OK) else None
         beside = Path(sys.executable).parent / "odradek"
         return str(beside) if os.access(beside, os.X_OK) else shutil.which("odradek")
 
@@ -199,18 +211,26 @@ def names_of(text: str) -> list[str]:
 
 
 def make_launchers(
-    names: str, overrides: Sequence[str], shared: Sequence[str] = (), security: Security = PLAINTEXT
+    names: str,
+    overrides: Sequence[str],
+    shared: Sequence[str] = (),
+    security: Security = PLAINTEXT,
+    builds: Mapping[str, str] | None = None,
 ) -> list[Launcher]:
     """The requested brokers that can run here; the missing ones are reported, not fatal.
 
     ``shared`` settings go to every broker that takes Kafka config keys (not Tansu). Over TLS
     only the brokers that take Kafka's listener keys run (Tansu is measured over plaintext).
+    ``builds`` maps a label to another Odradek installation's ``odradek`` script, run as the
+    broker ``odradek@LABEL`` with the same settings as ``odradek``.
     """
     known: dict[str, Launcher | None] = {
         "odradek": OdradekLauncher([*shared, *overrides], security),
         "apache-kafka": ApacheKafkaLauncher(shared, security),
         "tansu": None if security.label else TansuLauncher(),
     }
+    for label, script in (builds or {}).items():
+        known[f"odradek@{label}"] = OdradekLauncher([*shared, *overrides], security, (label, script))
     launchers = []
     for name in names_of(names):
         if name not in known:
