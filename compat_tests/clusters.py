@@ -32,16 +32,15 @@ from compat_tests.brokers import (
     kafka_jvm,
     kafka_node_config,
     launch,
-    metadata_response,
     odradek_command,
     properties_text,
     random_cluster_id,
     wait_until_ready,
 )
+from compat_tests.topic_metadata import PartitionState, topic_partitions
 from tests.support.etcd_cluster import EtcdCluster, etcd_binary
 
 CLUSTER_SIZE = 3
-METADATA_TIMEOUT_S = 5.0
 
 REPLICATED: Mapping[str, str] = {
     "default.replication.factor": "3",
@@ -66,75 +65,6 @@ pay a dozen times; four missed heartbeats still tolerate a loaded machine."""
 
 class ClusterUnavailable(RuntimeError):
     """This kind of broker cannot run as a cluster here; the message says why (a skip reason)."""
-
-
-@dataclass(frozen=True)
-class PartitionState:
-    """One partition as Metadata reports it."""
-
-    leader: int
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-
-
-class _Reader:
-    """Reads a Kafka response body, failing on anything past its end (a hostile answer)."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def take(self, fmt: str) -> int:
-        (value,) = struct.unpack_from(fmt, self.data, self.pos)
-        self.pos += struct.calcsize(fmt)
-        return value
-
-    def string(self) -> str | None:
-        length = self.take(">h")
-        if length < 0:
-            return None
-        text = self.data[self.pos : self.pos + length]
-        if len(text) != length:
-            raise struct.error("string past the end of the response")
-        self.pos += length
-        return text.decode(errors="replace")
-
-    def count(self) -> int:
-        """An array length, bounded by what the remaining bytes could hold."""
-        n = self.take(">i")
-        if n > len(self.data) - self.pos:
-            raise struct.error(f"array of {n} elements in {len(self.data) - self.pos} bytes")
-        return max(n, 0)
-
-    def int32s(self) -> tuple[int, ...]:
-        return tuple(self.take(">i") for _ in range(self.count()))
-
-
-def topic_partitions(address: str, topic: str) -> dict[int, PartitionState]:
-    """Metadata v1 for ``topic`` from the broker at ``address``: each partition's leader,
-    replicas and ISR as that broker sees them (empty if it does not know the topic)."""
-    host, port = address.rsplit(":", 1)
-    reader = _Reader(metadata_response(host, int(port), [topic], METADATA_TIMEOUT_S))
-    for _ in range(reader.count()):  # brokers: id, host, port, rack
-        reader.take(">i")
-        reader.string()
-        reader.take(">i")
-        reader.string()
-    reader.take(">i")  # controller id
-    partitions: dict[int, PartitionState] = {}
-    for _ in range(reader.count()):
-        error = reader.take(">h")
-        name = reader.string()
-        reader.take(">b")  # is_internal
-        for _ in range(reader.count()):
-            reader.take(">h")
-            index = reader.take(">i")
-            leader = reader.take(">i")
-            replicas = reader.int32s()
-            isr = reader.int32s()
-            if name == topic and error == 0:
-                partitions[index] = PartitionState(leader, replicas, isr)
-    return partitions
 
 
 @dataclass

@@ -30,12 +30,13 @@ from compat_tests.chaos import (
     run_rounds,
     wait_until_replicated,
 )
-from compat_tests.clusters import CLUSTER_SIZE, Cluster, topic_partitions
+from compat_tests.clusters import CLUSTER_SIZE, Cluster
 from compat_tests.drivers.base import ClientError, ConsumerSettings, Message, ProducerSettings, client_errors
 from compat_tests.drivers.confluent import ConfluentAdmin
 from compat_tests.helpers import eventually, poll_until
 from compat_tests.history import Acked, check
 from compat_tests.pools import DriverPool
+from compat_tests.topic_metadata import topic_partitions
 
 pytestmark = pytest.mark.cluster
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Self
 
 from compat_tests.drivers.base import Driver, GroupDescription, TopicPartition
+from compat_tests.topic_metadata import wait_until_every_broker_knows
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +76,14 @@ class Admin(ABC):
         *,
         validate_only: bool = False,
     ) -> None:
-        """CreateTopics for one topic; the broker's error raises :class:`~compat_tests.drivers.base.ClientError`."""
+        """CreateTopics for one topic; the broker's error raises :class:`~compat_tests.drivers.base.ClientError`.
+
+        Against a cluster (several bootstrap addresses) it returns once every broker knows the
+        topic, as Kafka's own tests wait (see :mod:`compat_tests.topic_metadata`)."""
         self._create_topic(topic, partitions, replication_factor, dict(configs or {}), validate_only)
+        addresses = self.bootstrap.split(",")
+        if len(addresses) > 1 and not validate_only:
+            wait_until_every_broker_knows(addresses, topic, partitions)
 
     @abstractmethod
     def _create_topic(

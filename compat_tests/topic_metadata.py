@@ -1,0 +1,105 @@
+"""A topic's partitions as each broker of a cluster sees them, read with a raw Metadata request.
+
+Brokers of a cluster learn a new topic asynchronously: Kafka's CreateTopics is answered once the
+controller has committed the topic, and each broker applies it when it replays the metadata log
+a moment later (an Odradek broker, when its etcd watch delivers it). A client that asks another
+broker in between gets UNKNOWN_TOPIC_OR_PARTITION. Kafka's own integration tests wait for every
+broker to know a topic they created (TestUtils.waitForAllPartitionsMetadata); so does this suite.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from compat_tests.brokers import metadata_response
+from compat_tests.helpers import eventually
+
+METADATA_TIMEOUT_S = 5.0
+PROPAGATION_TIMEOUT_S = 60.0
+"""How long a created topic may take to reach every broker (a loaded 2-core machine)."""
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """One partition as Metadata reports it."""
+
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+class _Reader:
+    """Reads a Kafka response body, failing on anything past its end (a hostile answer)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def take(self, fmt: str) -> int:
+        (value,) = struct.unpack_from(fmt, self.data, self.pos)
+        self.pos += struct.calcsize(fmt)
+        return value
+
+    def string(self) -> str | None:
+        length = self.take(">h")
+        if length < 0:
+            return None
+        text = self.data[self.pos : self.pos + length]
+        if len(text) != length:
+            raise struct.error("string past the end of the response")
+        self.pos += length
+        return text.decode(errors="replace")
+
+    def count(self) -> int:
+        """An array length, bounded by what the remaining bytes could hold."""
+        n = self.take(">i")
+        if n > len(self.data) - self.pos:
+            raise struct.error(f"array of {n} elements in {len(self.data) - self.pos} bytes")
+        return max(n, 0)
+
+    def int32s(self) -> tuple[int, ...]:
+        return tuple(self.take(">i") for _ in range(self.count()))
+
+
+def topic_partitions(address: str, topic: str) -> dict[int, PartitionState]:
+    """Metadata v1 for ``topic`` from the broker at ``address``: each partition's leader,
+    replicas and ISR as that broker sees them (empty if it does not know the topic)."""
+    host, port = address.rsplit(":", 1)
+    reader = _Reader(metadata_response(host, int(port), [topic], METADATA_TIMEOUT_S))
+    for _ in range(reader.count()):  # brokers: id, host, port, rack
+        reader.take(">i")
+        reader.string()
+        reader.take(">i")
+        reader.string()
+    reader.take(">i")  # controller id
+    partitions: dict[int, PartitionState] = {}
+    for _ in range(reader.count()):
+        error = reader.take(">h")
+        name = reader.string()
+        reader.take(">b")  # is_internal
+        for _ in range(reader.count()):
+            reader.take(">h")
+            index = reader.take(">i")
+            leader = reader.take(">i")
+            replicas = reader.int32s()
+            isr = reader.int32s()
+            if name == topic and error == 0:
+                partitions[index] = PartitionState(leader, replicas, isr)
+    return partitions
+
+
+def wait_until_every_broker_knows(addresses: Sequence[str], topic: str, partitions: int) -> None:
+    """Return once each broker at ``addresses`` lists all ``partitions`` of ``topic`` with a leader."""
+
+    def known_everywhere() -> None:
+        for address in addresses:
+            try:
+                found = topic_partitions(address, topic)
+            except (OSError, struct.error) as exc:
+                raise AssertionError(f"{address}: {exc}") from exc
+            led = sorted(index for index, state in found.items() if state.leader >= 0)
+            assert led == list(range(partitions)), f"{address} knows partitions {led} of {topic}"
+
+    eventually(known_everywhere, timeout_s=PROPAGATION_TIMEOUT_S, interval_s=0.2)
