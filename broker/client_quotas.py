@@ -16,7 +16,8 @@ and usage is counted per what that entity names, as Kafka's metric tags: a user 
 shared by all of the user's client ids, a client-id quota by every user of that id.  The user
 is the principal's name (``ANONYMOUS`` on PLAINTEXT listeners, which default user quotas
 cover too).  Usage expires least recently used first past :data:`MAX_SENSORS` (Kafka expires
-idle sensors after an hour).
+idle sensors after an hour).  Windowed rates and ``controller_mutation_rate``'s token buckets
+are kept in two tables, so each use gets the kind it counts with.
 
 With no quota of a key configured, nothing is recorded: ``enabled`` is the one check on the
 request path.
@@ -25,7 +26,8 @@ request path.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from typing import TypeVar
 
 from broker.quota_rate import Rate, TokenBucket, Windows
 from broker.quota_store import (
@@ -43,14 +45,30 @@ from broker.quota_store import (
 )
 
 MAX_SENSORS = 100_000
-"""Odradek-specific: (key, user, client-id) usages tracked at once."""
+"""Odradek-specific: (key, user, client-id) rates tracked at once, and as many mutation buckets."""
 
 Tags = tuple[str, str]  # (user, client-id) as the quota counts them; "" where it does not
+
+_K = TypeVar("_K", bound=Hashable)
+_U = TypeVar("_U", Rate, TokenBucket)
 
 
 def user_of(principal: str) -> str:
     """Kafka's principal name: ``User:alice`` -> ``alice``."""
     return principal.partition(":")[2]
+
+
+def _used(table: OrderedDict[_K, _U], key: _K, kind: type[_U], windows: Windows, now_ms: int) -> _U:
+    """The usage ``table`` keeps under ``key``, started now if new; the least recently used
+    goes past :data:`MAX_SENSORS`, so idle clients do not pile up."""
+    usage = table.get(key)
+    if usage is None:
+        usage = table[key] = kind(windows, now_ms)
+        if len(table) > MAX_SENSORS:
+            table.popitem(last=False)
+    else:
+        table.move_to_end(key)
+    return usage
 
 
 def _precedence(user: str, client: str) -> list[tuple[Entity, Tags]]:
@@ -72,7 +90,8 @@ class ClientQuotas:
 
     def __init__(self, store: QuotaStore, windows: Windows, clock: Callable[[], int]) -> None:
         self.store, self.windows, self.clock = store, windows, clock
-        self._usage: OrderedDict[tuple[str, Tags], Rate] = OrderedDict()
+        self._rates: OrderedDict[tuple[str, Tags], Rate] = OrderedDict()
+        self._buckets: OrderedDict[Tags, TokenBucket] = OrderedDict()  # controller_mutation_rate
         self._limits: dict[tuple[str, str, str], tuple[Tags, float] | None] = {}
         self.enabled: frozenset[str] = frozenset()
         self._refresh()
@@ -104,18 +123,6 @@ class ClientQuotas:
         self._limits[cache_key] = found
         return found
 
-    def _usage_of(self, key: str, tags: Tags, now_ms: int) -> Rate | TokenBucket:
-        usage_key = (key, tags)
-        usage = self._usage.get(usage_key)
-        if usage is None:
-            kind = TokenBucket if key == CONTROLLER_MUTATION_RATE else Rate
-            usage = self._usage[usage_key] = kind(self.windows, now_ms)
-            if len(self._usage) > MAX_SENSORS:
-                self._usage.popitem(last=False)
-        else:
-            self._usage.move_to_end(usage_key)
-        return usage
-
     def record(self, key: str, principal: str, client: str, value: float) -> int:
         """Count ``value`` against the client's quota on ``key``; the throttle time in ms."""
         if key not in self.enabled:
@@ -125,8 +132,7 @@ class ClientQuotas:
             return 0
         tags, bound = found
         now_ms = self.clock()
-        rate = self._usage_of(key, tags, now_ms)
-        assert isinstance(rate, Rate)
+        rate = _used(self._rates, (key, tags), Rate, self.windows, now_ms)
         rate.record(value, now_ms)
         return rate.throttle_ms(bound, now_ms)
 
@@ -158,8 +164,7 @@ class ClientQuotas:
             return True, 0
         tags, bound = found
         now_ms = self.clock()
-        bucket = self._usage_of(CONTROLLER_MUTATION_RATE, tags, now_ms)
-        assert isinstance(bucket, TokenBucket)
+        bucket = _used(self._buckets, tags, TokenBucket, self.windows, now_ms)
         if strict:
             over = bucket.throttle_ms(bound, now_ms)
             if over:
@@ -184,8 +189,7 @@ class ClientQuotas:
         if bound is None:
             return 0
         now_ms = self.clock()
-        rate = self._usage_of(CONNECTION_CREATION_RATE, (ip, ""), now_ms)
-        assert isinstance(rate, Rate)
+        rate = _used(self._rates, (CONNECTION_CREATION_RATE, (ip, "")), Rate, self.windows, now_ms)
         rate.record(1, now_ms)
         throttle = min(rate.throttle_ms(bound, now_ms), self.windows.size_ms)
         if throttle:

@@ -18,7 +18,7 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 from broker import handlers as handlers_package
-from broker.api_support import ApiSupport, Served
+from broker.api_support import NOT_SERVED, ApiSupport, Served
 from broker.context import PendingResponse, RequestContext
 from broker.security.authentication import AuthenticationError, ConnectionAuth
 from broker.throttling import ChannelMute, throttle_ms
@@ -164,7 +164,9 @@ async def dispatch(
             raise CloseConnection(str(exc)) from None
     support = broker.supported.get(header.api_key)
     if support is None:
-        raise CloseConnection(f"unsupported API {api_name(header.api_key)} (key {header.api_key})")
+        why = NOT_SERVED.get(header.api_key)
+        reason = f": {why}" if why else ""
+        raise CloseConnection(f"unsupported API {api_name(header.api_key)} (key {header.api_key}){reason}")
     if not support.min_version <= header.api_version <= support.max_version:
         if header.api_key == ApiKey.API_VERSIONS:
             return header, api_versions_fallback(header, broker.supported.values())

@@ -23,6 +23,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 import trio
 
@@ -57,6 +58,15 @@ MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 
 Entity = tuple[tuple[str, str | None], ...]
 """An entity's components sorted by type, e.g. ``(("client-id", None), ("user", "alice"))``."""
+
+
+class FilterComponent(TypedDict):
+    """One DescribeClientQuotas filter component as the decoder gives it (``EntityType`` is a
+    non-nullable string, ``MatchType`` an int8), so its fields need no checks of their type."""
+
+    entity_type: str
+    match_type: int
+    match: str | None
 
 
 class QuotaError(Exception):
@@ -223,7 +233,7 @@ class QuotaStore:
             self.version += 1
 
     def describe(
-        self, components: list[dict[str, object]], strict: bool
+        self, components: list[FilterComponent], strict: bool
     ) -> list[tuple[Entity, dict[str, float]]]:
         """The entities a DescribeClientQuotas filter matches, as ``ClientQuotasImage.describe``."""
         exact: dict[str, str | None] = {}
@@ -234,7 +244,6 @@ class QuotaStore:
                 component["match_type"],
                 component["match"],
             )
-            assert isinstance(entity_type, str)
             if not entity_type:
                 raise QuotaError("Invalid empty entity type.")
             if entity_type in exact or entity_type in specified:
@@ -244,7 +253,7 @@ class QuotaStore:
             if match_type == MATCH_EXACT:
                 if match is None:
                     raise QuotaError("Request specified MATCH_TYPE_EXACT, but set match string to null.")
-                exact[entity_type] = match  # type: ignore[assignment]
+                exact[entity_type] = match
             elif match_type == MATCH_DEFAULT:
                 if match is not None:
                     raise QuotaError(

@@ -108,7 +108,7 @@ class Broker:
         # Per listener name: protocol, TLS context, SASL mechanisms; a ConfigError here stops
         # the start before anything touches the disk.
         self.listener_security = build_listener_security(
-            config, lambda user, mechanism: self.scram_credentials.lookup(user, mechanism)
+            config, lambda user, mechanism: self.scram_credentials.lookup(user, mechanism), clock
         )
         self.clock = clock  # every wall-clock reading of the broker and its logs (``log.clock``)
         self.node_id = config.node_id

@@ -7,12 +7,13 @@ frame one SASL token, answered by a bare size-prefixed token); v1 carries tokens
 SaslAuthenticate.  A failed authentication is answered with SASL_AUTHENTICATION_FAILED and
 the connection closed.  With ``connections.max.reauth.ms`` (KIP-368) a session expires: the
 client re-authenticates on the same connection (same principal), or its next request closes it.
+A token's expiry is compared with the broker's clock (``ListenerSecurity.clock``, ``log.clock``);
+the session's end is then kept on trio's clock, as every other timeout.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 
 import trio
 
@@ -154,7 +155,7 @@ class ConnectionAuth:
         if not reauth_ms and expires_ms is None:
             self.expires_at = None
             return 0
-        lifetime_ms = reauth_ms if expires_ms is None else max(0, expires_ms - int(time.time() * 1000))
+        lifetime_ms = reauth_ms if expires_ms is None else max(0, expires_ms - self.security.clock())
         if reauth_ms and expires_ms is not None:
             lifetime_ms = min(lifetime_ms, reauth_ms)
         self.expires_at = trio.current_time() + lifetime_ms / 1000

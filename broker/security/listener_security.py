@@ -30,6 +30,7 @@ from broker.security.oauthbearer import (
 from broker.security.plain import PLAIN_LOGIN_MODULE, PlainServer, plain_users
 from broker.security.scram import HASHES, ScramLookup, ScramServer
 from broker.security.tls import PrincipalMapper, server_context
+from log.clock import Clock, wall_clock_ms
 
 
 class SecurityProtocol(Enum):
@@ -63,6 +64,7 @@ class ListenerSecurity:
     max_token_bytes: int = 524288  # sasl.server.max.receive.size
     failed_auth_delay_s: float = 0.1  # connection.failed.authentication.delay.ms
     authentication_timeout_s: float = 10.0
+    clock: Clock = wall_clock_ms  # the broker's, for credential expiry (``log.clock``)
 
 
 def listener_lookup(config: BrokerConfig, listener: str) -> Callable[[str], str | None]:
@@ -94,7 +96,7 @@ def _file_url_text(url: str, key: str) -> str:
         raise ConfigError(f"{key}={url}: {exc.strerror}") from None
 
 
-def _token_validator(config: BrokerConfig, listener: str) -> TokenValidator:
+def _token_validator(config: BrokerConfig, listener: str, clock: Clock) -> TokenValidator:
     get = listener_lookup(config, listener)
     handler = get("oauthbearer.sasl.server.callback.handler.class") or get(
         "sasl.server.callback.handler.class"
@@ -123,11 +125,13 @@ def _token_validator(config: BrokerConfig, listener: str) -> TokenValidator:
     if handler:
         raise ConfigError(f"listener {listener}: OAUTHBEARER validator {handler} is not available in Odradek")
     return UnsecuredValidator.from_options(
-        _jaas(config, listener, "OAUTHBEARER", OAUTHBEARER_LOGIN_MODULE) or {}
+        _jaas(config, listener, "OAUTHBEARER", OAUTHBEARER_LOGIN_MODULE) or {}, clock
     )
 
 
-def _mechanisms(config: BrokerConfig, listener: str, scram: ScramLookup) -> dict[str, MechanismFactory]:
+def _mechanisms(
+    config: BrokerConfig, listener: str, scram: ScramLookup, clock: Clock
+) -> dict[str, MechanismFactory]:
     get = listener_lookup(config, listener)
     enabled = [m.strip().upper() for m in (get("sasl.enabled.mechanisms") or "").split(",") if m.strip()]
     factories: dict[str, MechanismFactory] = {}
@@ -145,7 +149,7 @@ def _mechanisms(config: BrokerConfig, listener: str, scram: ScramLookup) -> dict
         elif mechanism in HASHES:
             factories[mechanism] = lambda mechanism=mechanism: ScramServer(mechanism, scram)
         elif mechanism == "OAUTHBEARER":
-            validator = _token_validator(config, listener)
+            validator = _token_validator(config, listener, clock)
             factories[mechanism] = lambda validator=validator: OAuthBearerServer(validator)
         else:
             raise ConfigError(
@@ -157,8 +161,11 @@ def _mechanisms(config: BrokerConfig, listener: str, scram: ScramLookup) -> dict
     return factories
 
 
-def build_listener_security(config: BrokerConfig, scram: ScramLookup) -> dict[str, ListenerSecurity]:
-    """One :class:`ListenerSecurity` per configured listener name."""
+def build_listener_security(
+    config: BrokerConfig, scram: ScramLookup, clock: Clock = wall_clock_ms
+) -> dict[str, ListenerSecurity]:
+    """One :class:`ListenerSecurity` per configured listener name; ``clock`` is the broker's, so
+    token expiry is judged by the same time as everything else the broker dates."""
     protocols = parse_security_protocol_map(config.get("listener.security.protocol.map") or "")
     result: dict[str, ListenerSecurity] = {}
     for listener in config.listeners:
@@ -182,10 +189,11 @@ def build_listener_security(config: BrokerConfig, scram: ScramLookup) -> dict[st
             protocol,
             tls=server_context(get, name) if protocol.uses_tls else None,
             principal_mapper=PrincipalMapper(get("ssl.principal.mapping.rules") or "DEFAULT"),
-            mechanisms=_mechanisms(config, name, scram) if protocol.uses_sasl else {},
+            mechanisms=_mechanisms(config, name, scram, clock) if protocol.uses_sasl else {},
             reauth_ms=int(get("connections.max.reauth.ms") or "0"),
             max_token_bytes=int(get("sasl.server.max.receive.size") or "524288"),
             failed_auth_delay_s=int(get("connection.failed.authentication.delay.ms") or "100") / 1000,
             authentication_timeout_s=int(get("authentication.timeout.ms") or "10000") / 1000,
+            clock=clock,
         )
     return result

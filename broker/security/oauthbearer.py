@@ -9,7 +9,9 @@
 
 As in Kafka, a refused token is first answered with an RFC 7628 error challenge
 (``{"status":"invalid_token"}``); the client acknowledges with ``0x01`` and only then gets
-SASL_AUTHENTICATION_FAILED.  The token's expiry bounds the session (KIP-368).
+SASL_AUTHENTICATION_FAILED.  The token's expiry bounds the session (KIP-368).  The unsecured
+validator compares ``exp`` with the broker's clock (``log.clock``), so a test that moves the
+broker's time moves token expiry with it.
 """
 
 from __future__ import annotations
@@ -18,14 +20,14 @@ import base64
 import binascii
 import json
 import math
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jwt
 
 from broker.security.mechanism import AuthenticationFailed, SaslServer
+from log.clock import Clock, wall_clock_ms
 
 OAUTHBEARER_LOGIN_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 JWKS_VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
@@ -80,15 +82,17 @@ class UnsecuredValidator:
     scope_claim: str = "scope"
     required_scope: tuple[str, ...] = ()
     clock_skew_ms: int = 0
+    clock: Clock = field(default=wall_clock_ms, compare=False, repr=False)  # the broker's (log.clock)
 
     @classmethod
-    def from_options(cls, options: dict[str, str]) -> UnsecuredValidator:
+    def from_options(cls, options: dict[str, str], clock: Clock = wall_clock_ms) -> UnsecuredValidator:
         required = options.get("unsecuredValidatorRequiredScope", "")
         return cls(
             options.get("unsecuredValidatorPrincipalClaimName", "sub"),
             options.get("unsecuredValidatorScopeClaimName", "scope"),
             tuple(s for s in required.replace(",", " ").split() if s),
             int(options.get("unsecuredValidatorAllowableClockSkewMs", "0")),
+            clock,
         )
 
     def __call__(self, token: str) -> ValidToken:
@@ -102,8 +106,7 @@ class UnsecuredValidator:
         if not isinstance(principal, str) or not principal:
             raise InvalidToken(f"no principal claim {self.principal_claim!r}")
         expires_ms = _expiry_ms(claims.get("exp"))
-        now_ms = time.time() * 1000
-        if expires_ms + self.clock_skew_ms <= now_ms:
+        if expires_ms + self.clock_skew_ms <= self.clock():
             raise InvalidToken("the token has expired")
         scope = claims.get(self.scope_claim, [])
         scopes = set(scope.split() if isinstance(scope, str) else scope if isinstance(scope, list) else [])

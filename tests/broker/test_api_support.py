@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.api_support import Served, supported_apis
+from broker.api_support import NOT_SERVED, Served, supported_apis
 from broker.dispatch import load_handlers
 from wire.api_keys import ApiKey, api_name
 from wire.schemas import ALL_APIS
@@ -43,3 +43,11 @@ def test_a_capped_range_needs_a_reason_and_a_handler_needs_a_declaration() -> No
         supported_apis({ApiKey.VOTE: Served(_unused)})  # a controller's API: brokers declare none
     with pytest.raises(ValueError, match="no declared version is served"):
         supported_apis({ApiKey.HEARTBEAT: Served(_unused, highest=-1, why_not_newer="test")})
+
+
+def test_every_declared_api_is_served_or_says_why_not() -> None:
+    served = set(load_handlers())
+    declared = set(ALL_APIS)
+    assert not served & set(NOT_SERVED), "an API with a handler is served: drop it from NOT_SERVED"
+    assert declared - served == set(NOT_SERVED), "a declared API with no handler needs a reason in NOT_SERVED"
+    assert all(NOT_SERVED.values()), "every reason says something"

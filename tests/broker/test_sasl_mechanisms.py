@@ -17,7 +17,9 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from broker.config import ConfigError
+from broker.security.authentication import ConnectionAuth
 from broker.security.jaas import parse_jaas
+from broker.security.listener_security import ListenerSecurity, SecurityProtocol
 from broker.security.mechanism import AuthenticationFailed
 from broker.security.oauthbearer import JwksValidator, OAuthBearerServer, UnsecuredValidator
 from broker.security.plain import PlainServer
@@ -102,6 +104,22 @@ def test_unsecured_token_authenticates_its_subject_until_it_expires() -> None:
     server = OAuthBearerServer(UnsecuredValidator())
     assert server.step(_unsecured({"sub": "dave", "exp": time.time() + 60})) == b""
     assert server.principal == "User:dave" and server.expires_at_ms is not None
+
+
+async def test_token_expiry_and_session_lifetime_follow_the_broker_clock() -> None:
+    fixed_ms = 978_307_200_000  # 2001-01-01: the token below expired long ago by the machine's clock
+    validator = UnsecuredValidator(clock=lambda: fixed_ms)
+    security = ListenerSecurity(
+        "SASL",
+        SecurityProtocol.SASL_PLAINTEXT,
+        mechanisms={"OAUTHBEARER": lambda: OAuthBearerServer(validator)},
+        clock=lambda: fixed_ms,
+    )
+    auth = ConnectionAuth(security, "peer", "host")
+    assert auth.begin("OAUTHBEARER", 1)
+    answer, lifetime_ms = auth.authenticate(_unsecured({"sub": "dave", "exp": fixed_ms / 1000 + 60}))
+    assert answer == b"" and auth.principal == "User:dave"
+    assert lifetime_ms == 60_000
 
 
 @pytest.mark.parametrize(

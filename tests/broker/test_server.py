@@ -89,7 +89,11 @@ async def test_api_versions_v3_advertises_what_is_served(tmp_path: Path) -> None
         async with running_broker(tmp_path) as (_broker, port):
             stream = await connect(port)
             await stream.send_all(
-                frame(18, 3, {"client_software_name": "odradek-test", "client_software_version": "1.0"})
+                frame(
+                    ApiKey.API_VERSIONS,
+                    3,
+                    {"client_software_name": "odradek-test", "client_software_version": "1.0"},
+                )
             )
             response = await receive_frame(stream)
             correlation_id = struct.unpack_from(">i", response)[0]
@@ -97,10 +101,10 @@ async def test_api_versions_v3_advertises_what_is_served(tmp_path: Path) -> None
             body = decode_response(ApiKey.API_VERSIONS, 3, response, 4)  # response header v0 even for v3
             assert body["error_code"] == ErrorCode.NONE
             ranges = {a["api_key"]: (a["min_version"], a["max_version"]) for a in body["api_keys"]}
-            assert ranges[0] == (0, 13)  # Produce: min 0 advertised for old librdkafka
-            assert ranges[1] == (4, 18)  # Fetch 13+ addresses topics by their persistent ids
-            assert ranges[3] == (0, 13)
-            assert 18 in ranges and 22 in ranges
+            assert ranges[ApiKey.PRODUCE] == (0, 13)  # min 0 advertised for old librdkafka
+            assert ranges[ApiKey.FETCH] == (4, 18)  # Fetch 13+ addresses topics by their persistent ids
+            assert ranges[ApiKey.METADATA] == (0, 13)
+            assert ApiKey.API_VERSIONS in ranges and ApiKey.INIT_PRODUCER_ID in ranges
 
 
 async def test_api_versions_unknown_version_gets_v0_error_with_ranges(tmp_path: Path) -> None:
@@ -108,14 +112,16 @@ async def test_api_versions_unknown_version_gets_v0_error_with_ranges(tmp_path: 
         async with running_broker(tmp_path) as (_broker, port):
             stream = await connect(port)
             # A future ApiVersions v9 whose body we cannot know: header v2, then junk.
-            header = struct.pack(">hhih", 18, 9, 11, 4) + b"test" + b"\x00"
+            header = struct.pack(">hhih", ApiKey.API_VERSIONS, 9, 11, 4) + b"test" + b"\x00"
             payload = header + b"\x01\x02\x03"
             await stream.send_all(struct.pack(">i", len(payload)) + payload)
             response = await receive_frame(stream)
             assert struct.unpack_from(">i", response)[0] == 11
             body = decode_response(ApiKey.API_VERSIONS, 0, response, 4)
             assert body["error_code"] == ErrorCode.UNSUPPORTED_VERSION
-            assert any(a["api_key"] == 18 and a["max_version"] == 4 for a in body["api_keys"])
+            assert any(
+                a["api_key"] == ApiKey.API_VERSIONS and a["max_version"] == 4 for a in body["api_keys"]
+            )
 
 
 async def test_oversized_frame_closes_only_that_connection(tmp_path: Path) -> None:
@@ -125,7 +131,7 @@ async def test_oversized_frame_closes_only_that_connection(tmp_path: Path) -> No
             hostile = await connect(port)
             await hostile.send_all(struct.pack(">i", 1_000_000_000))
             assert await closed_by_peer(hostile)
-            await bystander.send_all(frame(18, 0, {}))
+            await bystander.send_all(frame(ApiKey.API_VERSIONS, 0, {}))
             body = decode_response(ApiKey.API_VERSIONS, 0, await receive_frame(bystander), 4)
             assert body["error_code"] == ErrorCode.NONE
 
@@ -136,18 +142,18 @@ async def test_garbage_and_unknown_apis_close_the_connection(tmp_path: Path) -> 
             for payload in (
                 b"\xff" * 3,
                 struct.pack(">hhih", 999, 0, 1, -1),
-                struct.pack(">hhih", 3, 99, 1, -1),
+                struct.pack(">hhih", ApiKey.METADATA, 99, 1, -1),
             ):
                 stream = await connect(port)
                 await stream.send_all(struct.pack(">i", len(payload)) + payload)
                 assert await closed_by_peer(stream)
             # a truncated Metadata body is a decode error, not a crash
             stream = await connect(port)
-            truncated = frame(3, 9, {"topics": [{"name": "t"}]})[:-3]
+            truncated = frame(ApiKey.METADATA, 9, {"topics": [{"name": "t"}]})[:-3]
             await stream.send_all(struct.pack(">i", len(truncated) - 4) + truncated[4:])
             assert await closed_by_peer(stream)
             healthy = await connect(port)
-            await healthy.send_all(frame(18, 0, {}))
+            await healthy.send_all(frame(ApiKey.API_VERSIONS, 0, {}))
             assert (
                 decode_response(ApiKey.API_VERSIONS, 0, await receive_frame(healthy), 4)["error_code"]
                 == ErrorCode.NONE
@@ -159,9 +165,14 @@ async def test_pipelined_requests_are_answered_in_order(tmp_path: Path) -> None:
         async with running_broker(tmp_path) as (_broker, port):
             stream = await connect(port)
             burst = b"".join(
-                frame(3, 12, {"topics": None, "allow_auto_topic_creation": False}, correlation_id=i)
+                frame(
+                    ApiKey.METADATA,
+                    12,
+                    {"topics": None, "allow_auto_topic_creation": False},
+                    correlation_id=i,
+                )
                 if i % 2
-                else frame(18, 0, {}, correlation_id=i)
+                else frame(ApiKey.API_VERSIONS, 0, {}, correlation_id=i)
                 for i in range(50)
             )
             await stream.send_all(burst)
@@ -175,7 +186,7 @@ async def test_connection_limit_is_enforced(tmp_path: Path) -> None:
             first, second = await connect(port), await connect(port)
             third = await connect(port)
             assert await closed_by_peer(third)
-            await first.send_all(frame(18, 0, {}))
+            await first.send_all(frame(ApiKey.API_VERSIONS, 0, {}))
             assert (
                 decode_response(ApiKey.API_VERSIONS, 0, await receive_frame(first), 4)["error_code"]
                 == ErrorCode.NONE

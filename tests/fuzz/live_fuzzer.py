@@ -56,6 +56,7 @@ from tests.fuzz.neighbour import TOPIC, Neighbour, NeighbourReport
 from tests.fuzz.process_stats import Resources, read_resources, settle
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient
+from wire.api_keys import ApiKey
 from wire.header import encode_request_header
 
 BROKER_OVERRIDES = {
@@ -90,7 +91,7 @@ SETTLE_TIMEOUT_S = 60.0
 _STARTUP_S = 1.0
 _STARTUP_TIMEOUT_S = 30.0
 PROBE_CORRELATION_ID = 0x50524F42  # "PROB"
-PROBE = struct.pack(">i", 11) + encode_request_header(18, 0, PROBE_CORRELATION_ID, "p")
+PROBE = struct.pack(">i", 11) + encode_request_header(ApiKey.API_VERSIONS, 0, PROBE_CORRELATION_ID, "p")
 _RECEIVE_CHUNK = 65536
 _MAX_FAILURES_KEPT = 20
 _SLOWEST_KEPT = 5

@@ -6,10 +6,8 @@ from typing import Any
 
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient
+from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-
-OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP = 8, 9, 11
-HEARTBEAT, SYNC_GROUP, DELETE_GROUPS = 12, 14, 42
 
 
 def join(client: RawClient, group: str, member_id: str = "", protocol: str = "range", **extra: Any) -> dict:
@@ -24,7 +22,7 @@ def join(client: RawClient, group: str, member_id: str = "", protocol: str = "ra
         "protocols": [{"name": protocol, "metadata": b"\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff"}],
         **extra,
     }
-    return client.request(JOIN_GROUP, 5, body)
+    return client.request(ApiKey.JOIN_GROUP, 5, body)
 
 
 def joined_member(client: RawClient, group: str) -> tuple[str, int]:
@@ -39,7 +37,7 @@ def joined_member(client: RawClient, group: str) -> tuple[str, int]:
 def sync(client: RawClient, group: str, generation: int, member_id: str) -> int:
     """A SyncGroup v3 without assignments; returns its error code."""
     body = {"group_id": group, "generation_id": generation, "member_id": member_id, "assignments": []}
-    return client.request(SYNC_GROUP, 3, body)["error_code"]
+    return client.request(ApiKey.SYNC_GROUP, 3, body)["error_code"]
 
 
 def commit(client: RawClient, group: str, topic: str, partition: int, **member: Any) -> int:
@@ -57,7 +55,7 @@ def commit(client: RawClient, group: str, topic: str, partition: int, **member: 
         ],
         **member,
     }
-    response = client.request(OFFSET_COMMIT, 8, body)
+    response = client.request(ApiKey.OFFSET_COMMIT, 8, body)
     return response["topics"][0]["partitions"][0]["error_code"]
 
 
@@ -67,7 +65,9 @@ def test_commits_to_unknown_topics_and_partitions(odradek_broker: OdradekProcess
         assert commit(client, "g", "no-such-topic", 0) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         assert commit(client, "g", "known", 2) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         assert commit(client, "g", "known", 1) == ErrorCode.NONE
-        fetched = client.request(OFFSET_FETCH, 7, {"group_id": "g", "topics": None, "require_stable": False})
+        fetched = client.request(
+            ApiKey.OFFSET_FETCH, 7, {"group_id": "g", "topics": None, "require_stable": False}
+        )
         assert fetched["topics"] == [
             {
                 "name": "known",
@@ -90,7 +90,7 @@ def test_sync_and_heartbeat_from_non_members(odradek_broker: OdradekProcess) -> 
         assert sync(client, "sync-g", generation, "stranger") == ErrorCode.UNKNOWN_MEMBER_ID
         assert sync(client, "sync-g", generation + 1, member_id) == ErrorCode.ILLEGAL_GENERATION
         beat = client.request(
-            HEARTBEAT, 3, {"group_id": "sync-g", "generation_id": generation, "member_id": "x"}
+            ApiKey.HEARTBEAT, 3, {"group_id": "sync-g", "generation_id": generation, "member_id": "x"}
         )
         assert beat["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
         # A simple consumer may not commit while members own the group's partitions.
@@ -116,7 +116,7 @@ def test_join_validation(odradek_broker: OdradekProcess) -> None:
 def test_delete_groups_refuses_live_and_unknown_groups(odradek_broker: OdradekProcess) -> None:
     with RawClient(odradek_broker.bootstrap) as client:
         joined_member(client, "live-g")
-        response = client.request(DELETE_GROUPS, 2, {"groups_names": ["live-g", "ghost-g", "live-g"]})
+        response = client.request(ApiKey.DELETE_GROUPS, 2, {"groups_names": ["live-g", "ghost-g", "live-g"]})
         assert [(r["group_id"], r["error_code"]) for r in response["results"]] == [
             ("live-g", ErrorCode.NON_EMPTY_GROUP),
             ("ghost-g", ErrorCode.GROUP_ID_NOT_FOUND),

@@ -5,9 +5,8 @@ from __future__ import annotations
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient
 from tests.integration.test_groups_errors import commit
+from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-
-METADATA, OFFSET_FETCH, FIND_COORDINATOR = 3, 9, 10
 
 
 def test_offset_fetch_v8_answers_several_groups_at_once(odradek_broker: OdradekProcess) -> None:
@@ -16,7 +15,7 @@ def test_offset_fetch_v8_answers_several_groups_at_once(odradek_broker: OdradekP
         assert commit(client, "first", "multi", 0) == ErrorCode.NONE
         assert commit(client, "second", "multi", 1) == ErrorCode.NONE
         response = client.request(
-            OFFSET_FETCH,
+            ApiKey.OFFSET_FETCH,
             8,
             {
                 "groups": [
@@ -48,7 +47,7 @@ def test_consumer_offsets_is_an_internal_topic_once_used(odradek_broker: Odradek
         client.create_topic("used", 1)
         assert commit(client, "g", "used", 0) == ErrorCode.NONE
         response = client.request(
-            METADATA,
+            ApiKey.METADATA,
             12,
             {
                 "topics": None,
@@ -64,10 +63,10 @@ def test_consumer_offsets_is_an_internal_topic_once_used(odradek_broker: Odradek
 
 def test_find_coordinator_batches_keys(odradek_broker: OdradekProcess) -> None:
     with RawClient(odradek_broker.bootstrap) as client:
-        response = client.request(FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["a", "b"]})
+        response = client.request(ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["a", "b"]})
         assert [(c["key"], c["error_code"], c["port"]) for c in response["coordinators"]] == [
             ("a", ErrorCode.NONE, odradek_broker.port),
             ("b", ErrorCode.NONE, odradek_broker.port),
         ]
-        old = client.request(FIND_COORDINATOR, 1, {"key": "a", "key_type": 0})
+        old = client.request(ApiKey.FIND_COORDINATOR, 1, {"key": "a", "key_type": 0})
         assert (old["error_code"], old["node_id"], old["port"]) == (ErrorCode.NONE, 1, odradek_broker.port)

@@ -40,7 +40,7 @@ def broker(shared_broker: OdradekProcess) -> OdradekProcess:
 def produce_two(client: RawClient, topic: str, bad: bytes, good: bytes) -> dict[int, dict[str, Any]]:
     """One Produce v9 request: ``bad`` to partition 0, ``good`` to partition 1."""
     response = client.request(
-        0,
+        ApiKey.PRODUCE,
         9,
         {
             "transactional_id": None,

@@ -21,10 +21,10 @@ from confluent_kafka import Producer
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient, fetch_body
 from tests.integration.waiting import wait_until
+from wire.api_keys import ApiKey
 from wire.codec import encode_request
 from wire.header import encode_request_header, request_header_version
 
-FETCH, API_VERSIONS, METADATA = 1, 18, 3
 SETTLE_DEADLINE_S = 20.0
 # Descriptors the broker may hold beyond its baseline once everything settled (a segment
 # file opened by a fetch, the odd temporary file): far below the dozens a leak leaves.
@@ -68,7 +68,7 @@ def request_frame(api_key: int, version: int, body: dict, correlation_id: int = 
 
 def parked_fetch(topic: str) -> bytes:
     """A Fetch at the log end that waits (almost) forever for one byte."""
-    return request_frame(FETCH, 12, fetch_body(topic, 0, 0, max_wait_ms=2**31 - 1, min_bytes=1))
+    return request_frame(ApiKey.FETCH, 12, fetch_body(topic, 0, 0, max_wait_ms=2**31 - 1, min_bytes=1))
 
 
 def connect(broker: OdradekProcess) -> socket.socket:
@@ -142,7 +142,7 @@ def test_parked_fetches_of_closed_clients_release_their_descriptors(broker: Odra
 def test_parked_fetch_is_cancelled_even_with_pipelined_bytes_pending(broker: OdradekProcess) -> None:
     """A second request queued behind the parked one hides EOF from a peek; POLLRDHUP does not."""
     clients, baseline = parked_clients(
-        broker, "parked-pipelined", 20, pipelined=request_frame(API_VERSIONS, 3, {}, 2)
+        broker, "parked-pipelined", 20, pipelined=request_frame(ApiKey.API_VERSIONS, 3, {}, 2)
     )
     pid = broker.process.pid
     for client in clients:
@@ -161,7 +161,7 @@ GARBAGE: list[bytes] = [
     struct.pack(">i", 4) + b"\xff\xff\x00\x00",  # a truncated header
     struct.pack(">i", 12) + struct.pack(">hhi", 999, 0, 1) + b"\x00\x00",  # unknown API key
     os.urandom(300),
-    request_frame(METADATA, 12, {"topics": None, "allow_auto_topic_creation": False})[:-3],
+    request_frame(ApiKey.METADATA, 12, {"topics": None, "allow_auto_topic_creation": False})[:-3],
 ]
 
 
@@ -248,7 +248,7 @@ def open_idle_connections(process: OdradekProcess, count: int) -> list[socket.so
     clients = []
     for index in range(count):
         client = connect(process)
-        client.sendall(request_frame(API_VERSIONS, 3, {}, index))
+        client.sendall(request_frame(ApiKey.API_VERSIONS, 3, {}, index))
         clients.append(client)
     for index, client in enumerate(clients):
         (size,) = struct.unpack(">i", receive_exactly(client, 4))
@@ -334,7 +334,7 @@ def test_handler_failure_is_logged_once_at_error_with_its_request(tmp_path: Path
 def test_vanishing_clients_are_not_logged_as_errors(broker: OdradekProcess) -> None:
     for _ in range(10):
         client = connect(broker)
-        client.sendall(request_frame(API_VERSIONS, 3, {}))
+        client.sendall(request_frame(ApiKey.API_VERSIONS, 3, {}))
         reset(client)
         client = connect(broker)
         client.sendall(parked_fetch("quiet")[:20])

@@ -17,11 +17,11 @@ import pytest
 
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient
+from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
 pytestmark = pytest.mark.timeout(120)
 
-OFFSET_COMMIT, DELETE_RECORDS, DESCRIBE_CONFIGS, ALTER_CONFIGS = 8, 21, 32, 33
 OFFSETS_TOPIC, GROUP, TOPIC = "__consumer_offsets", "keeps-its-offsets", "data"
 SET, DELETE, APPEND = 0, 1, 2
 TOPIC_RESOURCE = 2
@@ -51,7 +51,7 @@ def commit_offset(client: RawClient, offset: int) -> None:
     }
     retriable = {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE}
     for _ in range(200):
-        code = client.request(OFFSET_COMMIT, 8, body)["topics"][0]["partitions"][0]["error_code"]
+        code = client.request(ApiKey.OFFSET_COMMIT, 8, body)["topics"][0]["partitions"][0]["error_code"]
         if code not in retriable:
             break
     assert code == ErrorCode.NONE
@@ -84,7 +84,7 @@ def test_delete_records_on_consumer_offsets_is_invalid_topic(group_broker: Odrad
         for before in (-1, 1):  # -1: the high watermark, i.e. everything
             wanted = [{"partition_index": p, "offset": before} for p in partitions]
             body = {"topics": [{"name": OFFSETS_TOPIC, "partitions": wanted}], "timeout_ms": 30_000}
-            (answer,) = client.request(DELETE_RECORDS, 2, body)["topics"]
+            (answer,) = client.request(ApiKey.DELETE_RECORDS, 2, body)["topics"]
             codes = {p["error_code"] for p in answer["partitions"]}
             assert codes == {ErrorCode.INVALID_TOPIC_EXCEPTION}, answer
     assert committed_after_restart(group_broker) == 42
@@ -95,7 +95,7 @@ def alter(client: RawClient, configs: dict[str, str], validate_only: bool = Fals
     entries = [{"name": k, "value": v} for k, v in configs.items()]
     resource = {"resource_type": TOPIC_RESOURCE, "resource_name": OFFSETS_TOPIC, "configs": entries}
     body = {"resources": [resource], "validate_only": validate_only}
-    (answer,) = client.request(ALTER_CONFIGS, 2, body)["responses"]
+    (answer,) = client.request(ApiKey.ALTER_CONFIGS, 2, body)["responses"]
     return answer
 
 

@@ -20,11 +20,11 @@ import pytest
 from broker.topics import TopicRegistry
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient, make_batch
+from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
 pytestmark = pytest.mark.timeout(120)
 
-CREATE_TOPICS, CREATE_PARTITIONS, METADATA = 19, 37, 3
 FLIPPED_BIT_COUNT = 3 | (1 << 23)  # 8,388,611
 
 
@@ -42,7 +42,7 @@ def create_topics(
     client: RawClient, topics: list[dict[str, Any]], validate_only: bool = False
 ) -> list[dict[str, Any]]:
     body = {"topics": topics, "timeout_ms": 30_000, "validate_only": validate_only}
-    return client.request(CREATE_TOPICS, 7, body)["topics"]
+    return client.request(ApiKey.CREATE_TOPICS, 7, body)["topics"]
 
 
 def create_partitions(
@@ -53,7 +53,7 @@ def create_partitions(
         "timeout_ms": 30_000,
         "validate_only": validate_only,
     }
-    (result,) = client.request(CREATE_PARTITIONS, 3, body)["results"]
+    (result,) = client.request(ApiKey.CREATE_PARTITIONS, 3, body)["results"]
     return result
 
 
@@ -165,7 +165,7 @@ def test_defaults_that_exceed_a_limit_refuse_creation(small_broker: OdradekProce
         assert_policy_violation(result, "max.partitions.per.request")
         body = {"topics": [{"name": "auto-created"}], "allow_auto_topic_creation": True}
         for _ in range(2):  # the first Metadata would trigger the creation, the second see it
-            (entry,) = client.request(METADATA, 12, body)["topics"]
+            (entry,) = client.request(ApiKey.METADATA, 12, body)["topics"]
             assert entry["error_code"] == ErrorCode.POLICY_VIOLATION, entry
         assert partition_count(client, "by-default") is None
         assert partition_count(client, "auto-created") is None

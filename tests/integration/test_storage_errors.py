@@ -21,6 +21,7 @@ import trio
 from log.partition_log import PartitionLog
 from tests.broker.test_server import running_broker
 from tests.integration.raw_client import RawClient, in_thread, make_batch
+from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 from wire.record_batch import decode_records, scan_batches
 
@@ -30,7 +31,7 @@ DEADLINE_S = 60
 def list_offsets_error(client: RawClient, topic: str, partition: int) -> int:
     """The error code of a ListOffsets (latest) for one partition."""
     response = client.request(
-        2,
+        ApiKey.LIST_OFFSETS,
         7,
         {
             "replica_id": -1,
