@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compat_tests.maven import SLF4J_BINDING, classpath, compiled_classes, resolve_jars
+from wire.api_keys import ApiKey
 
 KAFKA_VERSION = os.environ.get("ODRADEK_KAFKA_VERSION", "4.3.1")
 """Apache Kafka broker version. 4.3.1 is the newest 4.x whose server artifacts all resolve
@@ -168,7 +169,11 @@ def metadata_response(host: str, port: int, topics: list[str] | None, timeout: f
     """
     client_id = b"compat-metadata"
     names = topics or []
-    body = struct.pack(">hhih", 3, 1, 1, len(client_id)) + client_id + struct.pack(">i", len(names))
+    body = (
+        struct.pack(">hhih", ApiKey.METADATA, 1, 1, len(client_id))
+        + client_id
+        + struct.pack(">i", len(names))
+    )
     for name in names:
         encoded = name.encode()
         body += struct.pack(">h", len(encoded)) + encoded

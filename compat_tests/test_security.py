@@ -44,6 +44,7 @@ from compat_tests.secured import (
     client_cases,
     start_secured_broker,
 )
+from wire.api_keys import ApiKey
 
 JAVA_CLIENT = "java-4.4.0"
 SECURED_CLIENTS = ["confluent-kafka", "kafka-python", JAVA_CLIENT]
@@ -316,7 +317,7 @@ def test_odradek_users_manages_scram_users(secured: Secured) -> None:
 
 def _raw_api_versions() -> bytes:
     """An ApiVersions v0 request frame (correlation id 7, client id "probe")."""
-    body = struct.pack(">hhih", 18, 0, 7, 5) + b"probe"
+    body = struct.pack(">hhih", ApiKey.API_VERSIONS, 0, 7, 5) + b"probe"
     return struct.pack(">i", len(body)) + body
 
 
@@ -337,9 +338,9 @@ def test_tls_on_a_plaintext_port_is_closed_promptly(secured: Secured) -> None:
 
 
 def test_requests_before_authentication_close_the_connection(secured: Secured) -> None:
-    """A Metadata request (key 3, v1) on a SASL port before SaslHandshake: Kafka closes."""
+    """A Metadata request (v1) on a SASL port before SaslHandshake: Kafka closes."""
     with socket.create_connection(_host_port(secured.broker.addresses["SASL_PLAINTEXT"]), timeout=10) as sock:
-        body = struct.pack(">hhih", 3, 1, 1, 5) + b"probe" + struct.pack(">i", -1)
+        body = struct.pack(">hhih", ApiKey.METADATA, 1, 1, 5) + b"probe" + struct.pack(">i", -1)
         sock.sendall(struct.pack(">i", len(body)) + body)
         assert _closed_within(sock, 10)
 
