@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
-from log.config import INT_MAX, LONG_MAX, LogConfig
+from log.config import LONG_MAX, LogConfig
+from wire.primitives import INT32_MAX
 
 KAFKA_TOPIC_DEFAULTS = LogConfig().to_properties()
 """Kafka's topic-level defaults as the log engine declares them. A broker key that a topic key
@@ -359,7 +360,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef(
             "max.connections.per.ip",
             T.INT,
-            str(INT_MAX),
+            str(INT32_MAX),
             "Most concurrent connections from one address (Kafka's default, so in effect bounded "
             "by max.connections; lower it where clients come from many addresses).",
         ),
@@ -543,13 +544,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef(
             "group.max.session.timeout.ms", T.INT, "1800000", "Largest session timeout a member may ask for."
         ),
-        ConfigDef("group.max.size", T.INT, str(INT_MAX), "Most members in a classic group."),
+        ConfigDef("group.max.size", T.INT, str(INT32_MAX), "Most members in a classic group."),
         ConfigDef(
             "group.coordinator.rebalance.protocols", T.LIST, "classic,consumer", "Group protocols enabled."
         ),
         ConfigDef("group.consumer.session.timeout.ms", T.INT, "45000", "KIP-848 member session timeout."),
         ConfigDef("group.consumer.heartbeat.interval.ms", T.INT, "5000", "KIP-848 heartbeat interval."),
-        ConfigDef("group.consumer.max.size", T.INT, str(INT_MAX), "Most members in a consumer group."),
+        ConfigDef("group.consumer.max.size", T.INT, str(INT32_MAX), "Most members in a consumer group."),
         ConfigDef(
             "group.consumer.min.session.timeout.ms",
             T.INT,

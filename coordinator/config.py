@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-INT_MAX = 2**31 - 1
+from wire.primitives import INT32_MAX
 
 # Kafka's key of every setting read as a whole number (offsets.retention.minutes aside).
 _NUMBER_KEYS = {
@@ -48,13 +48,13 @@ class CoordinatorConfig:
     group_initial_rebalance_delay_ms: int = 3000
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1_800_000
-    group_max_size: int = INT_MAX
+    group_max_size: int = INT32_MAX
     # Kafka's classicGroupNewMemberJoinTimeoutMs: a parked JoinGroup of a member that never
     # completed a join cannot heartbeat, so it is given this long before being dropped.
     group_new_member_join_timeout_ms: int = 300_000
     consumer_session_timeout_ms: int = 45_000
     consumer_heartbeat_interval_ms: int = 5000
-    consumer_max_size: int = INT_MAX
+    consumer_max_size: int = INT32_MAX
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     # "consumer" enables KIP-848 (ConsumerGroupHeartbeat); Kafka 4 enables both.
     rebalance_protocols: tuple[str, ...] = ("classic", "consumer")
