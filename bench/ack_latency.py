@@ -26,6 +26,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.launchers import RunningBroker, make_launchers, running
 from bench.procstat import cpu_seconds
+from bench.report import write_json_out
 
 _STAMP = struct.Struct(">d")
 TOPIC = "latency"
@@ -155,10 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = ", ".join(args.override_all) or "defaults"
     print(f"\n{args.rate} msg/s x {args.seconds:.0f} s, 1 KiB, acks=all, linger.ms=0; {settings}")
     print(table(results))
-    if args.json_out:
-        args.json_out.write_text(
-            json.dumps({"settings": vars(args) | {"json_out": None}, "results": results}, indent=2)
-        )
+    write_json_out(args, {"results": results})
     return 0
 
 

@@ -18,7 +18,6 @@ time around one request and its decoded response, measured in this process.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.launchers import OdradekLauncher, RunningBroker, running
+from bench.report import write_json_out
 from bench.throughput import Settings, create_topic
 from broker.admin_client import LATEST, KafkaConnection
 from wire.api_keys import ApiKey
@@ -159,10 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = measure(broker, args)
     print()
     print(table(rows))
-    if args.json_out:
-        args.json_out.write_text(
-            json.dumps({"settings": vars(args) | {"json_out": None}, "rows": rows}, indent=2)
-        )
+    write_json_out(args, {"rows": rows})
     return 0
 
 

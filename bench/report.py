@@ -174,3 +174,12 @@ def add_trial_options(parser: argparse.ArgumentParser) -> None:
         "--phase-timeout", type=float, default=300.0, help="seconds allowed per produce/consume"
     )
     parser.add_argument("--json-out", type=Path, help="also write every trial and the summary as JSON")
+
+
+def write_json_out(args: argparse.Namespace, figures: Mapping[str, Any]) -> None:
+    """Write ``--json-out``, if given: the run's options under "settings", then ``figures``, so a
+    later run can be compared with the options that produced this one (``json_out`` itself is
+    left out: a Path is not JSON, and the file says where it is)."""
+    if args.json_out:
+        settings = vars(args) | {"json_out": None}
+        args.json_out.write_text(json.dumps({"settings": settings, **figures}, indent=2))

@@ -32,6 +32,9 @@ PRODUCE_VERSION = 9
 # far above any answer to the bounded requests it sends (Fetch asks for at most 1 MiB).
 MAX_RESPONSE_BYTES = 100 * 1024 * 1024
 FETCH_PARTITION_BYTES = 1 << 20
+REQUEST_TIMEOUT_MS = 30_000
+"""The ``timeout_ms`` of the requests that carry one (Produce, CreateTopics, DeleteTopics): how
+long the broker may wait for replicas before answering, the clients' default request.timeout.ms."""
 
 
 def produce_body(topic: str, batches: dict[int, bytes], acks: int = -1) -> dict[str, Any]:
@@ -39,7 +42,7 @@ def produce_body(topic: str, batches: dict[int, bytes], acks: int = -1) -> dict[
     return {
         "transactional_id": None,
         "acks": acks,
-        "timeout_ms": 30_000,
+        "timeout_ms": REQUEST_TIMEOUT_MS,
         "topic_data": [
             {"name": topic, "partition_data": [{"index": p, "records": b} for p, b in batches.items()]}
         ],
@@ -191,13 +194,15 @@ class KafkaConnection:
                         "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()],
                     }
                 ],
-                "timeout_ms": 30_000,
+                "timeout_ms": REQUEST_TIMEOUT_MS,
             },
         )
         return response["topics"][0]
 
     def delete_topic(self, name: str) -> dict[str, Any]:
-        response = self.request(ApiKey.DELETE_TOPICS, 6, {"topics": [{"name": name}], "timeout_ms": 30_000})
+        response = self.request(
+            ApiKey.DELETE_TOPICS, 6, {"topics": [{"name": name}], "timeout_ms": REQUEST_TIMEOUT_MS}
+        )
         return response["responses"][0]
 
     def list_offsets(

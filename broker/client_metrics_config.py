@@ -25,12 +25,12 @@ import re2
 
 from broker.config_defs import ConfigType
 from wire.error_codes import ErrorCode
+from wire.primitives import INT32_MAX
 
 METRICS, INTERVAL_MS, MATCH = "metrics", "interval.ms", "match"
 ALL_METRICS = "*"
 DEFAULT_INTERVAL_MS = 300_000
 MIN_INTERVAL_MS, MAX_INTERVAL_MS = 100, 3_600_000
-_INT32_MAX = 2**31 - 1
 
 MATCH_SELECTORS = frozenset(
     {
@@ -131,7 +131,7 @@ def _parse_int(key: str, value: str) -> int:
     """Java's ``Integer.parseInt`` of the trimmed value, with Kafka's message when it fails."""
     text = value.strip(_JAVA_WHITESPACE)
     digits = text[1:] if text[:1] in ("+", "-") else text
-    if digits.isascii() and digits.isdigit() and -_INT32_MAX - 1 <= int(text) <= _INT32_MAX:
+    if digits.isascii() and digits.isdigit() and -INT32_MAX - 1 <= int(text) <= INT32_MAX:
         return int(text)
     raise ClientMetricsConfigError(
         ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {key}: Not a number of type INT"

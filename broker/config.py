@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +23,16 @@ ENV_PREFIX = "ODRADEK_"
 
 class ConfigError(ValueError):
     """A configuration value that cannot be used; the message says how to fix it."""
+
+
+def with_default(get: Callable[[str], str | None], key: str) -> str:
+    """``get(key)``, or the key's default from the broker table where that is unset or empty.
+
+    For values :meth:`BrokerConfig.validate` does not see (a listener's ``listener.name.*``
+    override may be empty): the fallback is read from ``broker/config_defs.py`` instead of
+    being written a second time at the call.
+    """
+    return get(key) or BROKER_CONFIGS[key].default or ""
 
 
 def parse_properties(text: str) -> dict[str, str]:

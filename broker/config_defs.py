@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
-from log.config import INT_MAX, LONG_MAX, LogConfig
+from coordinator.config import CoordinatorConfig, TransactionConfig
+from log.config import LONG_MAX, LogConfig
+from wire.primitives import INT32_MAX
 
 KAFKA_TOPIC_DEFAULTS = LogConfig().to_properties()
 """Kafka's topic-level defaults as the log engine declares them. A broker key that a topic key
@@ -21,6 +23,11 @@ here, so each default value is written once."""
 
 def _topic_default(topic_key: str) -> str:
     return KAFKA_TOPIC_DEFAULTS[topic_key]
+
+
+COORDINATOR_DEFAULTS = CoordinatorConfig().to_properties() | TransactionConfig().to_properties()
+"""Kafka's group and transaction coordinator defaults as the coordinator declares them (it
+reads the same keys back from the broker's config), so each default value is written once."""
 
 
 class ConfigType(IntEnum):
@@ -75,6 +82,12 @@ class TopicConfigDef:
 
 
 T = ConfigType
+
+
+def _coordinator_def(name: str, type_: ConfigType, doc: str) -> ConfigDef:
+    """A key the coordinator reads, with the default it declares (``COORDINATOR_DEFAULTS``)."""
+    return ConfigDef(name, type_, COORDINATOR_DEFAULTS[name], doc)
+
 
 BROKER_CONFIGS: dict[str, ConfigDef] = {
     d.name: d
@@ -359,7 +372,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef(
             "max.connections.per.ip",
             T.INT,
-            str(INT_MAX),
+            str(INT32_MAX),
             "Most concurrent connections from one address (Kafka's default, so in effect bounded "
             "by max.connections; lower it where clients come from many addresses).",
         ),
@@ -514,7 +527,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "false",
             "Let an out-of-sync replica lead when no in-sync one is alive (may lose acknowledged records).",
         ),
-        ConfigDef("offsets.topic.num.partitions", T.INT, "50", "Partitions of __consumer_offsets."),
+        _coordinator_def("offsets.topic.num.partitions", T.INT, "Partitions of __consumer_offsets."),
         ConfigDef(
             "offsets.commit.timeout.ms",
             T.INT,
@@ -528,28 +541,23 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "Replication of __consumer_offsets. Kafka defaults to 3, which a single node cannot meet.",
         ),
         ConfigDef("offsets.topic.segment.bytes", T.INT, "104857600", "Segment size of __consumer_offsets."),
-        ConfigDef(
-            "offsets.retention.minutes",
-            T.INT,
-            "10080",
-            "Committed offsets of empty groups expire after this.",
+        _coordinator_def(
+            "offsets.retention.minutes", T.INT, "Committed offsets of empty groups expire after this."
         ),
-        ConfigDef("offsets.retention.check.interval.ms", T.LONG, "600000", "How often offsets expire."),
+        _coordinator_def("offsets.retention.check.interval.ms", T.LONG, "How often offsets expire."),
         ConfigDef("offsets.load.buffer.size", T.INT, "5242880", "Accepted for compatibility."),
-        ConfigDef("group.initial.rebalance.delay.ms", T.INT, "3000", "Wait for more members of a new group."),
-        ConfigDef(
-            "group.min.session.timeout.ms", T.INT, "6000", "Smallest session timeout a member may ask for."
+        _coordinator_def("group.initial.rebalance.delay.ms", T.INT, "Wait for more members of a new group."),
+        _coordinator_def(
+            "group.min.session.timeout.ms", T.INT, "Smallest session timeout a member may ask for."
         ),
-        ConfigDef(
-            "group.max.session.timeout.ms", T.INT, "1800000", "Largest session timeout a member may ask for."
+        _coordinator_def(
+            "group.max.session.timeout.ms", T.INT, "Largest session timeout a member may ask for."
         ),
-        ConfigDef("group.max.size", T.INT, str(INT_MAX), "Most members in a classic group."),
-        ConfigDef(
-            "group.coordinator.rebalance.protocols", T.LIST, "classic,consumer", "Group protocols enabled."
-        ),
-        ConfigDef("group.consumer.session.timeout.ms", T.INT, "45000", "KIP-848 member session timeout."),
-        ConfigDef("group.consumer.heartbeat.interval.ms", T.INT, "5000", "KIP-848 heartbeat interval."),
-        ConfigDef("group.consumer.max.size", T.INT, str(INT_MAX), "Most members in a consumer group."),
+        _coordinator_def("group.max.size", T.INT, "Most members in a classic group."),
+        _coordinator_def("group.coordinator.rebalance.protocols", T.LIST, "Group protocols enabled."),
+        _coordinator_def("group.consumer.session.timeout.ms", T.INT, "KIP-848 member session timeout."),
+        _coordinator_def("group.consumer.heartbeat.interval.ms", T.INT, "KIP-848 heartbeat interval."),
+        _coordinator_def("group.consumer.max.size", T.INT, "Most members in a consumer group."),
         ConfigDef(
             "group.consumer.min.session.timeout.ms",
             T.INT,
@@ -574,8 +582,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "15000",
             "Highest consumer.heartbeat.interval.ms of a group.",
         ),
-        ConfigDef("group.consumer.assignors", T.LIST, "uniform,range", "KIP-848 server-side assignors."),
-        ConfigDef("transaction.state.log.num.partitions", T.INT, "50", "Partitions of __transaction_state."),
+        _coordinator_def("group.consumer.assignors", T.LIST, "KIP-848 server-side assignors."),
+        _coordinator_def("transaction.state.log.num.partitions", T.INT, "Partitions of __transaction_state."),
         ConfigDef(
             "transaction.state.log.replication.factor", T.SHORT, "1", "Replication of __transaction_state."
         ),
@@ -585,17 +593,16 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "2",
             "min.insync.replicas of __transaction_state in a cluster.",
         ),
-        ConfigDef("transactional.id.expiration.ms", T.INT, "604800000", "Idle transactional id expiry."),
+        _coordinator_def("transactional.id.expiration.ms", T.INT, "Idle transactional id expiry."),
         ConfigDef(
             "transaction.state.log.segment.bytes", T.INT, "104857600", "Segment size of __transaction_state."
         ),
-        ConfigDef(
-            "transaction.max.timeout.ms", T.INT, "900000", "Longest transaction timeout a producer may ask."
+        _coordinator_def(
+            "transaction.max.timeout.ms", T.INT, "Longest transaction timeout a producer may ask."
         ),
-        ConfigDef(
+        _coordinator_def(
             "transaction.remove.expired.transaction.cleanup.interval.ms",
             T.INT,
-            "3600000",
             "How often idle transactional ids expire.",
         ),
         ConfigDef(

@@ -29,6 +29,7 @@ from typing import Any
 
 from log.clock import Clock, wall_clock_ms
 from wire.error_codes import ErrorCode
+from wire.primitives import INT32_MAX
 
 INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0
@@ -36,7 +37,6 @@ FINAL_EPOCH = -1
 EVICTION_MS = 120_000
 """Kafka's fetch session eviction time (hard-coded in ``BrokerServer``): a session unused this
 long may be replaced at once; one younger than this cannot be evicted."""
-INT32_MAX = 2**31 - 1
 
 SessionKey = tuple[Any, int]
 """A partition in a session: (topic id, or name before Fetch 13; partition index)."""

@@ -28,7 +28,9 @@ from typing import TypedDict
 import trio
 
 from log.checkpoint import write_atomically
+from log.config import LONG_MAX
 from wire.error_codes import ErrorCode
+from wire.primitives import INT32_MAX
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 PRODUCER_BYTE_RATE = "producer_byte_rate"
@@ -123,7 +125,7 @@ def _is_ip(address: str) -> bool:
     return True
 
 
-_INTEGRAL_MAX = {_INT: (2**31 - 1, "an INT"), _LONG: (2**63 - 1, "a LONG")}
+_INTEGRAL_MAX = {_INT: (INT32_MAX, "an INT"), _LONG: (LONG_MAX, "a LONG")}
 
 
 def _check_value(keys: dict[str, str], key: str, value: float) -> None:

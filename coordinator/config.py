@@ -1,7 +1,9 @@
 """The group and transaction coordinators' settings, read from the broker config under Kafka's key names.
 
 Kept as one frozen value so the state machine never reaches back into the broker's config
-object (the coordinator stays importable and testable without ``broker/``).
+object (the coordinator stays importable and testable without ``broker/``). The defaults are
+declared here only: the broker's key table (``broker/config_defs.py``) reads them back through
+``to_properties``, as it does the log engine's.
 """
 
 from __future__ import annotations
@@ -9,7 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-INT_MAX = 2**31 - 1
+from wire.primitives import INT32_MAX
+
+_WEEK_MS = 7 * 24 * 60 * 60 * 1000
+_MINUTE_MS = 60_000
 
 # Kafka's key of every setting read as a whole number (offsets.retention.minutes aside).
 _NUMBER_KEYS = {
@@ -42,19 +47,19 @@ class CoordinatorConfig:
     """Kafka's group coordinator settings with Kafka's defaults."""
 
     offsets_topic_partitions: int = 50
-    offsets_retention_ms: int = 7 * 24 * 60 * 60 * 1000
+    offsets_retention_ms: int = _WEEK_MS
     offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = 4096
     group_initial_rebalance_delay_ms: int = 3000
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1_800_000
-    group_max_size: int = INT_MAX
+    group_max_size: int = INT32_MAX
     # Kafka's classicGroupNewMemberJoinTimeoutMs: a parked JoinGroup of a member that never
     # completed a join cannot heartbeat, so it is given this long before being dropped.
     group_new_member_join_timeout_ms: int = 300_000
     consumer_session_timeout_ms: int = 45_000
     consumer_heartbeat_interval_ms: int = 5000
-    consumer_max_size: int = INT_MAX
+    consumer_max_size: int = INT32_MAX
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     # "consumer" enables KIP-848 (ConsumerGroupHeartbeat); Kafka 4 enables both.
     rebalance_protocols: tuple[str, ...] = ("classic", "consumer")
@@ -64,16 +69,33 @@ class CoordinatorConfig:
         """Read every setting that ``config`` defines (unset or empty: keep the default)."""
         settings = _numbers(config, _NUMBER_KEYS)
         if minutes := config.get("offsets.retention.minutes"):
-            settings["offsets_retention_ms"] = int(minutes) * 60_000
+            settings["offsets_retention_ms"] = int(minutes) * _MINUTE_MS
         for name, key in _NAME_LIST_KEYS.items():
             if value := config.get(key):
                 settings[name] = tuple(v.strip() for v in value.split(",") if v.strip())
         return cls(**settings)
 
+    def to_properties(self) -> dict[str, str]:
+        """Kafka key -> value as Kafka prints it, for every setting a key names.
+
+        ``from_config`` read back gives the same settings; the broker's table takes its
+        defaults from ``CoordinatorConfig().to_properties()`` so each is written once.
+        """
+        properties = _rendered_numbers(self, _NUMBER_KEYS)
+        properties["offsets.retention.minutes"] = str(self.offsets_retention_ms // _MINUTE_MS)
+        for name, key in _NAME_LIST_KEYS.items():
+            properties[key] = ",".join(getattr(self, name))
+        return properties
+
 
 def _numbers(config: ConfigLookup, keys: dict[str, str]) -> dict[str, Any]:
     """Every whole-number setting of ``keys`` (field name -> Kafka key) that ``config`` sets."""
     return {name: int(value) for name, key in keys.items() if (value := config.get(key))}
+
+
+def _rendered_numbers(settings: object, keys: dict[str, str]) -> dict[str, str]:
+    """``_numbers`` the other way: Kafka key -> decimal text of each of ``keys``' fields."""
+    return {key: str(getattr(settings, name)) for name, key in keys.items()}
 
 
 _TRANSACTION_KEYS = {
@@ -90,11 +112,16 @@ class TransactionConfig:
 
     state_log_partitions: int = 50
     max_timeout_ms: int = 900_000
-    id_expiration_ms: int = 7 * 24 * 60 * 60 * 1000
+    id_expiration_ms: int = _WEEK_MS
     remove_expired_interval_ms: int = 3_600_000
     # Kafka retries a marker write that failed (a partition offline) until it succeeds.
     marker_retry_ms: int = 1000
 
     @classmethod
     def from_config(cls, config: ConfigLookup) -> TransactionConfig:
+        """Read every setting that ``config`` defines (unset or empty: keep the default)."""
         return cls(**_numbers(config, _TRANSACTION_KEYS))
+
+    def to_properties(self) -> dict[str, str]:
+        """Kafka key -> value of every setting a key names (the broker's table reads the defaults)."""
+        return _rendered_numbers(self, _TRANSACTION_KEYS)

@@ -48,13 +48,14 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from log.compacted_batch import delete_horizon, empty_batch, readable_records, rebuild
-from log.config import INT_MAX, LogConfig
+from log.config import LogConfig
 from log.errors import KafkaStorageError, LogError
 from log.partition_log import PartitionLog
 from log.segment import Segment
 from log.swap import CLEANED
 from log.txn_index import AbortedTxn
 from wire.bounded_decompress import decompressed_limit
+from wire.primitives import INT32_MAX
 from wire.record_batch import HEADER_SIZE, BatchInfo, CorruptRecordError, parse_batch_header
 
 logger = logging.getLogger(__name__)
@@ -146,7 +147,7 @@ def group_segments(
                 log_bytes + candidate.size > config.segment_bytes
                 or index_bytes + candidate.offset_index.size_in_bytes > config.segment_index_bytes
                 or time_index_bytes + candidate.time_index.size_in_bytes > config.segment_index_bytes
-                or (candidate.size and ends[i] - 1 - group[0].base_offset > INT_MAX)
+                or (candidate.size and ends[i] - 1 - group[0].base_offset > INT32_MAX)
             ):
                 break
             group.append(candidate)

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from log.errors import InvalidConfigError
+from wire.primitives import INT32_MAX
 
 LONG_MAX = 2**63 - 1
-INT_MAX = 2**31 - 1
 _HOURS = 3_600_000
 
 
@@ -147,12 +147,12 @@ def _cleanup_policy(key: str, text: str) -> tuple[str, ...]:
 
 
 _SETTINGS: tuple[_Setting, ...] = (
-    _Setting("segment.bytes", "segment_bytes", _long(14, INT_MAX), str),
+    _Setting("segment.bytes", "segment_bytes", _long(14, INT32_MAX), str),
     _Setting("segment.ms", "segment_ms", _long(1), str),
     _Setting("segment.jitter.ms", "segment_jitter_ms", _long(0), str),
-    _Setting("segment.index.bytes", "segment_index_bytes", _long(4, INT_MAX), str),
-    _Setting("index.interval.bytes", "index_interval_bytes", _long(0, INT_MAX), str),
-    _Setting("max.message.bytes", "max_message_bytes", _long(0, INT_MAX), str),
+    _Setting("segment.index.bytes", "segment_index_bytes", _long(4, INT32_MAX), str),
+    _Setting("index.interval.bytes", "index_interval_bytes", _long(0, INT32_MAX), str),
+    _Setting("max.message.bytes", "max_message_bytes", _long(0, INT32_MAX), str),
     _Setting("compression.type", "compression_type", _compression_type, str),
     _Setting("message.timestamp.type", "message_timestamp_type", _timestamp_type, str),
     _Setting("message.timestamp.before.max.ms", "message_timestamp_before_max_ms", _long(0), str),
@@ -162,7 +162,7 @@ _SETTINGS: tuple[_Setting, ...] = (
     _Setting("cleanup.policy", "cleanup_policy", _cleanup_policy, ",".join),
     _Setting("flush.messages", "flush_messages", _long(1), str),
     _Setting("flush.ms", "flush_ms", _long(0), str),
-    _Setting("min.insync.replicas", "min_insync_replicas", _long(1, INT_MAX), str),
+    _Setting("min.insync.replicas", "min_insync_replicas", _long(1, INT32_MAX), str),
     _Setting("delete.retention.ms", "delete_retention_ms", _long(0), str),
     _Setting("min.compaction.lag.ms", "min_compaction_lag_ms", _long(0), str),
     _Setting("max.compaction.lag.ms", "max_compaction_lag_ms", _long(1), str),

@@ -58,7 +58,8 @@ from log.errors import (
     TransactionCoordinatorFencedError,
 )
 from wire.control_batch import EndTxnMarker
-from wire.record_batch import INT32_MAX, BatchInfo
+from wire.primitives import INT32_MAX
+from wire.record_batch import BatchInfo
 
 BATCHES_TO_RETAIN = 5
 NO_EPOCH = -1

@@ -21,12 +21,13 @@ import mmap
 import os
 from collections.abc import Iterator
 
-from log.config import INT_MAX, LogConfig
+from log.config import LogConfig
 from log.errors import KafkaStorageError
 from log.index import CorruptIndexError, OffsetIndex, TimeIndex
 from log.open_files import LazyFile
 from log.sync_ledger import remove, replace, sync
 from log.txn_index import TxnIndex
+from wire.primitives import INT32_MAX
 from wire.record_batch import (
     HEADER_SIZE,
     BatchInfo,
@@ -219,7 +220,7 @@ class Segment:
         return truncated
 
     def _check_offsets(self, batch: BatchInfo) -> None:
-        if batch.base_offset < self.next_offset or batch.last_offset - self.base_offset > INT_MAX:
+        if batch.base_offset < self.next_offset or batch.last_offset - self.base_offset > INT32_MAX:
             raise CorruptRecordError(
                 f"batch offsets [{batch.base_offset}, {batch.last_offset}] "
                 f"do not follow {self.next_offset - 1}"
@@ -251,7 +252,7 @@ class Segment:
         if self.size == 0:
             # Rolling an empty segment would only recreate it, unless a replicated batch lands
             # past a gap too large for relative offsets (Kafka rolls at the batch's offset).
-            return last_offset - self.base_offset > INT_MAX
+            return last_offset - self.base_offset > INT32_MAX
         first = self.first_batch_timestamp
         waited = max_timestamp - first if first >= 0 else now_ms - self.created_ms
         return (
@@ -259,7 +260,7 @@ class Segment:
             or waited > config.segment_ms - self.roll_jitter_ms
             or self.offset_index.is_full
             or self.time_index.is_full
-            or last_offset - self.base_offset > INT_MAX
+            or last_offset - self.base_offset > INT32_MAX
         )
 
     def append(

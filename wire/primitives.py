@@ -30,6 +30,10 @@ INT16 = struct.Struct(">h")
 INT32 = struct.Struct(">i")
 INT64 = struct.Struct(">q")
 
+INT32_MAX = 2**31 - 1
+"""Kafka's ``Integer.MAX_VALUE``, declared once for every layer: the bound of int-typed settings,
+of an offset relative to its segment's base, and where sequence numbers and epochs wrap."""
+
 #: ``struct`` format code and width of each fixed-width schema type; ``uuid`` is 16 raw bytes.
 FIXED_TYPES: dict[str, tuple[str, int]] = {
     "bool": ("?", 1),

@@ -35,7 +35,7 @@ from crc32c import crc32c
 
 from wire.bounded_decompress import DEFAULT_DECOMPRESSED_LIMIT, XERIAL_HEADER, bounded_decompress
 from wire.errors import DecodeError
-from wire.primitives import encode_varint, encode_varlong, read_varint, read_varlong
+from wire.primitives import INT32_MAX, encode_varint, encode_varlong, read_varint, read_varlong
 from wire.record_batch_errors import CorruptRecordError, InvalidRecordError, RecordBatchError
 
 __all__ = [
@@ -86,7 +86,6 @@ _UINT32 = struct.Struct(">I")
 _INT16 = struct.Struct(">h")
 
 NO_TIMESTAMP = -1
-INT32_MAX = 2**31 - 1
 
 
 class Compression:

@@ -24,7 +24,7 @@ from broker.cluster.producer_id_blocks import ProducerIdBlocks
 from broker.cluster.reassignment import cancel_reassignment, start_reassignment
 from broker.cluster.replica_placement import PlacementError, assign_replicas
 from broker.cluster.roles import Roles
-from broker.config import ConfigError, parse_security_protocol_map
+from broker.config import ConfigError, parse_security_protocol_map, with_default
 from broker.topic_admin import NewTopic, TopicError
 from coordinator.offsets_topic import OFFSETS_TOPIC
 from coordinator.transactions import TRANSACTION_STATE_TOPIC
@@ -51,7 +51,7 @@ class ClusterNode:
             self.client = EtcdClient(parse_endpoints(endpoints))
         except ValueError as exc:
             raise ConfigError(f"cluster.etcd.endpoints: {exc}") from exc
-        self.metadata = ClusterMetadata(self.client, Layout(config.get("cluster.etcd.prefix") or "/odradek"))
+        self.metadata = ClusterMetadata(self.client, Layout(with_default(config.get, "cluster.etcd.prefix")))
         self.membership = Membership(
             self.metadata,
             self._record,

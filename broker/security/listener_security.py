@@ -16,7 +16,7 @@ from enum import Enum
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from broker.config import BrokerConfig, ConfigError, parse_security_protocol_map
+from broker.config import BrokerConfig, ConfigError, parse_security_protocol_map, with_default
 from broker.security.jaas import parse_jaas
 from broker.security.mechanism import SaslServer
 from broker.security.oauthbearer import (
@@ -115,8 +115,8 @@ def _token_validator(config: BrokerConfig, listener: str, clock: Clock) -> Token
                 _file_url_text(url, "sasl.oauthbearer.jwks.endpoint.url"),
                 audience,
                 get("sasl.oauthbearer.expected.issuer"),
-                get("sasl.oauthbearer.sub.claim.name") or "sub",
-                int(get("sasl.oauthbearer.clock.skew.seconds") or "30"),
+                with_default(get, "sasl.oauthbearer.sub.claim.name"),
+                int(with_default(get, "sasl.oauthbearer.clock.skew.seconds")),
             )
         except ValueError as exc:
             raise ConfigError(
@@ -188,12 +188,12 @@ def build_listener_security(
             name,
             protocol,
             tls=server_context(get, name) if protocol.uses_tls else None,
-            principal_mapper=PrincipalMapper(get("ssl.principal.mapping.rules") or "DEFAULT"),
+            principal_mapper=PrincipalMapper(with_default(get, "ssl.principal.mapping.rules")),
             mechanisms=_mechanisms(config, name, scram, clock) if protocol.uses_sasl else {},
-            reauth_ms=int(get("connections.max.reauth.ms") or "0"),
-            max_token_bytes=int(get("sasl.server.max.receive.size") or "524288"),
-            failed_auth_delay_s=int(get("connection.failed.authentication.delay.ms") or "100") / 1000,
-            authentication_timeout_s=int(get("authentication.timeout.ms") or "10000") / 1000,
+            reauth_ms=int(with_default(get, "connections.max.reauth.ms")),
+            max_token_bytes=int(with_default(get, "sasl.server.max.receive.size")),
+            failed_auth_delay_s=int(with_default(get, "connection.failed.authentication.delay.ms")) / 1000,
+            authentication_timeout_s=int(with_default(get, "authentication.timeout.ms")) / 1000,
             clock=clock,
         )
     return result

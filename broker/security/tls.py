@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
-from broker.config import ConfigError
+from broker.config import ConfigError, with_default
 
 _CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
@@ -59,9 +59,7 @@ def _load_chain_text(context: ssl.SSLContext, chain: str, key: str, password: st
 def server_context(get: Lookup, listener: str) -> ssl.SSLContext:
     """The TLS context of one listener, from its (listener-prefixed or global) ``ssl.*`` keys."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    versions = [
-        v.strip() for v in (get("ssl.enabled.protocols") or "TLSv1.2,TLSv1.3").split(",") if v.strip()
-    ]
+    versions = [v.strip() for v in with_default(get, "ssl.enabled.protocols").split(",") if v.strip()]
     unknown = [v for v in versions if v not in _VERSIONS]
     if unknown or not versions:
         raise ConfigError(f"ssl.enabled.protocols={','.join(versions)}: only TLSv1.2 and TLSv1.3 are spoken")
@@ -90,7 +88,7 @@ def server_context(get: Lookup, listener: str) -> ssl.SSLContext:
             context.load_verify_locations(cafile=trust_location or None, cadata=trust_text or None)
     except (OSError, ssl.SSLError) as exc:
         raise ConfigError(f"listener {listener}: cannot load its TLS key or certificates: {exc}") from None
-    client_auth = (get("ssl.client.auth") or "none").lower()
+    client_auth = with_default(get, "ssl.client.auth").lower()
     if client_auth not in _CLIENT_AUTH:
         raise ConfigError(f"ssl.client.auth={client_auth}: use required, requested or none")
     if client_auth != "none" and not (trust_location or trust_text):
