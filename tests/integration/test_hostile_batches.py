@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Message
 
+from broker.admin_client import PRODUCE_VERSION, produce_body
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.partition_reader import read_to_end
 from tests.integration.raw_client import RawClient, make_batch
@@ -39,21 +40,7 @@ def broker(shared_broker: OdradekProcess) -> OdradekProcess:
 
 def produce_two(client: RawClient, topic: str, bad: bytes, good: bytes) -> dict[int, dict[str, Any]]:
     """One Produce v9 request: ``bad`` to partition 0, ``good`` to partition 1."""
-    response = client.request(
-        ApiKey.PRODUCE,
-        9,
-        {
-            "transactional_id": None,
-            "acks": -1,
-            "timeout_ms": 30_000,
-            "topic_data": [
-                {
-                    "name": topic,
-                    "partition_data": [{"index": 0, "records": bad}, {"index": 1, "records": good}],
-                }
-            ],
-        },
-    )
+    response = client.request(ApiKey.PRODUCE, PRODUCE_VERSION, produce_body(topic, {0: bad, 1: good}))
     return {p["index"]: p for p in response["responses"][0]["partition_responses"]}
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from broker.admin_client import KafkaConnection
+from broker.admin_client import PRODUCE_VERSION, KafkaConnection, produce_body
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.fast_disk import fast_scratch_dir
 from tests.integration.raw_client import make_batch
@@ -70,18 +70,8 @@ def create_partitions(client: KafkaConnection, topic: str, count: int) -> dict[s
 def produce_to_all(client: KafkaConnection, topic: str, partitions: int) -> dict[int, int]:
     """One Produce request with a record for every partition; error code per partition."""
     batch = make_batch([b"v"])
-    response = client.request(
-        ApiKey.PRODUCE,
-        9,
-        {
-            "transactional_id": None,
-            "acks": -1,
-            "timeout_ms": 30_000,
-            "topic_data": [
-                {"name": topic, "partition_data": [{"index": p, "records": batch} for p in range(partitions)]}
-            ],
-        },
-    )
+    body = produce_body(topic, dict.fromkeys(range(partitions), batch))
+    response = client.request(ApiKey.PRODUCE, PRODUCE_VERSION, body)
     return {p["index"]: p["error_code"] for t in response["responses"] for p in t["partition_responses"]}
 
 
