@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from bench import replicated, scale
-from bench.launchers import make_launchers, names_of, securities
+from bench.launchers import add_build_option, builds_of, make_launchers, names_of, securities
 from bench.report import add_trial_options, report
 from bench.throughput import Settings, interleave, run_trial
 
@@ -42,9 +42,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="config override for odradek serve (repeatable)")  # fmt: skip
     parser.add_argument("--override-all", action="append", default=[], metavar="KEY=VALUE",
                         help="config override for Odradek and Apache Kafka alike (repeatable)")  # fmt: skip
-    parser.add_argument("--odradek-build", action="append", default=[], metavar="LABEL=SCRIPT",
-                        help="another Odradek installation's odradek script, benchmarked as the broker "
-                             "odradek@LABEL (name it in --brokers; repeatable)")  # fmt: skip
+    add_build_option(parser)
     parser.add_argument(
         "--transaction-records",
         type=int,
@@ -83,7 +81,7 @@ def run(args: argparse.Namespace, certificates: Path) -> int:
         transaction_records=args.transaction_records,
     )
     modes = securities(args.security, certificates)
-    builds = dict(build.split("=", 1) for build in args.odradek_build)
+    builds = builds_of(args)
     launchers = [
         launcher
         for security in modes

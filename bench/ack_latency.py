@@ -24,7 +24,7 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.launchers import RunningBroker, make_launchers, running
+from bench.launchers import RunningBroker, add_build_option, builds_of, make_launchers, running
 from bench.procstat import cpu_seconds
 from bench.report import write_json_out
 
@@ -144,8 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--override-all", action="append", default=[], metavar="KEY=VALUE",
                         help="setting for every broker that takes Kafka keys (repeatable)")  # fmt: skip
     parser.add_argument("--json-out", type=Path)
+    add_build_option(parser)
     args = parser.parse_args(argv)
-    launchers = make_launchers(args.brokers, [], args.override_all)
+    launchers = make_launchers(args.brokers, [], args.override_all, builds=builds_of(args))
     results = []
     for rep in range(1, args.repeat + 1):
         for launcher in launchers:

@@ -5,6 +5,7 @@ Why a launcher per kind: every benchmark (throughput now, fetch latency later) n
 while only the command line differs between brokers. A new broker kind is one small class.
 """
 
+import argparse
 import contextlib
 import os
 import shlex
@@ -208,6 +209,18 @@ class ApacheKafkaLauncher:
 def names_of(text: str) -> list[str]:
     """The comma-separated names of an option (brokers, listener kinds)."""
     return [n.strip() for n in text.split(",") if n.strip()]
+
+
+def add_build_option(parser: argparse.ArgumentParser) -> None:
+    """``--odradek-build LABEL=SCRIPT``: the builds :func:`make_launchers` may run beside ``odradek``."""
+    parser.add_argument("--odradek-build", action="append", default=[], metavar="LABEL=SCRIPT",
+                        help="another Odradek installation's odradek script, benchmarked as the broker "
+                             "odradek@LABEL (name it in --brokers; repeatable)")  # fmt: skip
+
+
+def builds_of(args: argparse.Namespace) -> dict[str, str]:
+    """The ``--odradek-build`` options as label -> script."""
+    return dict(build.split("=", 1) for build in args.odradek_build)
 
 
 def make_launchers(
