@@ -143,6 +143,13 @@ class LeaderEpochCache:
             self._write()
         return True
 
+    def assign_if_newer(self, epoch: int, start_offset: int) -> None:
+        """``assign`` ``epoch`` only when it is newer than the latest: Kafka's rule for each batch
+        a log appends (UnifiedLog) and each one recovery re-reads (LogSegment.recover), which
+        the live log and ``log.loader`` share through this."""
+        if epoch > self.latest_epoch:
+            self.assign(epoch, start_offset)
+
     def truncate_from_end(self, offset: int) -> None:
         """Forget the epochs starting at or after ``offset`` (the log was truncated there)."""
         with self._lock:

@@ -1,5 +1,8 @@
 """One partition's log: an ordered list of segments, offsets, producer state and durability.
 
+This is the live log; opening one (recovery, and rebuilding the state that follows from the
+data) is ``log.loader``'s, which hands it a ``LoadedLog`` to serve from.
+
 Threading model: every method runs on the broker's trio thread except ``flush`` and
 ``sync_data``, which the broker calls from a worker thread so fsync never blocks the event loop, and the cleaner's
 reading and writing (``log.cleaner``), which also runs in a worker thread.  ``flush`` only
@@ -24,8 +27,9 @@ ends it.  The *last stable offset* is the first offset of the earliest transacti
 decided, at most the high watermark: read_committed consumers read below it
 (``read_committed``), and learn which producers' data there was aborted from the aborted
 transaction index of each segment (``log.txn_index``; an entry goes into the index of the
-segment the abort marker lands in).  Recovery rebuilds those entries for the segments it
-re-validates while it replays producer state, which alone knows the open transactions.
+segment the abort marker lands in).  Recovery (``log.loader``) rebuilds those entries for the
+segments it re-validates while it replays producer state (``log.producer_snapshots``), which
+alone knows the open transactions.
 
 Replication (Kafka's follower side, used by ``broker/replication/``): ``append_as_follower``
 writes batches with the offsets and leader epochs their leader gave them; ``truncate_to`` and
@@ -46,7 +50,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import NamedTuple
 
-from log.checkpoint import PartitionCheckpoint, write_atomically
+from log.checkpoint import PartitionCheckpoint
 from log.clock import Clock, wall_clock_ms
 from log.config import LONG_MAX, LogConfig
 from log.deletion import delete_partition_directory
@@ -58,20 +62,26 @@ from log.errors import (
     UnexpectedAppendOffsetError,
 )
 from log.leader_epochs import UNDEFINED_EPOCH, EpochEntry, LeaderEpochCache, end_offset_for
-from log.loader import Found, close_all, load_files, segment_name_offset
+from log.loader import LoadedLog, close_all, load
 from log.open_files import LazyFile
-from log.producer_state import CompletedTxn, PlacedBatch, ProducerEntry, ProducerStateManager
+from log.producer_snapshots import (
+    aborted_entry,
+    read_marker,
+    rebuild_producer_state,
+    remove_snapshots,
+    write_snapshot,
+)
+from log.producer_state import CompletedTxn, PlacedBatch, ProducerEntry
 from log.retention import SegmentFacts, segments_to_delete
 from log.segment import Segment
 from log.storage_probe import probe_writable
 from log.swap import DELETED, SWAP
-from log.sync_ledger import remove, sync_directory
+from log.sync_ledger import sync_directory
 from log.txn_index import AbortedTxn
-from wire.control_batch import ControlType, EndTxnMarker, encode_end_txn_marker, read_end_txn_marker
+from wire.control_batch import ControlType, EndTxnMarker, encode_end_txn_marker
 from wire.record_batch import (
     BatchInfo,
     InvalidRecordError,
-    RecordBatchError,
     decode_records,
     set_base_offset,
     set_log_append_time,
@@ -79,9 +89,6 @@ from wire.record_batch import (
 )
 
 logger = logging.getLogger(__name__)
-
-_SNAPSHOT_SUFFIX = ".snapshot"
-_SNAPSHOTS_KEPT = 2
 
 
 class AppendInfo(NamedTuple):
@@ -130,20 +137,12 @@ class PartitionLog:
     """A partition directory of segments (``<topic>-<partition>/``), opened with recovery."""
 
     def __init__(
-        self,
-        directory: str,
-        config: LogConfig,
-        segments: list[Segment],
-        log_start_offset: int,
-        clock: Clock = wall_clock_ms,
+        self, directory: str, config: LogConfig, loaded: LoadedLog, clock: Clock = wall_clock_ms
     ) -> None:
+        """A log serving from ``loaded`` (``log.loader``): use ``open``, or ``unopenable``."""
         self.directory = directory
         self.config = config
         self.clock = clock
-        self._segments = segments
-        self._bases = [s.base_offset for s in segments]
-        self._log_start_offset = log_start_offset
-        self._recovery_point = 0
         self._data_synced_to = 0  # offsets below this are fdatasynced (``sync_data``)
         # Truncations so far: a flush running in a worker thread meanwhile must not move the
         # recovery point to a log end sampled before the cut.
@@ -154,23 +153,11 @@ class PartitionLog:
         # only after the flush an append triggered: nothing read can vanish in a power cut.
         self._hidden: SyncMark | None = None
         self._hidden_until = 0
-        self._producers = ProducerStateManager()
-        self._epochs = LeaderEpochCache(directory)
-        # A clustered partition's high watermark as replication computed it; None on a single
-        # node, where the log end (less what waits for a sync) is the high watermark.
-        self._replicated_hw: int | None = None
-        self._replicated_mark: SyncMark | None = None  # where it is in the files, when looked up
-        # Transactions a marker ended that the high watermark has not passed yet: still
-        # undecided for consumers (Kafka's unreplicated transactions), see ``last_stable_offset``.
-        self._undecided: list[CompletedTxn] = []
+        self._replicated_mark: SyncMark | None = None  # where ``_replicated_hw`` is in the files
         self._lock = threading.Lock()
-        self._offline: KafkaStorageError | None = None
         self._closed = False
-        self._checkpointed: PartitionCheckpoint | None = None
         # The event loop and ``mark_unclean``'s worker threads both write the checkpoint.
         self._checkpoint_lock = threading.Lock()
-        self._clean_on_disk = False  # the checkpoint on disk says clean: appends must say otherwise
-        self._deleted: list[tuple[int, Segment]] = []  # (delete files at ms, segment)
         self._cleaning = False
         self._pinned_for_cleaning: list[Segment] = []
         # Held by the cleaner's worker thread while it reads segments; ``closing`` asks it to stop.
@@ -178,11 +165,36 @@ class PartitionLog:
         self.closing = threading.Event()
         # Set while a truncation stops the running pass (Kafka's abortAndPauseCleaning).
         self.cleaning_aborted = threading.Event()
-        self.first_dirty_offset = 0
-        self.fsyncs = 0  # flushes that found something to fsync (group commit makes this small)
+        # Flushes that found something to fsync (group commit makes this small), the open's included.
+        self.fsyncs = loaded.fsyncs
+        self._start_from(loaded)
+
+    def _start_from(self, loaded: LoadedLog) -> None:
+        """Take the state a load left (``log.loader``): at construction, and again when
+        ``adopt_recovered`` brings the log back after a disk error, so both take all of it."""
+        self._segments = loaded.segments
+        self._bases = [s.base_offset for s in loaded.segments]
+        self._log_start_offset = loaded.log_start_offset
+        self._recovery_point = loaded.recovery_point
+        self._producers = loaded.producers
+        self._epochs = loaded.epochs
+        # A clustered partition's high watermark as replication computed it; None on a single
+        # node, where the log end (less what waits for a sync) is the high watermark.
+        self._replicated_hw = loaded.replicated_high_watermark
+        # Transactions a marker ended that the high watermark has not passed yet: still
+        # undecided for consumers (Kafka's unreplicated transactions), see ``last_stable_offset``.
+        # A load replays markers into producer state only.
+        self._undecided: list[CompletedTxn] = []
+        self._checkpointed = loaded.checkpointed
+        # The checkpoint on disk says clean: appends must say otherwise first.
+        self._clean_on_disk = loaded.clean_on_disk
+        self.first_dirty_offset = loaded.first_dirty_offset
+        # (delete files at ms, segment): none after a load, which deletes ``*.deleted`` leftovers.
+        self._deleted: list[tuple[int, Segment]] = []
+        self._offline: KafkaStorageError | None = None
 
     # ----------------------------------------------------------------------------------------
-    # Opening and recovery
+    # Opening (``log.loader`` does the loading and recovery)
 
     @classmethod
     def open(cls, directory: str, config: LogConfig, clock: Clock = wall_clock_ms) -> PartitionLog:
@@ -190,11 +202,13 @@ class PartitionLog:
         (``log.loader``: after an unclean shutdown every segment from the one holding the
         checkpointed recovery point onwards is validated batch by batch and cut at the first
         invalid batch); the recovered data is fsynced before the log serves."""
-        log, found = cls._load(directory, config, clock)
-        if found == "new":
+        directory = os.fspath(directory)
+        loaded = load(directory, config, clock())
+        log = cls(directory, config, loaded, clock)
+        if loaded.found == "new":
             # DEBUG: one CreateTopics may make 10,000 of these; the request itself is the news.
             logger.debug("%s: created a new log", log.directory)
-        elif found == "unclean":
+        elif loaded.found == "unclean":
             logger.info(
                 "%s: recovered after an unclean shutdown, log end offset %d",
                 log.directory,
@@ -210,137 +224,9 @@ class PartitionLog:
         where its directory should be, unreadable metadata): it holds no segment and answers
         KAFKA_STORAGE_ERROR, so the broker starts and serves every other partition.  The
         offline re-probe (``reopen_after_disk_error``) brings it back once it can be opened."""
-        log = cls(directory, config, [], 0, clock)
+        log = cls(directory, config, LoadedLog.nothing(directory), clock)
         log._offline = KafkaStorageError(f"cannot open {directory}: {exc}")
         return log
-
-    @classmethod
-    def _load(cls, directory: str, config: LogConfig, clock: Clock) -> tuple[PartitionLog, Found]:
-        """``open`` without its report; also says what was found: no log yet, or how it was shut.
-
-        The files are made consistent first (``log.loader``); this builds the log's state on
-        them: producers, the flush that makes recovered data durable, the checkpoint.
-        """
-        directory = os.fspath(directory)
-        files = load_files(directory, config, clock())
-        checkpoint = files.checkpoint
-        try:
-            log = cls(directory, config, files.segments, files.log_start_offset, clock)
-            log.first_dirty_offset = checkpoint.first_dirty_offset if checkpoint else 0
-            log._load_producer_state(files.recovered_from)
-            log._load_leader_epochs(files.recovered_from)
-            for segment in log._segments:
-                segment.recovered = False  # their aborted-transaction indexes are rebuilt now
-            if checkpoint is not None and checkpoint.high_watermark >= 0:
-                log.set_replicated_high_watermark(checkpoint.high_watermark)  # clamped to the end
-            log.flush()  # recovered data becomes durable before the recovery point claims it
-            if files.found == "clean":
-                # Nothing changed since the clean shutdown: no rewrite now (one durable write per
-                # partition made starting many partitions take minutes); ``append`` marks the log
-                # unclean before its first write.
-                log._checkpointed, log._clean_on_disk = checkpoint, True
-            elif files.found == "new":
-                # A new, empty log is consistent as it is; if this write is lost in a crash, the
-                # next start merely recovers an empty segment.
-                log._write_checkpoint(clean_shutdown=True, durable=False)
-            else:
-                log._write_checkpoint(clean_shutdown=False)
-        except BaseException:
-            close_all(files.segments)  # a failed (re)open must not leak descriptors
-            raise
-        return log, files.found
-
-    def _load_producer_state(self, recovered_from: int | None) -> None:
-        """Newest intact snapshot at or below the log end, then replay of the later batches.
-
-        The snapshot must also be at or below the first segment recovery re-validated
-        (``recovered_from``), as Kafka's loader rebuilds producer state from each recovered
-        segment's start: replaying those segments is what rebuilds their aborted-transaction
-        indexes.
-        """
-        end = self.log_end_offset
-        usable = end if recovered_from is None else min(end, recovered_from)
-        replay_from = self._segments[0].base_offset
-        for offset in reversed(self._snapshot_offsets()):
-            path = self._snapshot_path(offset)
-            if offset > end:
-                remove(path)
-                continue
-            if offset > usable:
-                continue
-            try:
-                with open(path, "rb") as file:
-                    self._producers = ProducerStateManager.from_snapshot(file.read())
-            except (OSError, ValueError) as exc:
-                logger.warning("%s: ignoring producer state snapshot %s: %s", self.directory, path, exc)
-                continue
-            replay_from = max(offset, replay_from)
-            break
-        self._replay(replay_from)
-
-    def _load_leader_epochs(self, recovered_from: int | None) -> None:
-        """The leader epoch cache as stored, less epochs past the recovered end, plus the epochs
-        of the batches recovery re-validated (Kafka's LogSegment.recover assigns them); rebuilt
-        from every batch header when the file is missing or corrupt."""
-        cache = LeaderEpochCache.read(self.directory)
-        if cache is None:
-            cache, recovered_from = LeaderEpochCache(self.directory), self._segments[0].base_offset
-        else:
-            cache.truncate_from_end(self.log_end_offset)
-        self._epochs = cache
-        if recovered_from is not None:
-            for segment in self._segments:
-                if segment.base_offset >= recovered_from:
-                    for batch in segment.walk(0):
-                        self._assign_epoch(batch.partition_leader_epoch, batch.base_offset)
-        cache.truncate_from_start(self._log_start_offset)
-
-    def _assign_epoch(self, epoch: int, start_offset: int) -> None:
-        """Record ``epoch``'s start if it is newer than the latest (Kafka's UnifiedLog rule)."""
-        if epoch > self._epochs.latest_epoch:
-            self._epochs.assign(epoch, start_offset)
-
-    def _replay(self, offset: int) -> None:
-        """Apply every batch from ``offset`` on to producer state: data batches from their
-        headers, markers from their record; aborts land in recovered segments' indexes."""
-        first = max(0, bisect.bisect_right(self._bases, offset) - 1)
-        for segment in self._segments[first:]:
-            start = segment.find_batch(offset)
-            if start is None:
-                continue
-            for batch in segment.walk(start.position):
-                placed = PlacedBatch(batch, batch.base_offset, batch.last_offset, batch.max_timestamp)
-                if not batch.is_control:
-                    self._producers.replay(placed)
-                    continue
-                completed = self._producers.replay(placed, self._marker_of(segment, batch))
-                if completed is not None and completed.aborted and segment.recovered:
-                    segment.txn_index.append(self._aborted_entry(completed))
-
-    def _marker_of(self, segment: Segment, batch: BatchInfo) -> EndTxnMarker | None:
-        """The transaction marker in a stored control batch (see ``_marker_in``)."""
-        data = segment.read(batch.position, batch.end_position)
-        return self._marker_in(data, batch._replace(position=0))
-
-    def _marker_in(self, data: bytes | memoryview, batch: BatchInfo) -> EndTxnMarker | None:
-        """The transaction marker of the control batch ``batch`` in ``data``; None (logged) if
-        it is unreadable, which leaves producer state as it was rather than the partition
-        unopenable."""
-        try:
-            return read_end_txn_marker(data, batch)
-        except RecordBatchError as exc:
-            logger.warning(
-                "%s: ignoring the control batch at offset %d: %s", self.directory, batch.base_offset, exc
-            )
-            return None
-
-    def _aborted_entry(self, completed: CompletedTxn) -> AbortedTxn:
-        """The index entry of an abort: its stable offset is the first offset of another
-        producer's open transaction, else the one after the marker (Kafka's
-        lastStableOffset(completedTxn))."""
-        first_open = self._producers.first_open_offset(excluding=completed.producer_id)
-        stable = first_open if first_open >= 0 else completed.last_offset + 1
-        return AbortedTxn(completed.producer_id, completed.first_offset, completed.last_offset, stable)
 
     # ----------------------------------------------------------------------------------------
     # Offsets and sizes
@@ -538,15 +424,16 @@ class PartitionLog:
         )
         for batch in batches:
             placed = PlacedBatch(batch, batch.base_offset, batch.last_offset, batch.max_timestamp)
-            marker = self._marker_in(record_set, batch) if batch.is_control else None
+            marker = read_marker(self.directory, record_set, batch) if batch.is_control else None
             self._record_completed(segment, self._producers.replay(placed, marker))
             self._assign_epoch_online(batch.partition_leader_epoch, batch.base_offset)
         return AppendInfo(first_offset, last_offset, -1, self._log_start_offset)
 
     def _assign_epoch_online(self, epoch: int, start_offset: int) -> None:
-        """``_assign_epoch`` for a serving log: a disk error takes it offline."""
+        """Record ``epoch``'s start if it is newer than the latest; a disk error takes the log
+        offline."""
         try:
-            self._assign_epoch(epoch, start_offset)
+            self._epochs.assign_if_newer(epoch, start_offset)
         except OSError as exc:
             raise self.went_offline(exc, self._epochs.path) from exc
 
@@ -557,7 +444,7 @@ class PartitionLog:
             return
         if completed.aborted:
             try:
-                segment.txn_index.append(self._aborted_entry(completed))
+                segment.txn_index.append(aborted_entry(self._producers, completed))
             except OSError as exc:
                 raise self.went_offline(exc, segment.txn_index.path) from exc
         self._undecided.append(completed)
@@ -637,7 +524,7 @@ class PartitionLog:
         segment = Segment.create(self.directory, base_offset, self.config, now_ms)
         self._segments.append(segment)
         self._bases.append(segment.base_offset)
-        self._write_snapshot(durable=False)
+        write_snapshot(self.directory, self.log_end_offset, self._producers, durable=False)
         return segment
 
     # ----------------------------------------------------------------------------------------
@@ -986,8 +873,7 @@ class PartitionLog:
                 sync_directory(self.directory)
                 self._log_start_offset = offset
                 self._lower_recovery_point(offset)
-                for snapshot in self._snapshot_offsets():
-                    remove(self._snapshot_path(snapshot))
+                remove_snapshots(self.directory)
                 self._epochs.clear()
             except OSError as exc:
                 raise self.went_offline(exc) from exc
@@ -1027,8 +913,7 @@ class PartitionLog:
         self.first_dirty_offset = min(self.first_dirty_offset, end)
         self._undecided = [txn for txn in self._undecided if txn.last_offset < end]
         try:
-            self._producers = ProducerStateManager()
-            self._load_producer_state(None)
+            self._producers = rebuild_producer_state(self.directory, self._segments, None)
             self.flush()
             self._truncate_epochs(end)
             self._write_checkpoint(clean_shutdown=False)
@@ -1157,24 +1042,6 @@ class PartitionLog:
         self._producers.remove_expired(now_ms, expiration_ms)
 
     # ----------------------------------------------------------------------------------------
-    # Producer state snapshots
-
-    def _snapshot_path(self, offset: int) -> str:
-        return os.path.join(self.directory, f"{offset:020d}{_SNAPSHOT_SUFFIX}")
-
-    def _snapshot_offsets(self) -> list[int]:
-        offsets = (segment_name_offset(n, _SNAPSHOT_SUFFIX) for n in os.listdir(self.directory))
-        return sorted(o for o in offsets if o is not None)
-
-    def _write_snapshot(self, durable: bool) -> None:
-        """Snapshot producer state at the log end and keep only the newest few snapshots."""
-        write_atomically(
-            self._snapshot_path(self.log_end_offset), self._producers.to_snapshot(), durable=durable
-        )
-        for offset in self._snapshot_offsets()[:-_SNAPSHOTS_KEPT]:
-            remove(self._snapshot_path(offset))
-
-    # ----------------------------------------------------------------------------------------
     # Compaction (the policy is in ``log.cleaner``; these are the log's side of it)
 
     def begin_cleaning(self) -> bool:
@@ -1272,10 +1139,10 @@ class PartitionLog:
         self._offline = KafkaStorageError(f"I/O error in {self.directory}: {description}")
         return self._offline
 
-    def reopen_after_disk_error(self) -> PartitionLog | None:
+    def reopen_after_disk_error(self) -> LoadedLog | None:
         """Worker thread: if this log is offline, check that its disk takes writes again and
-        recover its files exactly as at start-up (a torn tail left by the failed write is cut
-        off, indexes and producer state are rebuilt).  Returns the recovered log for
+        load its files exactly as at start-up (``log.loader``: a torn tail left by the failed
+        write is cut off, indexes and producer state are rebuilt).  Returns the loaded state for
         ``adopt_recovered``, or None when there is nothing to do; raises OSError or LogError
         while the disk still fails.
 
@@ -1286,10 +1153,9 @@ class PartitionLog:
             if self._offline is None or self._closed or self._cleaning:
                 return None
             probe_writable(self.directory)
-            recovered, _ = PartitionLog._load(self.directory, self.config, self.clock)
-            return recovered
+            return load(self.directory, self.config, self.clock())
 
-    def adopt_recovered(self, recovered: PartitionLog) -> bool:
+    def adopt_recovered(self, recovered: LoadedLog) -> bool:
         """Trio thread: take over the segments and state of ``recovered`` and come back online.
 
         False (and ``recovered`` discarded) if the log was closed or deleted meanwhile.  The old
@@ -1299,21 +1165,10 @@ class PartitionLog:
             adopted = self._offline is not None and not self._closed
             if adopted:
                 stale = self._segments + [segment for _, segment in self._deleted]
-                self._segments, self._bases = recovered._segments, recovered._bases
-                self._log_start_offset = recovered._log_start_offset
-                self._recovery_point = recovered._recovery_point
-                self._producers = recovered._producers
-                self._epochs = recovered._epochs
-                self._replicated_hw = recovered._replicated_hw
-                self._undecided = recovered._undecided
-                self._checkpointed = recovered._checkpointed
-                self._clean_on_disk = recovered._clean_on_disk
-                self.first_dirty_offset = recovered.first_dirty_offset
-                self._deleted = []  # their files went with the recovery (``log.swap``)
-                self._offline = None
+                self._start_from(recovered)  # the deleted ones' files went with the recovery
                 self.release_descriptors()  # opened by the worker thread: hand them over
             else:
-                stale = recovered._segments
+                stale = recovered.segments
         close_all(stale)
         if adopted:
             logger.warning(
@@ -1354,7 +1209,7 @@ class PartitionLog:
                 self._segments[-1].seal()
                 for segment in self._segments:
                     segment.flush()
-                self._write_snapshot(durable=True)
+                write_snapshot(self.directory, self.log_end_offset, self._producers, durable=True)
                 self._recovery_point = self.log_end_offset
                 self._write_checkpoint(clean_shutdown=True)
         except OSError as exc:

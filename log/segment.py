@@ -51,6 +51,14 @@ def segment_stem(directory: str, base_offset: int) -> str:
     return os.path.join(directory, f"{base_offset:020d}")
 
 
+def segment_name_offset(name: str, suffix: str) -> int | None:
+    """The offset a segment-style file name (``00000000000000000042.log``) stands for."""
+    stem = name[: -len(suffix)]
+    if name.endswith(suffix) and len(stem) == 20 and stem.isdigit():
+        return int(stem)
+    return None
+
+
 class Segment:
     """A segment's files and the in-memory facts derived from them (size, end offset, max time).
 
