@@ -36,7 +36,7 @@ from compat_tests.drivers.confluent import ConfluentAdmin
 from compat_tests.helpers import eventually, poll_until
 from compat_tests.history import Acked, check
 from compat_tests.pools import DriverPool
-from compat_tests.topic_metadata import topic_partitions
+from compat_tests.topic_metadata import topic_partitions, wait_until_every_broker_lists
 
 pytestmark = pytest.mark.cluster
 
@@ -45,7 +45,9 @@ PARTITIONS = 4
 
 @pytest.fixture
 def healthy(cluster: Cluster) -> Iterator[Cluster]:
-    """The cluster with every node up; whatever a scenario killed or paused is brought back."""
+    """The cluster with every node up and registered; whatever a scenario killed or paused is
+    brought back."""
+    wait_until_every_broker_lists(list(cluster.nodes.values()), len(cluster.nodes))
     yield cluster
     for node_id in cluster.nodes:
         node = cluster.members[node_id]

@@ -103,3 +103,24 @@ def wait_until_every_broker_knows(addresses: Sequence[str], topic: str, partitio
             assert led == list(range(partitions)), f"{address} knows partitions {led} of {topic}"
 
     eventually(known_everywhere, timeout_s=PROPAGATION_TIMEOUT_S, interval_s=0.2)
+
+
+def wait_until_every_broker_lists(addresses: Sequence[str], brokers: int) -> None:
+    """Return once Metadata from each broker at ``addresses`` lists ``brokers`` brokers.
+
+    A restarted broker answers Metadata as soon as it listens, a moment before the cluster (the
+    controller placing new replicas) counts it as registered: a CreateTopics with replication
+    factor 3 in between is refused with INVALID_REPLICATION_FACTOR."""
+
+    def all_listed() -> None:
+        for address in addresses:
+            host, port = address.rsplit(":", 1)
+            try:
+                (listed,) = struct.unpack_from(
+                    ">i", metadata_response(host, int(port), None, METADATA_TIMEOUT_S)
+                )
+            except (OSError, struct.error) as exc:
+                raise AssertionError(f"{address}: {exc}") from exc
+            assert listed == brokers, f"{address} lists {listed} of {brokers} brokers"
+
+    eventually(all_listed, timeout_s=PROPAGATION_TIMEOUT_S, interval_s=0.2)
