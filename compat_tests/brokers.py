@@ -189,7 +189,7 @@ def metadata_response(host: str, port: int, topics: list[str] | None, timeout: f
     return response[4:]
 
 
-def _metadata_broker_count(host: str, port: int, timeout: float) -> int:
+def metadata_broker_count(host: str, port: int, timeout: float) -> int:
     """How many brokers Metadata lists. A broker listing at least one is ready to take requests;
     Kafka only opens its client listener once it has caught up with its metadata log."""
     (brokers,) = struct.unpack_from(">i", metadata_response(host, port, None, timeout))
@@ -218,7 +218,7 @@ def wait_until_ready(broker: RunningBroker, timeout: float = READY_TIMEOUT_S) ->
                 f"{broker.log_tail()}"
             )
         try:
-            if _metadata_broker_count(host, int(port), timeout=2.0) > 0:
+            if metadata_broker_count(host, int(port), timeout=2.0) > 0:
                 return
             last_error = "Metadata listed no brokers"
         except (OSError, struct.error) as exc:

@@ -10,10 +10,10 @@ broker to know a topic they created (TestUtils.waitForAllPartitionsMetadata); so
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from compat_tests.brokers import metadata_response
+from compat_tests.brokers import metadata_broker_count, metadata_response
 from compat_tests.helpers import eventually
 
 METADATA_TIMEOUT_S = 5.0
@@ -90,19 +90,28 @@ def topic_partitions(address: str, topic: str) -> dict[int, PartitionState]:
     return partitions
 
 
+def _on_every_broker(addresses: Sequence[str], check: Callable[[str], None]) -> None:
+    """Run ``check`` on each address until all pass (an unreachable broker counts as not yet)."""
+
+    def everywhere() -> None:
+        for address in addresses:
+            try:
+                check(address)
+            except (OSError, struct.error) as exc:
+                raise AssertionError(f"{address}: {exc}") from exc
+
+    eventually(everywhere, timeout_s=PROPAGATION_TIMEOUT_S, interval_s=0.2)
+
+
 def wait_until_every_broker_knows(addresses: Sequence[str], topic: str, partitions: int) -> None:
     """Return once each broker at ``addresses`` lists all ``partitions`` of ``topic`` with a leader."""
 
-    def known_everywhere() -> None:
-        for address in addresses:
-            try:
-                found = topic_partitions(address, topic)
-            except (OSError, struct.error) as exc:
-                raise AssertionError(f"{address}: {exc}") from exc
-            led = sorted(index for index, state in found.items() if state.leader >= 0)
-            assert led == list(range(partitions)), f"{address} knows partitions {led} of {topic}"
+    def knows(address: str) -> None:
+        found = topic_partitions(address, topic)
+        led = sorted(index for index, state in found.items() if state.leader >= 0)
+        assert led == list(range(partitions)), f"{address} knows partitions {led} of {topic}"
 
-    eventually(known_everywhere, timeout_s=PROPAGATION_TIMEOUT_S, interval_s=0.2)
+    _on_every_broker(addresses, knows)
 
 
 def wait_until_every_broker_lists(addresses: Sequence[str], brokers: int) -> None:
@@ -112,15 +121,9 @@ def wait_until_every_broker_lists(addresses: Sequence[str], brokers: int) -> Non
     controller placing new replicas) counts it as registered: a CreateTopics with replication
     factor 3 in between is refused with INVALID_REPLICATION_FACTOR."""
 
-    def all_listed() -> None:
-        for address in addresses:
-            host, port = address.rsplit(":", 1)
-            try:
-                (listed,) = struct.unpack_from(
-                    ">i", metadata_response(host, int(port), None, METADATA_TIMEOUT_S)
-                )
-            except (OSError, struct.error) as exc:
-                raise AssertionError(f"{address}: {exc}") from exc
-            assert listed == brokers, f"{address} lists {listed} of {brokers} brokers"
+    def lists_all(address: str) -> None:
+        host, port = address.rsplit(":", 1)
+        listed = metadata_broker_count(host, int(port), METADATA_TIMEOUT_S)
+        assert listed == brokers, f"{address} lists {listed} of {brokers} brokers"
 
-    eventually(all_listed, timeout_s=PROPAGATION_TIMEOUT_S, interval_s=0.2)
+    _on_every_broker(addresses, lists_all)
