@@ -18,7 +18,7 @@ from enum import Enum
 from typing import Any
 
 from coordinator.consumer_protocol import subscribed_topics
-from coordinator.records import GroupMetadata, MemberMetadata, OffsetAndMetadata
+from coordinator.records import GroupMetadata, MemberIdentity, MemberMetadata, OffsetAndMetadata
 from wire.error_codes import ErrorCode
 
 Responder = Callable[[dict[str, Any]], None]
@@ -57,33 +57,11 @@ class GroupError(Exception):
         self.code = code
 
 
-MEMBER_IDENTITY = (
-    "member_id",
-    "group_instance_id",
-    "client_id",
-    "client_host",
-    "rebalance_timeout_ms",
-    "session_timeout_ms",
-)
-"""What a member, its JoinGroup request and its persisted :class:`MemberMetadata` share, under
-the same names, so each conversion between them copies these in one place."""
-
-
-def member_identity(source: object, **overrides: Any) -> dict[str, Any]:
-    """The :data:`MEMBER_IDENTITY` fields of ``source`` as keyword arguments, with ``overrides``."""
-    return {name: getattr(source, name) for name in MEMBER_IDENTITY} | overrides
-
-
 @dataclass(eq=False)
 class ClassicMember:
-    """One member: its identity, timeouts, supported protocols and last assignment."""
+    """One member: its identity and timeouts, supported protocols and last assignment."""
 
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    rebalance_timeout_ms: int
-    session_timeout_ms: int
+    identity: MemberIdentity
     protocol_type: str
     protocols: Protocols
     assignment: bytes = b""
@@ -130,7 +108,7 @@ class ClassicMember:
         """
         previous, self.join_responder = self.join_responder, responder
         if previous is not responder:
-            _respond(previous, join_error(ErrorCode.REBALANCE_IN_PROGRESS, self.member_id))
+            _respond(previous, join_error(ErrorCode.REBALANCE_IN_PROGRESS, self.identity.member_id))
 
     def park_sync(self, responder: Responder) -> None:
         """Hold ``responder`` until the leader's assignment arrives (see :meth:`park_join`)."""
@@ -214,7 +192,7 @@ class ClassicGroup:
         for meta in value.members:
             group.add(
                 ClassicMember(
-                    **member_identity(meta),
+                    identity=meta.identity,
                     protocol_type=value.protocol_type,
                     protocols=[(value.protocol or "", meta.subscription)],
                     assignment=meta.assignment,
@@ -233,9 +211,9 @@ class ClassicGroup:
             current_state_timestamp_ms=self.state_timestamp_ms,
             members=tuple(
                 MemberMetadata(
-                    **member_identity(member),
+                    identity=member.identity,
                     subscription=member.metadata(self.protocol_name or ""),
-                    assignment=assignment.get(member.member_id, b""),
+                    assignment=assignment.get(member.identity.member_id, b""),
                 )
                 for member in self.members.values()
             ),
@@ -272,23 +250,23 @@ class ClassicGroup:
         return self.leader_id == member_id
 
     def add(self, member: ClassicMember, join_responder: Responder | None = None) -> None:
-        if member.group_instance_id is not None:
-            self.static_members[member.group_instance_id] = member.member_id
+        if member.identity.group_instance_id is not None:
+            self.static_members[member.identity.group_instance_id] = member.identity.member_id
         if not self.members:
             self.protocol_type = member.protocol_type
         if self.leader_id is None:
-            self.leader_id = member.member_id
-        self.members[member.member_id] = member
+            self.leader_id = member.identity.member_id
+        self.members[member.identity.member_id] = member
         self._protocol_support.update(member.protocol_names())
         member.park_join(join_responder)
-        self.pending_join_members.discard(member.member_id)
+        self.pending_join_members.discard(member.identity.member_id)
 
     def remove(self, member_id: str) -> ClassicMember | None:
         member = self.members.pop(member_id, None)
         if member is not None:
             self._protocol_support.subtract(member.protocol_names())
-            if member.group_instance_id is not None:
-                self.static_members.pop(member.group_instance_id, None)
+            if member.identity.group_instance_id is not None:
+                self.static_members.pop(member.identity.group_instance_id, None)
         if self.leader_id == member_id:
             self.leader_id = next(iter(self.members), None)
         self.pending_join_members.discard(member_id)
@@ -306,8 +284,9 @@ class ClassicGroup:
         self._protocol_support.subtract(member.protocol_names())
         member.protocols = list(protocols)
         self._protocol_support.update(member.protocol_names())
-        member.rebalance_timeout_ms = rebalance_timeout_ms
-        member.session_timeout_ms = session_timeout_ms
+        member.identity = dataclasses.replace(
+            member.identity, rebalance_timeout_ms=rebalance_timeout_ms, session_timeout_ms=session_timeout_ms
+        )
         member.park_join(join_responder)
 
     def replace_static_member(
@@ -317,7 +296,8 @@ class ClassicGroup:
         old = self.members.pop(old_member_id)
         old.complete_join(join_error(ErrorCode.FENCED_INSTANCE_ID, old_member_id))
         old.complete_sync(sync_error(ErrorCode.FENCED_INSTANCE_ID))
-        new = dataclasses.replace(old, member_id=new_member_id, is_new=False)
+        identity = dataclasses.replace(old.identity, member_id=new_member_id)
+        new = dataclasses.replace(old, identity=identity, is_new=False)
         self.members[new_member_id] = new
         if self.leader_id == old_member_id:
             self.leader_id = new_member_id
@@ -345,13 +325,13 @@ class ClassicGroup:
             return True
         for member in self.members.values():
             if member.awaiting_join:
-                self.leader_id = member.member_id
+                self.leader_id = member.identity.member_id
                 return True
         return False
 
     def rebalance_timeout_ms(self) -> int:
         """How long a rebalance may take: the largest rebalance timeout of any member."""
-        return max((member.rebalance_timeout_ms for member in self.members.values()), default=0)
+        return max((member.identity.rebalance_timeout_ms for member in self.members.values()), default=0)
 
     def awaiting_join_count(self) -> int:
         return sum(1 for member in self.members.values() if member.awaiting_join)
@@ -390,8 +370,8 @@ class ClassicGroup:
         """The member list the leader receives in its JoinGroup response."""
         return [
             {
-                "member_id": member.member_id,
-                "group_instance_id": member.group_instance_id,
+                "member_id": member.identity.member_id,
+                "group_instance_id": member.identity.group_instance_id,
                 "metadata": member.metadata(self.protocol_name or ""),
             }
             for member in self.members.values()

@@ -17,6 +17,7 @@ together lands in one generation instead of many.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,11 +32,10 @@ from coordinator.classic_group import (
     Protocols,
     Responder,
     join_error,
-    member_identity,
     sync_error,
 )
 from coordinator.group_protocol import GroupProtocol
-from coordinator.records import GroupMetadataKey, Record, encode_group_metadata
+from coordinator.records import GroupMetadataKey, MemberIdentity, Record, encode_group_metadata
 from wire.error_codes import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -53,17 +53,16 @@ DEAD = GroupState.DEAD
 
 @dataclass(frozen=True, slots=True)
 class JoinRequest:
-    """A JoinGroup request, version-normalized by the handler."""
+    """A JoinGroup request, version-normalized by the handler.
+
+    ``identity`` is what the member says about itself; its ``member_id`` is
+    :data:`UNKNOWN_MEMBER_ID` until the coordinator has handed it one.
+    """
 
     group_id: str
-    member_id: str
-    group_instance_id: str | None
+    identity: MemberIdentity
     protocol_type: str
     protocols: Protocols
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    client_id: str
-    client_host: str
     api_version: int
 
     @property
@@ -115,15 +114,15 @@ class ClassicGroups(GroupProtocol[ClassicGroup]):
     def join(self, request: JoinRequest, respond: Responder) -> None:
         group = self.group(request.group_id)
         if group is None:
-            if request.member_id != UNKNOWN_MEMBER_ID:
+            if request.identity.member_id != UNKNOWN_MEMBER_ID:
                 # A member id for a group that does not exist: the client must start over.
-                respond(join_error(ErrorCode.UNKNOWN_MEMBER_ID, request.member_id))
+                respond(join_error(ErrorCode.UNKNOWN_MEMBER_ID, request.identity.member_id))
                 return
             group = self.create_group(request.group_id)
-        if not self._accepts_joining_member(group, request.member_id):
-            self._remove_member(group, request.member_id)
+        if not self._accepts_joining_member(group, request.identity.member_id):
+            self._remove_member(group, request.identity.member_id)
             respond(join_error(ErrorCode.GROUP_MAX_SIZE_REACHED))
-        elif request.member_id == UNKNOWN_MEMBER_ID:
+        elif request.identity.member_id == UNKNOWN_MEMBER_ID:
             self._join_new_member(group, request, respond)
         else:
             self._join_existing_member(group, request, respond)
@@ -146,9 +145,9 @@ class ClassicGroups(GroupProtocol[ClassicGroup]):
         if not group.supports_protocols(request.protocol_type, {name for name, _ in request.protocols}):
             respond(join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
             return
-        member_id = group.generate_member_id(request.client_id, request.group_instance_id)
-        if request.group_instance_id is not None:
-            existing = group.static_members.get(request.group_instance_id)
+        member_id = group.generate_member_id(request.identity.client_id, request.identity.group_instance_id)
+        if request.identity.group_instance_id is not None:
+            existing = group.static_members.get(request.identity.group_instance_id)
             if existing is not None:
                 self._replace_static_member(group, request, existing, member_id, respond)
             else:
@@ -157,13 +156,13 @@ class ClassicGroups(GroupProtocol[ClassicGroup]):
             # Hand out the id first and park nothing: the coordinator never waits on a member
             # it could not recognise if the client retried (KIP-394).
             group.pending_join_members.add(member_id)
-            self._schedule_heartbeat_expiry(group.group_id, member_id, request.session_timeout_ms)
+            self._schedule_heartbeat_expiry(group.group_id, member_id, request.identity.session_timeout_ms)
             respond(join_error(ErrorCode.MEMBER_ID_REQUIRED, member_id))
         else:
             self._add_member_and_rebalance(group, request, member_id, respond)
 
     def _join_existing_member(self, group: ClassicGroup, request: JoinRequest, respond: Responder) -> None:
-        member_id = request.member_id
+        member_id = request.identity.member_id
         if group.is_in(DEAD):
             respond(join_error(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id))
             return
@@ -171,14 +170,14 @@ class ClassicGroups(GroupProtocol[ClassicGroup]):
             respond(join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
             return
         if member_id in group.pending_join_members:
-            if request.group_instance_id is not None:
+            if request.identity.group_instance_id is not None:
                 # Only dynamic members are ever pending; Kafka treats this as a server error.
                 respond(join_error(ErrorCode.UNKNOWN_SERVER_ERROR, member_id))
                 return
             self._add_member_and_rebalance(group, request, member_id, respond)
             return
         try:
-            member = group.validate_member(member_id, request.group_instance_id)
+            member = group.validate_member(member_id, request.identity.group_instance_id)
         except GroupError as error:
             respond(join_error(error.code, member_id))
             return
@@ -222,7 +221,7 @@ class ClassicGroups(GroupProtocol[ClassicGroup]):
         self, group: ClassicGroup, request: JoinRequest, member_id: str, respond: Responder
     ) -> None:
         member = ClassicMember(
-            **member_identity(request, member_id=member_id),
+            identity=dataclasses.replace(request.identity, member_id=member_id),
             protocol_type=request.protocol_type,
             protocols=list(request.protocols),
             is_new=True,
@@ -242,7 +241,11 @@ class ClassicGroups(GroupProtocol[ClassicGroup]):
         self, group: ClassicGroup, member: ClassicMember, request: JoinRequest, respond: Responder
     ) -> None:
         group.update_member(
-            member, request.protocols, request.rebalance_timeout_ms, request.session_timeout_ms, respond
+            member,
+            request.protocols,
+            request.identity.rebalance_timeout_ms,
+            request.identity.session_timeout_ms,
+            respond,
         )
         self._maybe_prepare_rebalance_or_complete_join(group)
 
@@ -257,13 +260,22 @@ class ClassicGroups(GroupProtocol[ClassicGroup]):
         """A static member rejoined without its member id (typically after a restart)."""
         previous_leader = group.leader_id
         self._timer.cancel(("heartbeat", group.group_id, old_member_id))
-        member = group.replace_static_member(request.group_instance_id or "", old_member_id, new_member_id)
+        member = group.replace_static_member(
+            request.identity.group_instance_id or "", old_member_id, new_member_id
+        )
         self._reschedule_heartbeat(group, member)
         group.update_member(
-            member, request.protocols, request.rebalance_timeout_ms, request.session_timeout_ms, respond
+            member,
+            request.protocols,
+            request.identity.rebalance_timeout_ms,
+            request.identity.session_timeout_ms,
+            respond,
         )
         log.info(
-            "group %s: static member %s is now %s", group.group_id, request.group_instance_id, new_member_id
+            "group %s: static member %s is now %s",
+            group.group_id,
+            request.identity.group_instance_id,
+            new_member_id,
         )
         if group.is_in(STABLE):
             if group.protocol_name != group.select_protocol():
@@ -271,7 +283,7 @@ class ClassicGroups(GroupProtocol[ClassicGroup]):
                 return
             # Same protocol: no rebalance, the member gets its old assignment back through
             # SyncGroup.  This is the point of static membership (KIP-345).
-            assignment = {m.member_id: m.assignment for m in group.members.values()}
+            assignment = {m.identity.member_id: m.assignment for m in group.members.values()}
             error = self._write(group.group_id, [group_metadata_record(group, assignment)])
             if error is not ErrorCode.NONE:
                 member.complete_join(join_error(error))
@@ -360,10 +372,10 @@ class ClassicGroups(GroupProtocol[ClassicGroup]):
         """End the join phase: drop dynamic members that did not rejoin, start a generation."""
         self._timer.cancel(("join", group.group_id))
         for member in [
-            m for m in group.members.values() if not m.awaiting_join and m.group_instance_id is None
+            m for m in group.members.values() if not m.awaiting_join and m.identity.group_instance_id is None
         ]:
-            log.info("group %s: member %s did not rejoin in time", group.group_id, member.member_id)
-            self._remove_member(group, member.member_id)
+            log.info("group %s: member %s did not rejoin in time", group.group_id, member.identity.member_id)
+            self._remove_member(group, member.identity.member_id)
         if group.is_in(DEAD):
             return
         if not group.elect_joined_leader() and group.members:
@@ -384,11 +396,11 @@ class ClassicGroups(GroupProtocol[ClassicGroup]):
             group.protocol_name,
         )
         for member in list(group.members.values()):
-            members = group.join_members() if group.is_leader(member.member_id) else []
-            member.complete_join(self._join_response(group, member.member_id, members))
+            members = group.join_members() if group.is_leader(member.identity.member_id) else []
+            member.complete_join(self._join_response(group, member.identity.member_id, members))
             self._reschedule_heartbeat(group, member)
             member.is_new = False
-            group.pending_sync_members.add(member.member_id)
+            group.pending_sync_members.add(member.identity.member_id)
         generation = group.generation_id
         group_id = group.group_id
         self._timer.schedule(
@@ -479,7 +491,7 @@ class ClassicGroups(GroupProtocol[ClassicGroup]):
             self._maybe_prepare_rebalance_or_complete_join(group)
             return
         for member in group.members.values():
-            member.assignment = assignment[member.member_id]
+            member.assignment = assignment[member.identity.member_id]
         self._propagate_assignment(group, ErrorCode.NONE)
         group.transition_to(STABLE, self._clock())
         log.info("group %s: generation %d is stable", group.group_id, group.generation_id)
@@ -514,7 +526,9 @@ class ClassicGroups(GroupProtocol[ClassicGroup]):
             self._reschedule_heartbeat(group, member)
 
     def _reschedule_heartbeat(self, group: ClassicGroup, member: ClassicMember) -> None:
-        self._schedule_heartbeat_expiry(group.group_id, member.member_id, member.session_timeout_ms)
+        self._schedule_heartbeat_expiry(
+            group.group_id, member.identity.member_id, member.identity.session_timeout_ms
+        )
 
     def _schedule_heartbeat_expiry(self, group_id: str, member_id: str, timeout_ms: int) -> None:
         self._timer.schedule(

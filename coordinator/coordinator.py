@@ -137,7 +137,7 @@ class GroupCoordinator(PartitionedCoordinator):
             group = self._groups.pop(group_id)
             if isinstance(group, ClassicGroup):
                 for member in group.members.values():
-                    member.complete_join(join_error(ErrorCode.NOT_COORDINATOR, member.member_id))
+                    member.complete_join(join_error(ErrorCode.NOT_COORDINATOR, member.identity.member_id))
                     member.complete_sync(sync_error(ErrorCode.NOT_COORDINATOR))
         self.offsets.forget(lambda group_id: self.partition_for(group_id) == partition)
 
@@ -236,17 +236,17 @@ class GroupCoordinator(PartitionedCoordinator):
         error = self._membership_error(request.group_id)
         if error is ErrorCode.NONE and not (
             self.config.group_min_session_timeout_ms
-            <= request.session_timeout_ms
+            <= request.identity.session_timeout_ms
             <= self.config.group_max_session_timeout_ms
         ):
             error = ErrorCode.INVALID_SESSION_TIMEOUT
         if error is not ErrorCode.NONE:
-            respond(join_error(error, request.member_id))
+            respond(join_error(error, request.identity.member_id))
             return
         self._replace_empty_group(request.group_id, ClassicGroup)
         if isinstance(self._groups.get(request.group_id), ConsumerGroup):
             # Classic members in a consumer group (Kafka's mixed mode) are not supported.
-            respond(join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, request.member_id))
+            respond(join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, request.identity.member_id))
             return
         self.classic.join(request, respond)
 
@@ -418,10 +418,10 @@ class GroupCoordinator(PartitionedCoordinator):
             protocol_data=(group.protocol_name or "") if stable else "",
             members=[
                 {
-                    "member_id": member.member_id,
-                    "group_instance_id": member.group_instance_id,
-                    "client_id": member.client_id,
-                    "client_host": member.client_host,
+                    "member_id": member.identity.member_id,
+                    "group_instance_id": member.identity.group_instance_id,
+                    "client_id": member.identity.client_id,
+                    "client_host": member.identity.client_host,
                     "member_metadata": member.metadata(group.protocol_name or "") if stable else b"",
                     "member_assignment": member.assignment,
                 }

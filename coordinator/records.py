@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from wire import stored_records
+from wire.codegen import Message
 from wire.errors import DecodeError
 from wire.internal_records.consumer_offsets import (
     GROUP_METADATA_KEY,
@@ -62,8 +63,13 @@ class OffsetAndMetadata:
 
 
 @dataclass(frozen=True, slots=True)
-class MemberMetadata:
-    """A classic group member as persisted after a rebalance (enough to resume after restart)."""
+class MemberIdentity:
+    """Who a classic group member is, and the timeouts it joined with.
+
+    Both the live member (:class:`coordinator.classic_group.ClassicMember`) and its persisted
+    :class:`MemberMetadata` hold one, so the fields are declared once and persisting or
+    restoring a member hands this value over whole.
+    """
 
     member_id: str
     group_instance_id: str | None
@@ -71,6 +77,13 @@ class MemberMetadata:
     client_host: str
     rebalance_timeout_ms: int
     session_timeout_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class MemberMetadata:
+    """A classic group member as persisted after a rebalance (enough to resume after restart)."""
+
+    identity: MemberIdentity
     subscription: bytes
     assignment: bytes
 
@@ -122,28 +135,30 @@ def encode_group_metadata(key: GroupMetadataKey, value: GroupMetadata | None) ->
     key_bytes = stored_records.encode(GROUP_METADATA_KEY, stored_records.KEY_VERSION, {"group": key.group})
     if value is None:
         return key_bytes, None
-    members = [
-        {
-            "member_id": member.member_id,
-            "group_instance_id": member.group_instance_id,
-            "client_id": member.client_id,
-            "client_host": member.client_host,
-            "rebalance_timeout": member.rebalance_timeout_ms,
-            "session_timeout": member.session_timeout_ms,
-            "subscription": member.subscription,
-            "assignment": member.assignment,
-        }
-        for member in value.members
-    ]
     fields = {
         "protocol_type": value.protocol_type,
         "generation": value.generation,
         "protocol": value.protocol,
         "leader": value.leader,
         "current_state_timestamp": value.current_state_timestamp_ms,
-        "members": members,
+        "members": [_member_fields(member) for member in value.members],
     }
     return key_bytes, stored_records.encode(GROUP_METADATA_VALUE, GROUP_VALUE_VERSION, fields)
+
+
+def _member_fields(member: MemberMetadata) -> Message:
+    """One member of a GroupMetadataValue, under the names of Kafka's schema."""
+    identity = member.identity
+    return {
+        "member_id": identity.member_id,
+        "group_instance_id": identity.group_instance_id,
+        "client_id": identity.client_id,
+        "client_host": identity.client_host,
+        "rebalance_timeout": identity.rebalance_timeout_ms,
+        "session_timeout": identity.session_timeout_ms,
+        "subscription": member.subscription,
+        "assignment": member.assignment,
+    }
 
 
 def decode_key(key: Buffer) -> RecordKey:
@@ -176,27 +191,27 @@ def decode_offset_value(value: Buffer) -> OffsetAndMetadata:
 def decode_group_value(value: Buffer) -> GroupMetadata:
     """Parse a GroupMetadataValue of any version Kafka defines."""
     fields = stored_records.decode(GROUP_METADATA_VALUE, value)
-    members = tuple(
-        MemberMetadata(
-            member_id=member["member_id"],
-            group_instance_id=member["group_instance_id"],
-            client_id=member["client_id"],
-            client_host=member["client_host"],
-            # Kafka reads a missing rebalance timeout (v0) as the session timeout.
-            rebalance_timeout_ms=member["session_timeout"]
-            if member["rebalance_timeout"] == -1
-            else member["rebalance_timeout"],
-            session_timeout_ms=member["session_timeout"],
-            subscription=bytes(member["subscription"]),
-            assignment=bytes(member["assignment"]),
-        )
-        for member in fields["members"]
-    )
     return GroupMetadata(
         fields["protocol_type"],
         fields["generation"],
         fields["protocol"],
         fields["leader"],
         fields["current_state_timestamp"],
-        members,
+        tuple(_member_from_fields(member) for member in fields["members"]),
     )
+
+
+def _member_from_fields(member: Message) -> MemberMetadata:
+    """One member of a decoded GroupMetadataValue (the inverse of :func:`_member_fields`)."""
+    identity = MemberIdentity(
+        member_id=member["member_id"],
+        group_instance_id=member["group_instance_id"],
+        client_id=member["client_id"],
+        client_host=member["client_host"],
+        # Kafka reads a missing rebalance timeout (v0) as the session timeout.
+        rebalance_timeout_ms=member["session_timeout"]
+        if member["rebalance_timeout"] == -1
+        else member["rebalance_timeout"],
+        session_timeout_ms=member["session_timeout"],
+    )
+    return MemberMetadata(identity, bytes(member["subscription"]), bytes(member["assignment"]))

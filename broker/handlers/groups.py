@@ -24,6 +24,7 @@ from coordinator.classic_group import Responder, join_error, sync_error
 from coordinator.classic_protocol import JoinRequest, SyncRequest
 from coordinator.coordinator import GroupCoordinator
 from coordinator.offsets_topic import OFFSETS_TOPIC
+from coordinator.records import MemberIdentity
 from coordinator.transactions import TRANSACTION_STATE_TOPIC
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
@@ -151,19 +152,22 @@ async def handle_join_group(ctx: RequestContext, request: dict[str, Any]) -> dic
     version = ctx.api_version
     if not authorized(ctx, ResourceType.GROUP, request["group_id"]):
         return join_error(GROUP_DENIED) | {"protocol_name": None if version >= 7 else ""}
-    join = JoinRequest(
-        group_id=request["group_id"],
+    identity = MemberIdentity(
         member_id=request["member_id"],
         group_instance_id=request.get("group_instance_id"),
-        protocol_type=request["protocol_type"],
-        protocols=[(p["name"], bytes(p["metadata"])) for p in request["protocols"]],
-        session_timeout_ms=request["session_timeout_ms"],
+        client_id=ctx.header.client_id or "",
+        client_host=client_host(ctx),
         # v0 has no rebalance timeout: Kafka uses the session timeout for both.
         rebalance_timeout_ms=request["rebalance_timeout_ms"]
         if version >= 1
         else request["session_timeout_ms"],
-        client_id=ctx.header.client_id or "",
-        client_host=client_host(ctx),
+        session_timeout_ms=request["session_timeout_ms"],
+    )
+    join = JoinRequest(
+        group_id=request["group_id"],
+        identity=identity,
+        protocol_type=request["protocol_type"],
+        protocols=[(p["name"], bytes(p["metadata"])) for p in request["protocols"]],
         api_version=version,
     )
     coordinator = coordinator_of(ctx)

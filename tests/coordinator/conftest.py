@@ -17,6 +17,7 @@ from coordinator.classic_protocol import JoinRequest, SyncRequest
 from coordinator.config import CoordinatorConfig
 from coordinator.consumer_heartbeat import HeartbeatRequest
 from coordinator.coordinator import GroupCoordinator, StoredMarker, StoredRecord
+from coordinator.records import MemberIdentity
 
 START_MS = 1_700_000_000_000
 
@@ -164,14 +165,9 @@ class Harness:
         reply = Reply()
         request = JoinRequest(
             group,
-            member_id,
-            instance,
+            MemberIdentity(member_id, instance, client_id, "/127.0.0.1", rebalance_ms, session_ms),
             protocol_type=protocol_type,
             protocols=protocols if protocols is not None else [("range", subscription("orders"))],
-            session_timeout_ms=session_ms,
-            rebalance_timeout_ms=rebalance_ms,
-            client_id=client_id,
-            client_host="/127.0.0.1",
             api_version=version,
         )
         self.coordinator.join_group(request, reply.append)

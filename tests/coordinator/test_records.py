@@ -10,6 +10,7 @@ from coordinator.offsets_topic import java_string_hash, partition_for
 from coordinator.records import (
     GroupMetadata,
     GroupMetadataKey,
+    MemberIdentity,
     MemberMetadata,
     OffsetAndMetadata,
     OffsetCommitKey,
@@ -62,8 +63,8 @@ def test_group_metadata_round_trip_and_tombstone() -> None:
         leader="m1",
         current_state_timestamp_ms=123,
         members=(
-            MemberMetadata("m1", "i1", "c1", "/h1", 30_000, 10_000, b"sub", b"assign"),
-            MemberMetadata("m2", None, "c2", "/h2", 30_000, 10_000, b"", b""),
+            MemberMetadata(MemberIdentity("m1", "i1", "c1", "/h1", 30_000, 10_000), b"sub", b"assign"),
+            MemberMetadata(MemberIdentity("m2", None, "c2", "/h2", 30_000, 10_000), b"", b""),
         ),
     )
     key, encoded = encode_group_metadata(GroupMetadataKey("g"), value)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from coordinator.classic_protocol import JoinRequest
 from coordinator.config import CoordinatorConfig
 from coordinator.coordinator import GroupCoordinator, StoredRecord
+from coordinator.records import MemberIdentity
 from tests.coordinator.conftest import FakeClock, Harness, MemoryStorage, Topics
 from wire.error_codes import ErrorCode as E
 
@@ -62,7 +63,9 @@ def test_requests_before_and_during_loading() -> None:
     assert coordinator.fetch_offsets("g", None)["error_code"] == E.COORDINATOR_LOAD_IN_PROGRESS
     assert coordinator.heartbeat("g", 1, "m", None) == E.NONE  # answered blindly while loading
     replies: list = []
-    request = JoinRequest("g", "", None, "consumer", [("r", b"")], 10_000, 10_000, "c", "h", 5)
+    request = JoinRequest(
+        "g", MemberIdentity("", None, "c", "h", 10_000, 10_000), "consumer", [("r", b"")], 5
+    )
     coordinator.join_group(request, replies.append)
     assert replies[0]["error_code"] == E.COORDINATOR_LOAD_IN_PROGRESS
     assert coordinator.list_groups([], [])[0] == E.COORDINATOR_LOAD_IN_PROGRESS
