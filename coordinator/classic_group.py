@@ -277,15 +277,18 @@ class ClassicGroup:
         self,
         member: ClassicMember,
         protocols: Protocols,
-        rebalance_timeout_ms: int,
-        session_timeout_ms: int,
+        rejoined_as: MemberIdentity,
         join_responder: Responder | None,
     ) -> None:
+        """A known member joined again: it takes the protocols and timeouts it now asks for,
+        and keeps its ids, client id and host (Kafka's ``updateMember``)."""
         self._protocol_support.subtract(member.protocol_names())
         member.protocols = list(protocols)
         self._protocol_support.update(member.protocol_names())
         member.identity = dataclasses.replace(
-            member.identity, rebalance_timeout_ms=rebalance_timeout_ms, session_timeout_ms=session_timeout_ms
+            member.identity,
+            rebalance_timeout_ms=rejoined_as.rebalance_timeout_ms,
+            session_timeout_ms=rejoined_as.session_timeout_ms,
         )
         member.park_join(join_responder)
 

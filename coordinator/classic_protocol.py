@@ -240,13 +240,7 @@ class ClassicGroups(GroupProtocol[ClassicGroup]):
     def _update_member_and_rebalance(
         self, group: ClassicGroup, member: ClassicMember, request: JoinRequest, respond: Responder
     ) -> None:
-        group.update_member(
-            member,
-            request.protocols,
-            request.identity.rebalance_timeout_ms,
-            request.identity.session_timeout_ms,
-            respond,
-        )
+        group.update_member(member, request.protocols, request.identity, respond)
         self._maybe_prepare_rebalance_or_complete_join(group)
 
     def _replace_static_member(
@@ -264,13 +258,7 @@ class ClassicGroups(GroupProtocol[ClassicGroup]):
             request.identity.group_instance_id or "", old_member_id, new_member_id
         )
         self._reschedule_heartbeat(group, member)
-        group.update_member(
-            member,
-            request.protocols,
-            request.identity.rebalance_timeout_ms,
-            request.identity.session_timeout_ms,
-            respond,
-        )
+        group.update_member(member, request.protocols, request.identity, respond)
         log.info(
             "group %s: static member %s is now %s",
             group.group_id,
