@@ -45,8 +45,32 @@ def snapshot(pid: int) -> ProcSnapshot:
 
 
 def cpu_seconds(pids: Iterable[int]) -> float:
-    """The summed user+system CPU time of ``pids``: one broker's, or a cluster's brokers'."""
-    return sum(snapshot(pid).cpu_seconds for pid in pids)
+    """The summed user+system CPU time of ``pids`` and their live descendants: one broker's, or
+    a cluster's brokers' (an Odradek broker's sync process, ``broker.sync_worker``, is its
+    child and its work the broker's)."""
+    return sum(_cpu_seconds_if_alive(pid) for top in pids for pid in with_descendants(top))
+
+
+def _cpu_seconds_if_alive(pid: int) -> float:
+    try:
+        return snapshot(pid).cpu_seconds
+    except FileNotFoundError:  # a descendant that exited since it was listed
+        return 0.0
+
+
+def with_descendants(pid: int) -> list[int]:
+    """``pid`` and every live process below it (``/proc/PID/task/TID/children``)."""
+    found, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        found.append(current)
+        try:
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children") as children:
+                    pending += [int(child) for child in children.read().split()]
+        except FileNotFoundError:  # exited meanwhile
+            continue
+    return found
 
 
 def machine_busy_seconds() -> float:

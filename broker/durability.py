@@ -6,13 +6,16 @@ topic sets ``flush.messages`` (e.g. 1), an append that reaches the threshold is 
 only after its data is on disk.
 
 Group commit: a *round* fdatasyncs the ``.log`` file of every partition waiting at the moment
-the round starts, whatever connection, request or topic their appends came from, in worker
-threads, several partitions at once (``SYNC_THREADS``).  While a round runs, new appends
-queue for the next one; so however many producers and partitions are
-waiting, the broker pays at most one round in flight plus one queued, and a round costs what
-the disk needs for the files it touches.  Only segment data is synced on this path: offset and
-time indexes are rebuilt by recovery from the recovery point on, which a data sync does not
-move; the checkpoint loop fully flushes such logs later (``broker.log_maintenance``).
+the round starts, whatever connection, request or topic their appends came from.  One task
+runs the rounds, back to back while appends wait: an append registers its partition (and the
+log end it reached) and wakes the task, which takes everything registered so far.  So however
+many producers and partitions are waiting, the broker pays at most one round in flight plus
+one gathering.  The syncs themselves run in the sync process (``broker.sync_worker``, which
+says why not a thread): a round sends it the descriptors and awaits its answer as the event
+loop awaits any socket, so a sync costs the loop two system calls, whatever the disk takes.
+Only segment data is synced on this path: offset and time indexes are rebuilt by recovery from
+the recovery point on, which a data sync does not move; the checkpoint loop fully flushes such
+logs later (``broker.log_maintenance``).
 
 Until its round is done, an append that waits is invisible to consumers: the high watermark
 stops before it (``PartitionLog.hide_last_append_until_synced``), as Kafka's moves only after
@@ -31,6 +34,7 @@ If a sync fails, that partition goes offline and only the appends waiting on it 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -38,6 +42,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from broker.sync_process import SyncProcess
 from log.errors import LogError
 
 if TYPE_CHECKING:
@@ -45,17 +50,20 @@ if TYPE_CHECKING:
 
     from broker.metrics import BrokerMetrics
     from broker.server import Broker
-    from log.partition_log import PartitionLog
+    from log.partition_log import DataSync, PartitionLog, SyncMark
 
 log = logging.getLogger(__name__)
 
 PartitionKey = tuple[str, int]
 
-# Partitions a round syncs at once, each in its own worker thread: concurrent fdatasyncs on
-# one filesystem share journal commits (4 files: ~0.45 ms together against ~0.66 ms one after
-# another here), and a thread needs the interpreter lock only once, after its sync, instead of
-# between syncs while the event loop is busy.
-SYNC_THREADS = 8
+# Logs marked unclean at once (``mark_unclean``), each in a worker thread: the first append to
+# a fresh log waits for two fsyncs, and a request creating several logs should not wait for
+# them one after another.
+MARKING_THREADS = 8
+
+# Partitions whose descriptors one request to the sync process carries: each is duplicated
+# until the answer, so this bounds the descriptors a round holds at once.
+PARTITIONS_PER_REQUEST = 64
 
 # Rounds whose failures are remembered for their waiters; a waiter reads its round's result as
 # soon as the round ends, so only a few recent rounds can still matter.
@@ -83,7 +91,7 @@ class SyncTicket:
 
 
 class Durability:
-    """Applies the flush policy after appends and runs the group-commit rounds."""
+    """Applies the flush policy after appends; its round task runs the group-commit rounds."""
 
     def __init__(self, broker: Broker) -> None:
         self._broker = broker
@@ -91,15 +99,18 @@ class Durability:
         # The partitions with appends not yet synced (``dirty_since`` set): the periodic flush
         # visits only these, not every partition of the broker each second.
         self._dirty: dict[PartitionKey, _FlushPolicy] = {}
-        self._waiting: dict[PartitionKey, PartitionLog] = {}  # for the next round
-        self._started = 0  # rounds begun
+        # What the next round syncs: each partition's log end as of its newest waiting append.
+        self._waiting: dict[PartitionKey, tuple[PartitionLog, SyncMark]] = {}
+        self._forced = False  # the next round runs even with nothing waiting (``ticket([])``)
+        self._taken = 0  # rounds begun
+        self._next_round = 1  # the round that covers the newest append that waits
         self._completed = 0  # rounds ended
-        self._running = False
+        self._round_wanted = trio.Event()
         self._round_ended = trio.Event()
         self._failures: dict[int, frozenset[PartitionKey]] = {}
-        self._sync_threads = trio.CapacityLimiter(SYNC_THREADS)
+        self.sync_process = SyncProcess()
+        self._marking_threads = trio.CapacityLimiter(MARKING_THREADS)
         self._collecting: list[PartitionKey] | None = None
-        self._round_wanted = trio.Event()  # set by ``sync_soon``
 
     @property
     def rounds(self) -> int:
@@ -133,9 +144,12 @@ class Durability:
         policy.unflushed_messages += messages
         if policy.unflushed_messages < partition_log.config.flush_messages:
             return False
-        self._waiting[key] = partition_log
+        self._clean(key)  # the round that takes it syncs everything written so far
         if wrote:
             partition_log.hide_last_append_until_synced()
+        self._waiting[key] = (partition_log, partition_log.sync_mark())
+        self._next_round = self._taken + 1
+        self._round_wanted.set()
         if self._collecting is not None:
             self._collecting.append(key)
         return True
@@ -155,62 +169,110 @@ class Durability:
             self._collecting = None
 
     def ticket(self, keys: list[PartitionKey]) -> SyncTicket:
-        """What appends that ``after_append`` said must wait are waiting for: rounds already
-        started cannot cover them, the next one to start will."""
-        return SyncTicket(self._started + 1, keys)
+        """What appends that ``after_append`` just said must wait (with no await in between)
+        are waiting for: the round that takes them.  With no ``keys``, the next round, run
+        even if nothing else waits."""
+        if keys:
+            return SyncTicket(self._next_round, keys)
+        self._forced = True
+        self._round_wanted.set()
+        return SyncTicket(self._taken + 1, keys)
 
     async def wait(self, ticket: SyncTicket) -> set[PartitionKey]:
         """Return once the ticket's round has ended; the partitions whose sync failed (their
         appends must not be acknowledged: the log went offline and says KAFKA_STORAGE_ERROR)."""
         while self._completed < ticket.round:
-            if self._running:
-                await self._round_ended.wait()
-            else:
-                await self._run_round()
+            await self._round_ended.wait()
         return set(ticket.keys) & self._failures.get(ticket.round, frozenset())
 
     def sync_soon(self) -> None:
         """Have the next round run although no request waits for it (the coordinator's own
-        writes): a round runs only in a waiter, and until one covers an append it stays hidden
-        from consumers and from the cleaner, which stop at the high watermark."""
-        self._round_wanted.set()
+        writes): until a round covers an append that waits it stays hidden from consumers and
+        from the cleaner, which stop at the high watermark."""
+        self.ticket([])
 
-    async def run_unawaited_rounds(self) -> None:
-        """Background task: wait, on behalf of nobody, for the rounds ``sync_soon`` asked for."""
-        while True:
-            await self._round_wanted.wait()
-            self._round_wanted = trio.Event()
-            await self.wait(self.ticket([]))
-
-    async def _run_round(self) -> None:
-        """Sync everything waiting now (a worker thread per partition); wake every waiter."""
-        self._running = True
-        self._started += 1
-        number = self._started
-        batch, self._waiting = self._waiting, {}
-        for key in batch:
-            self._clean(key)
-        failed: set[PartitionKey] = set()
-        marks = {key: partition_log.sync_mark() for key, partition_log in batch.items()}
-        metrics = self._broker.metrics
-        started = trio.current_time()
+    async def run_rounds(self) -> None:
+        """Background task: one round after another while appends wait, each covering every
+        append registered before it began (the sync process does the syncs)."""
         try:
-            async with trio.open_nursery() as nursery:
-                for key, partition_log in batch.items():
-                    nursery.start_soon(_sync_one, key, partition_log, failed, self._sync_threads, metrics)
-            metrics.sync_round_time.observe(trio.current_time() - started)
-            for key, partition_log in batch.items():
-                if key not in failed:
-                    partition_log.reveal_synced(marks[key])
-                    self._broker.appends.notify(key)  # long-polling fetches may read it now
+            while True:
+                await self._round_wanted.wait()
+                self._round_wanted = trio.Event()
+                batch, self._waiting = self._waiting, {}
+                forced, self._forced = self._forced, False
+                if not batch and not forced:
+                    continue
+                self._taken += 1
+                failed = await self._sync(batch)
+                self._end_round(self._taken, batch, failed)
         finally:
-            self._running = False
-            self._completed = number
-            if failed:
-                self._failures[number] = frozenset(failed)
-                self._failures.pop(number - _FAILURES_KEPT, None)
-            ended, self._round_ended = self._round_ended, trio.Event()
-            ended.set()
+            with trio.CancelScope(shield=True):
+                await self.sync_process.aclose()
+
+    async def _sync(
+        self, batch: dict[PartitionKey, tuple[PartitionLog, SyncMark]]
+    ) -> frozenset[PartitionKey]:
+        """Sync the data of every log in ``batch``, ``PARTITIONS_PER_REQUEST`` at a time (each
+        holds duplicated descriptors until its answer); the keys whose sync failed (the log went
+        offline and logged why)."""
+        began = trio.current_time()
+        failed: set[PartitionKey] = set()
+        keys = list(batch)
+        for start in range(0, len(keys), PARTITIONS_PER_REQUEST):
+            syncs: dict[PartitionKey, tuple[PartitionLog, DataSync]] = {}
+            try:
+                for key in keys[start : start + PARTITIONS_PER_REQUEST]:
+                    partition_log = batch[key][0]
+                    try:
+                        begun = partition_log.begin_data_sync()
+                    except LogError:
+                        failed.add(key)
+                        continue
+                    if begun is not None:  # None: closed meanwhile (deleted), nothing to sync
+                        syncs[key] = (partition_log, begun)
+                await self._sync_all(syncs, failed)
+            finally:
+                for _, begun in syncs.values():
+                    begun.close()
+        self._broker.metrics.sync_round_time.observe(trio.current_time() - began)
+        return frozenset(failed)
+
+    async def _sync_all(
+        self, syncs: dict[PartitionKey, tuple[PartitionLog, DataSync]], failed: set[PartitionKey]
+    ) -> None:
+        """Have the sync process fdatasync every descriptor of ``syncs``; record the outcomes
+        (each log's sync time in the flush histogram is the whole request's)."""
+        descriptors = [fd for _, begun in syncs.values() for fd in begun.descriptors]
+        began = trio.current_time()
+        results = iter(await self.sync_process.fdatasync(descriptors) if descriptors else [])
+        took = trio.current_time() - began
+        for key, (partition_log, begun) in syncs.items():
+            codes = [next(results) for _ in begun.descriptors]
+            error = next((OSError(code, os.strerror(code)) for code in codes if code), None)
+            try:
+                partition_log.end_data_sync(begun, error)
+            except LogError:
+                failed.add(key)
+                continue
+            self._broker.metrics.log_flush_time.observe(took)
+
+    def _end_round(
+        self,
+        number: int,
+        batch: dict[PartitionKey, tuple[PartitionLog, SyncMark]],
+        failed: frozenset[PartitionKey],
+    ) -> None:
+        """Show consumers what round ``number`` synced; wake its waiters."""
+        for key, (partition_log, mark) in batch.items():
+            if key not in failed:
+                partition_log.reveal_synced(mark)
+                self._broker.appends.notify(key)  # long-polling fetches may read it now
+        if failed:
+            self._failures[number] = failed
+            self._failures.pop(number - _FAILURES_KEPT, None)
+        self._completed = number
+        ended, self._round_ended = self._round_ended, trio.Event()
+        ended.set()
 
     async def mark_unclean(self, logs: Sequence[PartitionLog]) -> None:
         """Mark ``logs`` unclean on disk before a request appends to them, several at once in
@@ -218,7 +280,7 @@ class Durability:
         two fsyncs). A failure is left to the append, which marks again and reports it."""
         async with trio.open_nursery() as nursery:
             for partition_log in logs:
-                nursery.start_soon(_mark_one, partition_log, self._sync_threads)
+                nursery.start_soon(_mark_one, partition_log, self._marking_threads)
 
     async def run_periodic_flush(self) -> None:
         """Background task enforcing ``flush.ms``: fully flush logs with data older than that."""
@@ -235,7 +297,7 @@ class Durability:
                 if (now - policy.dirty_since) * 1000 >= partition_log.config.flush_ms:
                     self._clean(key)
                     try:
-                        await _timed_sync(partition_log.flush, self._broker.metrics)
+                        await _timed_flush(partition_log.flush, self._broker.metrics)
                     except LogError:
                         continue  # the partition went offline and said why; the others go on
 
@@ -245,25 +307,10 @@ async def _mark_one(partition_log: PartitionLog, limiter: trio.CapacityLimiter) 
         await trio.to_thread.run_sync(partition_log.mark_unclean, limiter=limiter)
 
 
-async def _sync_one(
-    key: PartitionKey,
-    partition_log: PartitionLog,
-    failed: set[PartitionKey],
-    limiter: trio.CapacityLimiter,
-    metrics: BrokerMetrics,
-) -> None:
-    try:
-        await _timed_sync(partition_log.sync_data, metrics, limiter)
-    except LogError:
-        failed.add(key)  # went offline and logged why; the rest of the round goes on
-
-
-async def _timed_sync(
-    sync: Callable[[], None], metrics: BrokerMetrics, limiter: trio.CapacityLimiter | None = None
-) -> None:
-    """Run one log's sync or flush in a worker thread; its time goes to the log flush histogram
+async def _timed_flush(flush: Callable[[], None], metrics: BrokerMetrics) -> None:
+    """Run one log's flush in a worker thread; its time goes to the log flush histogram
     (measured in the thread, so waiting for a thread or the event loop is not counted)."""
-    await trio.to_thread.run_sync(_time_into, sync, metrics.log_flush_time, limiter=limiter)
+    await trio.to_thread.run_sync(_time_into, flush, metrics.log_flush_time)
 
 
 def _time_into(sync: Callable[[], None], histogram: Histogram) -> None:

@@ -172,7 +172,7 @@ class Broker:
         # (flush.ms enforcement; the coordinator and retention add theirs).
         self.background_tasks: list[Callable[[], Awaitable[None]]] = [
             self.durability.run_periodic_flush,
-            self.durability.run_unawaited_rounds,
+            self.durability.run_rounds,
             partial(run_log_maintenance, self),
             self.peer_watch.run,
         ]

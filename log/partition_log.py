@@ -3,8 +3,10 @@
 This is the live log; opening one (recovery, and rebuilding the state that follows from the
 data) is ``log.loader``'s, which hands it a ``LoadedLog`` to serve from.
 
-Threading model: every method runs on the broker's trio thread except ``flush`` and
-``sync_data``, which the broker calls from a worker thread so fsync never blocks the event loop, and the cleaner's
+Threading model: every method runs on the broker's trio thread except ``flush`` (and
+``sync_data``), which the broker calls from a worker thread so fsync never blocks the event
+loop, the descriptors ``begin_data_sync`` hands out, which the broker's sync process
+fdatasyncs (``broker.sync_worker``), and the cleaner's
 reading and writing (``log.cleaner``), which also runs in a worker thread.  ``flush`` only
 fsyncs file descriptors and advances the recovery point; a lock keeps segment removal and close
 from closing a descriptor under a running fsync.  Appends do not take the lock.  While a
@@ -48,6 +50,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from log.checkpoint import PartitionCheckpoint
@@ -76,7 +79,7 @@ from log.retention import SegmentFacts, segments_to_delete
 from log.segment import Segment
 from log.storage_probe import probe_writable
 from log.swap import DELETED, SWAP
-from log.sync_ledger import sync_directory
+from log.sync_ledger import SyncReceipt, confirm, receipt, sync_directory
 from log.txn_index import AbortedTxn
 from wire.control_batch import ControlType, EndTxnMarker, encode_end_txn_marker
 from wire.record_batch import (
@@ -115,6 +118,23 @@ class FileSlice(NamedTuple):
     @property
     def fd(self) -> int:
         return self.file.fd
+
+
+@dataclass
+class DataSync:
+    """An fdatasync of a log's unsynced data, begun by ``PartitionLog.begin_data_sync``: the
+    descriptors to sync (duplicates, whoever syncs them; ``close`` them after) and what
+    ``end_data_sync`` records once they are."""
+
+    target: int  # the log end when it began: what the sync makes durable
+    truncations: int  # a truncation since means the target may no longer exist
+    descriptors: list[int]
+    receipts: list[SyncReceipt]
+
+    def close(self) -> None:
+        for fd in self.descriptors:
+            os.close(fd)
+        self.descriptors = []
 
 
 class SyncMark(NamedTuple):
@@ -940,23 +960,70 @@ class PartitionLog:
         target, truncations = self.log_end_offset, self._truncations
         if target == self._recovery_point and not any(s.dirty for s in self._segments):
             return
-        if self._sync_segments(Segment.flush, self._epochs.sync) and truncations == self._truncations:
+        if not self._each_segment_locked(Segment.flush, self._epochs.sync):
+            return
+        self.fsyncs += 1
+        if truncations == self._truncations:
             self._recovery_point = max(self._recovery_point, target)
 
     def sync_data(self) -> None:
-        """fdatasync every segment's unsynced data: appends made before this call survive a power
-        cut (worker-thread safe).  The ack path of ``flush.messages``: indexes are not synced and
-        the recovery point does not move, so recovery rebuilds indexes past it; a later
-        ``flush`` (see ``synced_past_recovery_point``) moves it.
+        """fdatasync every segment's unsynced data here: appends made before this call survive a
+        power cut (worker-thread safe).  The broker syncs the same way in its sync process
+        (``begin_data_sync``)."""
+        started = self.begin_data_sync()
+        if started is None:
+            return
+        error: OSError | None = None
+        try:
+            for fd in started.descriptors:
+                os.fdatasync(fd)
+        except OSError as exc:
+            error = exc
+        finally:
+            started.close()
+        self.end_data_sync(started, error)
+
+    def begin_data_sync(self) -> DataSync | None:
+        """Descriptors of every segment with data not yet fdatasynced, for a sync made anywhere
+        (``end_data_sync`` records it); None if the log is closed.  The ack path of
+        ``flush.messages``: indexes are not synced and the recovery point does not move, so
+        recovery rebuilds indexes past it; a later ``flush`` (see ``synced_past_recovery_point``)
+        moves it.  A log that is offline, or cannot give its descriptors and goes offline,
+        raises: an ack waiting for this sync must not succeed.
         """
         target, truncations = self.log_end_offset, self._truncations
-        if self._sync_segments(Segment.sync_data) and truncations == self._truncations:
-            self._data_synced_to = max(self._data_synced_to, target)
+        descriptors: list[int] = []
 
-    def _sync_segments(self, sync: Callable[[Segment], None], then: Callable[[], None] | None = None) -> bool:
-        """Apply ``sync`` to every segment (and call ``then``) under the lock; False if the log
-        is closed.  A log that is offline, or fails the sync and goes offline, raises: an ack
-        waiting for this sync must not succeed.
+        def collect(segment: Segment) -> None:
+            fd = segment.data_to_sync()
+            if fd is not None:
+                descriptors.append(fd)
+
+        try:
+            if not self._each_segment_locked(collect):
+                return None
+        except KafkaStorageError:
+            DataSync(target, truncations, descriptors, []).close()
+            raise
+        return DataSync(target, truncations, descriptors, [receipt(fd) for fd in descriptors])
+
+    def end_data_sync(self, started: DataSync, error: OSError | None) -> None:
+        """The sync of ``started``'s descriptors completed, or failed with ``error`` (then the
+        log goes offline and this raises ``KafkaStorageError``)."""
+        if error is not None:
+            raise self.went_offline(error) from error
+        for synced in started.receipts:
+            confirm(synced)
+        self.fsyncs += 1
+        if started.truncations == self._truncations:
+            self._data_synced_to = max(self._data_synced_to, started.target)
+
+    def _each_segment_locked(
+        self, action: Callable[[Segment], None], then: Callable[[], None] | None = None
+    ) -> bool:
+        """Apply ``action`` (a sync, or taking what to sync) to every segment, then call
+        ``then``, under the lock; False if the log is closed.  A log that is offline, or fails
+        and goes offline, raises: an ack waiting for this sync must not succeed.
 
         ``flush`` also makes the leader epoch cache durable: the recovery point it moves is
         where recovery stops assigning epochs from batch headers."""
@@ -966,12 +1033,11 @@ class PartitionLog:
             self._check_online()
             try:
                 for segment in list(self._segments):
-                    sync(segment)
+                    action(segment)
                 if then is not None:
                     then()
             except OSError as exc:
                 raise self.went_offline(exc) from exc
-            self.fsyncs += 1
             return True
 
     @property

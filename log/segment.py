@@ -403,17 +403,21 @@ class Segment:
         self.time_index.flush()
         self.txn_index.flush()
 
-    def sync_data(self) -> None:
-        """fdatasync the ``.log`` file only: what an acknowledgement needs to be durable.
+    def data_to_sync(self) -> int | None:
+        """A duplicate of the ``.log`` descriptor to fdatasync (the caller closes it), if data
+        was written since the last sync: what an acknowledgement needs to be durable.
 
         Indexes are left to ``flush`` (at roll and checkpoint time): recovery rebuilds them for
-        everything past the recovery point, which this does not move.  The flag is cleared
-        before the sync, so a write that lands meanwhile leaves it set for the next one.
+        everything past the recovery point, which a data sync does not move.  The flag is
+        cleared first, so a write that lands before the sync leaves it set for the next one.
+        A duplicate, so the sync may run anywhere (another process) while the log closes or
+        evicts its own descriptor.
         """
-        if self.unsynced_data:
-            self.unsynced_data = False
-            with self._log.pinned() as fd:
-                sync(fd, data_only=True)
+        if not self.unsynced_data:
+            return None
+        self.unsynced_data = False
+        with self._log.pinned() as fd:
+            return os.dup(fd)
 
     def _files(self) -> tuple[LazyFile, LazyFile, LazyFile]:
         return self._log, self.offset_index.file, self.time_index.file

@@ -72,6 +72,28 @@ def sync(fd: int, *, data_only: bool = False) -> None:
     ledger.synced_lengths[(before.st_dev, before.st_ino)] = before.st_size
 
 
+SyncReceipt = tuple[int, int, int] | None
+"""What a sync starting now will cover, for ``confirm``: (device, inode, length), or None when
+no test records."""
+
+
+def receipt(fd: int) -> SyncReceipt:
+    """Note what an ``fdatasync`` of ``fd`` that starts after this will cover, for a sync made
+    elsewhere (another process: ``broker.sync_worker``); ``confirm`` it once it has completed."""
+    if _ledger is None:
+        return None
+    before = os.fstat(fd)
+    return before.st_dev, before.st_ino, before.st_size
+
+
+def confirm(synced: SyncReceipt) -> None:
+    """The sync a ``receipt`` was taken for has completed."""
+    ledger = _ledger
+    if ledger is not None and synced is not None:
+        device, inode, length = synced
+        ledger.synced_lengths[(device, inode)] = length
+
+
 def sync_directory(directory: str) -> None:
     """Persist the entries (creations, renames, unlinks) of ``directory``."""
     fd = os.open(directory, os.O_RDONLY)

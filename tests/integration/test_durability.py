@@ -8,7 +8,10 @@ holding the first fsync until every producer's first append has landed.
 from __future__ import annotations
 
 import os
+import signal
 import threading
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import trio
@@ -47,12 +50,12 @@ def partition_log(broker: Broker, topic: str) -> PartitionLog:
     return found
 
 
-async def test_fsync_per_message_is_shared_by_concurrent_producers(tmp_path: Path, monkeypatch) -> None:
+async def test_fsync_per_message_is_shared_by_concurrent_producers(tmp_path: Path) -> None:
     with trio.fail_after(DEADLINE_S):
         async with running_broker(tmp_path, **{"log.flush.interval.messages": "1"}) as (broker, port):
             await create_topic(port, "durable")
             log = partition_log(broker, "durable")
-            first_round_may_finish = hold_first_sync(monkeypatch, log.segments[-1].fd)
+            first_round_may_finish = hold_syncs(broker)
             results: list[list[int]] = []
 
             async def producer() -> None:
@@ -63,7 +66,7 @@ async def test_fsync_per_message_is_shared_by_concurrent_producers(tmp_path: Pat
                     nursery.start_soon(producer)
                 while log.log_end_offset < PRODUCERS:  # every producer has one append waiting
                     await trio.sleep(0.01)
-                first_round_may_finish.set()
+                first_round_may_finish()
             assert results == [[ErrorCode.NONE] * REQUESTS_EACH] * PRODUCERS
             appends = PRODUCERS * REQUESTS_EACH
             assert log.log_end_offset == appends
@@ -142,22 +145,16 @@ async def test_first_appends_to_many_partitions_mark_them_unclean_off_the_event_
     assert threading.main_thread().name not in checkpoint_syncs[:8]
 
 
-def hold_first_sync(monkeypatch, fd: int) -> threading.Event:
-    """Make the first fdatasync of ``fd`` wait until the returned event is set (then all pass)."""
-    release = threading.Event()
-    real_fdatasync = os.fdatasync
-
-    def held_fdatasync(descriptor: int) -> None:
-        if descriptor == fd:
-            release.wait(DEADLINE_S)
-        real_fdatasync(descriptor)
-
-    monkeypatch.setattr(os, "fdatasync", held_fdatasync)
-    return release
+def hold_syncs(broker: Broker) -> Callable[[], None]:
+    """Stop the broker's sync process (``SIGSTOP``) so that no sync completes until the
+    returned function lets it go on: a disk that takes its time, for real."""
+    pid = broker.durability.sync_process.started_pid()
+    os.kill(pid, signal.SIGSTOP)
+    return partial(os.kill, pid, signal.SIGCONT)
 
 
 async def test_pipelined_requests_append_while_earlier_ones_wait_and_are_answered_in_order(
-    tmp_path: Path, monkeypatch
+    tmp_path: Path,
 ) -> None:
     """One connection, 20 produce requests and a Metadata request sent without waiting: all are
     appended while the first sync is held, and the answers come back in request order."""
@@ -165,7 +162,7 @@ async def test_pipelined_requests_append_while_earlier_ones_wait_and_are_answere
         async with running_broker(tmp_path, **{"log.flush.interval.messages": "1"}) as (broker, port):
             await create_topic(port, "pipelined")
             log = partition_log(broker, "pipelined")
-            release = hold_first_sync(monkeypatch, log.segments[-1].fd)
+            release = hold_syncs(broker)
             client = RawClient(f"127.0.0.1:{port}")
             sent = [
                 client.send_request(
@@ -182,7 +179,7 @@ async def test_pipelined_requests_append_while_earlier_ones_wait_and_are_answere
             while log.log_end_offset < 20:  # appended while the first answer still waits for its sync
                 await trio.sleep(0.01)
             assert log.synced_offset == 0
-            release.set()
+            release()
 
             def receive_all() -> list[dict]:
                 with client:
@@ -220,7 +217,7 @@ async def test_one_round_syncs_every_partition_of_a_request(tmp_path: Path) -> N
             )
 
 
-async def test_consumers_do_not_see_an_append_before_its_sync(tmp_path: Path, monkeypatch) -> None:
+async def test_consumers_do_not_see_an_append_before_its_sync(tmp_path: Path) -> None:
     """As in Kafka, whose high watermark moves only after the flush an append triggered: a record
     read before its sync could vanish in a power cut while its offset is reused."""
     with trio.fail_after(DEADLINE_S):
@@ -228,7 +225,7 @@ async def test_consumers_do_not_see_an_append_before_its_sync(tmp_path: Path, mo
             await create_topic(port, "hidden")
             assert await produce(port, "hidden", 1) == [ErrorCode.NONE]
             log = partition_log(broker, "hidden")
-            release = hold_first_sync(monkeypatch, log.segments[-1].fd)
+            release = hold_syncs(broker)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(produce, port, "hidden", 1)
                 while log.log_end_offset < 2:
@@ -240,7 +237,7 @@ async def test_consumers_do_not_see_an_append_before_its_sync(tmp_path: Path, mo
                 waiting, latest = await in_thread(port, look)
                 assert (waiting["error_code"], waiting["high_watermark"], latest) == (ErrorCode.NONE, 1, 1)
                 assert not waiting["records"]
-                release.set()
+                release()
             synced, latest = await in_thread(port, look)
             assert (synced["high_watermark"], latest) == (2, 2)
             assert synced["records"]
