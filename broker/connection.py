@@ -65,6 +65,12 @@ def _is_peer_gone(exc: BaseException) -> bool:
 MAX_WAITING_ANSWERS = 32
 
 
+async def _parts_of(answer: Answer) -> list[Any]:
+    """An answer's response buffers (none for an acks=0 Produce), waiting for it if need be."""
+    parts = await answer.parts() if isinstance(answer, DeferredAnswer) else answer
+    return parts or []
+
+
 class _Connection:
     """One client's requests, handled one at a time, answered in order.
 
@@ -155,11 +161,30 @@ class _Connection:
             raise CloseConnection("it stopped reading its SASL answers")
 
     async def write_answers(self) -> None:
-        async for header, answer in self.from_reader:
-            parts = await answer.parts() if isinstance(answer, DeferredAnswer) else answer
-            if parts is not None and not await self.send(header, parts):
+        """Send the queued answers in order.  The answers behind one that are ready by then go
+        with it in one write: a durability round completes many at once, and a write each
+        would cost each a turn of the event loop, so the writer fell behind the reader."""
+        held: tuple[RequestHeader, Answer] | None = None
+        while True:
+            if held is None:
+                try:
+                    held = await self.from_reader.receive()
+                except trio.EndOfChannel:
+                    return
+            (header, answer), held = held, None
+            sent, parts = 1, await _parts_of(answer)
+            while sent < MAX_WAITING_ANSWERS:
+                try:
+                    held = self.from_reader.receive_nowait()
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    break
+                if isinstance(held[1], DeferredAnswer) and not held[1].ready():
+                    break
+                (header, answer), held = held, None
+                sent, parts = sent + 1, parts + await _parts_of(answer)
+            if parts and not await self.send(header, parts):
                 return
-            self.queued -= 1
+            self.queued -= sent
             if self.auth.failed and not self.queued:
                 return
 

@@ -60,13 +60,23 @@ class PendingResponse:
     requests, and sends this answer, in request order, once ``finish`` returns it.
     """
 
-    __slots__ = ("_finish",)
+    __slots__ = ("_finish", "_ready")
 
-    def __init__(self, finish: Callable[[], Awaitable[dict[str, Any] | None]]) -> None:
+    def __init__(
+        self,
+        finish: Callable[[], Awaitable[dict[str, Any] | None]],
+        ready: Callable[[], bool] | None = None,
+    ) -> None:
         self._finish = finish
+        self._ready = ready
 
     async def finish(self) -> dict[str, Any] | None:
         return await self._finish()
+
+    def ready(self) -> bool:
+        """True if ``finish`` would return without waiting (a waiter that cannot tell says
+        False): the connection then sends this answer with the earlier ones it is sending."""
+        return self._ready is not None and self._ready()
 
 
 Handler = Callable[[RequestContext, dict[str, Any]], Awaitable[dict[str, Any] | PendingResponse | None]]

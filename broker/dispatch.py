@@ -94,6 +94,10 @@ class DeferredAnswer:
         self._pending, self._header, self._client_address = pending, ctx.header, ctx.client_address
         self._observer, self._started, self._throttle = ctx.broker.request_observer, started, throttle
 
+    def ready(self) -> bool:
+        """True if ``parts`` would return without waiting."""
+        return self._pending.ready()
+
     async def parts(self) -> list[Any] | None:
         with _handler_errors(self._header, self._client_address):
             response = await self._pending.finish()

@@ -178,6 +178,10 @@ class Durability:
         self._round_wanted.set()
         return SyncTicket(self._taken + 1, keys)
 
+    def done(self, ticket: SyncTicket) -> bool:
+        """True once the ticket's round has ended (``wait`` would return at once)."""
+        return self._completed >= ticket.round
+
     async def wait(self, ticket: SyncTicket) -> set[PartitionKey]:
         """Return once the ticket's round has ended; the partitions whose sync failed (their
         appends must not be acknowledged: the log went offline and says KAFKA_STORAGE_ERROR)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -169,6 +170,8 @@ def answer_when_synced(
                         partition["error_code"] = failure
         return {"topics": topics}
 
+    if ticket is not None and not acks:
+        return PendingResponse(after_sync, partial(ctx.broker.durability.done, ticket))
     return PendingResponse(after_sync)
 
 

@@ -17,6 +17,7 @@ past bound on timestamps pays for decoding too.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import trio
@@ -363,10 +364,11 @@ async def handle_produce(
         responses.append((name, key | {"partition_responses": partitions}))
     if not must_sync and not ack_waits:
         return _answer(ctx, acks, responses, failed)
-    ticket = ctx.broker.durability.ticket(must_sync)
+    durability = ctx.broker.durability
+    ticket = durability.ticket(must_sync) if must_sync else None
 
     async def after_sync() -> dict[str, Any] | None:
-        unsynced = await ctx.broker.durability.wait(ticket) if must_sync else set()
+        unsynced = await durability.wait(ticket) if ticket is not None else set()
         for topic, index in unsynced:
             _replace(responses, topic, partition_error(index, ErrorCode.KAFKA_STORAGE_ERROR, "fsync failed"))
         waits = [wait for wait in ack_waits if wait.key not in unsynced]
@@ -375,6 +377,8 @@ async def handle_produce(
             _replace(responses, topic, partition_error(index, code))
         return _answer(ctx, acks, responses, failed or bool(unsynced) or bool(unacknowledged))
 
+    if ticket is not None and not ack_waits:
+        return PendingResponse(after_sync, partial(durability.done, ticket))
     return PendingResponse(after_sync)
 
 
