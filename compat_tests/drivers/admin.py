@@ -11,19 +11,29 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar, Self
 
-from compat_tests.drivers.base import Driver, GroupDescription, TopicPartition
+import pytest
+
+from compat_tests.drivers.base import Driver, GroupDescription, GroupListing, TopicPartition
 from compat_tests.topic_metadata import wait_until_every_broker_knows
+
+Replicas = int | list[list[int]]
+"""A new topic's replication: a replication factor, or each partition's replicas by broker id."""
 
 
 @dataclass(frozen=True, slots=True)
 class ConfigValue:
-    """One DescribeConfigs entry: its value and Kafka's name for its source."""
+    """One DescribeConfigs entry: its value and Kafka's name for its source.
+
+    ``read_only`` (whether the broker refuses to alter the key) is left out of comparisons, so
+    that a test states an entry's value and source as ``ConfigValue(value, source)``.
+    """
 
     value: str | None
     source: str
+    read_only: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,19 +85,23 @@ class Admin(ABC):
         configs: Mapping[str, str] | None = None,
         *,
         validate_only: bool = False,
+        assignments: Sequence[Sequence[int]] | None = None,
     ) -> None:
         """CreateTopics for one topic; the broker's error raises :class:`~compat_tests.drivers.base.ClientError`.
 
+        ``assignments`` lists each partition's replicas by broker id (a manual assignment, which
+        Kafka takes instead of a replication factor); ``partitions`` is then its length.
         Against a cluster (several bootstrap addresses) it returns once every broker knows the
         topic, as Kafka's own tests wait (see :mod:`compat_tests.topic_metadata`)."""
-        self._create_topic(topic, partitions, replication_factor, dict(configs or {}), validate_only)
+        replicas = replication_factor if assignments is None else [list(r) for r in assignments]
+        self._create_topic(topic, partitions, replicas, dict(configs or {}), validate_only)
         addresses = self.bootstrap.split(",")
         if len(addresses) > 1 and not validate_only:
             wait_until_every_broker_knows(addresses, topic, partitions)
 
     @abstractmethod
     def _create_topic(
-        self, topic: str, partitions: int, replication: int, configs: dict[str, str], validate_only: bool
+        self, topic: str, partitions: int, replicas: Replicas, configs: dict[str, str], validate_only: bool
     ) -> None:
         """:meth:`create_topic` with its defaults filled in and ``configs`` a plain dict."""
 
@@ -96,8 +110,11 @@ class Admin(ABC):
         """DeleteTopics for one topic."""
 
     @abstractmethod
-    def create_partitions(self, topic: str, total: int) -> None:
-        """CreatePartitions: grow ``topic`` to ``total`` partitions."""
+    def create_partitions(
+        self, topic: str, total: int, assignments: Sequence[Sequence[int]] | None = None
+    ) -> None:
+        """CreatePartitions: grow ``topic`` to ``total`` partitions; ``assignments`` lists the
+        new partitions' replicas by broker id (None: the broker chooses)."""
 
     @abstractmethod
     def describe_topic(self, topic: str) -> TopicInfo:
@@ -109,22 +126,29 @@ class Admin(ABC):
 
     def topic_configs(self, topic: str) -> dict[str, ConfigValue]:
         """DescribeConfigs for a topic: every key with its value and source."""
-        return self._configs("TOPIC", topic)
+        return self.configs("TOPIC", topic)
 
     def broker_configs(self, node_id: int) -> dict[str, ConfigValue]:
         """DescribeConfigs for a broker: every key with its value and source."""
-        return self._configs("BROKER", str(node_id))
+        return self.configs("BROKER", str(node_id))
 
     @abstractmethod
-    def _configs(self, resource_type: str, name: str) -> dict[str, ConfigValue]:
-        """DescribeConfigs for one resource; ``resource_type`` is Kafka's name (TOPIC, BROKER)."""
+    def configs(self, resource_type: str, name: str) -> dict[str, ConfigValue]:
+        """DescribeConfigs for one resource; ``resource_type`` is Kafka's name (TOPIC, BROKER,
+        GROUP)."""
 
-    @abstractmethod
     def alter_topic_configs(
         self, topic: str, configs: Mapping[str, str | None], *, incremental: bool
     ) -> None:
+        """:meth:`alter_configs` for a topic."""
+        self.alter_configs("TOPIC", topic, configs, incremental=incremental)
+
+    @abstractmethod
+    def alter_configs(
+        self, resource_type: str, name: str, configs: Mapping[str, str | None], *, incremental: bool
+    ) -> None:
         """IncrementalAlterConfigs (SET each key, DELETE where the value is None) or the legacy
-        whole-set AlterConfigs."""
+        whole-set AlterConfigs, for one resource named as in :meth:`configs`."""
 
     @abstractmethod
     def delete_records(self, topic: str, before: Mapping[int, int]) -> dict[int, int]:
@@ -143,11 +167,31 @@ class Admin(ABC):
 
     @abstractmethod
     def describe_group(self, group: str) -> GroupDescription:
-        """State and member assignments of a consumer group."""
+        """State, assignor, and member assignments and clients of a consumer group."""
+
+    @abstractmethod
+    def list_groups(self, states: Sequence[str] = ()) -> dict[str, GroupListing]:
+        """ListGroups: the consumer groups (protocol type "consumer", or "" where only offsets
+        were committed, as Java's listConsumerGroups), by id; ``states`` (Kafka's spelling:
+        Stable, Empty, ...) asks the broker for those states only."""
+
+    @abstractmethod
+    def delete_group(self, group: str) -> None:
+        """DeleteGroups for one group (with its committed offsets); the refusal raises."""
 
     @abstractmethod
     def group_offsets(self, group: str) -> dict[TopicPartition, int]:
         """Committed offsets of a consumer group."""
+
+    @abstractmethod
+    def alter_group_offsets(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
+        """OffsetCommit from outside the group (no member, no generation): set these committed
+        offsets; a partition's refusal raises."""
+
+    def delete_group_offsets(self, group: str, partitions: Sequence[TopicPartition]) -> None:
+        """OffsetDelete: forget the group's committed offsets of ``partitions``. Ends the test as
+        a skip where the client lacks the call (confluent-kafka's Python API has none)."""
+        pytest.skip(f"{self.name} cannot delete group offsets")
 
     @abstractmethod
     def metadata_allowing_creation(self, topic: str) -> TopicInfo:

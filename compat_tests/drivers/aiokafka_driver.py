@@ -18,8 +18,11 @@ from aiokafka import TopicPartition as AioPartition
 from aiokafka import codec as aio_codec
 from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic, RecordsToDelete
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
-from aiokafka.errors import for_code
+from aiokafka.errors import KafkaError, for_code
 from aiokafka.partitioner import DefaultPartitioner
 
 from compat_tests.drivers import base, kafka_python_api
@@ -30,6 +33,10 @@ from compat_tests.drivers.records import Delivered, Record
 
 T = TypeVar("T")
 NAME = "aiokafka"
+ASSIGNORS: dict[str, type] = {
+    a.name: a for a in (RangePartitionAssignor, RoundRobinPartitionAssignor, StickyPartitionAssignor)
+}
+"""aiokafka's partition assignors by their (Kafka's) names; it has no cooperative one."""
 
 
 def _raise_error_code(code: int, node: Any) -> NoReturn:
@@ -68,7 +75,9 @@ class AiokafkaConsumer(base.Consumer):
         self._driver = driver
 
         async def start() -> AIOKafkaConsumer:
-            consumer = AIOKafkaConsumer(**kafka_python_api.consumer_config(driver.bootstrap, settings))
+            consumer = AIOKafkaConsumer(
+                **kafka_python_api.consumer_config(driver.bootstrap, settings, driver, ASSIGNORS)
+            )
             await consumer.start()
             return consumer
 
@@ -105,24 +114,38 @@ class AiokafkaConsumer(base.Consumer):
         self._driver.run(self._consumer.stop())
 
 
-async def _deliver(producer: AIOKafkaProducer, topic: str, messages: Sequence[Message]) -> list[int]:
-    """Send ``messages`` in order, wait for every delivery, return their offsets."""
+async def _outcomes(
+    producer: AIOKafkaProducer, topic: str, messages: Sequence[Message]
+) -> list[int | base.ClientError]:
+    """Send ``messages`` in order, wait for every delivery, return each one's offset or failure."""
     futures = [await producer.send(topic, **kafka_python_api.send_arguments(m)) for m in messages]
-    results = await asyncio.gather(*futures)
-    return [r.offset if r is not None and r.offset >= 0 else base.NO_OFFSET for r in results]
+    outcomes: list[int | base.ClientError] = []
+    for result in await asyncio.gather(*futures, return_exceptions=True):
+        if isinstance(result, KafkaError):
+            outcomes.append(kafka_python_api.failure(result, NAME))
+        elif isinstance(result, BaseException):
+            raise result
+        else:
+            outcomes.append(result.offset if result is not None and result.offset >= 0 else base.NO_OFFSET)
+    return outcomes
 
 
-class AiokafkaTransactionalProducer(base.TransactionalProducer):
-    """An AIOKafkaProducer with ``transactional_id`` on the driver's loop.
+class AiokafkaProducer(base.Producer):
+    """An AIOKafkaProducer on the driver's loop.
 
-    aiokafka has no separate init_transactions: ``start()`` waits for InitProducerId when a
-    transactional id is set, so an open handle has fenced its predecessors as in other clients.
+    aiokafka has no ``retries`` setting: it retries until its request timeout (the settings'
+    ``timeout_s``), so ``retries`` is ignored.
     """
 
-    def __init__(self, driver: AiokafkaDriver, transactional_id: str, timeout_ms: int) -> None:
+    def __init__(self, driver: AiokafkaDriver, settings: base.ProducerSettings) -> None:
         super().__init__(driver)
+        config = kafka_python_api.producer_config(driver.bootstrap, settings)
+        config["request_timeout_ms"] = int(settings.timeout_s * 1000)
+        self._start(driver, config)
+
+    def _start(self, driver: AiokafkaDriver, config: Mapping[str, Any]) -> None:
+        """Start the producer on the driver's loop (``start()`` fails cleanly or not at all)."""
         self._driver = driver
-        config = kafka_python_api.transactional_config(driver.bootstrap, transactional_id, timeout_ms)
 
         async def start() -> AIOKafkaProducer:
             producer = AIOKafkaProducer(**config)
@@ -135,11 +158,28 @@ class AiokafkaTransactionalProducer(base.TransactionalProducer):
 
         self._producer = driver.run(start())
 
+    def deliver(self, topic: str, messages: Sequence[Message]) -> list[int | base.ClientError]:
+        return self._driver.run(_outcomes(self._producer, topic, messages))
+
+    def close(self) -> None:
+        self._driver.run(self._producer.stop())
+
+
+class AiokafkaTransactionalProducer(AiokafkaProducer, base.TransactionalProducer):
+    """An AIOKafkaProducer with ``transactional_id`` on the driver's loop.
+
+    aiokafka has no separate init_transactions: ``start()`` waits for InitProducerId when a
+    transactional id is set, so an open handle has fenced its predecessors as in other clients.
+    """
+
+    def __init__(self, driver: AiokafkaDriver, transactional_id: str, timeout_ms: int) -> None:
+        base.TransactionalProducer.__init__(self, driver)
+        self._start(
+            driver, kafka_python_api.transactional_config(driver.bootstrap, transactional_id, timeout_ms)
+        )
+
     def begin(self) -> None:
         self._driver.run(self._producer.begin_transaction())
-
-    def send(self, topic: str, messages: Sequence[Message]) -> list[int]:
-        return self._driver.run(_deliver(self._producer, topic, messages))
 
     def send_offsets(self, offsets: Mapping[TopicPartition, int], group: str) -> None:
         """aiokafka takes the bare group id (it sends no generation or member id)."""
@@ -151,15 +191,14 @@ class AiokafkaTransactionalProducer(base.TransactionalProducer):
     def abort(self) -> None:
         self._driver.run(self._producer.abort_transaction())
 
-    def close(self) -> None:
-        self._driver.run(self._producer.stop())
-
 
 class AiokafkaDriver(base.Driver):
     """Drives AIOKafkaProducer, AIOKafkaConsumer and AIOKafkaAdminClient on a private loop."""
 
     name = NAME
     consumer_class = AiokafkaConsumer
+    consumer_options = frozenset(base.OPTIONAL_CONSUMER_SETTINGS)
+    producer_class = AiokafkaProducer
     transactional_producer_class = AiokafkaTransactionalProducer
 
     def __init__(self, bootstrap: str) -> None:
@@ -181,21 +220,6 @@ class AiokafkaDriver(base.Driver):
             await admin.start()
             self._admin_client = admin
         return self._admin_client
-
-    def produce(self, topic: str, messages: Sequence[Message], settings: base.ProducerSettings) -> list[int]:
-        """aiokafka has no ``retries`` setting: it retries until its request timeout, so that is ignored."""
-        config = kafka_python_api.producer_config(self.bootstrap, settings)
-        config["request_timeout_ms"] = int(settings.timeout_s * 1000)
-
-        async def produce() -> list[int]:
-            producer = AIOKafkaProducer(**config)
-            await producer.start()
-            try:
-                return await _deliver(producer, topic, messages)
-            finally:
-                await producer.stop()
-
-        return self.run(produce())
 
     def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:
         async def list_offsets() -> dict[int, int]:

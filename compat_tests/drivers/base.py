@@ -88,14 +88,54 @@ class ConsumerSettings:
     aborted transactions; read_committed stops before the first open transaction and skips
     aborted records. Drivers always set it, since client defaults differ (librdkafka reads
     committed, the Java and Python clients uncommitted); the default here is Kafka's."""
+    client_id: str | None = None
+    """Kafka's ``client.id``, which the broker reports for the group's members; None: the client's."""
+    assignor: str | None = None
+    """The classic protocol's partition assignor by Kafka's name (range, roundrobin, sticky,
+    cooperative-sticky); None: the client's default."""
+    auto_commit_ms: int | None = None
+    """Commit the consumed positions every this many ms (``enable.auto.commit``); None commits
+    only what the scenario commits explicitly."""
+    session_timeout_ms: int | None = None
+    """The classic protocol's ``session.timeout.ms``; None: the driver's choice (the Python
+    drivers' is :data:`CLASSIC_SESSION_TIMEOUT_MS`). The consumer protocol's is the broker's."""
+
+
+OPTIONAL_CONSUMER_SETTINGS = ("client_id", "assignor", "auto_commit_ms", "session_timeout_ms")
+"""The :class:`ConsumerSettings` a driver honours only if it lists them in ``consumer_options``:
+a client that would silently ignore one ends the scenario as a skip instead."""
+
+CLASSIC_SESSION_TIMEOUT_MS = 10000
+"""The Python drivers' classic session timeout where a scenario does not choose one: short, so
+that a member that vanished is expelled within a test's patience."""
 
 
 @dataclass(frozen=True)
 class GroupDescription:
-    """What describe-group reports: the state name in Kafka's spelling and each member's partitions."""
+    """What describe-group reports: the state name in Kafka's spelling and each member's partitions.
+
+    ``assignor`` (the classic protocol's chosen assignor, Kafka's ``protocol_data``) and
+    ``clients`` (each member's client id and host, as the broker saw its connection) are filled by
+    the admin clients of :mod:`compat_tests.drivers.admin`; other drivers leave them empty.
+    """
 
     state: str
     members: list[frozenset[TopicPartition]] = field(default_factory=list)
+    assignor: str = ""
+    clients: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class GroupListing:
+    """One consumer group as ListGroups reports it.
+
+    ``simple`` is a group without a member protocol (protocol type ""), which only ever had
+    offsets committed; ``type`` is Kafka's group type: classic or consumer (KIP-848).
+    """
+
+    state: str
+    simple: bool
+    type: str
 
 
 def kafka_state_name(name: str) -> str:
@@ -251,6 +291,32 @@ class Consumer(Handle):
         self.driver.unsupported("explicit offset commit")
 
 
+class Producer(Handle):
+    """A producer kept open across sends: one client, with its connections and producer id."""
+
+    @abstractmethod
+    def deliver(self, topic: str, messages: Sequence[Message]) -> list[int | ClientError]:
+        """Send ``messages`` in order, flush, and return each one's outcome: its offset
+        (:data:`NO_OFFSET` where the client cannot know it), or the error that failed it.
+
+        A failed delivery does not hide the others' acknowledgements, which is what a test that
+        kills the broker under a load must know. A failure before anything was sent raises.
+        """
+
+    def send(self, topic: str, messages: Sequence[Message]) -> list[int]:
+        """Send ``messages`` in order, flush, and return their offsets; the first failed delivery
+        raises :class:`ClientError`.
+
+        Each call flushes, so sending one message per call makes every record a batch of its own.
+        """
+        offsets: list[int] = []
+        for outcome in self.deliver(topic, messages):
+            if isinstance(outcome, ClientError):
+                raise outcome
+            offsets.append(outcome)
+        return offsets
+
+
 class TransactionalProducer(Handle):
     """A producer with a ``transactional.id`` (KIP-98), already past ``init_transactions``.
 
@@ -296,6 +362,11 @@ class Driver(ABC):
     """Why the client lacks the protocols it lacks: the skip reason names it."""
     consumer_class: ClassVar[type[Consumer]]
     """The client's consumer, made as ``consumer_class(driver, settings)`` by :meth:`consumer`."""
+    consumer_options: ClassVar[frozenset[str]] = frozenset()
+    """Which of :data:`OPTIONAL_CONSUMER_SETTINGS` the client's consumer honours."""
+    producer_class: ClassVar[type[Producer] | None] = None
+    """The client's producer, made as ``producer_class(driver, settings)`` by :meth:`producer`;
+    None where the driver only produces in one call (:meth:`produce`)."""
     transactional_producer_class: ClassVar[type[TransactionalProducer] | None] = None
     """The client's transactional producer, made as ``(driver, transactional_id, timeout_ms)``;
     None where the client has no transactions."""
@@ -307,22 +378,33 @@ class Driver(ABC):
         """End the scenario as skipped: the client has no way to do ``what``."""
         pytest.skip(f"{self.name} cannot do {what}")
 
-    @abstractmethod
     def produce(self, topic: str, messages: Sequence[Message], settings: ProducerSettings) -> list[int]:
         """Send ``messages`` in order, wait for every delivery, return their offsets.
 
         The offset is :data:`NO_OFFSET` where the client cannot know it (acks=0). The first
-        failed delivery raises :class:`ClientError`.
+        failed delivery raises :class:`ClientError`. A producer is opened for this call only.
         """
+        with self.producer(settings) as producer:
+            return producer.send(topic, messages)
+
+    def producer(self, settings: ProducerSettings) -> Producer:
+        """Open a producer that stays open across sends (until closed)."""
+        if self.producer_class is None:
+            self.unsupported("keeping a producer open across sends")
+        return self.producer_class(self, settings)
 
     def consumer(self, settings: ConsumerSettings) -> Consumer:
         """Create a consumer handle (not yet assigned or subscribed).
 
-        A group protocol the client does not implement ends the scenario as a skip here, once for
-        every driver, before the client would fail on (or silently ignore) the setting.
+        A group protocol the client does not implement, or an optional setting it does not
+        honour, ends the scenario as a skip here, once for every driver, before the client would
+        fail on (or silently ignore) the setting.
         """
         if settings.group_protocol not in self.group_protocols:
             self.unsupported(f"group.protocol={settings.group_protocol}: {self.group_protocol_gap}")
+        for option in OPTIONAL_CONSUMER_SETTINGS:
+            if getattr(settings, option) is not None and option not in self.consumer_options:
+                self.unsupported(f"the consumer setting {option}")
         return self.consumer_class(self, settings)
 
     def transactional_producer(self, transactional_id: str, timeout_ms: int = 60000) -> TransactionalProducer:

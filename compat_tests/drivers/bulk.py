@@ -144,6 +144,19 @@ class BulkClient(ABC):
             raise TimeoutError(f"{self.name}: not all records after {timeout_s}s: {fetch.progress()}")
         return fetch.received
 
+    def read_partition(self, topic: str, partition: int, *, timeout_s: float = 60.0) -> list[Consumed]:
+        """Every record of one partition, from its log start offset to its end offset (the high
+        watermark) as ListOffsets answers them now: what the partition holds after the broker
+        deleted, compacted or refused parts of it.
+
+        The log start must not move while this reads (``reset`` is none: a record deleted under
+        it raises); a partition whose last offsets hold no readable record (transaction markers)
+        never reaches its end and raises TimeoutError.
+        """
+        (start,) = self.list_offsets(topic, [partition], "earliest").values()
+        (end,) = self.list_offsets(topic, [partition], "latest").values()
+        return self.consume(topic, {partition: start}, until={partition: end}, timeout_s=timeout_s)[partition]
+
     @abstractmethod
     def list_offsets(self, topic: str, partitions: Sequence[int], spec: str | int) -> dict[int, int]:
         """ListOffsets: ``spec`` is "earliest", "latest" or a timestamp (ms). No match is -1."""

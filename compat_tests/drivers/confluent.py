@@ -16,6 +16,7 @@ from typing import Any
 
 from confluent_kafka import Consumer as RdConsumer
 from confluent_kafka import (
+    ConsumerGroupState,
     ConsumerGroupTopicPartitions,
     KafkaError,
     KafkaException,
@@ -43,7 +44,7 @@ from confluent_kafka.admin import (
 )
 
 from compat_tests.drivers import base
-from compat_tests.drivers.admin import Acl, Admin, AdminDriver, BrokerInfo, ConfigValue, TopicInfo
+from compat_tests.drivers.admin import Acl, Admin, AdminDriver, BrokerInfo, ConfigValue, Replicas, TopicInfo
 from compat_tests.drivers.base import OP_TIMEOUT_S, Message, Received, TopicPartition, client_failure
 from compat_tests.drivers.bulk import BulkClient, Fetch, Send
 from compat_tests.drivers.records import Consumed, Delivered, Record
@@ -98,8 +99,8 @@ def _record(message: RdMessage) -> Record:
     return Record(message.key(), message.value(), tuple(message.headers() or ()), message.timestamp()[1])
 
 
-def _deliver(producer: Producer, topic: str, messages: Sequence[Message]) -> list[int]:
-    """Produce ``messages`` in order, flush, and return their offsets (the first failure raises)."""
+def _outcomes(producer: Producer, topic: str, messages: Sequence[Message]) -> list[int | base.ClientError]:
+    """Produce ``messages`` in order, flush, and return each one's offset or failure."""
     reports: list[tuple[KafkaError | None, RdMessage] | None] = [None] * len(messages)
 
     def on_delivery(index: int) -> Any:
@@ -117,26 +118,65 @@ def _deliver(producer: Producer, topic: str, messages: Sequence[Message]) -> lis
                 on_delivery=on_delivery(index),
             )
             producer.poll(0)
-        remaining = producer.flush(OP_TIMEOUT_S + 5)
-    if remaining:
-        raise client_failure(NAME, "TIMEOUT", f"{remaining} messages undelivered after flush")
-    offsets = []
+        producer.flush(OP_TIMEOUT_S + 5)
+    outcomes: list[int | base.ClientError] = []
     for report in reports:
-        assert report is not None
+        if report is None:
+            outcomes.append(client_failure(NAME, "TIMEOUT", "undelivered after flush"))
+            continue
         err, msg = report
         if err is not None:
-            raise _failure(err)
+            outcomes.append(_failure(err))
+            continue
         offset = msg.offset()  # None with acks=0
-        offsets.append(offset if offset is not None and offset >= 0 else base.NO_OFFSET)
-    return offsets
+        outcomes.append(offset if offset is not None and offset >= 0 else base.NO_OFFSET)
+    return outcomes
 
 
-class ConfluentTransactionalProducer(base.TransactionalProducer):
+class ConfluentProducer(base.Producer):
+    """A librdkafka producer; each send flushes, so nothing is left queued between sends."""
+
+    def __init__(self, driver: ConfluentDriver, settings: base.ProducerSettings) -> None:
+        super().__init__(driver)
+        config: dict[str, Any] = {
+            **driver.common,
+            "compression.type": settings.compression,
+            "acks": settings.acks,
+            "message.timeout.ms": int(settings.timeout_s * 1000),
+            "linger.ms": 5,
+        }
+        if settings.idempotence is not None:
+            config["enable.idempotence"] = settings.idempotence
+        if settings.max_request_size is not None:
+            config["message.max.bytes"] = settings.max_request_size
+        if settings.retries is not None:
+            config["retries"] = settings.retries
+        with _errors():
+            self._producer = Producer(config)
+
+    def deliver(self, topic: str, messages: Sequence[Message]) -> list[int | base.ClientError]:
+        return _outcomes(self._producer, topic, messages)
+
+    def close(self) -> None:
+        """Close the producer (nothing is left to flush: every send flushed).
+
+        Closing a producer that hit a fatal error (a fenced one's _FENCED) raises that error once
+        more; the call that hit it has already reported it to the scenario, so it is no failure
+        of closing.
+        """
+        try:
+            self._producer.close()
+        except KafkaException as exc:
+            if not (exc.args and isinstance(exc.args[0], KafkaError) and exc.args[0].fatal()):
+                raise
+
+
+class ConfluentTransactionalProducer(ConfluentProducer, base.TransactionalProducer):
     """A librdkafka producer with ``transactional.id``; every transactional call waits at most
     :data:`OP_TIMEOUT_S`, after which librdkafka reports a retriable timeout."""
 
     def __init__(self, driver: ConfluentDriver, transactional_id: str, timeout_ms: int) -> None:
-        super().__init__(driver)
+        base.TransactionalProducer.__init__(self, driver)
         self._common = driver.common
         config = {
             **driver.common,
@@ -151,9 +191,6 @@ class ConfluentTransactionalProducer(base.TransactionalProducer):
     def begin(self) -> None:
         with _errors():
             self._producer.begin_transaction()
-
-    def send(self, topic: str, messages: Sequence[Message]) -> list[int]:
-        return _deliver(self._producer, topic, messages)
 
     def send_offsets(self, offsets: Mapping[TopicPartition, int], group: str) -> None:
         """confluent-kafka builds group metadata only from a consumer of the group, so a consumer
@@ -173,19 +210,6 @@ class ConfluentTransactionalProducer(base.TransactionalProducer):
         with _errors():
             self._producer.abort_transaction(OP_TIMEOUT_S)
 
-    def close(self) -> None:
-        """Close the producer (nothing is left to flush: every send flushed).
-
-        Closing a producer that hit a fatal error (a fenced one's _FENCED) raises that error once
-        more; the call that hit it has already reported it to the scenario, so it is no failure
-        of closing.
-        """
-        try:
-            self._producer.close()
-        except KafkaException as exc:
-            if not (exc.args and isinstance(exc.args[0], KafkaError) and exc.args[0].fatal()):
-                raise
-
 
 class ConfluentConsumer(base.Consumer):
     """A librdkafka KafkaConsumer; without a group it gets a throwaway group id (librdkafka wants one)."""
@@ -196,14 +220,20 @@ class ConfluentConsumer(base.Consumer):
             **driver.common,
             "group.id": settings.group or f"compat-assign-{uuid.uuid4().hex}",
             "auto.offset.reset": RESET[settings.reset],
-            "enable.auto.commit": False,
+            "enable.auto.commit": settings.auto_commit_ms is not None,
             "group.protocol": settings.group_protocol,
             "isolation.level": settings.isolation,
         }
         if settings.group_protocol == "classic":
             # With the consumer protocol the broker owns the session timeout, and librdkafka
             # refuses to create a consumer that sets it.
-            config["session.timeout.ms"] = 10000
+            config["session.timeout.ms"] = settings.session_timeout_ms or base.CLASSIC_SESSION_TIMEOUT_MS
+        optional = {
+            "client.id": settings.client_id,
+            "partition.assignment.strategy": settings.assignor,
+            "auto.commit.interval.ms": settings.auto_commit_ms,
+        }
+        config |= {key: value for key, value in optional.items() if value is not None}
         with _errors():
             self._consumer = RdConsumer(config)
 
@@ -393,9 +423,12 @@ class ConfluentAdmin(Admin):
             return [f.result(timeout=OP_TIMEOUT_S) for f in values]
 
     def _create_topic(
-        self, topic: str, partitions: int, replication: int, configs: dict[str, str], validate_only: bool
+        self, topic: str, partitions: int, replicas: Replicas, configs: dict[str, str], validate_only: bool
     ) -> None:
-        new = NewTopic(topic, partitions, replication, config=configs)
+        if isinstance(replicas, int):
+            new = NewTopic(topic, partitions, replicas, config=configs)
+        else:
+            new = NewTopic(topic, partitions, replica_assignment=replicas, config=configs)
         self._wait(
             self.admin.create_topics([new], operation_timeout=OP_TIMEOUT_S, validate_only=validate_only)
         )
@@ -403,10 +436,12 @@ class ConfluentAdmin(Admin):
     def delete_topic(self, topic: str) -> None:
         self._wait(self.admin.delete_topics([topic], operation_timeout=OP_TIMEOUT_S))
 
-    def create_partitions(self, topic: str, total: int) -> None:
-        self._wait(
-            self.admin.create_partitions([NewPartitions(topic, total)], operation_timeout=OP_TIMEOUT_S)
-        )
+    def create_partitions(
+        self, topic: str, total: int, assignments: Sequence[Sequence[int]] | None = None
+    ) -> None:
+        manual = {} if assignments is None else {"replica_assignment": [list(r) for r in assignments]}
+        new = NewPartitions(topic, total, **manual)
+        self._wait(self.admin.create_partitions([new], operation_timeout=OP_TIMEOUT_S))
 
     def describe_topic(self, topic: str) -> TopicInfo:
         with _errors():
@@ -418,27 +453,28 @@ class ConfluentAdmin(Admin):
         with _errors():
             return set(self.admin.list_topics(timeout=OP_TIMEOUT_S).topics)
 
-    def _configs(self, resource_type: str, name: str) -> dict[str, ConfigValue]:
+    def configs(self, resource_type: str, name: str) -> dict[str, ConfigValue]:
         resource = ConfigResource(ResourceType[resource_type], name)
         (entries,) = self._wait(self.admin.describe_configs([resource]))
         return {
-            key: ConfigValue(entry.value, ConfigSource(entry.source).name) for key, entry in entries.items()
+            key: ConfigValue(entry.value, ConfigSource(entry.source).name, entry.is_read_only)
+            for key, entry in entries.items()
         }
 
-    def alter_topic_configs(
-        self, topic: str, configs: Mapping[str, str | None], *, incremental: bool
+    def alter_configs(
+        self, resource_type: str, name: str, configs: Mapping[str, str | None], *, incremental: bool
     ) -> None:
-        kind = ResourceType.TOPIC
+        kind = ResourceType[resource_type]
         op = AlterConfigOpType
         if incremental:
             entries = [
                 ConfigEntry(k, v, incremental_operation=op.SET if v is not None else op.DELETE)
                 for k, v in configs.items()
             ]
-            resource = ConfigResource(kind, topic, incremental_configs=entries)
+            resource = ConfigResource(kind, name, incremental_configs=entries)
             self._wait(self.admin.incremental_alter_configs([resource]))
         else:
-            resource = ConfigResource(kind, topic, set_config=dict(configs))
+            resource = ConfigResource(kind, name, set_config=dict(configs))
             self._wait(self.admin.alter_configs([resource]))
 
     def delete_records(self, topic: str, before: Mapping[int, int]) -> dict[int, int]:
@@ -478,11 +514,45 @@ class ConfluentAdmin(Admin):
             frozenset((tp.topic, tp.partition) for tp in m.assignment.topic_partitions)
             for m in description.members
         ]
-        return base.GroupDescription(base.kafka_state_name(description.state.name), members)
+        return base.GroupDescription(
+            base.kafka_state_name(description.state.name),
+            members,
+            description.partition_assignor,
+            [(m.client_id, m.host) for m in description.members],
+        )
+
+    def list_groups(self, states: Sequence[str] = ()) -> dict[str, base.GroupListing]:
+        """librdkafka lists consumer groups only, as Java's listConsumerGroups."""
+        by_name = {base.kafka_state_name(state.name): state for state in ConsumerGroupState}
+        with _errors():
+            future = self.admin.list_consumer_groups(
+                states={by_name[s] for s in states}, request_timeout=OP_TIMEOUT_S
+            )
+            listed = future.result(timeout=OP_TIMEOUT_S)
+            if listed.errors:  # a broker that could not list its groups
+                raise listed.errors[0]
+        return {
+            g.group_id: base.GroupListing(
+                base.kafka_state_name(g.state.name), g.is_simple_consumer_group, g.type.name.lower()
+            )
+            for g in listed.valid
+        }
+
+    def delete_group(self, group: str) -> None:
+        self._wait(self.admin.delete_consumer_groups([group], request_timeout=OP_TIMEOUT_S))
 
     def group_offsets(self, group: str) -> dict[TopicPartition, int]:
         (result,) = self._wait(self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)]))
         return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions}
+
+    def alter_group_offsets(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
+        positions = [RdPartition(t, p, o) for (t, p), o in offsets.items()]
+        (result,) = self._wait(
+            self.admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, positions)])
+        )
+        for tp in result.topic_partitions:
+            if tp.error is not None:
+                raise _failure(tp.error)
 
     def create_acls(self, acls: Sequence[Acl]) -> list[str | None]:
         futures = self.admin.create_acls(
@@ -536,6 +606,8 @@ class ConfluentDriver(AdminDriver):
 
     name = NAME
     consumer_class = ConfluentConsumer
+    consumer_options = frozenset(base.OPTIONAL_CONSUMER_SETTINGS)
+    producer_class = ConfluentProducer
     transactional_producer_class = ConfluentTransactionalProducer
     admin_class = ConfluentAdmin
     group_protocols = frozenset(
@@ -546,21 +618,3 @@ class ConfluentDriver(AdminDriver):
     def __init__(self, bootstrap: str) -> None:
         super().__init__(bootstrap)
         self.common: dict[str, Any] = {"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000}
-
-    def produce(self, topic: str, messages: Sequence[Message], settings: base.ProducerSettings) -> list[int]:
-        config: dict[str, Any] = {
-            **self.common,
-            "compression.type": settings.compression,
-            "acks": settings.acks,
-            "message.timeout.ms": int(settings.timeout_s * 1000),
-            "linger.ms": 5,
-        }
-        if settings.idempotence is not None:
-            config["enable.idempotence"] = settings.idempotence
-        if settings.max_request_size is not None:
-            config["message.max.bytes"] = settings.max_request_size
-        if settings.retries is not None:
-            config["retries"] = settings.retries
-        with _errors():
-            producer = Producer(config)
-        return _deliver(producer, topic, messages)

@@ -17,6 +17,7 @@ from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
+import kafka.errors
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata
 from kafka import TopicPartition as KpPartition
@@ -36,6 +37,11 @@ from kafka.admin import (
     ResourcePatternFilter,
     ResourceType,
 )
+from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+from kafka.coordinator.assignors.range import RangePartitionAssignor
+from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+from kafka.errors import KafkaError
 from kafka.net.compat import KafkaNetClient
 from kafka.protocol.admin import DescribeConfigsRequest
 from kafka.protocol.consumer import FetchRequest
@@ -44,13 +50,23 @@ from kafka.protocol.producer import ProduceRequest
 from kafka.record.memory_records import MemoryRecordsBuilder
 
 from compat_tests.drivers import base, kafka_python_api
-from compat_tests.drivers.admin import Acl, Admin, AdminDriver, BrokerInfo, ConfigValue, TopicInfo
+from compat_tests.drivers.admin import Acl, Admin, AdminDriver, BrokerInfo, ConfigValue, Replicas, TopicInfo
 from compat_tests.drivers.base import Message, TopicPartition, client_failure, kafka_error_name
 from compat_tests.drivers.bulk import BulkClient, Fetch, Send
 from compat_tests.drivers.kafka_python_api import TIMEOUT_MS
 from compat_tests.drivers.records import Delivered
 
 NAME = "kafka-python"
+ASSIGNORS: dict[str, type] = {
+    a.name: a
+    for a in (
+        RangePartitionAssignor,
+        RoundRobinPartitionAssignor,
+        StickyPartitionAssignor,
+        CooperativeStickyAssignor,
+    )
+}
+"""kafka-python's partition assignors by their (Kafka's) names."""
 
 
 def subscribe_with_metadata(consumer: KafkaConsumer, topics: Sequence[str]) -> None:
@@ -80,7 +96,9 @@ class KafkaPythonConsumer(base.Consumer):
     def __init__(self, driver: KafkaPythonDriver, settings: base.ConsumerSettings) -> None:
         super().__init__(driver)
         with kafka_python_api.errors(NAME):
-            self._consumer = KafkaConsumer(**kafka_python_api.consumer_config(driver.bootstrap, settings))
+            self._consumer = KafkaConsumer(
+                **kafka_python_api.consumer_config(driver.bootstrap, settings, driver, ASSIGNORS)
+            )
 
     def assign(self, positions: Mapping[TopicPartition, int | None]) -> None:
         with kafka_python_api.errors(NAME):
@@ -107,19 +125,47 @@ class KafkaPythonConsumer(base.Consumer):
         self._consumer.close()
 
 
-def _deliver(producer: KafkaProducer, topic: str, messages: Sequence[Message]) -> list[int]:
-    """Send ``messages`` in order, flush, and return their offsets (the first failure raises)."""
-    futures = [producer.send(topic, **kafka_python_api.send_arguments(m)) for m in messages]
-    producer.flush(timeout=base.OP_TIMEOUT_S)
-    offsets = [f.get(timeout=base.OP_TIMEOUT_S).offset for f in futures]
-    return [o if o >= 0 else base.NO_OFFSET for o in offsets]
+def _outcome(future: Any) -> int | base.ClientError:
+    """A send's offset, or the failure that its future holds."""
+    try:
+        offset: int = future.get(timeout=base.OP_TIMEOUT_S).offset
+    except KafkaError as exc:
+        return kafka_python_api.failure(exc, NAME)
+    return offset if offset >= 0 else base.NO_OFFSET
 
 
-class KafkaPythonTransactionalProducer(base.TransactionalProducer):
+class KafkaPythonProducer(base.Producer):
+    """A KafkaProducer; its blocking calls (metadata, buffer space) wait at most the send timeout."""
+
+    def __init__(self, driver: KafkaPythonDriver, settings: base.ProducerSettings) -> None:
+        super().__init__(driver)
+        if settings.compression != "none" and not getattr(kp_codec, f"has_{settings.compression}")():
+            driver.unsupported(
+                f"{settings.compression} compression (its optional codec library is not installed)"
+            )
+        config = kafka_python_api.producer_config(driver.bootstrap, settings)
+        config["max_block_ms"] = int(settings.timeout_s * 1000)
+        config["request_timeout_ms"] = TIMEOUT_MS
+        if settings.retries is not None:
+            config["retries"] = settings.retries
+        with kafka_python_api.errors(NAME):
+            self._producer = KafkaProducer(**config)
+
+    def deliver(self, topic: str, messages: Sequence[Message]) -> list[int | base.ClientError]:
+        with kafka_python_api.errors(NAME):
+            futures = [self._producer.send(topic, **kafka_python_api.send_arguments(m)) for m in messages]
+            self._producer.flush(timeout=base.OP_TIMEOUT_S)
+        return [_outcome(f) for f in futures]
+
+    def close(self) -> None:
+        self._producer.close(timeout=5)
+
+
+class KafkaPythonTransactionalProducer(KafkaPythonProducer, base.TransactionalProducer):
     """A KafkaProducer with ``transactional_id``; its blocking calls wait at most ``max_block_ms``."""
 
     def __init__(self, driver: KafkaPythonDriver, transactional_id: str, timeout_ms: int) -> None:
-        super().__init__(driver)
+        base.TransactionalProducer.__init__(self, driver)
         config = kafka_python_api.transactional_config(driver.bootstrap, transactional_id, timeout_ms)
         with kafka_python_api.errors(NAME):
             self._producer = KafkaProducer(**config, max_block_ms=TIMEOUT_MS)
@@ -133,10 +179,6 @@ class KafkaPythonTransactionalProducer(base.TransactionalProducer):
         with kafka_python_api.errors(NAME):
             self._producer.begin_transaction()
 
-    def send(self, topic: str, messages: Sequence[Message]) -> list[int]:
-        with kafka_python_api.errors(NAME):
-            return _deliver(self._producer, topic, messages)
-
     def send_offsets(self, offsets: Mapping[TopicPartition, int], group: str) -> None:
         """A bare group id stands for the group's metadata, as in Java's ``new ConsumerGroupMetadata(group)``."""
         with kafka_python_api.errors(NAME):
@@ -149,9 +191,6 @@ class KafkaPythonTransactionalProducer(base.TransactionalProducer):
     def abort(self) -> None:
         with kafka_python_api.errors(NAME):
             self._producer.abort_transaction()
-
-    def close(self) -> None:
-        self._producer.close(timeout=5)
 
 
 _KP_CODEC_LIBRARY = {"snappy": "python-snappy", "lz4": "lz4", "zstd": "zstandard"}
@@ -231,6 +270,12 @@ def _raise_for(code: int, what: str) -> None:
         raise client_failure(NAME, kafka_error_name(code), what)
 
 
+def _raise_for_partitions(outcomes: Mapping[KpPartition, type[KafkaError]]) -> None:
+    """Raise the first partition error of a group offsets call (error classes by partition)."""
+    for tp, error in outcomes.items():
+        _raise_for(error.errno, f"{tp.topic}-{tp.partition}")
+
+
 def _net_client(bootstrap: str) -> KafkaNetClient:
     """kafka-python's bare network client, for requests its admin and producer never send as needed."""
     return KafkaNetClient(bootstrap_servers=bootstrap, request_timeout_ms=TIMEOUT_MS)
@@ -281,13 +326,13 @@ class KafkaPythonAdmin(Admin):
         self._net: KafkaNetClient | None = None
 
     def _create_topic(
-        self, topic: str, partitions: int, replication: int, configs: dict[str, str], validate_only: bool
+        self, topic: str, partitions: int, replicas: Replicas, configs: dict[str, str], validate_only: bool
     ) -> None:
-        spec = {
-            "num_partitions": partitions,
-            "replication_factor": replication,
-            "configs": configs,
-        }
+        spec: dict[str, Any] = {"configs": configs}
+        if isinstance(replicas, int):
+            spec |= {"num_partitions": partitions, "replication_factor": replicas}
+        else:  # the count and replication factor go as -1, as Kafka wants beside an assignment
+            spec["assignments"] = dict(enumerate(replicas))
         with kafka_python_api.errors(NAME):
             self.admin.create_topics({topic: spec}, validate_only=validate_only)
 
@@ -295,9 +340,14 @@ class KafkaPythonAdmin(Admin):
         with kafka_python_api.errors(NAME):
             self.admin.delete_topics([topic])
 
-    def create_partitions(self, topic: str, total: int) -> None:
+    def create_partitions(
+        self, topic: str, total: int, assignments: Sequence[Sequence[int]] | None = None
+    ) -> None:
+        spec = (
+            total if assignments is None else {"count": total, "assignments": [list(r) for r in assignments]}
+        )
         with kafka_python_api.errors(NAME):
-            self.admin.create_partitions({topic: total})
+            self.admin.create_partitions({topic: spec})
 
     def describe_topic(self, topic: str) -> TopicInfo:
         with kafka_python_api.errors(NAME):
@@ -311,7 +361,7 @@ class KafkaPythonAdmin(Admin):
         with kafka_python_api.errors(NAME):
             return set(self.admin.list_topics())
 
-    def _configs(self, resource_type: str, name: str) -> dict[str, ConfigValue]:
+    def configs(self, resource_type: str, name: str) -> dict[str, ConfigValue]:
         kind = ConfigResourceType[resource_type]
         with kafka_python_api.errors(NAME):
             result = self.admin.describe_configs([ConfigResource(kind, name)], config_filter="all")
@@ -324,16 +374,19 @@ class KafkaPythonAdmin(Admin):
             )
             (raw,) = self._send(DescribeConfigsRequest(resources=[resource]))["results"]
             _raise_for(raw["error_code"], f"describe_configs {name}")
-        return {key: ConfigValue(entry["value"], entry["config_source"]) for key, entry in entries.items()}
+        return {
+            key: ConfigValue(entry["value"], entry["config_source"], entry["read_only"])
+            for key, entry in entries.items()
+        }
 
-    def alter_topic_configs(
-        self, topic: str, configs: Mapping[str, str | None], *, incremental: bool
+    def alter_configs(
+        self, resource_type: str, name: str, configs: Mapping[str, str | None], *, incremental: bool
     ) -> None:
         ops = {k: v if v is not None else (AlterConfigOp.DELETE, None) for k, v in configs.items()}
-        resource = ConfigResource(ConfigResourceType.TOPIC, topic, ops)
+        resource = ConfigResource(ConfigResourceType[resource_type], name, ops)
         with kafka_python_api.errors(NAME):
             result = self.admin.alter_configs([resource], incremental=incremental, raise_on_unknown=False)
-        outcome = str(result["topic"][topic])
+        outcome = str(result[resource_type.lower()][name])
         if outcome != "OK":
             # kafka-python reports a failed resource as the text of its exception, "[Error 40] ...".
             code = re.search(r"\[Error (-?\d+)\]", outcome)
@@ -392,12 +445,45 @@ class KafkaPythonAdmin(Admin):
             )
             for m in description["members"]
         ]
-        return base.GroupDescription(base.kafka_state_name(description["group_state"]), members)
+        return base.GroupDescription(
+            base.kafka_state_name(description["group_state"]),
+            members,
+            description["protocol_data"],
+            [(m["client_id"], m["client_host"]) for m in description["members"]],
+        )
+
+    def list_groups(self, states: Sequence[str] = ()) -> dict[str, base.GroupListing]:
+        """kafka-python lists every group; those of other protocol types (Connect's) are left out."""
+        with kafka_python_api.errors(NAME):
+            listed = self.admin.list_groups(states_filter=list(states) or None)
+        return {
+            g["group_id"]: base.GroupListing(
+                g["group_state"], not g["protocol_type"], g["group_type"].lower()
+            )
+            for g in listed
+            if g["protocol_type"] in ("consumer", "")
+        }
+
+    def delete_group(self, group: str) -> None:
+        """kafka-python answers "OK" or the error class's name."""
+        with kafka_python_api.errors(NAME):
+            outcome = self.admin.delete_groups([group])[group]
+        if outcome != "OK":
+            raise client_failure(NAME, kafka_error_name(getattr(kafka.errors, outcome).errno), outcome)
 
     def group_offsets(self, group: str) -> dict[TopicPartition, int]:
         with kafka_python_api.errors(NAME):
             result = self.admin.list_group_offsets({group: None})[group]
         return {(tp.topic, tp.partition): meta.offset for tp, meta in result.items()}
+
+    def alter_group_offsets(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
+        with kafka_python_api.errors(NAME):
+            _raise_for_partitions(self.admin.alter_group_offsets(group, _commit_offsets(offsets)))
+
+    def delete_group_offsets(self, group: str, partitions: Sequence[TopicPartition]) -> None:
+        with kafka_python_api.errors(NAME):
+            found = self.admin.delete_group_offsets(group, [KpPartition(t, p) for t, p in partitions])
+            _raise_for_partitions(found)
 
     def create_acls(self, acls: Sequence[Acl]) -> list[str | None]:
         bindings = [_kp_acl(acl, ACL) for acl in acls]
@@ -447,25 +533,10 @@ class KafkaPythonDriver(AdminDriver):
 
     name = NAME
     consumer_class = KafkaPythonConsumer
+    consumer_options = frozenset(base.OPTIONAL_CONSUMER_SETTINGS)
+    producer_class = KafkaPythonProducer
     transactional_producer_class = KafkaPythonTransactionalProducer
     admin_class = KafkaPythonAdmin
-
-    def produce(self, topic: str, messages: Sequence[Message], settings: base.ProducerSettings) -> list[int]:
-        if settings.compression != "none" and not getattr(kp_codec, f"has_{settings.compression}")():
-            self.unsupported(
-                f"{settings.compression} compression (its optional codec library is not installed)"
-            )
-        config = kafka_python_api.producer_config(self.bootstrap, settings)
-        config["max_block_ms"] = int(settings.timeout_s * 1000)
-        config["request_timeout_ms"] = TIMEOUT_MS
-        if settings.retries is not None:
-            config["retries"] = settings.retries
-        with kafka_python_api.errors(NAME):
-            producer = KafkaProducer(**config)
-            try:
-                return _deliver(producer, topic, messages)
-            finally:
-                producer.close(timeout=5)
 
 
 def raw_produce(bootstrap: str, topic: str, partition: int) -> str:

@@ -16,9 +16,11 @@ import aiokafka.errors
 import kafka.errors
 
 from compat_tests.drivers.base import (
+    CLASSIC_SESSION_TIMEOUT_MS,
     OP_TIMEOUT_S,
     ClientError,
     ConsumerSettings,
+    Driver,
     Message,
     ProducerSettings,
     Received,
@@ -33,18 +35,27 @@ from compat_tests.drivers.records import Consumed, Record
 TIMEOUT_MS = int(OP_TIMEOUT_S * 1000)
 
 
-def consumer_config(bootstrap: str, settings: ConsumerSettings) -> dict[str, Any]:
-    """Consumer keywords: commits only when the scenario asks, a session short enough for tests."""
-    return {
+def consumer_config(
+    bootstrap: str, settings: ConsumerSettings, driver: Driver, assignors: Mapping[str, type]
+) -> dict[str, Any]:
+    """Consumer keywords: commits only when the scenario asks (or auto-commit it chose), a
+    session short enough for tests; ``assignors`` are the client's assignor classes by name."""
+    config: dict[str, Any] = {
         "bootstrap_servers": bootstrap,
         "group_id": settings.group,
         "auto_offset_reset": settings.reset,
-        "enable_auto_commit": False,
+        "enable_auto_commit": settings.auto_commit_ms is not None,
         "isolation_level": settings.isolation,
         "request_timeout_ms": TIMEOUT_MS,
-        "session_timeout_ms": 10000,
+        "session_timeout_ms": settings.session_timeout_ms or CLASSIC_SESSION_TIMEOUT_MS,
         "heartbeat_interval_ms": 1000,
     }
+    if settings.assignor is not None:
+        if settings.assignor not in assignors:
+            driver.unsupported(f"the {settings.assignor} assignor")
+        config["partition_assignment_strategy"] = (assignors[settings.assignor],)
+    optional = {"client_id": settings.client_id, "auto_commit_interval_ms": settings.auto_commit_ms}
+    return config | {key: value for key, value in optional.items() if value is not None}
 
 
 def transactional_config(bootstrap: str, transactional_id: str, timeout_ms: int) -> dict[str, Any]:

@@ -12,11 +12,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from confluent_kafka import Producer
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentClient
+from compat_tests.drivers.base import Message
+from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentClient, ConfluentDriver
 from compat_tests.drivers.records import Record as DriverRecord
 
 TIMEOUT_S = 30.0
@@ -88,19 +88,14 @@ def produce_transactions(
 ) -> None:
     """Produce each list of records as one transaction of a transactional producer, then commit
     it (True) or abort it (False)."""
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"spark-{topic}"})
-    producer.init_transactions(TIMEOUT_S)
-    for records, commit in transactions:
-        producer.begin_transaction()
-        for r in records:
-            producer.produce(
-                topic, r.value, r.key, r.partition, timestamp=r.timestamp, headers=list(r.headers)
+    with ConfluentDriver(bootstrap).transactional_producer(f"spark-{topic}") as producer:
+        for records, commit in transactions:
+            producer.begin()
+            # A send flushes: an abort drops what is still queued, and these must be written.
+            producer.send(
+                topic, [Message(r.value, r.key, r.headers, r.partition, r.timestamp) for r in records]
             )
-        producer.flush(TIMEOUT_S)  # an abort drops what is still queued; these must be written
-        if commit:
-            producer.commit_transaction(TIMEOUT_S)
-        else:
-            producer.abort_transaction(TIMEOUT_S)
+            (producer.commit if commit else producer.abort)()
 
 
 def consume_all(bootstrap: str, topic: str, partitions: int) -> list[Record]:

@@ -7,10 +7,10 @@ import socket
 import struct
 import threading
 
-from confluent_kafka import Consumer, Producer, TopicPartition
-
 from compat_tests.brokers import free_ports
 from compat_tests.brokers import odradek_cli as odradek
+from compat_tests.drivers.base import ConsumerSettings, Message, ProducerSettings
+from compat_tests.drivers.confluent import ConfluentDriver
 from tests.integration.broker_process import OdradekProcess
 
 
@@ -21,10 +21,8 @@ def test_topics_create_list_describe_delete(odradek_broker: OdradekProcess) -> N
     )
     assert created.returncode == 0, created.stderr
     assert "created topic clicks with 3 partition(s)" in created.stdout
-    producer = Producer({"bootstrap.servers": odradek_broker.bootstrap})
-    for i in range(30):
-        producer.produce("clicks", value=b"x", partition=i % 3)
-    assert producer.flush(20) == 0
+    clicks = [Message(b"x", partition=i % 3) for i in range(30)]
+    ConfluentDriver(odradek_broker.bootstrap).produce("clicks", clicks, ProducerSettings())
 
     listed = odradek("topics", "list", *bootstrap)
     assert listed.returncode == 0, listed.stderr
@@ -62,15 +60,10 @@ def test_topics_create_list_describe_delete(odradek_broker: OdradekProcess) -> N
 
 
 def test_groups_show_committed_offsets_and_lag(odradek_broker: OdradekProcess) -> None:
-    producer = Producer({"bootstrap.servers": odradek_broker.bootstrap})
-    for i in range(10):
-        producer.produce("orders", value=b"%d" % i, partition=0)
-    assert producer.flush(20) == 0
-    consumer = Consumer(
-        {"bootstrap.servers": odradek_broker.bootstrap, "group.id": "billing", "enable.auto.commit": False}
-    )
-    consumer.commit(offsets=[TopicPartition("orders", 0, 4)], asynchronous=False)
-    consumer.close()
+    driver = ConfluentDriver(odradek_broker.bootstrap)
+    driver.produce("orders", [Message(b"%d" % i, partition=0) for i in range(10)], ProducerSettings())
+    with driver.consumer(ConsumerSettings(group="billing")) as consumer:
+        consumer.commit({("orders", 0): 4})
 
     bootstrap = ["--bootstrap", odradek_broker.bootstrap]
     listed = odradek("groups", "list", *bootstrap)

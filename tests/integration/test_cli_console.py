@@ -12,11 +12,12 @@ import signal
 import subprocess
 
 import pytest
-from confluent_kafka import Producer
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
 from compat_tests.brokers import odradek_cli as odradek
 from compat_tests.brokers import odradek_command
+from compat_tests.drivers.base import Message, ProducerSettings
+from compat_tests.drivers.confluent import ConfluentDriver
 from tests.integration.broker_process import OdradekProcess
 
 pytestmark = pytest.mark.timeout(120)
@@ -113,18 +114,11 @@ def test_json_round_trip_and_partitioning(shared_broker: OdradekProcess) -> None
 def test_reads_what_a_stock_client_wrote(shared_broker: OdradekProcess) -> None:
     topic = "from-librdkafka"
     create(shared_broker, topic, 1)
-    producer = Producer(
-        {"bootstrap.servers": shared_broker.bootstrap, "compression.type": "zstd", "linger.ms": 50}
-    )
-    for i in range(50):
-        producer.produce(
-            topic,
-            key=None if i % 2 else b"k%d" % i,
-            value=b"v%d" % i,
-            headers=[("n", b"%d" % i)],
-            timestamp=BASE_TIME + i,
-        )
-    assert producer.flush(20) == 0
+    records = [
+        Message(b"v%d" % i, None if i % 2 else b"k%d" % i, (("n", b"%d" % i),), timestamp_ms=BASE_TIME + i)
+        for i in range(50)
+    ]
+    ConfluentDriver(shared_broker.bootstrap).produce(topic, records, ProducerSettings(compression="zstd"))
     consumed = [
         json.loads(line)
         for line in consume(

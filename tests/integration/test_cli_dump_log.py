@@ -11,10 +11,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
 
 from broker.cli_dump import BATCH_HEADERS
 from compat_tests.brokers import odradek_cli as odradek
+from compat_tests.drivers.base import Message, ProducerSettings
+from compat_tests.drivers.confluent import ConfluentDriver
 from tests.integration.broker_process import OdradekProcess
 
 pytestmark = pytest.mark.timeout(120)
@@ -37,17 +38,17 @@ def partition_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             ).returncode
             == 0
         )
-        producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
-        for i in range(RECORDS):
-            producer.produce(TOPIC, key=b"k%d" % i, value=b"value %d" % i, headers=[("h", b"%d" % i)])
-            assert producer.flush(10) == 0  # one batch per record
-        transactional = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "dump-txn"})
-        transactional.init_transactions(30)
-        for commit in (True, False):
-            transactional.begin_transaction()
-            transactional.produce(TOPIC, value=b"in a transaction")
-            assert transactional.flush(10) == 0  # written before it ends, so the abort has a marker too
-            (transactional.commit_transaction if commit else transactional.abort_transaction)(30)
+        driver = ConfluentDriver(broker.bootstrap)
+        with driver.producer(ProducerSettings()) as producer:
+            for i in range(RECORDS):
+                record = Message(b"value %d" % i, key=b"k%d" % i, headers=(("h", b"%d" % i),))
+                producer.send(TOPIC, [record])  # one batch per record: each send flushes
+        with driver.transactional_producer("dump-txn") as transactional:
+            for commit in (True, False):
+                transactional.begin()
+                # sent (flushed) before it ends, so the abort has a marker too
+                transactional.send(TOPIC, [Message(b"in a transaction")])
+                (transactional.commit if commit else transactional.abort)()
     finally:
         broker.stop()
     yield broker.data_dir / f"{TOPIC}-0"

@@ -10,10 +10,11 @@ import subprocess
 from datetime import UTC, datetime
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
 from broker.cli_group_offsets import parse_datetime_ms
 from compat_tests.brokers import odradek_cli as odradek
+from compat_tests.drivers.base import ConsumerSettings
+from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentDriver
 from tests.integration.broker_process import OdradekProcess
 
 pytestmark = pytest.mark.timeout(120)
@@ -137,13 +138,10 @@ def test_all_topics_and_scope_errors(shared_broker: OdradekProcess) -> None:
 
 def test_a_group_with_members_is_refused_then_deleted(shared_broker: OdradekProcess) -> None:
     prepare(shared_broker, "busy", "busy-group", partitions=1)
-    consumer = Consumer(
-        {"bootstrap.servers": shared_broker.bootstrap, "group.id": "busy-group", "enable.auto.commit": False}
-    )
-    try:
+    with ConfluentDriver(shared_broker.bootstrap).consumer(ConsumerSettings(group="busy-group")) as consumer:
         consumer.subscribe(["busy"])
         while not consumer.assignment():
-            consumer.poll(0.2)
+            consumer.poll(1, 0.2)
         refused = reset_offsets(shared_broker, "busy-group", "--topic", "busy", "--to-earliest", "--execute")
         assert refused.returncode == 1
         assert (
@@ -153,20 +151,14 @@ def test_a_group_with_members_is_refused_then_deleted(shared_broker: OdradekProc
         not_empty = odradek("groups", "delete", "busy-group", "--bootstrap", shared_broker.bootstrap)
         assert not_empty.returncode == 1
         assert "* Group 'busy-group' could not be deleted due to: NON_EMPTY_GROUP" in not_empty.stderr
-    finally:
-        consumer.close()
     assert committed(shared_broker, "busy-group") == {("busy", 0): 5}
     deleted = odradek("groups", "delete", "busy-group", "--bootstrap", shared_broker.bootstrap)
     assert deleted.returncode == 0, deleted.stderr
     assert deleted.stdout.strip() == "Deletion of requested consumer groups ('busy-group') was successful."
     again = odradek("groups", "delete", "busy-group", "--bootstrap", shared_broker.bootstrap)
     assert again.returncode == 1 and "GROUP_ID_NOT_FOUND" in again.stderr
-    check = Consumer({"bootstrap.servers": shared_broker.bootstrap, "group.id": "busy-group"})
-    try:
-        (position,) = check.committed([TopicPartition("busy", 0)], timeout=10)
-        assert position.offset < 0  # the committed offsets went with the group
-    finally:
-        check.close()
+    with ConfluentAdmin(shared_broker.bootstrap) as admin:
+        assert admin.group_offsets("busy-group") == {}  # the committed offsets went with the group
 
 
 def test_progress_bar_only_on_a_terminal(shared_broker: OdradekProcess) -> None:

@@ -1,4 +1,4 @@
-"""Compaction through a real broker and stock clients (confluent-kafka).
+"""Compaction through a real broker and stock clients (confluent-kafka, through the drivers).
 
 Compacted topics keep the latest value per key at its original offset and drop tombstones after
 ``delete.retention.ms``; keyless records are refused at produce time (INVALID_RECORD, as
@@ -12,12 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, Producer, TopicPartition
 
+from compat_tests.drivers.base import ClientError, ConsumerSettings, Message, ProducerSettings
+from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentClient, ConfluentDriver
 from tests.integration.broker_process import OdradekProcess
-from tests.integration.partition_reader import read_to_end
 from tests.integration.raw_client import RawClient
-from tests.integration.test_retention import consume_all
 from tests.integration.waiting import wait_until
 from wire.error_codes import ErrorCode
 from wire.record_batch import Record, encode_batch
@@ -41,28 +40,18 @@ def produce_keyed(
     bootstrap: str, topic: str, items: list[tuple[bytes, bytes | None]], compression: str = "none"
 ) -> dict[int, tuple[bytes, bytes | None]]:
     """Produce (key, value) records one per batch; returns offset -> record as acknowledged."""
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "linger.ms": 0,
-            "batch.num.messages": 1,
-            "compression.type": compression,
-        }
-    )
     delivered: dict[int, tuple[bytes, bytes | None]] = {}
-
-    def on_delivery(error: KafkaError | None, message: Message) -> None:
-        assert error is None, error
-        delivered[message.offset()] = (message.key(), message.value())
-
-    for key, value in items:
-        producer.produce(topic, key=key, value=value, on_delivery=on_delivery)
-    assert producer.flush(30) == 0
+    with ConfluentDriver(bootstrap).producer(ProducerSettings(compression=compression)) as producer:
+        for key, value in items:
+            (offset,) = producer.send(topic, [Message(value, key)])  # each send flushes: its own batch
+            delivered[offset] = (key, value)
     return delivered
 
 
-def read_keyed(bootstrap: str, topic: str) -> list[tuple[int, bytes, bytes | None]]:
-    return read_to_end(bootstrap, topic, 0, lambda m: (m.offset(), m.key(), m.value()))
+def read_keyed(bootstrap: str, topic: str) -> list[tuple[int, bytes | None, bytes | None]]:
+    return [
+        (c.offset, c.record.key, c.record.value) for c in ConfluentClient(bootstrap).read_partition(topic, 0)
+    ]
 
 
 def test_latest_value_per_key_and_tombstones_through_a_consumer(broker: OdradekProcess) -> None:
@@ -106,12 +95,10 @@ def test_keyless_records_are_refused_by_compacted_topics(broker: OdradekProcess)
         "Compacted topic cannot accept message without key"
         in response["record_errors"][0]["batch_index_error_message"]
     )
-    producer = Producer({"bootstrap.servers": broker.bootstrap, "retries": 0})
-    errors: list[KafkaError] = []
-    producer.produce(topic, value=b"no key", on_delivery=lambda error, _message: errors.append(error))
-    producer.flush(30)
-    assert [error.code() for error in errors] == [KafkaError.INVALID_RECORD]
-    assert consume_all(broker.bootstrap, topic, OFFSET_BEGINNING) == []
+    with pytest.raises(ClientError) as refused:
+        ConfluentDriver(broker.bootstrap).produce(topic, [Message(b"no key")], ProducerSettings(retries=0))
+    assert refused.value.error == "INVALID_RECORD"
+    assert ConfluentClient(broker.bootstrap).read_partition(topic, 0) == []
 
 
 def test_consumer_offsets_are_compacted_and_survive_a_crash(tmp_path: Path) -> None:
@@ -120,10 +107,9 @@ def test_consumer_offsets_are_compacted_and_survive_a_crash(tmp_path: Path) -> N
     try:
         with RawClient(broker.bootstrap) as client:
             client.create_topic("tracked", 2)
-        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "committer"})
-        for n in range(1, 301):
-            consumer.commit(offsets=[TopicPartition("tracked", n % 2, n)], asynchronous=False)
-        consumer.close()
+        with ConfluentDriver(broker.bootstrap).consumer(ConsumerSettings(group="committer")) as consumer:
+            for n in range(1, 301):
+                consumer.commit({("tracked", n % 2): n})
         offsets_dir = broker.data_dir / "__consumer_offsets-0"
 
         def compacted() -> bool:
@@ -133,11 +119,7 @@ def test_consumer_offsets_are_compacted_and_survive_a_crash(tmp_path: Path) -> N
 
         wait_until(compacted, "__consumer_offsets to be compacted", timeout_s=60)
         broker.restart(crash=True)
-        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "committer"})
-        committed = consumer.committed(
-            [TopicPartition("tracked", 0), TopicPartition("tracked", 1)], timeout=30
-        )
-        consumer.close()
-        assert [tp.offset for tp in committed] == [300, 299]
+        with ConfluentAdmin(broker.bootstrap) as admin:
+            assert admin.group_offsets("committer") == {("tracked", 0): 300, ("tracked", 1): 299}
     finally:
         broker.stop()

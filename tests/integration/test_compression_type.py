@@ -6,8 +6,9 @@ import struct
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
 
+from compat_tests.drivers.base import Message, ProducerSettings
+from compat_tests.drivers.confluent import ConfluentClient, ConfluentDriver
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient
 from wire.record_batch import Compression
@@ -41,26 +42,11 @@ def test_batches_are_stored_with_the_topic_codec(
     topic = f"codec-{topic_codec}"
     with RawClient(odradek_broker.bootstrap) as client:
         client.create_topic(topic, 1, {"compression.type": topic_codec})
-    producer = Producer(
-        {
-            "bootstrap.servers": odradek_broker.bootstrap,
-            "compression.type": producer_codec,
-            "enable.idempotence": True,
-        }
-    )
     values = [b"value-%d" % i * 20 for i in range(500)]
-    for i, value in enumerate(values):
-        producer.produce(topic, key=b"%d" % i, value=value, partition=0, headers=[("h", b"%d" % i)])
-    assert producer.flush(20) == 0
-    consumer = Consumer(
-        {"bootstrap.servers": odradek_broker.bootstrap, "group.id": "codec", "enable.auto.commit": False}
-    )
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    received = []
-    while len(received) < len(values):
-        message = consumer.poll(10)
-        assert message is not None and message.error() is None, message and message.error()
-        received.append((message.offset(), message.key(), message.value(), message.headers()))
-    consumer.close()
-    assert received == [(i, b"%d" % i, v, [("h", b"%d" % i)]) for i, v in enumerate(values)]
+    sent = [Message(v, b"%d" % i, (("h", b"%d" % i),), partition=0) for i, v in enumerate(values)]
+    settings = ProducerSettings(compression=producer_codec, idempotence=True)
+    ConfluentDriver(odradek_broker.bootstrap).produce(topic, sent, settings)
+    consumed = ConfluentClient(odradek_broker.bootstrap).consume(topic, {0: 0}, until={0: len(values)})
+    received = [(c.offset, c.record.key, c.record.value, c.record.headers) for c in consumed[0]]
+    assert received == [(i, b"%d" % i, v, (("h", b"%d" % i),)) for i, v in enumerate(values)]
     assert stored_codecs(odradek_broker.data_dir / f"{topic}-0" / "00000000000000000000.log") == {stored}

@@ -12,73 +12,33 @@ import threading
 import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-
+from compat_tests.drivers.base import ClientError, Message, ProducerSettings
+from compat_tests.drivers.confluent import ConfluentClient, ConfluentDriver
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient, make_batch
 
 TOPIC = "crash"
 PARTITIONS = 2
 LATEST = -1
-
-
-def read_partition(bootstrap: str, partition: int, end: int) -> list[tuple[int, bytes]]:
-    """All (offset, value) of a partition from 0 up to ``end`` (exclusive)."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "reader",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
-    consumer.assign([TopicPartition(TOPIC, partition, 0)])
-    records: list[tuple[int, bytes]] = []
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and (not records or records[-1][0] < end - 1):
-        message = consumer.poll(1)
-        if message is None:
-            continue
-        if message.error():
-            assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
-            if end == 0 or (records and records[-1][0] >= end - 1):
-                break
-            continue
-        records.append((message.offset(), message.value()))
-    consumer.close()
-    return records
+ROUND = 200
+"""Records per send: each send waits for its acknowledgements, so a kill meets at most these."""
 
 
 def produce_until_killed(bootstrap: str, acked: dict[tuple[int, int], bytes], stop: threading.Event) -> None:
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "acks": "all",
-            "linger.ms": 2,
-            "message.timeout.ms": 5000,
-            "retries": 0,
-            "enable.idempotence": False,
-        }
-    )
-
-    def on_delivery(error: object, message: object) -> None:
-        if error is None:
-            acked[(message.partition(), message.offset())] = message.value()  # type: ignore[attr-defined]
-
+    """Send rounds of records over both partitions until ``stop``, recording every acknowledged
+    one; no retries, so a record is acknowledged by the broker that wrote it or not at all."""
+    settings = ProducerSettings(acks="all", idempotence=False, retries=0, timeout_s=5)
     sequence = 0
-    while not stop.is_set():
-        try:
-            producer.produce(
-                TOPIC,
-                value=b"value-%08d" % sequence,
-                partition=sequence % PARTITIONS,
-                on_delivery=on_delivery,
-            )
-            sequence += 1
-        except BufferError:
-            producer.poll(0.01)
-        producer.poll(0)
-    producer.flush(10)
+    with ConfluentDriver(bootstrap).producer(settings) as producer:
+        while not stop.is_set():
+            sent = [
+                Message(b"value-%08d" % n, partition=n % PARTITIONS)
+                for n in range(sequence, sequence + ROUND)
+            ]
+            sequence += ROUND
+            for message, outcome in zip(sent, producer.deliver(TOPIC, sent), strict=True):
+                if not isinstance(outcome, ClientError):
+                    acked[(message.partition, outcome)] = message.value
 
 
 def test_kill_during_produce_loses_nothing_acknowledged(odradek_broker: OdradekProcess) -> None:
@@ -101,8 +61,11 @@ def test_kill_during_produce_loses_nothing_acknowledged(odradek_broker: OdradekP
     assert "unclean shutdown" in odradek_broker.log_text()
     with RawClient(odradek_broker.bootstrap) as client:
         ends = [client.list_offset(TOPIC, p, LATEST) for p in range(PARTITIONS)]
+    consumed = ConfluentClient(odradek_broker.bootstrap).consume(
+        TOPIC, dict.fromkeys(range(PARTITIONS), 0), until=dict(enumerate(ends))
+    )
     for partition in range(PARTITIONS):
-        records = read_partition(odradek_broker.bootstrap, partition, ends[partition])
+        records = [(c.offset, c.record.value) for c in consumed[partition]]
         offsets = [offset for offset, _ in records]
         assert offsets == list(range(ends[partition])), "offsets must be contiguous from 0"
         stored = dict(records)
@@ -138,7 +101,7 @@ def test_torn_and_corrupt_tail_is_truncated_on_restart(odradek_broker: OdradekPr
     data[-3] ^= 0xFF
     segment.write_bytes(bytes(data))
     odradek_broker.start()
-    records = read_partition(odradek_broker.bootstrap, 0, 20)
-    assert [value for _, value in records][::2] == [b"good-%d" % i for i in range(10)]
+    consumed = ConfluentClient(odradek_broker.bootstrap).consume(TOPIC, {0: 0}, until={0: 20})
+    assert [c.record.value for c in consumed[0]][::2] == [b"good-%d" % i for i in range(10)]
     with RawClient(odradek_broker.bootstrap) as client:
         assert client.list_offset(TOPIC, 0, LATEST) == 20

@@ -15,10 +15,11 @@ from functools import partial
 from pathlib import Path
 
 import trio
-from kafka import KafkaConsumer
 
 from broker.admin_client import PRODUCE_VERSION, produce_body
 from broker.server import Broker
+from compat_tests.drivers.base import ConsumerSettings
+from compat_tests.drivers.kafka_python import KafkaPythonDriver
 from log.checkpoint import CHECKPOINT_FILE, PartitionCheckpoint
 from log.partition_log import PartitionLog
 from tests.broker.test_server import running_broker
@@ -279,17 +280,12 @@ async def test_the_coordinators_unawaited_writes_become_visible(tmp_path: Path) 
             await create_topic(port, "joined")
 
             def join_and_leave() -> None:
-                consumer = KafkaConsumer(
-                    "joined",
-                    bootstrap_servers=f"127.0.0.1:{port}",
-                    group_id="members",
-                    enable_auto_commit=False,  # no OffsetCommit: nothing waits for a round
-                )
-                try:
+                # No auto-commit: no OffsetCommit, so nothing waits for a round.
+                settings = ConsumerSettings(group="members")
+                with KafkaPythonDriver(f"127.0.0.1:{port}").consumer(settings) as consumer:
+                    consumer.subscribe(["joined"])
                     while not consumer.assignment():
-                        consumer.poll(timeout_ms=100)
-                finally:
-                    consumer.close()
+                        consumer.poll(500, 0.1)
 
             await trio.to_thread.run_sync(join_and_leave)
             written = [

@@ -12,14 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import ConsumerGroupType
-from confluent_kafka.admin import AdminClient
 
+from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentDriver
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.test_groups_failover import Victim, check_survivor_takes_over_after_the_session
 from tests.integration.test_groups_sharing import (
     Member,
-    confluent_member,
     create_topic,
     deliver_once,
     filled_topic,
@@ -31,8 +29,6 @@ from tests.integration.test_groups_sharing import (
     wait_for_balance,
 )
 from tests.integration.waiting import wait_until
-
-CONSUMER_PROTOCOL = {"group.protocol": "consumer"}
 
 
 @pytest.fixture
@@ -46,7 +42,8 @@ def broker(tmp_path: Path) -> Iterator[OdradekProcess]:
 
 def members(bootstrap: str, topic: str, group: str, count: int, first: int = 0) -> list[Member]:
     return [
-        confluent_member(bootstrap, topic, group, f"cg-{i}", **CONSUMER_PROTOCOL) for i in range(first, count)
+        Member(ConfluentDriver, bootstrap, topic, group, f"cg-{i}", group_protocol="consumer")
+        for i in range(first, count)
     ]
 
 
@@ -65,41 +62,18 @@ def test_consumer_protocol_members_share_partitions_and_rebalance(broker: Odrade
         wait_for_balance(group_members, sizes=[1, 1, 2, 2])
         deliver_once(bootstrap, topic, group_members, values("second", 300))
 
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        listed = admin.list_consumer_groups().result(timeout=30)
-        [entry] = [g for g in listed.valid if g.group_id == group]
-        assert entry.type == ConsumerGroupType.CONSUMER
+        admin = ConfluentAdmin(bootstrap)
+        assert admin.list_groups()[group].type == "consumer"
 
         def described_stable() -> bool:
             """Members that kept their partitions learn the new epoch on their next heartbeat."""
-            description = admin.describe_consumer_groups([group])[group].result(timeout=30)
-            owned = sorted(tp.partition for m in description.members for tp in m.assignment.topic_partitions)
-            return (
-                description.state.name == "STABLE"
-                and len(description.members) == 4
-                and owned == list(range(6))
-            )
+            description = admin.describe_group(group)
+            owned = sorted(p for member in description.members for _, p in member)
+            return description.state == "Stable" and len(description.members) == 4 and owned == list(range(6))
 
         wait_until(described_stable, "the group to be described as stable with 4 members owning 6 partitions")
     finally:
         stop(*group_members)
-
-
-VICTIM = """
-import sys
-from confluent_kafka import Consumer
-bootstrap, topic, group = sys.argv[1:4]
-consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
-                     "client.id": "victim"})
-consumer.subscribe([topic])
-owned = None
-while True:
-    consumer.poll(0.1)
-    now = sorted(tp.partition for tp in consumer.assignment())
-    if now != owned:
-        owned = now
-        print("OWNS", *now, flush=True)
-"""
 
 
 def test_partitions_of_a_killed_consumer_protocol_member_move_after_its_session(
@@ -107,7 +81,7 @@ def test_partitions_of_a_killed_consumer_protocol_member_move_after_its_session(
 ) -> None:
     bootstrap, topic, group = broker.bootstrap, "kip848-kill", "kip848-kill-group"
     create_topic(bootstrap, topic)
-    victim = Victim(VICTIM, bootstrap, topic, group)
+    victim = Victim("confluent-kafka", bootstrap, topic, group, "consumer")
     [survivor] = members(bootstrap, topic, group, 1)
     check_survivor_takes_over_after_the_session(bootstrap, topic, victim, survivor, 60)
 

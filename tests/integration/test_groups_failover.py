@@ -8,48 +8,40 @@ import threading
 import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, TopicPartition
-from kafka import KafkaConsumer
-
-from compat_tests.drivers.kafka_python import subscribe_with_metadata
+from compat_tests.drivers.base import ConsumerSettings
+from compat_tests.drivers.confluent import ConfluentAdmin
+from compat_tests.drivers.kafka_python import KafkaPythonDriver
 from tests.integration import test_groups_sharing as sharing
 from tests.integration.broker_process import OdradekProcess
+from tests.integration.group_victim import CLASSIC_SESSION_MS
 from tests.integration.test_groups_sharing import produce, values, wait_for_all
 from tests.integration.waiting import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
-KAFKA_PYTHON_VICTIM = """
-import sys
-from kafka import KafkaConsumer
-from compat_tests.drivers.kafka_python import subscribe_with_metadata
-bootstrap, topic, group = sys.argv[1:4]
-consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, client_id="victim",
-                         session_timeout_ms=6000, heartbeat_interval_ms=1000)
-subscribe_with_metadata(consumer, [topic])
-owned = None
-while True:
-    consumer.poll(timeout_ms=100)
-    now = sorted(tp.partition for tp in consumer.assignment())
-    if now != owned:
-        owned = now
-        print("OWNS", *now, flush=True)
-"""
-
 
 class Victim:
-    """A member in a process of its own, so that the test can SIGKILL it: no LeaveGroup, no
-    goodbye, only the session timeout tells the coordinator it is gone.
+    """A member of ``client`` in a process of its own (:mod:`tests.integration.group_victim`), so
+    that the test can SIGKILL it: no LeaveGroup, no goodbye, only the session timeout tells the
+    coordinator it is gone. ``owned`` follows the partitions it reports owning."""
 
-    ``script`` runs a consumer that prints ``OWNS <partitions>`` whenever its assignment changes.
-    """
-
-    def __init__(self, script: str, bootstrap: str, topic: str, group: str) -> None:
+    def __init__(
+        self, client: str, bootstrap: str, topic: str, group: str, protocol: str = "classic"
+    ) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-c", script, bootstrap, topic, group],
+            [
+                sys.executable,
+                "-m",
+                "tests.integration.group_victim",
+                client,
+                bootstrap,
+                topic,
+                group,
+                protocol,
+            ],
             stdout=subprocess.PIPE,
             text=True,
-            cwd=REPO_ROOT,  # the script imports the suite's helpers
+            cwd=REPO_ROOT,  # where the module and the drivers it uses are found
         )
         self.owned: set[int] = set()
         threading.Thread(target=self._read, daemon=True).start()
@@ -118,26 +110,26 @@ def check_survivor_takes_over_after_the_session(
 def test_partitions_of_a_killed_member_move_after_its_session_timeout(odradek_broker: OdradekProcess) -> None:
     bootstrap, topic, group = odradek_broker.bootstrap, "failover", "failover-group"
     sharing.create_topic(bootstrap, topic)
-    victim = Victim(KAFKA_PYTHON_VICTIM, bootstrap, topic, group)
-    survivor = sharing.kafka_python_member(bootstrap, topic, group, "survivor", session_timeout_ms=6000)
+    victim = Victim("kafka-python", bootstrap, topic, group)
+    survivor = sharing.Member(
+        KafkaPythonDriver, bootstrap, topic, group, "survivor", session_timeout_ms=CLASSIC_SESSION_MS
+    )
     check_survivor_takes_over_after_the_session(bootstrap, topic, victim, survivor, 120)
 
 
 def _consume(bootstrap: str, topic: str, group: str, count: int) -> list[bytes]:
-    consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap,
-        group_id=group,
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-    )
-    subscribe_with_metadata(consumer, [topic])
+    """Read ``count`` records as a member of ``group``, then commit the positions reached."""
+    settings = ConsumerSettings(group=group, reset="earliest")
     got: list[bytes] = []
-    deadline = time.monotonic() + 60
-    while len(got) < count and time.monotonic() < deadline:
-        for messages in consumer.poll(timeout_ms=200).values():
-            got.extend(message.value for message in messages)
-    consumer.commit()
-    consumer.close()
+    positions: dict[tuple[str, int], int] = {}
+    with KafkaPythonDriver(bootstrap).consumer(settings) as consumer:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 60
+        while len(got) < count and time.monotonic() < deadline:
+            for record in consumer.poll(500, 0.2):
+                got.append(record.value)
+                positions[record.topic, record.partition] = record.offset + 1
+        consumer.commit(positions)
     return got
 
 
@@ -154,34 +146,26 @@ def test_a_group_resumes_from_its_committed_offsets_after_a_broker_restart(
     assert sorted(_consume(bootstrap, topic, group, 150)) == sorted(after)
 
     odradek_broker.restart(crash=True)  # a crash must not lose acknowledged commits either
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-    committed = consumer.committed([TopicPartition(topic, p) for p in range(3)], timeout=30)
-    consumer.close()
-    assert [tp.offset for tp in committed] == [150, 150, 150]
+    with ConfluentAdmin(bootstrap) as admin:
+        assert admin.group_offsets(group) == {(topic, p): 150 for p in range(3)}
 
 
 def test_a_live_member_rides_through_a_broker_crash(odradek_broker: OdradekProcess) -> None:
     """The group comes back Stable from the log: members heartbeat on with their generation."""
     bootstrap, topic, group = odradek_broker.bootstrap, "ride", "ride-group"
     sharing.create_topic(bootstrap, topic, 2)
-    member = sharing.kafka_python_member(bootstrap, topic, group, "rider")
+    member = sharing.Member(KafkaPythonDriver, bootstrap, topic, group, "rider")
     sharing.start(member)
     try:
         wait_until(lambda: member.assignment == {0, 1}, "the member to own both partitions")
         first = values("first", 100)
         produce(bootstrap, topic, first, 2)
         wait_for_all([member], first)
-        committed = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-        try:
+        with ConfluentAdmin(bootstrap) as admin:
             wait_until(
-                lambda: (
-                    [tp.offset for tp in committed.committed([TopicPartition(topic, p) for p in (0, 1)], 30)]
-                    == [50, 50]
-                ),
+                lambda: admin.group_offsets(group) == {(topic, 0): 50, (topic, 1): 50},
                 "the auto-commit of everything consumed",
             )
-        finally:
-            committed.close()
         odradek_broker.restart(crash=True)
         second = values("second", 100)
         produce(bootstrap, topic, second, 2)

@@ -7,26 +7,22 @@ all is a coordinator bug, not a rebalance racing a commit.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
+from typing import Any
 
-from aiokafka import AIOKafkaConsumer
-from aiokafka.coordinator.assignors.range import RangePartitionAssignor as AioRangeAssignor
-from confluent_kafka import Consumer, Producer
-from kafka import KafkaConsumer
-from kafka.coordinator.assignors.range import RangePartitionAssignor
-
-from compat_tests.drivers.kafka_python import subscribe_with_metadata
+from compat_tests.drivers.aiokafka_driver import AiokafkaDriver
+from compat_tests.drivers.base import ConsumerSettings, Driver, Message, ProducerSettings
+from compat_tests.drivers.confluent import ConfluentDriver
+from compat_tests.drivers.kafka_python import KafkaPythonDriver
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient
 from tests.integration.waiting import wait_until
 
 PARTITIONS = 6
-DEADLINE_S = 60
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int = PARTITIONS) -> None:
@@ -36,10 +32,8 @@ def create_topic(bootstrap: str, topic: str, partitions: int = PARTITIONS) -> No
 
 def produce(bootstrap: str, topic: str, values: list[bytes], partitions: int = PARTITIONS) -> None:
     """Spread ``values`` over every partition."""
-    producer = Producer({"bootstrap.servers": bootstrap})
-    for i, value in enumerate(values):
-        producer.produce(topic, value, partition=i % partitions)
-    assert producer.flush(30) == 0
+    messages = [Message(value, partition=i % partitions) for i, value in enumerate(values)]
+    ConfluentDriver(bootstrap).produce(topic, messages, ProducerSettings())
 
 
 def values(prefix: str, count: int) -> list[bytes]:
@@ -56,11 +50,19 @@ def filled_topic(bootstrap: str, topic: str, partitions: int, prefix: str, count
 
 
 class Member(threading.Thread):
-    """One group member polling in its own thread; records what it got and what it owns."""
+    """One group member: a consumer of ``client`` polling in its own thread, subscribed to
+    ``topic`` from the earliest offset, auto-committing every 500 ms, with the member's name as
+    its client id; ``settings`` are further :class:`ConsumerSettings`. It records what it got
+    and what it owns."""
 
-    def __init__(self, poll_once: Callable[[Member], None], name: str) -> None:
+    def __init__(
+        self, client: type[Driver], bootstrap: str, topic: str, group: str, name: str, **settings: Any
+    ) -> None:
         super().__init__(name=name, daemon=True)
-        self._poll_once = poll_once
+        self._client, self._address, self._topic = client, bootstrap, topic
+        self._settings = ConsumerSettings(
+            group=group, reset="earliest", client_id=name, auto_commit_ms=500, **settings
+        )
         self.stop = threading.Event()
         self.lock = threading.Lock()
         self.received: list[tuple[int, int, bytes]] = []
@@ -69,7 +71,15 @@ class Member(threading.Thread):
 
     def run(self) -> None:
         try:
-            self._poll_once(self)
+            with (
+                closing(self._client(self._address)) as driver,
+                driver.consumer(self._settings) as consumer,
+            ):
+                consumer.subscribe([self._topic])
+                while not self.stop.is_set():
+                    for record in consumer.poll(500, 0.1):
+                        self.got(record.partition, record.offset, record.value)
+                    self.assignment = frozenset(p for _, p in consumer.assignment())
         except BaseException as exc:  # surfaced by the test through .failure
             self.failure = exc
 
@@ -80,80 +90,6 @@ class Member(threading.Thread):
     def values(self) -> list[bytes]:
         with self.lock:
             return [value for _, _, value in self.received]
-
-
-def kafka_python_member(bootstrap: str, topic: str, group: str, name: str, **config: object) -> Member:
-    def loop(member: Member) -> None:
-        consumer = KafkaConsumer(
-            bootstrap_servers=bootstrap,
-            group_id=group,
-            client_id=name,
-            auto_offset_reset="earliest",
-            auto_commit_interval_ms=500,
-            **config,
-        )
-        subscribe_with_metadata(consumer, [topic])
-        try:
-            while not member.stop.is_set():
-                for _, messages in consumer.poll(timeout_ms=100).items():
-                    for message in messages:
-                        member.got(message.partition, message.offset, message.value)
-                member.assignment = frozenset(tp.partition for tp in consumer.assignment())
-        finally:
-            consumer.close()
-
-    return Member(loop, name)
-
-
-def confluent_member(bootstrap: str, topic: str, group: str, name: str, **config: object) -> Member:
-    def loop(member: Member) -> None:
-        consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": group,
-                "client.id": name,
-                "auto.offset.reset": "earliest",
-                "auto.commit.interval.ms": 500,
-                **config,
-            }
-        )
-        consumer.subscribe([topic])
-        try:
-            while not member.stop.is_set():
-                message = consumer.poll(0.1)
-                if message is not None and message.error() is None:
-                    member.got(message.partition(), message.offset(), message.value())
-                member.assignment = frozenset(tp.partition for tp in consumer.assignment())
-        finally:
-            consumer.close()
-
-    return Member(loop, name)
-
-
-def aiokafka_member(bootstrap: str, topic: str, group: str, name: str, **config: object) -> Member:
-    """An aiokafka consumer driven by its own event loop inside the member's thread."""
-
-    async def consume(member: Member) -> None:
-        consumer = AIOKafkaConsumer(
-            topic,
-            bootstrap_servers=bootstrap,
-            group_id=group,
-            client_id=name,
-            auto_offset_reset="earliest",
-            auto_commit_interval_ms=500,
-            **config,
-        )
-        await consumer.start()
-        try:
-            while not member.stop.is_set():
-                for messages in (await consumer.getmany(timeout_ms=100)).values():
-                    for message in messages:
-                        member.got(message.partition, message.offset, message.value)
-                member.assignment = frozenset(tp.partition for tp in consumer.assignment())
-        finally:
-            await consumer.stop()
-
-    return Member(lambda member: asyncio.run(consume(member)), name)
 
 
 def start(*members: Member) -> None:
@@ -230,7 +166,7 @@ def test_kafka_python_members_share_partitions_and_a_fourth_member_rebalances(
     bootstrap, topic, group = odradek_broker.bootstrap, "kp-share", "kp-group"
 
     def member(i: int) -> Member:
-        return kafka_python_member(bootstrap, topic, group, f"kp-{i}")
+        return Member(KafkaPythonDriver, bootstrap, topic, group, f"kp-{i}")
 
     with balanced_group(bootstrap, topic, 3, member) as members:
         assert sorted(len(m.assignment) for m in members) == [2, 2, 2]
@@ -250,7 +186,7 @@ def test_kafka_python_members_share_partitions_and_a_fourth_member_rebalances(
 def test_confluent_members_share_partitions_exactly_once(odradek_broker: OdradekProcess) -> None:
     bootstrap, topic, group = odradek_broker.bootstrap, "ck-share", "ck-group"
     with balanced_group(
-        bootstrap, topic, 3, lambda i: confluent_member(bootstrap, topic, group, f"ck-{i}")
+        bootstrap, topic, 3, lambda i: Member(ConfluentDriver, bootstrap, topic, group, f"ck-{i}")
     ) as members:
         deliver_once(bootstrap, topic, members, values("ck", 600))
 
@@ -260,9 +196,7 @@ def test_cooperative_sticky_members_share_partitions(odradek_broker: OdradekProc
     bootstrap, topic, group = odradek_broker.bootstrap, "coop-share", "coop-group"
 
     def member(i: int) -> Member:
-        return confluent_member(
-            bootstrap, topic, group, f"coop-{i}", **{"partition.assignment.strategy": "cooperative-sticky"}
-        )
+        return Member(ConfluentDriver, bootstrap, topic, group, f"coop-{i}", assignor="cooperative-sticky")
 
     with balanced_group(bootstrap, topic, 2, member) as members:
         third = member(2)
@@ -275,8 +209,8 @@ def test_cooperative_sticky_members_share_partitions(odradek_broker: OdradekProc
 def test_two_groups_each_get_every_message(odradek_broker: OdradekProcess) -> None:
     bootstrap, topic = odradek_broker.bootstrap, "fan-out"
     create_topic(bootstrap, topic)
-    blue = [kafka_python_member(bootstrap, topic, "blue", f"blue-{i}") for i in range(2)]
-    green = [confluent_member(bootstrap, topic, "green", "green-0")]
+    blue = [Member(KafkaPythonDriver, bootstrap, topic, "blue", f"blue-{i}") for i in range(2)]
+    green = [Member(ConfluentDriver, bootstrap, topic, "green", "green-0")]
     start(*blue, *green)
     try:
         wait_for_balance(blue)
@@ -291,54 +225,10 @@ def test_two_groups_each_get_every_message(odradek_broker: OdradekProcess) -> No
 
 def test_aiokafka_members_share_partitions_exactly_once(odradek_broker: OdradekProcess) -> None:
     bootstrap, topic, group = odradek_broker.bootstrap, "aio-share", "aio-group"
-    create_topic(bootstrap, topic)
-    expected = values("aio", 600)
-
-    async def scenario() -> Counter[bytes]:
-        consumers = [
-            AIOKafkaConsumer(
-                topic,
-                bootstrap_servers=bootstrap,
-                group_id=group,
-                client_id=f"aio-{i}",
-                auto_offset_reset="earliest",
-            )
-            for i in range(3)
-        ]
-        seen: Counter[bytes] = Counter()
-        for consumer in consumers:
-            await consumer.start()
-
-        async def drain(consumer: AIOKafkaConsumer) -> None:
-            while True:
-                for messages in (await consumer.getmany(timeout_ms=100)).values():
-                    seen.update(message.value for message in messages)
-
-        tasks = [asyncio.create_task(drain(c)) for c in consumers]
-        try:
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + DEADLINE_S
-            while not (
-                all(c.assignment() for c in consumers)
-                and sum(len(c.assignment()) for c in consumers) == PARTITIONS
-            ):
-                assert loop.time() < deadline, "aiokafka members never shared the partitions"
-                await asyncio.sleep(0.1)
-            await asyncio.to_thread(produce, bootstrap, topic, expected)
-            while set(seen) != set(expected):
-                assert loop.time() < deadline, f"consumed {len(seen)} of {len(expected)}"
-                await asyncio.sleep(0.1)
-            await asyncio.sleep(1)
-            return seen
-        finally:
-            for task in tasks:
-                task.cancel()
-            for consumer in consumers:
-                await consumer.stop()
-
-    counts = asyncio.run(scenario())
-    assert set(counts) == set(expected)
-    assert set(counts.values()) == {1}
+    with balanced_group(
+        bootstrap, topic, 3, lambda i: Member(AiokafkaDriver, bootstrap, topic, group, f"aio-{i}")
+    ) as members:
+        deliver_once(bootstrap, topic, members, values("aio", 600))
 
 
 def test_members_of_three_clients_share_one_group_with_the_range_assignor(
@@ -349,21 +239,18 @@ def test_members_of_three_clients_share_one_group_with_the_range_assignor(
     bootstrap, topic, group = odradek_broker.bootstrap, "mixed-share", "mixed-group"
     create_topic(bootstrap, topic)
     members = [
-        kafka_python_member(
-            bootstrap, topic, group, "mixed-kp", partition_assignment_strategy=[RangePartitionAssignor]
-        ),
-        confluent_member(bootstrap, topic, group, "mixed-ck", **{"partition.assignment.strategy": "range"}),
-        aiokafka_member(
-            bootstrap, topic, group, "mixed-aio", partition_assignment_strategy=(AioRangeAssignor,)
-        ),
+        Member(client, bootstrap, topic, group, name, assignor="range")
+        for client, name in (
+            (KafkaPythonDriver, "mixed-kp"),
+            (ConfluentDriver, "mixed-ck"),
+            (AiokafkaDriver, "mixed-aio"),
+        )
     ]
     start(*members)
     try:
         wait_for_balance(members)
         deliver_once(bootstrap, topic, members, values("mixed-a", 300))
-        fourth = confluent_member(
-            bootstrap, topic, group, "mixed-ck-2", **{"partition.assignment.strategy": "range"}
-        )
+        fourth = Member(ConfluentDriver, bootstrap, topic, group, "mixed-ck-2", assignor="range")
         start(fourth)
         members.append(fourth)
         wait_for_balance(members)

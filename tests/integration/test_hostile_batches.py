@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Message
 
 from broker.admin_client import PRODUCE_VERSION, produce_body
+from compat_tests.drivers.confluent import ConfluentClient
 from tests.integration.broker_process import OdradekProcess
-from tests.integration.partition_reader import read_to_end
 from tests.integration.raw_client import RawClient, make_batch
 from tests.integration.waiting import wait_until
 from tests.wire.test_record_validation import ATTACKS, LIMIT, batch_of, zstd_bomb
@@ -60,8 +59,9 @@ def test_hostile_batch_is_refused_and_the_good_partition_still_lands(
             assert answers[1]["error_code"] == ErrorCode.NONE, answers[1]
         assert client.list_offset(topic, 0, LATEST) == 0, "nothing of the refused batch is stored"
         assert client.list_offset(topic, 1, LATEST) == 4
-    assert read_to_end(broker.bootstrap, topic, 1, Message.value) == [b"good-1", b"good-2"] * 2
-    assert read_to_end(broker.bootstrap, topic, 0, Message.value) == []
+    reader = ConfluentClient(broker.bootstrap)
+    assert [c.record.value for c in reader.read_partition(topic, 1)] == [b"good-1", b"good-2"] * 2
+    assert reader.read_partition(topic, 0) == []
 
 
 def test_compressed_batch_with_broken_offsets_gets_record_errors(broker: OdradekProcess) -> None:
@@ -119,7 +119,7 @@ COMPACTED = {
 
 def values_of(bootstrap: str, topic: str) -> list[tuple[bytes, int]]:
     """(key, value length) of every record, read with a consumer to the partition's end."""
-    return read_to_end(bootstrap, topic, 0, lambda m: (m.key(), len(m.value())))
+    return [(c.record.key, len(c.record.value)) for c in ConfluentClient(bootstrap).read_partition(topic, 0)]
 
 
 def test_cleaner_keeps_a_stored_batch_over_the_bound_and_compacts_the_rest(tmp_path: Path) -> None:

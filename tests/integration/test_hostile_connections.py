@@ -16,8 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
 
+from compat_tests.drivers.base import Message, ProducerSettings
+from compat_tests.drivers.confluent import ConfluentDriver
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient, fetch_body
 from tests.integration.waiting import wait_until
@@ -267,16 +268,14 @@ def receive_exactly(sock: socket.socket, size: int) -> bytes:
 
 
 def produce_and_time_acks(bootstrap: str, topic: str, count: int) -> list[float]:
-    """Produce ``count`` records one at a time; returns each one's ack latency in seconds."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": "all"})
+    """Produce ``count`` records one at a time (acks=all); returns each one's ack latency in
+    seconds. A send flushes, which sends at once whatever the producer's linger."""
     latencies: list[float] = []
-    errors: list[object] = []
-    for index in range(count):
-        sent = time.perf_counter()
-        producer.produce(topic, value=b"v%d" % index, on_delivery=lambda err, _msg: errors.append(err))
-        assert producer.flush(30) == 0
-        latencies.append(time.perf_counter() - sent)
-    assert errors == [None] * count
+    with ConfluentDriver(bootstrap).producer(ProducerSettings(acks="all")) as producer:
+        for index in range(count):
+            sent = time.perf_counter()
+            producer.send(topic, [Message(b"v%d" % index)])  # a failed delivery raises
+            latencies.append(time.perf_counter() - sent)
     return latencies
 
 

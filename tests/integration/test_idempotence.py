@@ -7,8 +7,9 @@ own; plus confluent-kafka with enable.idempotence to show a stock idempotent pro
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
 
+from compat_tests.drivers.base import Message, ProducerSettings
+from compat_tests.drivers.confluent import ConfluentClient, ConfluentDriver
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient, make_batch
 from wire.api_keys import ApiKey
@@ -91,30 +92,10 @@ def test_producer_state_survives_restart(odradek_broker: OdradekProcess, stop: s
 
 
 def test_stock_idempotent_producer_delivers_exactly_once(odradek_broker: OdradekProcess) -> None:
-    producer = Producer(
-        {"bootstrap.servers": odradek_broker.bootstrap, "enable.idempotence": True, "linger.ms": 5}
+    sent = [Message(b"value-%d" % i, b"%d" % i, partition=0) for i in range(2000)]
+    delivered = ConfluentDriver(odradek_broker.bootstrap).produce(
+        "idem-stock", sent, ProducerSettings(idempotence=True)
     )
-    delivered: list[int] = []
-
-    def on_delivery(error: object, message: object) -> None:
-        assert error is None, error
-        delivered.append(message.offset())  # type: ignore[attr-defined]
-
-    for i in range(2000):
-        producer.produce(
-            "idem-stock", key=b"%d" % i, value=b"value-%d" % i, partition=0, on_delivery=on_delivery
-        )
-    assert producer.flush(30) == 0
     assert sorted(delivered) == list(range(2000))
-    consumer = Consumer(
-        {"bootstrap.servers": odradek_broker.bootstrap, "group.id": "unused", "enable.auto.commit": False}
-    )
-    consumer.assign([TopicPartition("idem-stock", 0, 0)])
-    values = []
-    while len(values) < 2000:
-        message = consumer.poll(10)
-        assert message is not None, f"only {len(values)} messages came back"
-        assert message.error() is None, message.error()
-        values.append(message.value())
-    consumer.close()
-    assert values == [b"value-%d" % i for i in range(2000)]
+    consumed = ConfluentClient(odradek_broker.bootstrap).consume("idem-stock", {0: 0}, until={0: 2000})
+    assert [c.record.value for c in consumed[0]] == [b"value-%d" % i for i in range(2000)]

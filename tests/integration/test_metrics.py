@@ -59,6 +59,7 @@ def produce_counting_requests(bootstrap: str) -> tuple[dict[int, int], int]:
         assert error is None, error
         ends[message.partition()] = max(ends.get(message.partition(), 0), message.offset() + 1)
 
+    # librdkafka's own statistics (stats_cb) count the requests: a stock Producer, not a driver.
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,

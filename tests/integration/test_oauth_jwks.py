@@ -74,6 +74,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningBr
 
 def _produce(broker: tuple[RunningBroker, TlsFiles], token: SignedToken) -> None:
     running, files = broker
+    # kafka-python's token provider hook presents the signed JWT; the drivers have no SASL settings.
     producer = KafkaProducer(
         bootstrap_servers=running.addresses["SASL_SSL"],
         security_protocol="SASL_SSL",

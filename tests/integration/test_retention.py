@@ -12,8 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 
+from compat_tests.drivers.base import ClientError, Message, ProducerSettings
+from compat_tests.drivers.confluent import ConfluentClient, ConfluentDriver
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient
 from tests.integration.waiting import wait_until
@@ -34,44 +35,20 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OdradekProcess]
 
 
 def produce(bootstrap: str, topic: str, values: list[bytes], timestamp_ms: int) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "batch.num.messages": 1})
-    for value in values:
-        producer.produce(topic, value=value, key=value[:8], timestamp=timestamp_ms)
-    assert producer.flush(30) == 0
+    """One batch per record (each send flushes), so segments roll at record granularity."""
+    with ConfluentDriver(bootstrap).producer(ProducerSettings()) as producer:
+        for value in values:
+            producer.send(topic, [Message(value, value[:8], timestamp_ms=timestamp_ms)])
 
 
-def consume_all(bootstrap: str, topic: str, start: int, reset: str = "earliest") -> list[tuple[int, bytes]]:
-    """(offset, value) from ``start`` to the end, or the consumer's error code as offset -1."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "retention-reader",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "auto.offset.reset": reset,
-        }
-    )
-    consumer.assign([TopicPartition(topic, 0, start)])
-    out: list[tuple[int, bytes]] = []
-    deadline = time.monotonic() + 30
-    try:
-        while time.monotonic() < deadline:
-            message = consumer.poll(1)
-            if message is None:
-                continue
-            if message.error():
-                if message.error().code() == KafkaError._PARTITION_EOF:
-                    return out
-                return out + [(-1, str(message.error().code()).encode())]
-            out.append((message.offset(), message.value()))
-    finally:
-        consumer.close()
-    raise AssertionError(f"no end of partition after {out[-1:]}")
+def retained(bootstrap: str, topic: str) -> list[tuple[int, bytes | None]]:
+    """(offset, value) of every record from the log start offset to the end."""
+    return [(c.offset, c.record.value) for c in ConfluentClient(bootstrap).read_partition(topic, 0)]
 
 
-def watermarks(consumer: Consumer, topic: str) -> tuple[int, int]:
+def watermarks(client: ConfluentClient, topic: str) -> tuple[int, int]:
     """(earliest, latest) offsets of partition 0, as the client sees them."""
-    return consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=5)
+    return client.list_offsets(topic, [0], "earliest")[0], client.list_offsets(topic, [0], "latest")[0]
 
 
 def segment_files(broker: OdradekProcess, topic: str) -> list[Path]:
@@ -91,21 +68,20 @@ def test_time_retention_through_a_client(broker: OdradekProcess) -> None:
     # Everything before the segment holding the first young record expires, nothing after.
     bases = [int(path.name.split(".")[0]) for path in segment_files(broker, topic)]
     expected_low = max(base for base in bases if base <= len(old))
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "watermarks"})
-    try:
-        wait_until(lambda: watermarks(consumer, topic)[0] == expected_low, "retention")
-        low, high = watermarks(consumer, topic)
-    finally:
-        consumer.close()
+    client = ConfluentClient(broker.bootstrap)
+    wait_until(lambda: watermarks(client, topic)[0] == expected_low, "retention")
+    low, high = watermarks(client, topic)
     assert 0 < low <= len(old) and high == len(old) + len(young)
     bases = [int(path.name.split(".")[0]) for path in segment_files(broker, topic)]
     assert min(bases) == low, "the files of expired segments are gone (file.delete.delay.ms=0)"
-    retained = consume_all(broker.bootstrap, topic, OFFSET_BEGINNING)
-    assert [offset for offset, _ in retained] == list(range(low, high))
-    assert [value for _, value in retained][-len(young) :] == young, "young data stays"
-    assert consume_all(broker.bootstrap, topic, 0, reset="error") == [
-        (-1, str(KafkaError._AUTO_OFFSET_RESET).encode())
-    ], "a consumer positioned below the log start gets out of range"
+    records = retained(broker.bootstrap, topic)
+    assert [offset for offset, _ in records] == list(range(low, high))
+    assert [value for _, value in records][-len(young) :] == young, "young data stays"
+    with pytest.raises(ClientError) as below_start:  # auto.offset.reset=none: no reset, an error
+        client.consume(topic, {0: 0}, reset="none", timeout_s=30)
+    assert below_start.value.error == "_AUTO_OFFSET_RESET", (
+        "a consumer positioned below the log start gets out of range"
+    )
     with RawClient(broker.bootstrap) as client:
         below = client.fetch_partition(topic, 0, low - 1)
         assert below["error_code"] == ErrorCode.OFFSET_OUT_OF_RANGE and below["log_start_offset"] == low
@@ -127,8 +103,8 @@ def test_size_retention_through_a_client(broker: OdradekProcess) -> None:
     wait_until(within_limit, "size retention")
     with RawClient(broker.bootstrap) as client:
         start = client.list_offset(topic, 0, EARLIEST)
-    retained = consume_all(broker.bootstrap, topic, OFFSET_BEGINNING)
-    assert start > 0 and [offset for offset, _ in retained] == list(range(start, 100))
+    records = retained(broker.bootstrap, topic)
+    assert start > 0 and [offset for offset, _ in records] == list(range(start, 100))
 
 
 def test_topic_overrides_roll_segments(broker: OdradekProcess) -> None:
