@@ -201,6 +201,10 @@ class Durability:
         try:
             while True:
                 await self._round_wanted.wait()
+                # One turn of the event loop first: the requests already read by then append
+                # too and share this round (a fifth fewer rounds at 2,000 msg/s, and a lower
+                # p99, than starting at once; issue 14's measurements in docs/NOTES.md).
+                await trio.lowlevel.checkpoint()
                 self._round_wanted = trio.Event()
                 batch, self._waiting = self._waiting, {}
                 forced, self._forced = self._forced, False
