@@ -28,7 +28,7 @@ class SyncProcess:
 
     def __init__(self) -> None:
         self._process: subprocess.Popen[bytes] | None = None
-        self._channel: trio.socket.SocketType | None = None
+        self._channel: socket.socket | None = None
 
     async def fdatasync(self, descriptors: list[int]) -> list[int]:
         """fdatasync each descriptor (which stays the caller's to close); per descriptor 0, or
@@ -45,11 +45,7 @@ class SyncProcess:
             channel = self._channel if self._channel is not None else self._start()[1]
             answered = False
             try:
-                await channel.sendmsg(
-                    [COUNT.pack(len(descriptors))],
-                    [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", descriptors))],
-                )
-                answer = await channel.recv(4 * len(descriptors))
+                answer = await _exchange(channel, descriptors)
                 if len(answer) != 4 * len(descriptors):
                     raise ConnectionError(f"it answered {len(answer)} bytes for {len(descriptors)} syncs")
                 answered = True
@@ -67,7 +63,7 @@ class SyncProcess:
         process = self._process if self._process is not None else self._start()[0]
         return process.pid
 
-    def _start(self) -> tuple[subprocess.Popen[bytes], trio.socket.SocketType]:
+    def _start(self) -> tuple[subprocess.Popen[bytes], socket.socket]:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             # -I: no user site-packages, environment or script directory on its path.
@@ -77,26 +73,29 @@ class SyncProcess:
             raise
         finally:
             theirs.close()
-        self._process, self._channel = process, trio.socket.from_stdlib_socket(ours)
+        ours.setblocking(False)
+        self._process, self._channel = process, ours
         log.info("sync process started (pid %d)", process.pid)
         return process, self._channel
 
     def _discard(self) -> None:
         """Close the channel (the process exits when it sees that) and forget the process."""
-        if self._channel is not None:
-            self._channel.close()
-            self._channel = None
+        self._close_channel()
         process, self._process = self._process, None
         if process is not None and process.poll() is None:
             process.kill()  # it may be stuck; a new one takes over
         if process is not None:
             process.wait()
 
-    async def aclose(self) -> None:
-        """Stop the process: it exits once its channel closes (killed after ``STOP_TIMEOUT_S``)."""
+    def _close_channel(self) -> None:
         if self._channel is not None:
+            trio.lowlevel.notify_closing(self._channel)
             self._channel.close()
             self._channel = None
+
+    async def aclose(self) -> None:
+        """Stop the process: it exits once its channel closes (killed after ``STOP_TIMEOUT_S``)."""
+        self._close_channel()
         process, self._process = self._process, None
         if process is None:
             return
@@ -106,3 +105,23 @@ class SyncProcess:
             log.error("the sync process (pid %d) did not exit; killing it", process.pid)
             process.kill()
             await trio.to_thread.run_sync(process.wait)
+
+
+async def _exchange(channel: socket.socket, descriptors: list[int]) -> bytes:
+    """Send one request and await its answer.  The socket's own calls, not trio's wrappers:
+    those add a turn of the event loop after a call that did not block, and a round already
+    waits for several."""
+    request = [COUNT.pack(len(descriptors))]
+    passed = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", descriptors))]
+    while True:
+        try:
+            channel.sendmsg(request, passed)
+            break
+        except BlockingIOError:
+            await trio.lowlevel.wait_writable(channel)
+    while True:
+        await trio.lowlevel.wait_readable(channel)
+        try:
+            return channel.recv(4 * len(descriptors))
+        except BlockingIOError:
+            continue
