@@ -286,6 +286,8 @@ class Durability:
         """Mark ``logs`` unclean on disk before a request appends to them, several at once in
         worker threads (``PartitionLog.mark_unclean``: the first append to a fresh log costs
         two fsyncs). A failure is left to the append, which marks again and reports it."""
+        if not logs:
+            return  # the usual case: no nursery to open for every Produce
         async with trio.open_nursery() as nursery:
             for partition_log in logs:
                 nursery.start_soon(_mark_one, partition_log, self._marking_threads)

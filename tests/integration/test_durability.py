@@ -297,3 +297,42 @@ async def test_the_coordinators_unawaited_writes_become_visible(tmp_path: Path) 
             while any(log.high_watermark < log.log_end_offset for log in written):
                 await trio.sleep(0.01)
             assert all(log.synced_offset == log.log_end_offset for log in written)
+
+
+async def test_a_sync_process_killed_mid_round_is_replaced_and_the_round_completes(tmp_path: Path) -> None:
+    """The sync process dies (SIGKILL) while a round waits for it: the broker starts another,
+    which syncs the round again, and the produce is acknowledged with its data on disk."""
+    with trio.fail_after(DEADLINE_S):
+        async with running_broker(tmp_path, **{"log.flush.interval.messages": "1"}) as (broker, port):
+            await create_topic(port, "survivor")
+            log = partition_log(broker, "survivor")
+            sync_process = broker.durability.sync_process
+            first = sync_process.started_pid()
+            hold_syncs(broker)
+            async with trio.open_nursery() as nursery:
+                results: list[list[int]] = []
+
+                async def producer() -> None:
+                    results.append(await produce(port, "survivor", 1))
+
+                nursery.start_soon(producer)
+                while log.log_end_offset < 1:  # appended, its round is with the stopped process
+                    await trio.sleep(0.01)
+                os.kill(first, signal.SIGKILL)
+            assert results == [[ErrorCode.NONE]]
+            assert log.synced_offset == 1
+            assert sync_process.started_pid() != first
+            assert await produce(port, "survivor", 2) == [ErrorCode.NONE] * 2
+            assert log.synced_offset == 3
+
+
+async def test_a_sync_process_that_died_while_idle_is_replaced(tmp_path: Path) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with running_broker(tmp_path, **{"log.flush.interval.messages": "1"}) as (broker, port):
+            await create_topic(port, "again")
+            assert await produce(port, "again", 1) == [ErrorCode.NONE]
+            first = broker.durability.sync_process.started_pid()
+            os.kill(first, signal.SIGKILL)
+            assert await produce(port, "again", 3) == [ErrorCode.NONE] * 3
+            assert partition_log(broker, "again").synced_offset == 4
+            assert broker.durability.sync_process.started_pid() != first
