@@ -15,15 +15,10 @@ import threading
 import time
 from pathlib import Path
 
+from compat_tests.drivers.confluent import ConfluentClient
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient
-from tests.integration.test_crash_recovery import (
-    LATEST,
-    PARTITIONS,
-    TOPIC,
-    produce_until_killed,
-    read_partition,
-)
+from tests.integration.test_crash_recovery import LATEST, PARTITIONS, TOPIC, produce_until_killed
 
 ROUNDS = int(os.environ.get("ODRADEK_CRASH_ROUNDS", "5"))
 
@@ -31,8 +26,11 @@ ROUNDS = int(os.environ.get("ODRADEK_CRASH_ROUNDS", "5"))
 def check_everything_acknowledged(broker: OdradekProcess, acknowledged: dict[tuple[int, int], bytes]) -> None:
     with RawClient(broker.bootstrap) as client:
         ends = [client.list_offset(TOPIC, p, LATEST) for p in range(PARTITIONS)]
+    consumed = ConfluentClient(broker.bootstrap).consume(
+        TOPIC, dict.fromkeys(range(PARTITIONS), 0), until=dict(enumerate(ends))
+    )
     for partition in range(PARTITIONS):
-        records = read_partition(broker.bootstrap, partition, ends[partition])
+        records = [(c.offset, c.record.value) for c in consumed[partition]]
         assert [offset for offset, _ in records] == list(range(ends[partition])), "offsets must be contiguous"
         stored = dict(records)
         lost = {
