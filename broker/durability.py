@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from broker.sync_process import SyncProcess
+from log.config import LONG_MAX
 from log.errors import LogError
 
 if TYPE_CHECKING:
@@ -197,7 +198,10 @@ class Durability:
 
     async def run_rounds(self) -> None:
         """Background task: one round after another while appends wait, each covering every
-        append registered before it began (the sync process does the syncs)."""
+        append registered before it began (the sync process does the syncs, started here when
+        the broker's own default asks for synced acks, else when a topic's first does)."""
+        if self._broker.config.get_int("log.flush.interval.messages") < LONG_MAX:
+            self.sync_process.ensure_started()  # so the first ack need not wait for it to start
         try:
             while True:
                 await self._round_wanted.wait()

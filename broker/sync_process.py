@@ -57,9 +57,9 @@ class SyncProcess:
                     self._discard()
         return [errno.EIO] * len(descriptors)
 
-    def started_pid(self) -> int:
-        """The process's pid, started now unless it runs (tests hold every sync by stopping
-        it with ``SIGSTOP``)."""
+    def ensure_started(self) -> int:
+        """Start the process unless it runs; its pid (tests hold every sync by stopping it with
+        ``SIGSTOP``)."""
         process = self._process if self._process is not None else self._start()[0]
         return process.pid
 

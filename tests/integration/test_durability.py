@@ -149,7 +149,7 @@ async def test_first_appends_to_many_partitions_mark_them_unclean_off_the_event_
 def hold_syncs(broker: Broker) -> Callable[[], None]:
     """Stop the broker's sync process (``SIGSTOP``) so that no sync completes until the
     returned function lets it go on: a disk that takes its time, for real."""
-    pid = broker.durability.sync_process.started_pid()
+    pid = broker.durability.sync_process.ensure_started()
     os.kill(pid, signal.SIGSTOP)
     return partial(os.kill, pid, signal.SIGCONT)
 
@@ -307,7 +307,7 @@ async def test_a_sync_process_killed_mid_round_is_replaced_and_the_round_complet
             await create_topic(port, "survivor")
             log = partition_log(broker, "survivor")
             sync_process = broker.durability.sync_process
-            first = sync_process.started_pid()
+            first = sync_process.ensure_started()
             hold_syncs(broker)
             async with trio.open_nursery() as nursery:
                 results: list[list[int]] = []
@@ -321,7 +321,7 @@ async def test_a_sync_process_killed_mid_round_is_replaced_and_the_round_complet
                 os.kill(first, signal.SIGKILL)
             assert results == [[ErrorCode.NONE]]
             assert log.synced_offset == 1
-            assert sync_process.started_pid() != first
+            assert sync_process.ensure_started() != first
             assert await produce(port, "survivor", 2) == [ErrorCode.NONE] * 2
             assert log.synced_offset == 3
 
@@ -331,8 +331,8 @@ async def test_a_sync_process_that_died_while_idle_is_replaced(tmp_path: Path) -
         async with running_broker(tmp_path, **{"log.flush.interval.messages": "1"}) as (broker, port):
             await create_topic(port, "again")
             assert await produce(port, "again", 1) == [ErrorCode.NONE]
-            first = broker.durability.sync_process.started_pid()
+            first = broker.durability.sync_process.ensure_started()
             os.kill(first, signal.SIGKILL)
             assert await produce(port, "again", 3) == [ErrorCode.NONE] * 3
             assert partition_log(broker, "again").synced_offset == 4
-            assert broker.durability.sync_process.started_pid() != first
+            assert broker.durability.sync_process.ensure_started() != first
