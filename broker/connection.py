@@ -189,7 +189,8 @@ class _Connection:
                 return
 
     async def send(self, header: RequestHeader, parts: list[Any]) -> bool:
-        """Write one response; False if the client stopped reading (the connection must close)."""
+        """Write one or more responses (``header`` is the last one's, named if the write fails);
+        False if the client stopped reading (the connection must close)."""
         self.sending = header
         try:
             with trio.move_on_after(self.idle_seconds) as stuck:

@@ -15,30 +15,16 @@ import threading
 import time
 from pathlib import Path
 
-from compat_tests.drivers.confluent import ConfluentClient
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient
-from tests.integration.test_crash_recovery import LATEST, PARTITIONS, TOPIC, produce_until_killed
+from tests.integration.test_crash_recovery import (
+    PARTITIONS,
+    TOPIC,
+    check_everything_acknowledged,
+    produce_until_killed,
+)
 
 ROUNDS = int(os.environ.get("ODRADEK_CRASH_ROUNDS", "5"))
-
-
-def check_everything_acknowledged(broker: OdradekProcess, acknowledged: dict[tuple[int, int], bytes]) -> None:
-    with RawClient(broker.bootstrap) as client:
-        ends = [client.list_offset(TOPIC, p, LATEST) for p in range(PARTITIONS)]
-    consumed = ConfluentClient(broker.bootstrap).consume(
-        TOPIC, dict.fromkeys(range(PARTITIONS), 0), until=dict(enumerate(ends))
-    )
-    for partition in range(PARTITIONS):
-        records = [(c.offset, c.record.value) for c in consumed[partition]]
-        assert [offset for offset, _ in records] == list(range(ends[partition])), "offsets must be contiguous"
-        stored = dict(records)
-        lost = {
-            offset: value
-            for (acked_partition, offset), value in acknowledged.items()
-            if acked_partition == partition and stored.get(offset) != value
-        }
-        assert not lost, f"acknowledged records lost or changed in partition {partition}: {sorted(lost)[:5]}"
 
 
 def test_repeated_kills_during_produce(tmp_path: Path) -> None:
@@ -69,6 +55,6 @@ def test_repeated_kills_during_produce(tmp_path: Path) -> None:
             assert not worker.is_alive()
             assert acked, f"round {round_number} (seed {seed}): nothing was acknowledged"
             acknowledged.update(acked)
-            check_everything_acknowledged(broker, acknowledged)
+            check_everything_acknowledged(broker.bootstrap, acknowledged)
     finally:
         broker.stop()

@@ -41,6 +41,27 @@ def produce_until_killed(bootstrap: str, acked: dict[tuple[int, int], bytes], st
                     acked[(message.partition, outcome)] = message.value
 
 
+def check_everything_acknowledged(bootstrap: str, acknowledged: dict[tuple[int, int], bytes]) -> list[int]:
+    """Every acknowledged record is readable at its acknowledged offset, and each partition's
+    offsets run contiguous from 0 (no gaps, no reuse); returns each partition's end offset."""
+    with RawClient(bootstrap) as client:
+        ends = [client.list_offset(TOPIC, p, LATEST) for p in range(PARTITIONS)]
+    consumed = ConfluentClient(bootstrap).consume(
+        TOPIC, dict.fromkeys(range(PARTITIONS), 0), until=dict(enumerate(ends))
+    )
+    for partition in range(PARTITIONS):
+        records = [(c.offset, c.record.value) for c in consumed[partition]]
+        assert [offset for offset, _ in records] == list(range(ends[partition])), "offsets must be contiguous"
+        stored = dict(records)
+        lost = {
+            offset: value
+            for (acked_partition, offset), value in acknowledged.items()
+            if acked_partition == partition and stored.get(offset) != value
+        }
+        assert not lost, f"acknowledged records lost or changed in partition {partition}: {sorted(lost)[:5]}"
+    return ends
+
+
 def test_kill_during_produce_loses_nothing_acknowledged(odradek_broker: OdradekProcess) -> None:
     with RawClient(odradek_broker.bootstrap) as client:
         client.create_topic(TOPIC, PARTITIONS)
@@ -59,21 +80,7 @@ def test_kill_during_produce_loses_nothing_acknowledged(odradek_broker: OdradekP
 
     odradek_broker.start()
     assert "unclean shutdown" in odradek_broker.log_text()
-    with RawClient(odradek_broker.bootstrap) as client:
-        ends = [client.list_offset(TOPIC, p, LATEST) for p in range(PARTITIONS)]
-    consumed = ConfluentClient(odradek_broker.bootstrap).consume(
-        TOPIC, dict.fromkeys(range(PARTITIONS), 0), until=dict(enumerate(ends))
-    )
-    for partition in range(PARTITIONS):
-        records = [(c.offset, c.record.value) for c in consumed[partition]]
-        offsets = [offset for offset, _ in records]
-        assert offsets == list(range(ends[partition])), "offsets must be contiguous from 0"
-        stored = dict(records)
-        for (acked_partition, offset), value in acknowledged.items():
-            if acked_partition == partition:
-                assert stored.get(offset) == value, (
-                    f"acknowledged record {partition}/{offset} lost or changed"
-                )
+    ends = check_everything_acknowledged(odradek_broker.bootstrap, acknowledged)
     with RawClient(odradek_broker.bootstrap) as client:
         appended = client.produce(TOPIC, 0, make_batch([b"after-restart"]))
         assert appended["base_offset"] == ends[0]

@@ -18,12 +18,8 @@ def _committed(admin: KafkaPythonAdmin, group: str) -> dict[int, int]:
 
 def test_kafka_python_admin_lists_describes_reports_lag_and_deletes(odradek_broker: OdradekProcess) -> None:
     bootstrap, topic, group = odradek_broker.bootstrap, "admin-kp", "admin-kp-group"
-    first = sharing.filled_topic(bootstrap, topic, 3, "a", 90)
     admin = KafkaPythonAdmin(bootstrap)
-    member = sharing.Member(KafkaPythonDriver, bootstrap, topic, group, "admin-member")
-    sharing.start(member)
-    try:
-        sharing.wait_for_all([member], first)
+    with sharing.member_of_filled_topic(KafkaPythonDriver, bootstrap, topic, group, 3, 90):
         wait_until(lambda: _committed(admin, group) == {0: 30, 1: 30, 2: 30}, "the auto-commit")
         listed = admin.list_groups()
         assert listed[group].state == "Stable"
@@ -32,12 +28,10 @@ def test_kafka_python_admin_lists_describes_reports_lag_and_deletes(odradek_brok
         described = admin.describe_group(group)
         assert described.state == "Stable"
         assert described.assignor == "range"
-        assert described.clients == [("admin-member", "/127.0.0.1")]
+        assert described.clients == [(f"{group}-member", "/127.0.0.1")]
         with pytest.raises(ClientError) as refused:
             admin.delete_group(group)
         assert refused.value.error == "NON_EMPTY_GROUP"
-    finally:
-        sharing.stop(member)
 
     # The member left: the group is Empty and its offsets tell the lag.
     wait_until(lambda: admin.describe_group(group).state == "Empty", "the group to be Empty")
@@ -61,19 +55,13 @@ def test_kafka_python_admin_lists_describes_reports_lag_and_deletes(odradek_brok
 
 def test_confluent_admin_lists_describes_alters_and_deletes(odradek_broker: OdradekProcess) -> None:
     bootstrap, topic, group = odradek_broker.bootstrap, "admin-ck", "admin-ck-group"
-    expected = sharing.filled_topic(bootstrap, topic, 2, "c", 40)
     admin = ConfluentAdmin(bootstrap)
-    member = sharing.Member(ConfluentDriver, bootstrap, topic, group, "ck-admin-member")
-    sharing.start(member)
-    try:
-        sharing.wait_for_all([member], expected)
+    with sharing.member_of_filled_topic(ConfluentDriver, bootstrap, topic, group, 2, 40):
         assert group in admin.list_groups()
         description = admin.describe_group(group)
         assert description.state == "Stable"
-        assert [client_id for client_id, _ in description.clients] == ["ck-admin-member"]
+        assert [client_id for client_id, _ in description.clients] == [f"{group}-member"]
         assert description.members == [frozenset({(topic, 0), (topic, 1)})]
-    finally:
-        sharing.stop(member)
 
     assert admin.group_offsets(group) == {(topic, 0): 20, (topic, 1): 20}
     admin.alter_group_offsets(group, {(topic, 1): 3})

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from typing import Any
 
+import pytest
+
 from compat_tests.drivers.aiokafka_driver import AiokafkaDriver
 from compat_tests.drivers.base import ConsumerSettings, Driver, Message, ProducerSettings
 from compat_tests.drivers.confluent import ConfluentDriver
@@ -145,6 +147,22 @@ def deliver_once(bootstrap: str, topic: str, members: list[Member], expected: li
 
 
 @contextmanager
+def member_of_filled_topic(
+    client: type[Driver], bootstrap: str, topic: str, group: str, partitions: int, count: int
+) -> Iterator[Member]:
+    """A member of ``group`` (named ``{group}-member``) that has consumed all of a new topic of
+    ``partitions`` partitions filled with ``count`` values; stopped however the block ends."""
+    expected = filled_topic(bootstrap, topic, partitions, topic, count)
+    member = Member(client, bootstrap, topic, group, f"{group}-member")
+    start(member)
+    try:
+        wait_for_all([member], expected)
+        yield member
+    finally:
+        stop(member)
+
+
+@contextmanager
 def balanced_group(
     bootstrap: str, topic: str, count: int, make: Callable[[int], Member]
 ) -> Iterator[list[Member]]:
@@ -183,12 +201,14 @@ def test_kafka_python_members_share_partitions_and_a_fourth_member_rebalances(
         assert fourth.values(), "the new member got partitions and messages"
 
 
-def test_confluent_members_share_partitions_exactly_once(odradek_broker: OdradekProcess) -> None:
-    bootstrap, topic, group = odradek_broker.bootstrap, "ck-share", "ck-group"
+@pytest.mark.parametrize("client", [ConfluentDriver, AiokafkaDriver], ids=lambda client: client.name)
+def test_members_share_partitions_exactly_once(odradek_broker: OdradekProcess, client: type[Driver]) -> None:
+    bootstrap, prefix = odradek_broker.bootstrap, client.name
+    topic, group = f"{prefix}-share", f"{prefix}-group"
     with balanced_group(
-        bootstrap, topic, 3, lambda i: Member(ConfluentDriver, bootstrap, topic, group, f"ck-{i}")
+        bootstrap, topic, 3, lambda i: Member(client, bootstrap, topic, group, f"{prefix}-{i}")
     ) as members:
-        deliver_once(bootstrap, topic, members, values("ck", 600))
+        deliver_once(bootstrap, topic, members, values(prefix, 600))
 
 
 def test_cooperative_sticky_members_share_partitions(odradek_broker: OdradekProcess) -> None:
@@ -221,14 +241,6 @@ def test_two_groups_each_get_every_message(odradek_broker: OdradekProcess) -> No
         assert set(wait_for_all(green, expected).values()) == {1}
     finally:
         stop(*blue, *green)
-
-
-def test_aiokafka_members_share_partitions_exactly_once(odradek_broker: OdradekProcess) -> None:
-    bootstrap, topic, group = odradek_broker.bootstrap, "aio-share", "aio-group"
-    with balanced_group(
-        bootstrap, topic, 3, lambda i: Member(AiokafkaDriver, bootstrap, topic, group, f"aio-{i}")
-    ) as members:
-        deliver_once(bootstrap, topic, members, values("aio", 600))
 
 
 def test_members_of_three_clients_share_one_group_with_the_range_assignor(
