@@ -13,6 +13,7 @@ so the history checker can judge what was acknowledged against what the topic ho
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -45,6 +46,8 @@ FAILOVER_TIMEOUT_S = 90.0
 RECOVERY_TIMEOUT_S = 120.0
 """Bounds on waiting for produces to succeed again, and for a restarted node to catch up."""
 ERRORS_KEPT = 100
+STATISTICS_INTERVAL_MS = 500
+"""How often librdkafka reports its statistics, where the producers' epoch bumps show."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,9 @@ class ChaosProducer(Worker):
         self.partitions = partitions
         self.acks: list[Ack] = []
         self.failed = 0
+        self.epoch_bumps = 0
+        """Times the client gave up its producer epoch and took a new one (so its sequence
+        numbers started again): counted where the client tells (librdkafka's statistics)."""
         self._in_flight = 0
 
     def _work(self) -> None:
@@ -177,8 +183,17 @@ class ConfluentChaosProducer(ChaosProducer):
                 "acks": "all",
                 "linger.ms": 5,
                 "message.timeout.ms": DELIVERY_TIMEOUT_MS,
+                "statistics.interval.ms": STATISTICS_INTERVAL_MS,
+                "stats_cb": self._statistics,
             }
         )
+
+    def _statistics(self, report: str) -> None:
+        """librdkafka's statistics (served by ``poll``): ``eos.epoch_cnt`` counts the producer
+        id and epoch assignments since start, so every one after the first is a bump."""
+        assignments = json.loads(report).get("eos", {}).get("epoch_cnt", 0)
+        with self._lock:
+            self.epoch_bumps = max(self.epoch_bumps, assignments - 1)
 
     def _send(self, record: RecordId, sent_at: float) -> None:
         def report(error: KafkaError | None, message: Any) -> None:
@@ -194,6 +209,7 @@ class ConfluentChaosProducer(ChaosProducer):
         left = self._producer.flush(DELIVERY_TIMEOUT_MS / 1000 + 10)
         if left:
             raise RuntimeError(f"{left} records without a delivery report")
+        self._producer.poll(2 * STATISTICS_INTERVAL_MS / 1000)  # statistics as of the end
 
 
 class KafkaPythonChaosProducer(ChaosProducer):

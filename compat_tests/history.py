@@ -8,7 +8,11 @@ afterwards (every offset of every partition with its value), and reports:
 - **lost**: an acknowledged record that is not at its acknowledged offset; acks=all promises it
   survives any single broker failure;
 - **duplicated**: one value at two or more offsets, which an idempotent producer's retries must
-  never cause;
+  never cause. The broker deduplicates a retry by its producer id, epoch and sequence number
+  only, so a client that takes a new epoch and sends the same records again with new sequence
+  numbers writes them twice by design: librdkafka does that after an OUT_OF_ORDER_SEQUENCE_NUMBER
+  answer, which Apache Kafka gives while leadership moves (librdkafka issue #4953). Such a
+  producer's duplicates are reported apart (**resent**), not as the broker's failure;
 - **reordered**: within a partition, a producer's records whose sequence numbers do not grow
   with the offset, which an idempotent producer (up to five requests in flight) must not cause.
 
@@ -19,7 +23,7 @@ with a broker) may or may not be present: Kafka promises nothing about them eith
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 SEPARATOR = ":"
@@ -80,6 +84,8 @@ class Report:
     """For lost records whose offset holds something else, what it holds."""
     duplicated: dict[RecordId, list[tuple[int, int]]] = field(default_factory=dict)
     """Records found more than once: their (partition, offset) places."""
+    resent: dict[RecordId, list[tuple[int, int]]] = field(default_factory=dict)
+    """Records found more than once whose producer took a new epoch meanwhile."""
     reordered: list[tuple[int, RecordId, RecordId]] = field(default_factory=list)
     """(partition, earlier record, later record) where the later offset has a lower sequence."""
     acked: int = 0
@@ -92,17 +98,20 @@ class Report:
     def __str__(self) -> str:
         lines = [
             f"{self.acked} acknowledged, {self.read} read: {len(self.lost)} lost, "
-            f"{len(self.duplicated)} duplicated, {len(self.reordered)} reordered"
+            f"{len(self.duplicated)} duplicated, {len(self.reordered)} reordered, "
+            f"{len(self.resent)} resent under a new producer epoch"
         ]
         lines += [f"lost {a.record} acked at offset {a.offset}" for a in self.lost[:10]]
         lines += [f"  offset {a.offset} holds {v!r}" for a, v in list(self.found_instead.items())[:10]]
         lines += [f"duplicated {r} at {places}" for r, places in list(self.duplicated.items())[:10]]
+        lines += [f"resent {r} at {places}" for r, places in list(self.resent.items())[:10]]
         lines += [f"partition {p}: {a} before {b}" for p, a, b in self.reordered[:10]]
         return "\n".join(lines)
 
 
-def check(acked: Iterable[Acked], read: Iterable[Read]) -> Report:
-    """Compare the acknowledged records with everything read back; see the module docstring."""
+def check(acked: Iterable[Acked], read: Iterable[Read], new_epochs: Collection[str] = ()) -> Report:
+    """Compare the acknowledged records with everything read back; see the module docstring.
+    ``new_epochs`` names the producers that took a new producer epoch during the history."""
     report = Report()
     at: dict[tuple[int, int], bytes | None] = {}
     places: dict[RecordId, list[tuple[int, int]]] = defaultdict(list)
@@ -121,10 +130,15 @@ def check(acked: Iterable[Acked], read: Iterable[Read]) -> Report:
             report.lost.append(a)
             if place in at:
                 report.found_instead[a] = at[place]
-    report.duplicated = {record: sorted(p) for record, p in places.items() if len(p) > 1}
+    for record, found in places.items():
+        if len(found) > 1:
+            kind = report.resent if record.producer in new_epochs else report.duplicated
+            kind[record] = sorted(found)
     for partition, records in sorted(by_partition.items()):
         last: dict[str, RecordId] = {}
-        for _, record in sorted(records):
+        for offset, record in sorted(records):
+            if record in report.resent and (partition, offset) != report.resent[record][0]:
+                continue  # a resent copy: the order is the first copies'
             previous = last.get(record.producer)
             if previous is not None and previous.sequence > record.sequence:
                 report.reordered.append((partition, previous, record))

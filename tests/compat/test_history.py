@@ -74,3 +74,18 @@ def test_order_is_judged_per_producer_and_partition() -> None:
     reads = read_back((0, rec("a", 0, 0)), (1, rec("a", 1, 7)), (0, rec("b", 0, 9)), (0, rec("a", 0, 1)))
     reads.reverse()
     assert check([], reads).ok
+
+
+def test_copies_from_a_producer_that_took_a_new_epoch_are_resent_not_duplicated() -> None:
+    """librdkafka resends in-flight records under a new epoch (new sequence numbers), which no
+    broker can deduplicate: reported apart, and the order is judged on the first copies."""
+    reads = read_back((0, rec("a", 0, 0)), (0, rec("a", 0, 1)), (0, rec("a", 0, 0)), (0, rec("b", 0, 0)))
+    reads += read_back((1, rec("b", 1, 0)), (1, rec("b", 1, 0)))
+    acked = [Acked(rec("a", 0, 0), 0), Acked(rec("a", 0, 1), 1)]
+    report = check(acked, reads, new_epochs={"a"})
+    assert report.resent == {rec("a", 0, 0): [(0, 0), (0, 2)]}
+    assert report.duplicated == {rec("b", 1, 0): [(1, 0), (1, 1)]}, "b kept its epoch"
+    assert not report.reordered
+    assert "1 resent under a new producer epoch" in str(report)
+    assert not report.ok
+    assert check(acked, reads[:4], new_epochs={"a"}).ok
