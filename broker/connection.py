@@ -29,6 +29,7 @@ from broker.security.handshake import open_transport
 from broker.security.listener_security import ListenerSecurity
 from broker.security.mechanism import AuthenticationFailed
 from broker.security.transport import Transport
+from broker.stall_watch import StallWatch
 from broker.throttling import ChannelMute
 from wire.errors import WireError
 from wire.header import RequestHeader
@@ -95,6 +96,7 @@ class _Connection:
             config.get_int("socket.request.read.timeout.ms") / 1000,
         )
         self.idle_seconds = config.get_int("connections.max.idle.ms") / 1000
+        self.stalls = StallWatch(self.idle_seconds)
         self.mute = ChannelMute()  # held while a quota throttles this client (Kafka mutes the channel)
         self.sending: RequestHeader | None = None  # whose response is being written, for the error log
         self.queued = 0  # answers handed to the writer and not yet sent
@@ -103,15 +105,13 @@ class _Connection:
         )
 
     async def read_requests(self) -> None:
-        broker, reader, auth = self.broker, self.reader, self.auth
+        broker, reader, auth, stalls = self.broker, self.reader, self.auth, self.stalls
         while True:
             if auth.gated:
                 self.limit_frames()
-            with trio.move_on_after(self.idle_seconds) as idle:
-                size = await reader.next_size()
-            if idle.cancelled_caught:
-                log.info("closing idle connection from %s", self.peer)
-                return
+            stalls.reading_since = trio.current_time()
+            size = await reader.next_size()
+            stalls.reading_since = None
             if size is None:
                 return
             frame = await reader.read_body(size)
@@ -127,8 +127,8 @@ class _Connection:
                 if self.queued or isinstance(answer, DeferredAnswer):
                     self.queued += 1
                     await self.to_writer.send((header, answer))
-                elif answer is not None and not await self.send(header, answer):
-                    return
+                elif answer is not None:
+                    await self.send(header, answer)
             if auth.failed and not self.queued:
                 return  # a refused authentication was answered; Kafka closes the connection
             if abandoned.cancelled_caught:
@@ -182,25 +182,23 @@ class _Connection:
                     break
                 (header, answer), held = held, None
                 sent, parts = sent + 1, parts + await _parts_of(answer)
-            if parts and not await self.send(header, parts):
-                return
+            if parts:
+                await self.send(header, parts)
             self.queued -= sent
             if self.auth.failed and not self.queued:
                 return
 
-    async def send(self, header: RequestHeader, parts: list[Any]) -> bool:
+    async def send(self, header: RequestHeader, parts: list[Any]) -> None:
         """Write one or more responses (``header`` is the last one's, named if the write fails);
-        False if the client stopped reading (the connection must close)."""
+        a client that stops taking them is closed by the stall watch."""
         self.sending = header
+        self.stalls.sending_since = trio.current_time()
         try:
-            with trio.move_on_after(self.idle_seconds) as stuck:
-                await self.transport.send_parts(parts)
+            await self.transport.send_parts(parts)
         finally:
             close_regions(parts)
+            self.stalls.sending_since = None
         self.sending = None
-        if stuck.cancelled_caught:
-            log.info("closing connection from %s: it stopped reading its responses", self.peer)
-        return not stuck.cancelled_caught
 
     async def guarded(self, work: Callable[[], Awaitable[None]], scope: trio.CancelScope) -> None:
         """Run the reader or the writer; whichever ends (or fails) ends the connection.
@@ -241,7 +239,8 @@ async def serve_connection(
     Time bounds: a TLS handshake and a SASL exchange must finish within
     ``authentication.timeout.ms``; waiting for a request is limited by
     ``connections.max.idle.ms``, receiving one by ``socket.request.read.timeout.ms``, and
-    writing a response to a client that stops reading by ``connections.max.idle.ms`` again.
+    writing a response to a client that stops reading by ``connections.max.idle.ms`` again
+    (those two by one watch per connection, :mod:`broker.stall_watch`).
     A request whose client closes while it is handled or answered is cancelled
     (:mod:`broker.peer_watch`).
 
@@ -260,6 +259,7 @@ async def serve_connection(
             if connection.auth.gated:
                 nursery.start_soon(_authentication_deadline, connection.auth, nursery.cancel_scope)
             nursery.start_soon(connection.guarded, connection.write_answers, nursery.cancel_scope)
+            nursery.start_soon(connection.stalls.run, peer, nursery.cancel_scope)
             await connection.guarded(connection.read_requests, nursery.cancel_scope)
     finally:
         sock.close()

@@ -106,6 +106,9 @@ class FrameReader:
         """
         await self._budget.acquire(size)
         try:
+            frame = self._buffered_frame(size)
+            if frame is not None:  # the whole request came with its size: no timer to set
+                return frame
             with trio.move_on_after(self._read_timeout):
                 return await self._read_reserved(size)
             raise FrameError(
@@ -116,18 +119,26 @@ class FrameReader:
             self._budget.release(size)
             raise
 
-    async def _read_reserved(self, size: int) -> memoryview:
+    def _buffered_frame(self, size: int) -> memoryview | None:
+        """The frame of ``size`` bytes after the buffered size prefix, if all of it is buffered.
+
+        Small frames are copied out: the receive buffer is reused for the next read while the
+        handler may still hold slices of this one."""
+        if size > RECEIVE_BUFFER_SIZE - 4 or self._end - self._start < 4 + size:
+            return None
         self._consumed(4)
-        if size <= RECEIVE_BUFFER_SIZE - 4:
-            while self._end - self._start < size:
-                if not await self._fill():
-                    raise FrameError("connection closed in the middle of a frame")
-            # Copy small frames out: the receive buffer is reused for the next read while the
-            # handler may still hold slices of this one.
-            frame = memoryview(bytearray(self._view[self._start : self._start + size]))
-            self._consumed(size)
-            return frame
-        return await self._read_large(size)
+        frame = memoryview(bytearray(self._view[self._start : self._start + size]))
+        self._consumed(size)
+        return frame
+
+    async def _read_reserved(self, size: int) -> memoryview:
+        if size > RECEIVE_BUFFER_SIZE - 4:
+            self._consumed(4)
+            return await self._read_large(size)
+        while (frame := self._buffered_frame(size)) is None:
+            if not await self._fill():
+                raise FrameError("connection closed in the middle of a frame")
+        return frame
 
     async def _read_large(self, size: int) -> memoryview:
         """Read a frame larger than the receive buffer into a growing buffer of its own."""

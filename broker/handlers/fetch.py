@@ -1,9 +1,9 @@
 """Fetch: hand out whole record batches from partition logs, long-polling for new data.
 
-Batches go out exactly as they sit in the segment files — never decoded, never copied into
-Python: the response carries file regions that the connection sends with ``os.sendfile``.
-Size limits
-follow KIP-74: the first non-empty partition of a response always gets at least one whole
+Batches go out exactly as they sit in the segment files, never decoded: the response carries
+file regions that the connection sends with ``os.sendfile`` (a response's first 64 KiB are
+read into it instead, fewer system calls than regions for the small fetches of a consumer
+that keeps up: ``broker.file_region``).  Size limits follow KIP-74: the first non-empty partition of a response always gets at least one whole
 batch, even one larger than ``max_bytes``/``partition_max_bytes``; later partitions only
 get what fits.  A response with less than ``min_bytes`` waits (up to ``max_wait_ms``) for
 an append to any of its partitions.  From v13 topics are named by their (persistent) topic
@@ -33,7 +33,7 @@ from broker.authorization import cluster_authorized
 from broker.context import RequestContext
 from broker.error_mapping import error_code_of
 from broker.fetch_sessions import INVALID_SESSION_ID, Answer, SessionKey, SessionPartition
-from broker.file_region import FileRegion
+from broker.file_region import INLINE_RESPONSE_BYTES, FileRegion, read_range
 from broker.partition_requests import find_partition
 from broker.quota_store import CONSUMER_BYTE_RATE
 from broker.replication.divergence import diverging_epoch
@@ -260,15 +260,21 @@ class FetchPlan:
 def topic_responses(answers: list[Answer], by_id: bool, sendable: bool = True) -> list[dict[str, Any]]:
     """The response's topics: consecutive partitions of one topic share an entry (as Kafka
     builds it; a session's order may name a topic again further on). Located slices become
-    file regions that own their descriptors (unless not ``sendable``: only measured), so this
+    their bytes (the first INLINE_RESPONSE_BYTES) or file regions that own their descriptors
+    (unless not ``sendable``: only measured), so this
     must run right after the last read with no await in between: a slice's descriptor is only
     valid until the log next changes segments, a region's stays valid until sent."""
     topics: list[dict[str, Any]] = []
     previous: object = None
+    inline = INLINE_RESPONSE_BYTES
     for target, response, _size in answers:
         located = response["records"]
         if sendable and isinstance(located, FileSlice):
-            response["records"] = FileRegion(located.fd, located.position, located.length)
+            if located.length <= inline:  # small: one read, and the response goes in one send
+                response["records"] = read_range(located.fd, located.position, located.length)
+                inline -= located.length
+            else:
+                response["records"] = FileRegion(located.fd, located.position, located.length)
         topic_key = target.topic_id if by_id else target.topic
         if not topics or topic_key != previous:
             topics.append({("topic_id" if by_id else "topic"): topic_key, "partitions": []})

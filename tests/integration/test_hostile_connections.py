@@ -20,7 +20,7 @@ import pytest
 from compat_tests.drivers.base import Message, ProducerSettings
 from compat_tests.drivers.confluent import ConfluentDriver
 from tests.integration.broker_process import OdradekProcess
-from tests.integration.raw_client import RawClient, fetch_body
+from tests.integration.raw_client import RawClient, fetch_body, make_batch
 from tests.integration.waiting import wait_until
 from wire.api_keys import ApiKey
 from wire.codec import encode_request
@@ -190,6 +190,63 @@ def test_slow_sender_is_closed_after_the_read_timeout(broker: OdradekProcess) ->
     assert "socket.request.read.timeout.ms" in broker.log_text()
 
 
+IDLE_LIMIT_MS = 1500
+
+
+@pytest.fixture(scope="module")
+def idle_limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OdradekProcess]:
+    """A broker that closes connections idle (or stuck sending) for 1.5 s."""
+    settings = {"connections.max.idle.ms": str(IDLE_LIMIT_MS)}
+    with OdradekProcess(tmp_path_factory.mktemp("idle-limited"), settings) as process:
+        yield process
+
+
+def test_idle_connection_is_closed_and_a_busy_one_is_not(idle_limited: OdradekProcess) -> None:
+    """connections.max.idle.ms closes a connection that sends nothing, as Kafka does; one
+    sending a request every 0.3 s outlives that limit several times over."""
+    idle, busy = connect(idle_limited), connect(idle_limited)
+    idle.sendall(request_frame(ApiKey.API_VERSIONS, 3, {}))
+    receive_response(idle)
+    started = time.monotonic()
+    correlation_id = 0
+    while time.monotonic() - started < 4 * IDLE_LIMIT_MS / 1000:
+        correlation_id += 1
+        busy.sendall(request_frame(ApiKey.METADATA, 12, {"topics": []}, correlation_id))
+        (answered,) = struct.unpack_from(">i", receive_response(busy))
+        assert answered == correlation_id
+        time.sleep(0.3)
+    assert closed_by_broker(idle)
+    busy.close()
+    assert "closing idle connection" in idle_limited.log_text()
+
+
+def test_a_client_that_stops_reading_its_responses_is_closed(idle_limited: OdradekProcess) -> None:
+    """A client that asks for megabytes and never reads them holds the broker's send (and the
+    file descriptors of its response) for connections.max.idle.ms at most."""
+    topic = "unread"
+    with RawClient(idle_limited.bootstrap) as client:
+        client.create_topic(topic)
+        for _ in range(8):
+            client.produce(topic, 0, make_batch([os.urandom(100_000) for _ in range(10)]))
+    baseline = settled_baseline(idle_limited)
+    stuck = socket.socket()
+    stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting: a small window
+    stuck.connect(("127.0.0.1", idle_limited.port))
+    # 32 MB asked for in all: more than the kernel's socket buffers can take from the broker
+    stuck.sendall(request_frame(ApiKey.FETCH, 12, fetch_body(topic, 0, 0)) * 32)
+    pid = idle_limited.process.pid
+    wait_until(lambda: "stopped reading its responses" in idle_limited.log_text(), "the stuck client closed")
+    wait_until(lambda: open_fds(pid) <= baseline + FD_SLACK, "its descriptors released")
+    stuck.close()
+    assert_served(idle_limited)
+
+
+def receive_response(sock: socket.socket) -> bytes:
+    """One response frame's bytes after its size."""
+    (size,) = struct.unpack(">i", receive_exactly(sock, 4))
+    return receive_exactly(sock, size)
+
+
 def test_length_prefixes_do_not_reserve_memory(broker: OdradekProcess) -> None:
     """Old code: twenty 100 MB prefixes followed by a trickle held about 2 GB."""
     assert_served(broker)
@@ -252,8 +309,7 @@ def open_idle_connections(process: OdradekProcess, count: int) -> list[socket.so
         client.sendall(request_frame(ApiKey.API_VERSIONS, 3, {}, index))
         clients.append(client)
     for index, client in enumerate(clients):
-        (size,) = struct.unpack(">i", receive_exactly(client, 4))
-        (correlation_id,) = struct.unpack(">i", receive_exactly(client, size)[:4])
+        (correlation_id,) = struct.unpack_from(">i", receive_response(client))
         assert correlation_id == index
     return clients
 

@@ -380,6 +380,27 @@ def test_fetch_limit_smaller_than_a_batch_still_progresses(client: BulkClient, s
     assert [c.record for c in consumed[0]] == records
 
 
+def test_fetch_of_several_partitions_spans_read_and_sent_batches(
+    client: BulkClient, setup: ConfluentAdmin
+) -> None:
+    """A Fetch response carries its first 64 KiB of batches read into memory and the rest as
+    file regions (``broker.file_region``): three partitions of 40 KiB, fetched together, fall on
+    both sides of that line and in one region past it, and each returns all its records."""
+    topic = unique_topic("read-and-sent")
+    setup.create_topic(topic, 3)
+    now = int(time.time() * 1000)
+    records = {
+        p: [Record(b"k%d" % i, bytes([65 + (i + p) % 26]) * 2000, (), now + i) for i in range(20)]
+        for p in range(3)
+    }
+    for partition, values in records.items():
+        client.produce(topic, values, partition=partition)
+    consumed = client.consume(
+        topic, dict.fromkeys(records, 0), until=dict.fromkeys(records, 20), timeout_s=30
+    )
+    assert {p: [c.record for c in consumed[p]] for p in records} == records
+
+
 # ---------------------------------------------------------------------------------------------
 # DeleteRecords
 
