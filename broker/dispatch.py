@@ -12,9 +12,9 @@ import importlib
 import logging
 import pkgutil
 import struct
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from time import perf_counter
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from broker import handlers as handlers_package
@@ -99,7 +99,7 @@ class DeferredAnswer:
         return self._pending.ready()
 
     async def parts(self) -> list[Any] | None:
-        with _handler_errors(self._header, self._client_address):
+        with _HandlerErrors(self._header, self._client_address):
             response = await self._pending.finish()
             if self._throttle and response is not None:
                 _set_throttle(response, self._throttle)
@@ -111,22 +111,31 @@ class DeferredAnswer:
 Answer = list[Any] | DeferredAnswer | None
 
 
-@contextmanager
-def _handler_errors(header: RequestHeader, client_address: str) -> Iterator[None]:
-    """Log a handler's failure once, at ERROR with its request, and close the connection."""
-    try:
-        yield
-    except CloseConnection:
-        raise
-    except OSError as exc:
-        # Handlers do no socket I/O, so this is the disk (EMFILE, ENAMETOOLONG, EIO, ...).
-        log.error("%s hit a disk error: %s", describe_request(header, client_address), describe_os_error(exc))
-        raise HandlerFailed(f"disk error while handling {_name(header)}") from exc
-    except Exception as exc:
-        log.exception(
-            "internal error handling %s; closing its connection", describe_request(header, client_address)
-        )
-        raise HandlerFailed(f"internal error while handling {_name(header)}") from exc
+class _HandlerErrors:
+    """Log a handler's failure once, at ERROR with its request, and close the connection.
+
+    A class rather than a generator context manager: it wraps every request."""
+
+    __slots__ = ("_header", "_client_address")
+
+    def __init__(self, header: RequestHeader, client_address: str) -> None:
+        self._header, self._client_address = header, client_address
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> bool:
+        if not isinstance(error, Exception) or isinstance(error, CloseConnection):
+            return False  # success, a refusal the connection handles, or a cancellation
+        header, request = self._header, describe_request(self._header, self._client_address)
+        if isinstance(error, OSError):
+            # Handlers do no socket I/O, so this is the disk (EMFILE, ENAMETOOLONG, EIO, ...).
+            log.error("%s hit a disk error: %s", request, describe_os_error(error))
+            raise HandlerFailed(f"disk error while handling {_name(header)}") from error
+        log.error("internal error handling %s; closing its connection", request, exc_info=error)
+        raise HandlerFailed(f"internal error while handling {_name(header)}") from error
 
 
 def _name(header: RequestHeader) -> str:
@@ -178,7 +187,7 @@ async def dispatch(
     handler = broker.served[support.key].handler
     request = decode_request(header.api_key, header.api_version, frame, offset)
     ctx = RequestContext(header, broker, client_address, auth)
-    with _handler_errors(header, client_address):
+    with _HandlerErrors(header, client_address):
         response = await handler(ctx, request)
         throttle = 0
         if broker.quotas.enabled:

@@ -23,8 +23,7 @@ last ``await``, and fsyncs run in threads that trio does not abandon.
 from __future__ import annotations
 
 import select
-from collections.abc import Iterator
-from contextlib import contextmanager
+from types import TracebackType
 
 import trio
 
@@ -38,20 +37,12 @@ class PeerWatch:
     def __init__(self) -> None:
         self._in_flight: dict[int, tuple[trio.CancelScope, float]] = {}
 
-    @contextmanager
-    def request_in_flight(self, sock: trio.socket.SocketType) -> Iterator[trio.CancelScope]:
+    def request_in_flight(self, sock: trio.socket.SocketType) -> InFlight:
         """Run the body (handling and answering one request) cancellable by a peer close.
 
         Costs a dictionary insert and delete per request; no system call.
         """
-        fd = sock.fileno()
-        scope = trio.CancelScope()
-        self._in_flight[fd] = (scope, trio.current_time())
-        try:
-            with scope:
-                yield scope
-        finally:
-            del self._in_flight[fd]
+        return InFlight(self._in_flight, sock.fileno())
 
     def cancel_abandoned(self, older_than: float) -> int:
         """Cancel requests started before ``older_than`` whose peer has closed; returns how many."""
@@ -74,3 +65,25 @@ class PeerWatch:
             await trio.sleep(CHECK_INTERVAL_S)
             if self._in_flight:
                 self.cancel_abandoned(trio.current_time() - CHECK_INTERVAL_S)
+
+
+class InFlight:
+    """One request's entry in the registry while its body runs in the scope that abandons it
+    (a class, not a generator context manager: it is entered for every request)."""
+
+    __slots__ = ("_registry", "_fd", "_scope")
+
+    def __init__(self, registry: dict[int, tuple[trio.CancelScope, float]], fd: int) -> None:
+        self._registry, self._fd, self._scope = registry, fd, trio.CancelScope()
+
+    def __enter__(self) -> trio.CancelScope:
+        self._registry[self._fd] = (self._scope, trio.current_time())
+        return self._scope.__enter__()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> bool:
+        try:
+            return self._scope.__exit__(kind, error, trace)
+        finally:
+            del self._registry[self._fd]
