@@ -63,16 +63,19 @@ class FrameReader:
 
     async def _fill(self) -> bool:
         """Read more bytes into the receive buffer; False at end of stream."""
+        received: int | None = None
         if self._buffer is None:
             # Idle: wait without holding memory; the buffer is allocated once bytes are there.
             await self._transport.wait_readable()
             self._buffer = bytearray(RECEIVE_BUFFER_SIZE)
             self._view = memoryview(self._buffer)
+            received = self._transport.recv_ready_into(self._view)
         elif self._end == len(self._buffer):
             pending = self._end - self._start
             self._view[:pending] = self._view[self._start : self._end]
             self._start, self._end = 0, pending
-        received = await self._transport.recv_into(self._view[self._end :])
+        if received is None:
+            received = await self._transport.recv_into(self._view[self._end :])
         self._end += received
         return received > 0
 

@@ -21,9 +21,17 @@ IDLE_PROBE_BYTES = 16 * 1024
 
 
 async def _send_buffer(sock: trio.socket.SocketType, data: bytes) -> None:
-    view = memoryview(data)
+    """Write ``data`` straight away, waiting only while the socket's buffer is full.
+
+    Not trio's ``send``, which also yields to the scheduler after every successful write: a
+    response is the last thing its request does before the connection waits for the next one
+    (and yields there), so that extra round per request bought nothing."""
+    fd, view = sock.fileno(), memoryview(data)
     while view:
-        view = view[await sock.send(view) :]
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            await trio.lowlevel.wait_writable(sock)
 
 
 async def _send_file(sock: trio.socket.SocketType, region: FileRegion) -> None:
@@ -52,6 +60,14 @@ class PlainTransport:
 
     async def wait_readable(self) -> None:
         await trio.lowlevel.wait_readable(self.sock)
+
+    def recv_ready_into(self, view: memoryview) -> int | None:
+        """Right after :meth:`wait_readable`: read without the extra scheduler round of trio's
+        ``recv_into`` (the wait just yielded); None if nothing was there after all."""
+        try:
+            return os.readv(self.sock.fileno(), [view])
+        except BlockingIOError:
+            return None
 
     async def send_parts(self, parts: list[Any]) -> None:
         """In-memory parts coalesced into few sends (within the kernel's iovec limit), file
@@ -84,12 +100,21 @@ class TlsTransport:
         if not self._pending:
             self._pending = await self.stream.receive_some(IDLE_PROBE_BYTES) or b""
 
+    def recv_ready_into(self, view: memoryview) -> int | None:
+        """Right after :meth:`wait_readable`: the bytes it decrypted (None at end of stream)."""
+        return self._take(view) if self._pending else None
+
     async def recv_into(self, view: memoryview) -> int:
-        # Capped: ssl allocates what it is asked for, and a large frame's view is tens of MB.
-        data = self._pending or await self.stream.receive_some(min(len(view), TLS_CHUNK))
-        taken = min(len(data), len(view))
-        view[:taken] = data[:taken]
-        self._pending = data[taken:]
+        if not self._pending:
+            # Capped: ssl allocates what it is asked for, and a large frame's view is tens of MB.
+            self._pending = await self.stream.receive_some(min(len(view), TLS_CHUNK))
+        return self._take(view)
+
+    def _take(self, view: memoryview) -> int:
+        """Move decrypted bytes into ``view``; how many."""
+        taken = min(len(self._pending), len(view))
+        view[:taken] = self._pending[:taken]
+        self._pending = self._pending[taken:]
         return taken
 
     async def send_parts(self, parts: list[Any]) -> None:
