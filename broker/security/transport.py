@@ -20,13 +20,13 @@ TLS_CHUNK = 256 * 1024  # plaintext bytes per TLS write: 16 TLS records, bounded
 IDLE_PROBE_BYTES = 16 * 1024
 
 
-async def _send_buffer(sock: trio.socket.SocketType, data: bytes) -> None:
+async def _send_buffer(sock: trio.socket.SocketType, fd: int, data: bytes) -> None:
     """Write ``data`` straight away, waiting only while the socket's buffer is full.
 
     Not trio's ``send``, which also yields to the scheduler after every successful write: a
     response is the last thing its request does before the connection waits for the next one
     (and yields there), so that extra round per request bought nothing."""
-    fd, view = sock.fileno(), memoryview(data)
+    view = memoryview(data)
     while view:
         try:
             view = view[os.write(fd, view) :]
@@ -34,11 +34,11 @@ async def _send_buffer(sock: trio.socket.SocketType, data: bytes) -> None:
             await trio.lowlevel.wait_writable(sock)
 
 
-async def _send_file(sock: trio.socket.SocketType, region: FileRegion) -> None:
+async def _send_file(sock: trio.socket.SocketType, fd: int, region: FileRegion) -> None:
     offset, remaining = region.offset, region.length
     while remaining:
         try:
-            sent = os.sendfile(sock.fileno(), region.fd, offset, remaining)
+            sent = os.sendfile(fd, region.fd, offset, remaining)
         except BlockingIOError:
             await trio.lowlevel.wait_writable(sock)
             continue
@@ -52,10 +52,11 @@ async def _send_file(sock: trio.socket.SocketType, region: FileRegion) -> None:
 class PlainTransport:
     """A TCP socket: reads straight into the caller's buffer, file regions by ``sendfile``."""
 
-    __slots__ = ("sock", "recv_into")
+    __slots__ = ("sock", "fd", "recv_into")
 
     def __init__(self, sock: trio.socket.SocketType) -> None:
         self.sock = sock
+        self.fd = sock.fileno()  # asked once: trio's fileno() is a Python call each time
         self.recv_into = sock.recv_into
 
     async def wait_readable(self) -> None:
@@ -65,7 +66,7 @@ class PlainTransport:
         """Right after :meth:`wait_readable`: read without the extra scheduler round of trio's
         ``recv_into`` (the wait just yielded); None if nothing was there after all."""
         try:
-            return os.readv(self.sock.fileno(), [view])
+            return os.readv(self.fd, [view])
         except BlockingIOError:
             return None
 
@@ -76,13 +77,13 @@ class PlainTransport:
         for part in parts:
             if isinstance(part, FileRegion):
                 if pending:
-                    await _send_buffer(self.sock, b"".join(pending))
+                    await _send_buffer(self.sock, self.fd, b"".join(pending))
                     pending = []
-                await _send_file(self.sock, part)
+                await _send_file(self.sock, self.fd, part)
             else:
                 pending.append(part)
         if pending:
-            await _send_buffer(self.sock, b"".join(pending))
+            await _send_buffer(self.sock, self.fd, b"".join(pending))
 
 
 class TlsTransport:
