@@ -87,6 +87,8 @@ class _Connection:
     ) -> None:
         config = broker.config
         self.broker, self.sock, self.transport, self.auth = broker, sock, transport, auth
+        self.fd = sock.fileno()
+        self.scope = trio.CancelScope()  # the connection's: its end, whoever decides it
         self.peer = auth.peer
         self.max_frame = config.get_int("socket.request.max.bytes")
         self.reader = FrameReader(
@@ -118,22 +120,21 @@ class _Connection:
             if auth.raw_tokens:
                 await self.answer_raw_token(frame, size)
                 continue
-            with broker.peer_watch.request_in_flight(self.sock) as abandoned:
+            broker.peer_watch.begin(self.fd, self.scope, self.peer)
+            try:
                 try:
                     header, answer = await dispatch(broker, frame, self.peer, auth, self.mute)
                 finally:
                     broker.request_memory.release(size)
                     del frame
                 if self.queued or isinstance(answer, DeferredAnswer):
-                    self.queued += 1
-                    await self.to_writer.send((header, answer))
+                    await self.queue(header, answer)
                 elif answer is not None:
                     await self.send(header, answer)
+            finally:
+                broker.peer_watch.end(self.fd)
             if auth.failed and not self.queued:
                 return  # a refused authentication was answered; Kafka closes the connection
-            if abandoned.cancelled_caught:
-                log.debug("%s closed its connection while its request was in flight; cancelled it", self.peer)
-                return
             if self.mute.until:  # a quota throttled this client: read nothing more until it is over
                 await self.mute.wait()
 
@@ -160,10 +161,36 @@ class _Connection:
         if stuck.cancelled_caught:
             raise CloseConnection("it stopped reading its SASL answers")
 
+    async def queue(self, header: RequestHeader, answer: Answer) -> None:
+        """Hand an answer to the writer, behind those waiting; one the connection ends before
+        handing over gives its file descriptors back."""
+        self.queued += 1
+        try:
+            await self.to_writer.send((header, answer))
+        except BaseException:
+            if isinstance(answer, list):
+                close_regions(answer)
+            raise
+
     async def write_answers(self) -> None:
-        """Send the queued answers in order.  The answers behind one that are ready by then go
-        with it in one write: a durability round completes many at once, and a write each
-        would cost each a turn of the event loop, so the writer fell behind the reader."""
+        """Send the queued answers in order; when the connection ends, release what the unsent
+        ones hold (a Fetch answer queued behind a Produce waiting for its round holds file
+        descriptors in its regions)."""
+        try:
+            await self._write_queued()
+        finally:
+            while True:
+                try:
+                    _header, answer = self.from_reader.receive_nowait()
+                except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                    break
+                if isinstance(answer, list):
+                    close_regions(answer)
+
+    async def _write_queued(self) -> None:
+        """The answers behind one that are ready by then go with it in one write: a durability
+        round completes many at once, and a write each would cost each a turn of the event
+        loop, so the writer fell behind the reader."""
         held: tuple[RequestHeader, Answer] | None = None
         while True:
             if held is None:
@@ -200,7 +227,7 @@ class _Connection:
             self.stalls.sending_since = None
         self.sending = None
 
-    async def guarded(self, work: Callable[[], Awaitable[None]], scope: trio.CancelScope) -> None:
+    async def guarded(self, work: Callable[[], Awaitable[None]]) -> None:
         """Run the reader or the writer; whichever ends (or fails) ends the connection.
 
         A failure is logged here, where it is caught, and never kept: a stored exception would
@@ -228,7 +255,7 @@ class _Connection:
                     exc_info=exc,
                 )
         finally:
-            scope.cancel()
+            self.scope.cancel()
 
 
 async def serve_connection(
@@ -255,12 +282,13 @@ async def serve_connection(
         if opened is None:
             return
         connection = _Connection(broker, sock, *opened)
-        async with trio.open_nursery() as nursery:
-            if connection.auth.gated:
-                nursery.start_soon(_authentication_deadline, connection.auth, nursery.cancel_scope)
-            nursery.start_soon(connection.guarded, connection.write_answers, nursery.cancel_scope)
-            nursery.start_soon(connection.stalls.run, peer, nursery.cancel_scope)
-            await connection.guarded(connection.read_requests, nursery.cancel_scope)
+        with connection.scope:
+            async with trio.open_nursery() as nursery:
+                if connection.auth.gated:
+                    nursery.start_soon(_authentication_deadline, connection.auth, connection.scope)
+                nursery.start_soon(connection.guarded, connection.write_answers)
+                nursery.start_soon(connection.stalls.run, peer, connection.scope)
+                await connection.guarded(connection.read_requests)
     finally:
         sock.close()
 

@@ -22,40 +22,47 @@ last ``await``, and fsyncs run in threads that trio does not abandon.
 
 from __future__ import annotations
 
+import logging
 import select
-from types import TracebackType
 
 import trio
 
+log = logging.getLogger(__name__)
 CHECK_INTERVAL_S = 0.5
 _PEER_GONE = select.POLLRDHUP | select.POLLHUP | select.POLLERR
 
 
 class PeerWatch:
-    """Registry of in-flight requests, each with the cancel scope that abandons it."""
+    """Registry of in-flight requests: each connection's socket, the cancel scope that ends the
+    connection, and when its request began."""
 
     def __init__(self) -> None:
-        self._in_flight: dict[int, tuple[trio.CancelScope, float]] = {}
+        self._in_flight: dict[int, tuple[trio.CancelScope, float, str]] = {}
 
-    def request_in_flight(self, sock: trio.socket.SocketType) -> InFlight:
-        """Run the body (handling and answering one request) cancellable by a peer close.
+    def begin(self, fd: int, connection: trio.CancelScope, peer: str) -> None:
+        """A request of the connection on socket ``fd`` is being handled and answered; if its
+        peer closes meanwhile, ``connection`` is cancelled (the connection ends: nobody is left
+        to answer).  A dictionary insert, no system call and no cancel scope of its own: the
+        connection's scope serves every request."""
+        self._in_flight[fd] = (connection, trio.current_time(), peer)
 
-        Costs a dictionary insert and delete per request; no system call.
-        """
-        return InFlight(self._in_flight, sock.fileno())
+    def end(self, fd: int) -> None:
+        """The request of ``fd`` was answered (or failed)."""
+        del self._in_flight[fd]
 
     def cancel_abandoned(self, older_than: float) -> int:
-        """Cancel requests started before ``older_than`` whose peer has closed; returns how many."""
+        """Cancel the connections whose request began before ``older_than`` and whose peer has
+        closed; returns how many."""
         poller = select.poll()
-        long_running = {
-            fd: scope for fd, (scope, started) in self._in_flight.items() if started <= older_than
-        }
+        long_running = {fd: entry for fd, entry in self._in_flight.items() if entry[1] <= older_than}
         for fd in long_running:
             poller.register(fd, _PEER_GONE)
         cancelled = 0
         for fd, events in poller.poll(0):
             if events & _PEER_GONE:
-                long_running[fd].cancel()
+                connection, _started, peer = long_running[fd]
+                log.debug("%s closed its connection while its request was in flight; cancelled it", peer)
+                connection.cancel()
                 cancelled += 1
         return cancelled
 
@@ -65,25 +72,3 @@ class PeerWatch:
             await trio.sleep(CHECK_INTERVAL_S)
             if self._in_flight:
                 self.cancel_abandoned(trio.current_time() - CHECK_INTERVAL_S)
-
-
-class InFlight:
-    """One request's entry in the registry while its body runs in the scope that abandons it
-    (a class, not a generator context manager: it is entered for every request)."""
-
-    __slots__ = ("_registry", "_fd", "_scope")
-
-    def __init__(self, registry: dict[int, tuple[trio.CancelScope, float]], fd: int) -> None:
-        self._registry, self._fd, self._scope = registry, fd, trio.CancelScope()
-
-    def __enter__(self) -> trio.CancelScope:
-        self._registry[self._fd] = (self._scope, trio.current_time())
-        return self._scope.__enter__()
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> bool:
-        try:
-            return self._scope.__exit__(kind, error, trace)
-        finally:
-            del self._registry[self._fd]

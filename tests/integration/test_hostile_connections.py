@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import resource
+import signal
 import socket
 import struct
 import time
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from broker.admin_client import produce_body
 from compat_tests.drivers.base import Message, ProducerSettings
 from compat_tests.drivers.confluent import ConfluentDriver
 from tests.integration.broker_process import OdradekProcess
@@ -164,6 +166,38 @@ GARBAGE: list[bytes] = [
     os.urandom(300),
     request_frame(ApiKey.METADATA, 12, {"topics": None, "allow_auto_topic_creation": False})[:-3],
 ]
+
+
+def test_answers_queued_behind_one_waiting_for_its_sync_give_back_their_descriptors(
+    broker: OdradekProcess,
+) -> None:
+    """A Fetch answered behind a Produce that waits for its sync (flush.messages=1) is queued
+    with the duplicated descriptors of its file regions; clients that reset meanwhile must not
+    leave those open (old code: one descriptor per such connection, for good)."""
+    with RawClient(broker.bootstrap) as client:
+        client.create_topic("synced", configs={"flush.messages": "1"})
+        client.create_topic("large")
+        client.produce("synced", 0, make_batch([b"first"]))  # starts the sync process
+        for _ in range(3):  # batches too large to be read into a response: file regions
+            client.produce("large", 0, make_batch([os.urandom(100_000)]))
+    pid = broker.process.pid
+    (sync_process,) = (int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split())
+    baseline = settled_baseline(broker)
+    produce = request_frame(ApiKey.PRODUCE, 9, produce_body("synced", {0: make_batch([b"v"])}), 1)
+    fetch = request_frame(ApiKey.FETCH, 12, fetch_body("large", 0, 0), 2)
+    os.kill(sync_process, signal.SIGSTOP)  # no sync completes: every Produce answer waits
+    try:
+        clients = [connect(broker) for _ in range(10)]
+        for client in clients:
+            client.sendall(produce + fetch)
+        # each connection's socket, and its queued Fetch answer's region
+        wait_until(lambda: open_fds(pid) >= baseline + 20, "the Fetch answers queued")
+        for client in clients:
+            reset(client)
+        wait_until(lambda: open_fds(pid) <= baseline + FD_SLACK, "descriptors returned to their baseline")
+    finally:
+        os.kill(sync_process, signal.SIGCONT)
+    assert_served(broker)
 
 
 def test_descriptors_return_to_baseline_after_garbage(broker: OdradekProcess) -> None:
