@@ -20,7 +20,7 @@ TLS_CHUNK = 256 * 1024  # plaintext bytes per TLS write: 16 TLS records, bounded
 IDLE_PROBE_BYTES = 16 * 1024
 
 
-async def _send_buffer(sock: trio.socket.SocketType, fd: int, data: bytes) -> None:
+async def _send_buffer(fd: int, data: bytes) -> None:
     """Write ``data`` straight away, waiting only while the socket's buffer is full.
 
     Not trio's ``send``, which also yields to the scheduler after every successful write: a
@@ -31,16 +31,16 @@ async def _send_buffer(sock: trio.socket.SocketType, fd: int, data: bytes) -> No
         try:
             view = view[os.write(fd, view) :]
         except BlockingIOError:
-            await trio.lowlevel.wait_writable(sock)
+            await trio.lowlevel.wait_writable(fd)
 
 
-async def _send_file(sock: trio.socket.SocketType, fd: int, region: FileRegion) -> None:
+async def _send_file(fd: int, region: FileRegion) -> None:
     offset, remaining = region.offset, region.length
     while remaining:
         try:
             sent = os.sendfile(fd, region.fd, offset, remaining)
         except BlockingIOError:
-            await trio.lowlevel.wait_writable(sock)
+            await trio.lowlevel.wait_writable(fd)
             continue
         if sent == 0:
             raise OSError(f"segment file ended {remaining} bytes before the fetched range")
@@ -52,15 +52,14 @@ async def _send_file(sock: trio.socket.SocketType, fd: int, region: FileRegion) 
 class PlainTransport:
     """A TCP socket: reads straight into the caller's buffer, file regions by ``sendfile``."""
 
-    __slots__ = ("sock", "fd", "recv_into")
+    __slots__ = ("fd", "recv_into")
 
     def __init__(self, sock: trio.socket.SocketType) -> None:
-        self.sock = sock
         self.fd = sock.fileno()  # asked once: trio's fileno() is a Python call each time
         self.recv_into = sock.recv_into
 
     async def wait_readable(self) -> None:
-        await trio.lowlevel.wait_readable(self.sock)
+        await trio.lowlevel.wait_readable(self.fd)
 
     def recv_ready_into(self, view: memoryview) -> int | None:
         """Right after :meth:`wait_readable`: read without the extra scheduler round of trio's
@@ -71,19 +70,19 @@ class PlainTransport:
             return None
 
     async def send_parts(self, parts: list[Any]) -> None:
-        """In-memory parts coalesced into few sends (within the kernel's iovec limit), file
-        regions by sendfile, so record batches on disk never pass through Python."""
+        """In-memory parts joined into one send, file regions by sendfile, so the large
+        ranges of a Fetch never pass through Python."""
         pending: list[Any] = []
         for part in parts:
             if isinstance(part, FileRegion):
                 if pending:
-                    await _send_buffer(self.sock, self.fd, b"".join(pending))
+                    await _send_buffer(self.fd, b"".join(pending))
                     pending = []
-                await _send_file(self.sock, self.fd, part)
+                await _send_file(self.fd, part)
             else:
                 pending.append(part)
         if pending:
-            await _send_buffer(self.sock, self.fd, b"".join(pending))
+            await _send_buffer(self.fd, b"".join(pending))
 
 
 class TlsTransport:
