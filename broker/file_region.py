@@ -6,7 +6,7 @@ its own duplicate of the file descriptor: the log may close or delete the segmen
 (retention, topic deletion) while the response is still being written to a slow client,
 and the duplicate keeps the file's data reachable until the region is closed.
 
-Small ranges are read instead (:func:`read_range`): a region costs a ``dup``, a ``close``
+Small ranges are read instead (``FileSlice.read``): a region costs a ``dup``, a ``close``
 and a ``sendfile`` of its own, and cuts the response into a send per piece, each its own TCP
 segment that wakes the client.  A consumer keeping up with a producer fetches a batch or
 two per partition at a time, so below ``INLINE_RESPONSE_BYTES`` per response one ``pread``
@@ -22,14 +22,6 @@ INLINE_RESPONSE_BYTES = 64 * 1024
 """Bytes of record batches per Fetch response that are read into memory rather than sent
 from the file: small enough that a response's copy costs less than the system calls it saves,
 and bounded per response, so memory stays bounded by the connections."""
-
-
-def read_range(fd: int, offset: int, length: int) -> bytes:
-    """``length`` bytes of ``fd`` from ``offset`` (a short read means the file lost them)."""
-    data = os.pread(fd, length, offset)
-    if len(data) != length:
-        raise OSError(f"segment file ended {length - len(data)} bytes before the fetched range")
-    return data
 
 
 class FileRegion:

@@ -32,6 +32,8 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from log.errors import KafkaStorageError
+
 logger = logging.getLogger(__name__)
 
 # Below this many descriptors for files the broker could not even keep one partition's active
@@ -73,6 +75,13 @@ class LazyFile:
     @property
     def is_open(self) -> bool:
         return self._fd >= 0
+
+    def read(self, start: int, end: int) -> bytes:
+        """The bytes of ``[start, end)``; a short read means the file shrank under us."""
+        data = os.pread(self.fd, end - start, start)
+        if len(data) != end - start:
+            raise KafkaStorageError(f"{self.path}: short read at byte {start}")
+        return data
 
     def create(self) -> int:
         """Create the file if it is missing and open it (only new files are created)."""

@@ -119,6 +119,10 @@ class FileSlice(NamedTuple):
     def fd(self) -> int:
         return self.file.fd
 
+    def read(self) -> bytes:
+        """The slice's bytes, read now."""
+        return self.file.read(self.position, self.position + self.length)
+
 
 @dataclass
 class DataSync:

@@ -385,10 +385,7 @@ class Segment:
 
     def read(self, start: int, end: int) -> bytes:
         """The bytes of ``[start, end)``; a short read means the file shrank under us."""
-        data = os.pread(self.fd, end - start, start)
-        if len(data) != end - start:
-            raise KafkaStorageError(f"{self.log_path}: short read at byte {start}")
-        return data
+        return self._log.read(start, end)
 
     # ----------------------------------------------------------------------------------------
     # Durability and lifetime

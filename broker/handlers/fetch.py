@@ -3,7 +3,8 @@
 Batches go out exactly as they sit in the segment files, never decoded: the response carries
 file regions that the connection sends with ``os.sendfile`` (a response's first 64 KiB are
 read into it instead, fewer system calls than regions for the small fetches of a consumer
-that keeps up: ``broker.file_region``).  Size limits follow KIP-74: the first non-empty partition of a response always gets at least one whole
+that keeps up: ``broker.file_region``).  Size limits follow KIP-74: the first non-empty
+partition of a response always gets at least one whole
 batch, even one larger than ``max_bytes``/``partition_max_bytes``; later partitions only
 get what fits.  A response with less than ``min_bytes`` waits (up to ``max_wait_ms``) for
 an append to any of its partitions.  From v13 topics are named by their (persistent) topic
@@ -33,7 +34,7 @@ from broker.authorization import cluster_authorized
 from broker.context import RequestContext
 from broker.error_mapping import error_code_of
 from broker.fetch_sessions import INVALID_SESSION_ID, Answer, SessionKey, SessionPartition
-from broker.file_region import INLINE_RESPONSE_BYTES, FileRegion, read_range
+from broker.file_region import INLINE_RESPONSE_BYTES, FileRegion
 from broker.partition_requests import find_partition
 from broker.quota_store import CONSUMER_BYTE_RATE
 from broker.replication.divergence import diverging_epoch
@@ -261,9 +262,9 @@ def topic_responses(answers: list[Answer], by_id: bool, sendable: bool = True) -
     """The response's topics: consecutive partitions of one topic share an entry (as Kafka
     builds it; a session's order may name a topic again further on). Located slices become
     their bytes (the first INLINE_RESPONSE_BYTES) or file regions that own their descriptors
-    (unless not ``sendable``: only measured), so this
-    must run right after the last read with no await in between: a slice's descriptor is only
-    valid until the log next changes segments, a region's stays valid until sent."""
+    (unless not ``sendable``: only measured), so this must run right after the last read with
+    no await in between: a slice's descriptor is only valid until the log next changes
+    segments, a region's stays valid until sent."""
     topics: list[dict[str, Any]] = []
     previous: object = None
     inline = INLINE_RESPONSE_BYTES
@@ -271,7 +272,7 @@ def topic_responses(answers: list[Answer], by_id: bool, sendable: bool = True) -
         located = response["records"]
         if sendable and isinstance(located, FileSlice):
             if located.length <= inline:  # small: one read, and the response goes in one send
-                response["records"] = read_range(located.fd, located.position, located.length)
+                response["records"] = located.read()
                 inline -= located.length
             else:
                 response["records"] = FileRegion(located.fd, located.position, located.length)
