@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compat_tests.maven import SLF4J_BINDING, classpath, compiled_classes, resolve_jars
-from wire.api_keys import ApiKey
+from compat_tests.raw_protocol import metadata_broker_count
 
 KAFKA_VERSION = os.environ.get("ODRADEK_KAFKA_VERSION", "4.3.1")
 """Apache Kafka broker version. 4.3.1 is the newest 4.x whose server artifacts all resolve
@@ -43,9 +43,6 @@ KAFKA_VERSION = os.environ.get("ODRADEK_KAFKA_VERSION", "4.3.1")
 KAFKA_HEAP = ["-Xms128m", "-Xmx512m"]
 READY_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 20.0
-MAX_METADATA_BYTES = 16 * 1024 * 1024
-"""Bound on a raw Metadata answer read by the suite: a broker's reply is input like any other."""
-
 SUITE_OVERRIDES: Mapping[str, str] = {"group.initial.rebalance.delay.ms": "0"}
 """Settings every broker of the suite gets: Kafka's own example server.properties sets this for
 development use, and without it every first group join waits three seconds."""
@@ -159,51 +156,6 @@ def free_ports(count: int) -> list[int]:
                 continue
             chosen.append(port)
         return chosen
-
-
-def metadata_response(host: str, port: int, topics: list[str] | None, timeout: float) -> bytes:
-    """Send Metadata v1 over a raw socket and return the response after its correlation id.
-
-    A raw request keeps readiness and leader look-ups independent of any client library (and of
-    their reconnect logging and metadata caches). ``topics`` None asks for none at all.
-    """
-    client_id = b"compat-metadata"
-    names = topics or []
-    body = (
-        struct.pack(">hhih", ApiKey.METADATA, 1, 1, len(client_id))
-        + client_id
-        + struct.pack(">i", len(names))
-    )
-    for name in names:
-        encoded = name.encode()
-        body += struct.pack(">h", len(encoded)) + encoded
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.sendall(struct.pack(">i", len(body)) + body)
-        (size,) = struct.unpack(">i", _recv_exact(sock, 4))
-        if not 4 <= size <= MAX_METADATA_BYTES:
-            raise ConnectionError(f"Metadata response of {size} bytes")
-        response = _recv_exact(sock, size)
-    (correlation_id,) = struct.unpack_from(">i", response)
-    if correlation_id != 1:
-        raise ConnectionError(f"Metadata response with correlation id {correlation_id}")
-    return response[4:]
-
-
-def metadata_broker_count(host: str, port: int, timeout: float) -> int:
-    """How many brokers Metadata lists. A broker listing at least one is ready to take requests;
-    Kafka only opens its client listener once it has caught up with its metadata log."""
-    (brokers,) = struct.unpack_from(">i", metadata_response(host, port, None, timeout))
-    return brokers
-
-
-def _recv_exact(sock: socket.socket, size: int) -> bytes:
-    data = bytearray()
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise ConnectionError("connection closed before the response was complete")
-        data += chunk
-    return bytes(data)
 
 
 def wait_until_ready(broker: RunningBroker, timeout: float = READY_TIMEOUT_S) -> None:

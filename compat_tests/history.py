@@ -7,12 +7,14 @@ afterwards (every offset of every partition with its value), and reports:
 
 - **lost**: an acknowledged record that is not at its acknowledged offset; acks=all promises it
   survives any single broker failure;
-- **duplicated**: one value at two or more offsets, which an idempotent producer's retries must
-  never cause. The broker deduplicates a retry by its producer id, epoch and sequence number
-  only, so a client that takes a new epoch and sends the same records again with new sequence
-  numbers writes them twice by design: librdkafka does that after an OUT_OF_ORDER_SEQUENCE_NUMBER
-  answer, which Apache Kafka gives while leadership moves (librdkafka issue #4953). Such a
-  producer's duplicates are reported apart (**resent**), not as the broker's failure;
+- **duplicated**: one value at two or more offsets written under one producer id, epoch and
+  sequence number, which the broker must deduplicate: an idempotent producer's retries must
+  never cause it. The broker deduplicates by those three fields only, so a client that sends
+  the same value again as a new record (a new epoch, or its sequence numbers started again)
+  writes it twice by design: librdkafka does that after an OUT_OF_ORDER_SEQUENCE_NUMBER answer,
+  which Apache Kafka gives while leadership moves (librdkafka issue #4953). Copies whose
+  writers (:class:`Writer`, read from the batch headers) all differ are reported apart
+  (**resent**), not as the broker's failure; copies with an unknown writer count as duplicated;
 - **reordered**: within a partition, a producer's records whose sequence numbers do not grow
   with the offset, which an idempotent producer (up to five requests in flight) must not cause.
 
@@ -23,7 +25,7 @@ with a broker) may or may not be present: Kafka promises nothing about them eith
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 SEPARATOR = ":"
@@ -58,6 +60,16 @@ def decode(value: bytes | None) -> RecordId | None:
 
 
 @dataclass(frozen=True)
+class Writer:
+    """What a broker deduplicates a record by: the producer id, epoch and sequence number of the
+    batch it was written in (the sequence is the batch's base sequence plus the record's delta)."""
+
+    producer_id: int
+    epoch: int
+    sequence: int
+
+
+@dataclass(frozen=True)
 class Acked:
     """A record a producer was told is written, at ``offset`` of its partition."""
 
@@ -85,7 +97,9 @@ class Report:
     duplicated: dict[RecordId, list[tuple[int, int]]] = field(default_factory=dict)
     """Records found more than once: their (partition, offset) places."""
     resent: dict[RecordId, list[tuple[int, int]]] = field(default_factory=dict)
-    """Records found more than once whose producer took a new epoch meanwhile."""
+    """Records found more than once, each copy written as a new record (its own writer)."""
+    writers: dict[tuple[int, int], Writer] = field(default_factory=dict)
+    """The writers known for the places of records found more than once."""
     reordered: list[tuple[int, RecordId, RecordId]] = field(default_factory=list)
     """(partition, earlier record, later record) where the later offset has a lower sequence."""
     acked: int = 0
@@ -99,30 +113,50 @@ class Report:
         lines = [
             f"{self.acked} acknowledged, {self.read} read: {len(self.lost)} lost, "
             f"{len(self.duplicated)} duplicated, {len(self.reordered)} reordered, "
-            f"{len(self.resent)} resent under a new producer epoch"
+            f"{len(self.resent)} resent as new records"
         ]
         lines += [f"lost {a.record} acked at offset {a.offset}" for a in self.lost[:10]]
         lines += [f"  offset {a.offset} holds {v!r}" for a, v in list(self.found_instead.items())[:10]]
-        lines += [f"duplicated {r} at {places}" for r, places in list(self.duplicated.items())[:10]]
-        lines += [f"resent {r} at {places}" for r, places in list(self.resent.items())[:10]]
+        lines += [
+            f"duplicated {r} at {self._written(places)}" for r, places in list(self.duplicated.items())[:10]
+        ]
+        lines += [f"resent {r} at {self._written(places)}" for r, places in list(self.resent.items())[:10]]
         lines += [f"partition {p}: {a} before {b}" for p, a, b in self.reordered[:10]]
         return "\n".join(lines)
 
+    def _written(self, places: list[tuple[int, int]]) -> str:
+        return ", ".join(f"{place} by {self.writers.get(place, 'an unknown writer')}" for place in places)
 
-def check(acked: Iterable[Acked], read: Iterable[Read], new_epochs: Collection[str] = ()) -> Report:
-    """Compare the acknowledged records with everything read back; see the module docstring.
-    ``new_epochs`` names the producers that took a new producer epoch during the history."""
-    report = Report()
-    at: dict[tuple[int, int], bytes | None] = {}
+
+def _places(read: Iterable[Read]) -> dict[RecordId, list[tuple[int, int]]]:
+    """Where each of the scenario's records was found: its (partition, offset) places."""
     places: dict[RecordId, list[tuple[int, int]]] = defaultdict(list)
-    by_partition: dict[int, list[tuple[int, RecordId]]] = defaultdict(list)
     for r in read:
-        report.read += 1
-        at[(r.partition, r.offset)] = r.value
         record = decode(r.value)
         if record is not None:
             places[record].append((r.partition, r.offset))
-            by_partition[r.partition].append((r.offset, record))
+    return places
+
+
+def repeated_places(read: Iterable[Read]) -> list[tuple[int, int]]:
+    """The places of every record found more than once: those whose writers :func:`check`
+    needs to tell a duplicate from a resent record."""
+    return sorted(place for found in _places(read).values() if len(found) > 1 for place in found)
+
+
+def check(
+    acked: Iterable[Acked], read: Iterable[Read], writers: Mapping[tuple[int, int], Writer] | None = None
+) -> Report:
+    """Compare the acknowledged records with everything read back; see the module docstring.
+    ``writers`` gives the writer of (at least) each place :func:`repeated_places` names."""
+    read = list(read)
+    report = Report(writers=dict(writers or {}), read=len(read))
+    at = {(r.partition, r.offset): r.value for r in read}
+    places = _places(read)
+    by_partition: dict[int, list[tuple[int, RecordId]]] = defaultdict(list)
+    for record, found in places.items():
+        for partition, offset in found:
+            by_partition[partition].append((offset, record))
     for a in acked:
         report.acked += 1
         place = (a.record.partition, a.offset)
@@ -132,8 +166,9 @@ def check(acked: Iterable[Acked], read: Iterable[Read], new_epochs: Collection[s
                 report.found_instead[a] = at[place]
     for record, found in places.items():
         if len(found) > 1:
-            kind = report.resent if record.producer in new_epochs else report.duplicated
-            kind[record] = sorted(found)
+            copies = [report.writers.get(place) for place in found]
+            each_new = None not in copies and len(set(copies)) == len(copies)
+            (report.resent if each_new else report.duplicated)[record] = sorted(found)
     for partition, records in sorted(by_partition.items()):
         last: dict[str, RecordId] = {}
         for offset, record in sorted(records):

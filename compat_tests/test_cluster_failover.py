@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import ExitStack
 
 import pytest
@@ -34,8 +34,9 @@ from compat_tests.clusters import CLUSTER_SIZE, Cluster
 from compat_tests.drivers.base import ClientError, ConsumerSettings, Message, ProducerSettings, client_errors
 from compat_tests.drivers.confluent import ConfluentAdmin
 from compat_tests.helpers import eventually, poll_until
-from compat_tests.history import Acked, check
+from compat_tests.history import Acked, Read, Report, check, repeated_places
 from compat_tests.pools import DriverPool
+from compat_tests.record_writers import writers_at
 from compat_tests.topic_metadata import topic_partitions, wait_until_every_broker_lists
 
 pytestmark = pytest.mark.cluster
@@ -176,15 +177,16 @@ def test_leader_failover_under_load_loses_duplicates_and_reorders_nothing(
             + ", ".join(f"{p.name} {p.epoch_bumps}" for p in producers)
             + f"; group errors {consumer.errors[:5]}"
         )
-        history = check(acked, read_all(healthy.bootstrap, topic, PARTITIONS), _bumped(producers))
+        history = checked(healthy, topic, acked, read_all(healthy.bootstrap, topic, PARTITIONS))
+        report(str(history))
         assert history.ok, str(history)
         assert len(acked) > 0
         eventually(lambda: _assert_none_missing(consumer, acked), timeout_s=RECOVERY_TIMEOUT_S, interval_s=1)
 
 
-def _bumped(producers: Sequence[ChaosProducer]) -> set[str]:
-    """The producers that took a new epoch: their resent duplicates are the client's doing."""
-    return {producer.name for producer in producers if producer.epoch_bumps}
+def checked(cluster: Cluster, topic: str, acked: list[Acked], read: list[Read]) -> Report:
+    """The history's report, with the writers of repeated records asked of the brokers."""
+    return check(acked, read, writers_at(cluster.bootstrap, topic, repeated_places(read)))
 
 
 def _assert_none_missing(consumer: GroupConsumer, acked: list[Acked]) -> None:
@@ -214,7 +216,7 @@ def test_paused_leader_is_replaced_and_converges_after_resuming(
     eventually(
         lambda: _lead_again(admin_client, healthy, topic, old), timeout_s=RECOVERY_TIMEOUT_S, interval_s=1
     )
-    history = check(producer.acked(), read_all(healthy.nodes[old], topic, PARTITIONS), _bumped([producer]))
+    history = checked(healthy, topic, producer.acked(), read_all(healthy.nodes[old], topic, PARTITIONS))
     assert history.ok, str(history)
 
 

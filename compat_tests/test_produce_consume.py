@@ -7,9 +7,11 @@ from collections.abc import Sequence
 
 import pytest
 
+from compat_tests.brokers import RunningBroker
 from compat_tests.drivers import base
 from compat_tests.drivers.base import Driver, Message, ProducerSettings, Received
 from compat_tests.helpers import now_ms, poll_until
+from compat_tests.record_writers import writers_at
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 DEFAULT_MAX_MESSAGE_BYTES = 1048588
@@ -70,8 +72,10 @@ def test_roundtrip(driver: Driver, admin: Driver, topic: str, codec: str) -> Non
             assert before - 1000 <= record.timestamp_ms <= after + 1000
 
 
-def test_idempotent_producer(driver: Driver, admin: Driver, topic: str) -> None:
-    """An idempotent producer with retries (the Java default) writes each record exactly once."""
+def test_idempotent_producer(driver: Driver, admin: Driver, broker: RunningBroker, topic: str) -> None:
+    """An idempotent producer with retries (the Java default) writes each record exactly once,
+    each partition's under one producer id and consecutive sequence numbers from 0 (kcat
+    produces each partition's records with a producer of its own)."""
     admin.create_topic(topic, 3)
     messages = [Message(value=f"idem-{i}".encode(), key=b"k", partition=i // 100) for i in range(300)]
     settings = ProducerSettings(acks="all", idempotence=True, retries=10)
@@ -79,6 +83,15 @@ def test_idempotent_producer(driver: Driver, admin: Driver, topic: str) -> None:
     got = read_all(driver, topic, 3, len(messages))
     assert len({r.value for r in got}) == len(messages)
     assert_same_records(messages, got, offsets)
+    writers = writers_at(broker.bootstrap, topic, [(r.partition, r.offset) for r in got])
+    assert len(writers) == len(got), "every record's batch names its writer"
+    for partition in range(3):
+        in_order = [
+            writers[(partition, offset)] for offset in sorted(o for p, o in writers if p == partition)
+        ]
+        assert len({(w.producer_id, w.epoch) for w in in_order}) == 1, "one producer id and epoch"
+        assert in_order[0].producer_id >= 0
+        assert [w.sequence for w in in_order] == list(range(100)), "sequence numbers from 0, one per record"
 
 
 @pytest.mark.parametrize("acks", ["0", "1", "all"])

@@ -13,8 +13,8 @@ import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from compat_tests.brokers import metadata_broker_count, metadata_response
 from compat_tests.helpers import eventually
+from compat_tests.raw_protocol import ResponseReader, metadata_broker_count, metadata_response
 
 METADATA_TIMEOUT_S = 5.0
 PROPAGATION_TIMEOUT_S = 60.0
@@ -30,44 +30,11 @@ class PartitionState:
     isr: tuple[int, ...]
 
 
-class _Reader:
-    """Reads a Kafka response body, failing on anything past its end (a hostile answer)."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def take(self, fmt: str) -> int:
-        (value,) = struct.unpack_from(fmt, self.data, self.pos)
-        self.pos += struct.calcsize(fmt)
-        return value
-
-    def string(self) -> str | None:
-        length = self.take(">h")
-        if length < 0:
-            return None
-        text = self.data[self.pos : self.pos + length]
-        if len(text) != length:
-            raise struct.error("string past the end of the response")
-        self.pos += length
-        return text.decode(errors="replace")
-
-    def count(self) -> int:
-        """An array length, bounded by what the remaining bytes could hold."""
-        n = self.take(">i")
-        if n > len(self.data) - self.pos:
-            raise struct.error(f"array of {n} elements in {len(self.data) - self.pos} bytes")
-        return max(n, 0)
-
-    def int32s(self) -> tuple[int, ...]:
-        return tuple(self.take(">i") for _ in range(self.count()))
-
-
 def topic_partitions(address: str, topic: str) -> dict[int, PartitionState]:
     """Metadata v1 for ``topic`` from the broker at ``address``: each partition's leader,
     replicas and ISR as that broker sees them (empty if it does not know the topic)."""
     host, port = address.rsplit(":", 1)
-    reader = _Reader(metadata_response(host, int(port), [topic], METADATA_TIMEOUT_S))
+    reader = ResponseReader(metadata_response(host, int(port), [topic], METADATA_TIMEOUT_S))
     for _ in range(reader.count()):  # brokers: id, host, port, rack
         reader.take(">i")
         reader.string()

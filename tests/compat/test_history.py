@@ -3,7 +3,7 @@ is reported, and a clean history (with unacknowledged extras) is not."""
 
 from __future__ import annotations
 
-from compat_tests.history import Acked, Read, RecordId, check, decode, encode
+from compat_tests.history import Acked, Read, RecordId, Writer, check, decode, encode, repeated_places
 
 
 def rec(producer: str, partition: int, sequence: int) -> RecordId:
@@ -76,16 +76,28 @@ def test_order_is_judged_per_producer_and_partition() -> None:
     assert check([], reads).ok
 
 
-def test_copies_from_a_producer_that_took_a_new_epoch_are_resent_not_duplicated() -> None:
-    """librdkafka resends in-flight records under a new epoch (new sequence numbers), which no
-    broker can deduplicate: reported apart, and the order is judged on the first copies."""
+def test_copies_written_as_new_records_are_resent_and_copies_of_one_sequence_duplicated() -> None:
+    """librdkafka resends in-flight records as new ones (a new epoch: new sequence numbers),
+    which no broker can deduplicate: reported apart, the order judged on the first copies. Two
+    copies under one producer id, epoch and sequence are the broker's failure, and so is a copy
+    whose writer is unknown."""
     reads = read_back((0, rec("a", 0, 0)), (0, rec("a", 0, 1)), (0, rec("a", 0, 0)), (0, rec("b", 0, 0)))
-    reads += read_back((1, rec("b", 1, 0)), (1, rec("b", 1, 0)))
+    reads += read_back((1, rec("b", 1, 0)), (1, rec("b", 1, 0)), (1, rec("c", 1, 0)), (1, rec("c", 1, 0)))
+    assert repeated_places(reads) == [(0, 0), (0, 2), (1, 0), (1, 1), (1, 2), (1, 3)]
+    writers = {
+        (0, 0): Writer(7, 0, 0),
+        (0, 2): Writer(7, 1, 0),
+        (1, 0): Writer(8, 0, 5),
+        (1, 1): Writer(8, 0, 5),
+        (1, 2): Writer(9, 0, 0),
+    }
     acked = [Acked(rec("a", 0, 0), 0), Acked(rec("a", 0, 1), 1)]
-    report = check(acked, reads, new_epochs={"a"})
+    report = check(acked, reads, writers)
     assert report.resent == {rec("a", 0, 0): [(0, 0), (0, 2)]}
-    assert report.duplicated == {rec("b", 1, 0): [(1, 0), (1, 1)]}, "b kept its epoch"
+    assert report.duplicated == {rec("b", 1, 0): [(1, 0), (1, 1)], rec("c", 1, 0): [(1, 2), (1, 3)]}
     assert not report.reordered
-    assert "1 resent under a new producer epoch" in str(report)
+    assert "1 resent as new records" in str(report)
+    assert "(1, 3) by an unknown writer" in str(report)
     assert not report.ok
-    assert check(acked, reads[:4], new_epochs={"a"}).ok
+    assert check(acked, reads[:4], writers).ok
+    assert not check(acked, reads[:4]).ok, "without writers a copy counts as duplicated"
