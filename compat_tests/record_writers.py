@@ -31,12 +31,16 @@ def writers_at(
 ) -> dict[tuple[int, int], Writer]:
     """The writer of the record at each (partition, offset) of ``places``, asked of each broker
     of ``bootstrap`` (comma-separated) until one answers (the partition's leader; the others
-    refuse with NOT_LEADER_OR_FOLLOWER); places no broker names are left out."""
+    refuse with NOT_LEADER_OR_FOLLOWER, a stopped one does not answer); places no broker names
+    are left out, and the checker counts their copies as duplicated."""
     addresses = bootstrap.split(",")
     found: dict[tuple[int, int], Writer] = {}
     for partition, offset in places:
         for address in addresses:
-            writer = _writer(address, topic, partition, offset)
+            try:
+                writer = _writer(address, topic, partition, offset)
+            except (OSError, struct.error):
+                continue  # down, or an answer cut short: another broker may lead it
             if writer is not None:
                 found[(partition, offset)] = writer
                 break

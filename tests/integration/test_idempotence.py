@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import pytest
 
+from compat_tests.brokers import free_ports
 from compat_tests.drivers.base import Message, ProducerSettings
 from compat_tests.drivers.confluent import ConfluentClient, ConfluentDriver
+from compat_tests.history import Writer
+from compat_tests.record_writers import writers_at
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient, make_batch
 from wire.api_keys import ApiKey
@@ -99,3 +102,26 @@ def test_stock_idempotent_producer_delivers_exactly_once(odradek_broker: Odradek
     assert sorted(delivered) == list(range(2000))
     consumed = ConfluentClient(odradek_broker.bootstrap).consume("idem-stock", {0: 0}, until={0: 2000})
     assert [c.record.value for c in consumed[0]] == [b"value-%d" % i for i in range(2000)]
+
+
+def test_the_chaos_checker_reads_each_records_writer_from_its_batch(odradek_broker: OdradekProcess) -> None:
+    """``compat_tests.record_writers`` (what tells a broker's duplicate from a client's resend)
+    names the producer id, epoch and sequence of any record, skipping a broker that does not
+    answer; a batch without a producer id has no sequence."""
+    with RawClient(odradek_broker.bootstrap) as client:
+        client.create_topic("writers")
+        pid, epoch = init_producer_id(client)
+        client.produce(
+            "writers",
+            0,
+            make_batch([b"a", b"b", b"c"], producer_id=pid, producer_epoch=epoch, base_sequence=0),
+        )
+        client.produce(
+            "writers", 0, make_batch([b"d", b"e"], producer_id=pid, producer_epoch=epoch, base_sequence=3)
+        )
+        client.produce("writers", 0, make_batch([b"f"]))
+    (silent,) = free_ports(1)
+    found = writers_at(
+        f"127.0.0.1:{silent},{odradek_broker.bootstrap}", "writers", [(0, 1), (0, 4), (0, 5), (0, 9)]
+    )
+    assert found == {(0, 1): Writer(pid, epoch, 1), (0, 4): Writer(pid, epoch, 4), (0, 5): Writer(-1, -1, -1)}
