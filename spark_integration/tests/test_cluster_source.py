@@ -33,6 +33,7 @@ def replicated_topic(cluster: OdradekCluster, partitions: int) -> str:
     from confluent_kafka.admin import NewTopic
 
     name = f"spark-cluster-{uuid.uuid4().hex[:8]}"
+    cluster.wait_all_registered()  # the broker the scenario before restarted may not count yet
     admin = cluster.admin()
     admin.create_topics([NewTopic(name, partitions, 3)])[name].result(timeout=60)
     wait_for(lambda: all(len(p.isrs) == 3 for p in cluster.metadata().topics[name].partitions.values()))
@@ -50,7 +51,7 @@ def test_spark_reads_a_replicated_topic_after_a_leader_died(
         wait_for(lambda: cluster.leader_of(topic, 0) not in (victim, -1), what="a new leader")
         assert spark_records(read_topic(spark, cluster.bootstrap, topic)) == produced
     finally:
-        cluster.restart(victim)
+        cluster.restart_stopped()
 
 
 def test_spark_sink_writes_to_the_cluster(spark: SparkSession, cluster: OdradekCluster) -> None:

@@ -35,6 +35,7 @@ def whole_cluster(cluster: OdradekCluster):
 
 
 def create_topic(cluster: OdradekCluster, name: str, partitions: int, **configs: str) -> None:
+    cluster.wait_all_registered()  # a broker a scenario restarted may not count yet
     admin = cluster.admin()
     futures = admin.create_topics([NewTopic(name, partitions, 3, config=configs)], operation_timeout=30)
     futures[name].result(timeout=60)

@@ -78,8 +78,14 @@ class OdradekCluster:
     def start(self) -> OdradekCluster:
         for broker in self.brokers.values():
             broker.start()
-        wait_for(lambda: len(self.live_brokers()) == len(self.brokers), what="every broker registered")
+        self.wait_all_registered()
         return self
+
+    def wait_all_registered(self) -> None:
+        """Wait until Metadata lists every broker. A restarted broker answers a moment before
+        the cluster counts it registered, and a topic with three replicas created in between
+        is refused with INVALID_REPLICATION_FACTOR."""
+        wait_for(lambda: len(self.live_brokers()) == len(self.brokers), what="every broker registered")
 
     def stop(self) -> None:
         for broker in self.brokers.values():
@@ -103,7 +109,7 @@ class OdradekCluster:
         for node, broker in self.brokers.items():
             if not broker.is_running:
                 self.restart(node)
-        wait_for(lambda: len(self.live_brokers()) == len(self.brokers), what="all brokers back")
+        self.wait_all_registered()
 
     def pause(self, node: int) -> None:
         self.brokers[node].process.send_signal(signal.SIGSTOP)
