@@ -115,8 +115,10 @@ def unsecured_jwt(subject: str, lifetime_s: float = 3600) -> str:
     def part(value: dict[str, Any]) -> str:
         return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
 
-    now = time.time()
-    return f"{part({'alg': 'none'})}.{part({'sub': subject, 'iat': now, 'exp': now + lifetime_s})}."
+    # Whole seconds, as JWT NumericDates usually are: Kafka refuses an ``iat`` in the future, and
+    # a fractional one checked within its own millisecond is (invalid_token, seen in a CI run).
+    now = int(time.time())
+    return f"{part({'alg': 'none'})}.{part({'sub': subject, 'iat': now, 'exp': now + int(lifetime_s)})}."
 
 
 @dataclass(frozen=True)
