@@ -4,11 +4,10 @@ Batches go out exactly as they sit in the segment files, never decoded: the resp
 file regions that the connection sends with ``os.sendfile`` (a response's first 64 KiB are
 read into it instead, fewer system calls than regions for the small fetches of a consumer
 that keeps up: ``broker.file_region``).  Size limits follow KIP-74: the first non-empty
-partition of a response always gets at least one whole
-batch, even one larger than ``max_bytes``/``partition_max_bytes``; later partitions only
-get what fits.  A response with less than ``min_bytes`` waits (up to ``max_wait_ms``) for
-an append to any of its partitions.  From v13 topics are named by their (persistent) topic
-ids; an unknown id is UNKNOWN_TOPIC_ID.
+partition of a response always gets at least one whole batch, even one larger than
+``max_bytes``/``partition_max_bytes``; later partitions only get what fits.  A response with
+less than ``min_bytes`` waits (up to ``max_wait_ms``) for an append to any of its partitions.
+From v13 topics are named by their (persistent) topic ids; an unknown id is UNKNOWN_TOPIC_ID.
 
 Fetch sessions (KIP-227, ``broker/fetch_sessions.py``): a full fetch with epoch 0 may open
 one, and an incremental fetch then reads every partition of its session but answers only those
