@@ -139,8 +139,7 @@ class LeaderEpochCache:
                     start_offset,
                     self._entries[len(kept) :],
                 )
-            self._entries = [*kept, EpochEntry(epoch, start_offset)]
-            self._write()
+            self._replace([*kept, EpochEntry(epoch, start_offset)])
         return True
 
     def assign_if_newer(self, epoch: int, start_offset: int) -> None:
@@ -155,8 +154,7 @@ class LeaderEpochCache:
         with self._lock:
             kept = [e for e in self._entries if e.start_offset < offset]
             if len(kept) != len(self._entries):
-                self._entries = kept
-                self._write()
+                self._replace(kept)
 
     def truncate_from_start(self, offset: int) -> None:
         """The log now starts at ``offset``: the epoch holding it starts there, older ones go
@@ -165,22 +163,23 @@ class LeaderEpochCache:
             removed = [e for e in self._entries if e.start_offset <= offset]
             if removed and (len(removed) > 1 or removed[0].start_offset != offset):
                 rest = self._entries[len(removed) :]
-                self._entries = [EpochEntry(removed[-1].epoch, offset), *rest]
-                self._write()
+                self._replace([EpochEntry(removed[-1].epoch, offset), *rest])
 
     def clear(self) -> None:
         """Forget every epoch (the log was emptied: Kafka's clearAndFlush)."""
         with self._lock:
             if self._entries:
-                self._entries = []
-                self._write()
+                self._replace([])
 
     # ----------------------------------------------------------------------------------------
     # File
 
-    def _write(self) -> None:
-        """Replace the file now, without fsync (``sync`` does that); the lock is held."""
-        write_atomically(self.path, format_entries(self._entries), durable=False)
+    def _replace(self, entries: list[EpochEntry]) -> None:
+        """Write ``entries`` to the file now, without fsync (``sync`` does that), and only then
+        adopt them: if the write fails (a full disk) the cache still says what the file says,
+        so a retried change is written, not skipped as already made.  The lock is held."""
+        write_atomically(self.path, format_entries(entries), durable=False)
+        self._entries = entries
         self._unsynced = True
 
     def write(self, *, durable: bool) -> None:

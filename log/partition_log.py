@@ -410,9 +410,9 @@ class PartitionLog:
                 set_log_append_time(record_set, item.batch, now_ms)
         data = record_set[batches[0].position : batches[-1].end_position]
         last_offset = next_offset - 1
+        self._assign_epoch_online(leader_epoch, placed[0].first_offset)
         self._write(data, placed[0].first_offset, last_offset, max_timestamp, offset_of_max_timestamp, now_ms)
         self._producers.apply(updated_producers)
-        self._assign_epoch_online(leader_epoch, placed[0].first_offset)
         return AppendInfo(placed[0].first_offset, last_offset, log_append_time, self._log_start_offset)
 
     def append_as_follower(self, record_set: memoryview, batches: list[BatchInfo]) -> AppendInfo:
@@ -443,6 +443,8 @@ class PartitionLog:
             expected = batch.next_offset
         first_offset, last_offset = batches[0].base_offset, batches[-1].last_offset
         data = record_set[batches[0].position : batches[-1].end_position]
+        for batch in batches:
+            self._assign_epoch_online(batch.partition_leader_epoch, batch.base_offset)
         segment = self._write(
             data, first_offset, last_offset, max_timestamp, offset_of_max_timestamp, self.clock()
         )
@@ -450,12 +452,18 @@ class PartitionLog:
             placed = PlacedBatch(batch, batch.base_offset, batch.last_offset, batch.max_timestamp)
             marker = read_marker(self.directory, record_set, batch) if batch.is_control else None
             self._record_completed(segment, self._producers.replay(placed, marker))
-            self._assign_epoch_online(batch.partition_leader_epoch, batch.base_offset)
         return AppendInfo(first_offset, last_offset, -1, self._log_start_offset)
 
     def _assign_epoch_online(self, epoch: int, start_offset: int) -> None:
         """Record ``epoch``'s start if it is newer than the latest; a disk error takes the log
-        offline."""
+        offline.
+
+        Called before the batches are written, as Kafka's UnifiedLog assigns the epoch before
+        its segment append: the checkpoint file is what a partition's first append (or a new
+        leader's) can fail to write on a full disk, and failing there leaves nothing appended,
+        so KAFKA_STORAGE_ERROR means the batch is not in the log and a retry cannot duplicate
+        it.  A write that fails after this leaves an epoch starting at the log end with no
+        data yet, which Kafka's leaders hold too (and reloading the log drops it)."""
         try:
             self._epochs.assign_if_newer(epoch, start_offset)
         except OSError as exc:
@@ -534,10 +542,10 @@ class PartitionLog:
             base_offset=offset,
             partition_leader_epoch=leader_epoch,
         )
+        self._assign_epoch_online(leader_epoch, offset)
         segment = self._write(memoryview(batch), offset, offset, now_ms, offset, now_ms)
         self._record_completed(segment, completed)
         self._producers.apply(updated)
-        self._assign_epoch_online(leader_epoch, offset)
         return AppendInfo(offset, offset, -1, self._log_start_offset)
 
     def _roll(self, now_ms: int, base_offset: int) -> Segment:

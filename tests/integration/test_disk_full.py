@@ -63,6 +63,11 @@ def fill(directory: Path) -> Path:
     return filler
 
 
+def leave_one_page(filler: Path) -> None:
+    """Free exactly one page of a file system ``fill`` filled: room for one new small file."""
+    os.truncate(filler, filler.stat().st_size - os.sysconf("SC_PAGE_SIZE"))
+
+
 def stored_values(client: RawClient, topic: str) -> list[tuple[int, bytes | None]]:
     """(offset, value) of every record of partition 0, read from offset 0."""
     response = client.fetch_partition(topic, 0, 0)
@@ -137,5 +142,28 @@ def test_a_request_that_fails_on_a_full_disk_is_logged_and_the_broker_keeps_serv
             assert any("ENOSPC" in line for line in errors), errors
             with RawClient(broker.bootstrap) as client:
                 assert client.metadata()["brokers"], "the broker still answers"
+        finally:
+            broker.stop()
+
+
+def test_a_first_append_refused_on_a_full_disk_is_not_stored(tmp_path: Path) -> None:
+    """A partition's first append writes two new things: the leader epoch checkpoint and the
+    segment's first page.  With room for only one, the answer must match the log: refused and
+    absent, so that a retry (a producer without idempotence) is stored exactly once."""
+    broker = OdradekProcess(tmp_path / "broker", {"log.offline.retry.ms": str(RETRY_MS)})
+    with small_file_system(broker.data_dir):
+        broker.start()
+        try:
+            with RawClient(broker.bootstrap) as client:
+                client.create_topic("first", 1)
+                filler = fill(broker.data_dir)
+                leave_one_page(filler)
+                refused = client.produce("first", 0, make_batch([b"once"]))
+                assert refused["error_code"] == ErrorCode.KAFKA_STORAGE_ERROR, refused
+                filler.unlink()
+                accepted = produce_until_accepted(client, "first", b"once")
+                assert accepted["error_code"] == ErrorCode.NONE, accepted
+                assert accepted["base_offset"] == 0, "the refused append left nothing behind"
+                assert stored_values(client, "first") == [(0, b"once")]
         finally:
             broker.stop()

@@ -16,6 +16,7 @@ import pytest
 
 from log import KafkaStorageError, LogConfig, PartitionLog
 from log.cleaner import LogCleaner
+from log.leader_epochs import LEADER_EPOCH_FILE, UNDEFINED_EPOCH, EpochEntry, LeaderEpochCache
 from tests.log.conftest import BASE_TS, append, crash, produced_batch
 from tests.log.test_cleaner import COMPACT, put, stored
 
@@ -127,6 +128,36 @@ def test_a_full_disk_is_logged_and_the_log_comes_back_once_space_is_free(
     assert log.read(0, 1 << 20).count(b"A" * 100) == 2
     assert not bring_back(log), "an online log has nothing to recover"
     log.close()
+
+
+def test_a_first_append_that_cannot_write_the_epoch_checkpoint_appends_nothing(
+    log_dir: str, monkeypatch
+) -> None:
+    """KAFKA_STORAGE_ERROR must mean "not stored": a producer without idempotence retries it."""
+    log = PartitionLog.open(log_dir, LogConfig())
+    full_disk_for(monkeypatch, LEADER_EPOCH_FILE + ".tmp")
+    with pytest.raises(KafkaStorageError):
+        append(log, produced_batch(value_size=100))
+    monkeypatch.undo()
+    assert bring_back(log)
+    assert log.log_end_offset == 0, "the refused batch is not in the log"
+    assert append(log, produced_batch(value_size=100)).first_offset == 0
+    assert log.read(0, 1 << 20).count(b"A" * 100) == 1, "the retry is stored once"
+    assert log.leader_epochs.epoch_entries() == [EpochEntry(0, 0)]
+    log.close()
+
+
+def test_an_epoch_the_file_did_not_take_is_not_kept_in_memory(log_dir: str, monkeypatch) -> None:
+    os.makedirs(log_dir)
+    cache = LeaderEpochCache(log_dir)
+    full_disk_for(monkeypatch, LEADER_EPOCH_FILE + ".tmp")
+    with pytest.raises(OSError):
+        cache.assign_if_newer(3, 10)
+    assert cache.latest_epoch == UNDEFINED_EPOCH, "the cache says what its file says"
+    monkeypatch.undo()
+    cache.assign_if_newer(3, 10)  # the retry writes it rather than finding it already there
+    reread = LeaderEpochCache.read(log_dir)
+    assert reread is not None and reread.epoch_entries() == [EpochEntry(3, 10)]
 
 
 def test_a_torn_write_left_by_the_failure_is_cut_off_before_coming_back(log_dir: str) -> None:
