@@ -51,8 +51,9 @@ def default_max_connections(open_files_max: int) -> int:
 class RateLimitedLog:
     """Log a recurring condition at most once per LOG_EVERY_S, counting what was suppressed."""
 
-    def __init__(self, level: int) -> None:
+    def __init__(self, level: int, logger: logging.Logger = log) -> None:
         self._level = level
+        self._log = logger
         self._last = -LOG_EVERY_S
         self._suppressed = 0
 
@@ -62,7 +63,7 @@ class RateLimitedLog:
             self._suppressed += 1
             return
         suffix = f" ({self._suppressed} similar messages suppressed)" if self._suppressed else ""
-        log.log(self._level, message + suffix, *args)
+        self._log.log(self._level, message + suffix, *args)
         self._last, self._suppressed = now, 0
 
 

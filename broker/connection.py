@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from broker.accept import RateLimitedLog
 from broker.dispatch import Answer, CloseConnection, DeferredAnswer, HandlerFailed, describe_request, dispatch
 from broker.file_region import FileRegion
-from broker.frames import FrameError, FrameReader
+from broker.frames import FrameError, FrameReader, FrameTimeout
 from broker.memory_budget import RequestTooLarge
 from broker.security.authentication import ConnectionAuth
 from broker.security.handshake import open_transport
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
     from broker.server import Broker
 
 log = logging.getLogger(__name__)
+# Slow or oversized frames come in floods when someone attacks the broker: one line per 10 s.
+_refused_frames = RateLimitedLog(logging.WARNING, log)
 _SIZE = struct.Struct(">i")
 
 
@@ -113,19 +116,19 @@ class _Connection:
                 self.limit_frames()
             stalls.reading_since = trio.current_time()
             size = await reader.next_size()
-            stalls.reading_since = None
             if size is None:
                 return
             frame = await reader.read_body(size)
+            stalls.reading_since = trio.current_time()  # its handling counts from its arrival
             if auth.raw_tokens:
-                await self.answer_raw_token(frame, size)
+                await self.answer_raw_token(frame)
                 continue
             broker.peer_watch.begin(self.fd, self.scope, self.peer)
             try:
                 try:
                     header, answer = await dispatch(broker, frame, self.peer, auth, self.mute)
                 finally:
-                    broker.request_memory.release(size)
+                    reader.release()
                     del frame
                 if self.queued or isinstance(answer, DeferredAnswer):
                     await self.queue(header, answer)
@@ -147,7 +150,7 @@ class _Connection:
                 min(self.max_frame, self.auth.security.max_token_bytes), "sasl.server.max.receive.size"
             )
 
-    async def answer_raw_token(self, frame: memoryview, size: int) -> None:
+    async def answer_raw_token(self, frame: memoryview) -> None:
         """After SaslHandshake v0 a frame is a bare SASL token, answered by a bare token."""
         try:
             answer, _ = self.auth.authenticate(bytes(frame))
@@ -155,7 +158,7 @@ class _Connection:
             await trio.sleep(self.auth.security.failed_auth_delay_s)  # as SaslAuthenticate's refusal
             raise CloseConnection(f"SASL authentication failed: {exc}") from None
         finally:
-            self.broker.request_memory.release(size)
+            self.reader.release()
         with trio.move_on_after(self.idle_seconds) as stuck:
             await self.transport.send_parts([_SIZE.pack(len(answer)), answer])
         if stuck.cancelled_caught:
@@ -237,7 +240,9 @@ class _Connection:
             await work()
         except HandlerFailed:
             pass  # dispatch logged it at ERROR with the request's details
-        except (FrameError, CloseConnection, WireError, RequestTooLarge) as exc:
+        except (FrameTimeout, RequestTooLarge) as exc:
+            _refused_frames("closing connection from %s: %s", self.peer, exc)
+        except (FrameError, CloseConnection, WireError) as exc:
             log.warning("closing connection from %s: %s", self.peer, exc)
         except Exception as exc:
             if _is_peer_gone(exc):
@@ -264,10 +269,12 @@ async def serve_connection(
     """Serve one connection until the peer leaves, misbehaves or idles out.
 
     Time bounds: a TLS handshake and a SASL exchange must finish within
-    ``authentication.timeout.ms``; waiting for a request is limited by
-    ``connections.max.idle.ms``, receiving one by ``socket.request.read.timeout.ms``, and
-    writing a response to a client that stops reading by ``connections.max.idle.ms`` again
-    (those two by one watch per connection, :mod:`broker.stall_watch`).
+    ``authentication.timeout.ms``; receiving a request, waiting for request memory included,
+    by ``socket.request.read.timeout.ms`` (:mod:`broker.frames`); and by
+    ``connections.max.idle.ms``, as Kafka's idle expiry, whatever the connection is doing: a
+    connection none of whose requests arrived for that long (idle, or parked on a request
+    that never ends) or whose client stops reading a response for that long is closed (one
+    watch per connection, :mod:`broker.stall_watch`).
     A request whose client closes while it is handled or answered is cancelled
     (:mod:`broker.peer_watch`).
 

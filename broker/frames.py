@@ -3,24 +3,28 @@
 Small requests (heartbeats, metadata) are parsed out of a receive buffer, so a burst of
 them costs one ``recv`` for many frames.  That buffer exists only while bytes are pending:
 it is dropped whenever it runs empty and allocated again once the socket is readable, so an
-idle connection holds no buffer at all (10,000 idle connections must stay cheap).
+idle connection holds no buffer at all (10,000 idle connections must stay cheap).  A frame
+that fits in it is the connection's own affair: it never waits for the broker-wide
+:class:`MemoryBudget`, so small requests are never queued behind large ones.
 
-A large request (a Produce carrying a megabyte of batches) gets a buffer of its own that the
-kernel fills directly with ``recv_into`` (on plaintext); its record batches are later written to disk from
-that same memory.  That buffer grows as bytes arrive (doubling, starting at
-``LARGE_FRAME_FIRST_CHUNK``) instead of being allocated at the declared size, so a hostile
-length prefix costs little until the bytes are actually sent.  The first chunk (2 MiB) holds
-a whole request at the clients' default 1 MiB request size limit, so ordinary produce
-requests are still received without a copy; and since a buffer never exceeds its frame's
-reserved size, all of them together stay within the budget.
+A larger request (a Produce carrying a megabyte of batches) gets a buffer of its own that the
+kernel fills directly with ``recv_into`` (on plaintext); its record batches are later written
+to disk from that same memory.  Its bytes are charged to the budget as they arrive, in steps
+taken just before each step is received: the size of what the kernel already holds
+(``FIONREAD``), at least ``CHARGE_STEP``.  A frame above ``MAPPED_FRAME_MIN`` is an anonymous
+memory map of its declared size: the kernel gives it pages only as bytes are written into it,
+so a hostile length prefix costs address space, not memory, and the buffer never has to be
+grown and copied as it fills.  A smaller one is one ``bytearray``, charged whole once its
+first bytes are there.
 
-Every frame's declared size is reserved from the broker-wide :class:`MemoryBudget` before its
-body is read, and the body must arrive within the read timeout; a frame over
-``socket.request.max.bytes`` is never read: the connection is closed, as Kafka does.
+A frame over ``socket.request.max.bytes`` is never read: the connection is closed, as Kafka
+does; so is one over a connection's share of the budget.  Everything after the size prefix,
+waiting for memory included, must happen within ``socket.request.read.timeout.ms``.
 """
 
 from __future__ import annotations
 
+import mmap
 import struct
 
 import trio
@@ -31,15 +35,37 @@ from broker.security.transport import Transport
 _SIZE = struct.Struct(">i")
 RECEIVE_BUFFER_SIZE = 16 * 1024
 _NO_BUFFER = memoryview(b"")
-LARGE_FRAME_FIRST_CHUNK = 2 * 1024 * 1024
+CHARGE_STEP = 256 * 1024
+"""The least a large frame charges at a time: few enough steps for a megabyte produce (each
+is a budget check and a ``recv``), little enough ahead of what has arrived."""
+MAPPED_FRAME_MIN = 256 * 1024
+"""Frames above this are memory maps; below it a map's system calls cost more than they save."""
 
 
 class FrameError(Exception):
     """The peer violated framing (negative, oversized or too slow a frame); close the connection."""
 
 
+class FrameTimeout(FrameError):
+    """A frame did not arrive whole within the read timeout (``waiting_for_memory`` if it was
+    stuck waiting for the budget rather than for its client)."""
+
+    def __init__(self, message: str, waiting_for_memory: bool) -> None:
+        super().__init__(message)
+        self.waiting_for_memory = waiting_for_memory
+
+
+def _mapped_buffer(size: int) -> memoryview:
+    """``size`` writable bytes that occupy memory only where written (anonymous, private)."""
+    return memoryview(mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS))
+
+
 class FrameReader:
-    """Yields request frames (as writable memoryviews) from a connection's transport."""
+    """Yields request frames (as writable memoryviews) from a connection's transport.
+
+    ``charged`` is what the frame last returned by :meth:`read_body` holds of the budget;
+    the caller gives it back with :meth:`release` once the request has been handled.
+    """
 
     def __init__(
         self, transport: Transport, max_frame_size: int, budget: MemoryBudget, read_timeout: float
@@ -53,6 +79,9 @@ class FrameReader:
         self._view = _NO_BUFFER
         self._start = 0
         self._end = 0
+        self.charged = 0
+        self._waited = 0.0  # seconds the frame being read waited for memory
+        self._waiting_for_memory = False
 
     def limit(self, max_frame_size: int, name: str) -> None:
         """Change the largest frame accepted (``name`` is the setting, for the refusal): a SASL
@@ -60,6 +89,11 @@ class FrameReader:
         authenticated, as Kafka, so an unauthenticated peer cannot make the broker hold large
         frames."""
         self._max, self._limit_name = max_frame_size, name
+
+    def release(self) -> None:
+        """Give the budget back what the last frame held."""
+        self._budget.release(self.charged, self)
+        self.charged = 0
 
     async def _fill(self) -> bool:
         """Read more bytes into the receive buffer; False at end of stream."""
@@ -91,6 +125,8 @@ class FrameReader:
 
         This is the idle part of a connection's life, timed by the caller with
         ``connections.max.idle.ms``; everything after the prefix runs under the read timeout.
+        A frame that may not be read at all (over ``socket.request.max.bytes``, or over a
+        connection's share of the budget: ``RequestTooLarge``) is refused here.
         """
         while self._end - self._start < 4:
             if not await self._fill():
@@ -100,27 +136,36 @@ class FrameReader:
         (size,) = _SIZE.unpack_from(self._view, self._start)
         if size < 0 or size > self._max:
             raise FrameError(f"frame of {size} bytes exceeds {self._limit_name}={self._max}")
+        if size > RECEIVE_BUFFER_SIZE - 4:
+            self._budget.check_frame(size)
         return size
 
     async def read_body(self, size: int) -> memoryview:
-        """The body of the frame whose size :meth:`next_size` returned, reserved in the budget.
+        """The body of the frame whose size :meth:`next_size` returned.
 
-        The caller owns the reservation of ``size`` bytes once this returns and must release it.
+        The caller owns :attr:`charged` once this returns and must :meth:`release` it.
         """
-        await self._budget.acquire(size)
+        frame = self._buffered_frame(size)
+        if frame is not None:  # the whole request came with its size: no timer to set
+            self._budget.on_wait(0.0)
+            return frame
+        self._waited, self._waiting_for_memory = 0.0, False
         try:
-            frame = self._buffered_frame(size)
-            if frame is not None:  # the whole request came with its size: no timer to set
-                return frame
             with trio.move_on_after(self._read_timeout):
-                return await self._read_reserved(size)
-            raise FrameError(
-                f"frame of {size} bytes not received within socket.request.read.timeout.ms="
-                f"{round(self._read_timeout * 1000)}"
-            )
+                frame = await self._receive(size)
         except BaseException:
-            self._budget.release(size)
+            self.release()
             raise
+        if frame is not None:
+            self._budget.on_wait(self._waited)
+            return frame
+        self.release()
+        waiting = "memory (queued.max.request.bytes) for it" if self._waiting_for_memory else "its bytes"
+        raise FrameTimeout(
+            f"frame of {size} bytes not received within socket.request.read.timeout.ms="
+            f"{round(self._read_timeout * 1000)} (it was waiting for {waiting})",
+            self._waiting_for_memory,
+        )
 
     def _buffered_frame(self, size: int) -> memoryview | None:
         """The frame of ``size`` bytes after the buffered size prefix, if all of it is buffered.
@@ -134,29 +179,45 @@ class FrameReader:
         self._consumed(size)
         return frame
 
-    async def _read_reserved(self, size: int) -> memoryview:
+    async def _receive(self, size: int) -> memoryview:
         if size > RECEIVE_BUFFER_SIZE - 4:
             self._consumed(4)
-            return await self._read_large(size)
+            return await self._read_large(size, trio.current_time())
         while (frame := self._buffered_frame(size)) is None:
             if not await self._fill():
                 raise FrameError("connection closed in the middle of a frame")
         return frame
 
-    async def _read_large(self, size: int) -> memoryview:
-        """Read a frame larger than the receive buffer into a growing buffer of its own."""
-        have = self._end - self._start
-        frame = memoryview(bytearray(min(size, max(LARGE_FRAME_FIRST_CHUNK, have))))
-        if have:
-            frame[:have] = self._view[self._start : self._end]
-            self._consumed(have)
+    async def _read_large(self, size: int, started: float) -> memoryview:
+        """Read a frame larger than the receive buffer into a buffer of its own, charging the
+        budget a step ahead of the bytes received."""
+        mapped = size > MAPPED_FRAME_MIN
+        frame = _mapped_buffer(size) if mapped else _NO_BUFFER
+        buffered = self._end - self._start  # body bytes that came with the prefix
+        have = 0
         while have < size:
-            if have == len(frame):
-                grown = memoryview(bytearray(min(size, 2 * len(frame))))
-                grown[:have] = frame
-                frame = grown
-            received = await self._transport.recv_into(frame[have:])
+            if have == self.charged:
+                ready = buffered + self._transport.pending()
+                if not ready:  # charge for bytes that are there, never for a promise
+                    await self._transport.wait_readable()
+                    ready = self._transport.pending()
+                step = min(size - have, max(CHARGE_STEP, ready)) if mapped else size
+                await self._charge(step, started)
+                if not mapped and have == 0:
+                    frame = memoryview(bytearray(size))
+                if buffered:
+                    frame[:buffered] = self._view[self._start : self._end]
+                    self._consumed(buffered)
+                    have, buffered = buffered, 0
+                    continue
+            received = await self._transport.recv_into(frame[have : self.charged])
             if not received:
                 raise FrameError("connection closed in the middle of a frame")
             have += received
         return frame
+
+    async def _charge(self, step: int, started: float) -> None:
+        self._waiting_for_memory = True
+        self._waited += await self._budget.charge(step, started, self, self.charged)
+        self._waiting_for_memory = False
+        self.charged += step

@@ -1,9 +1,12 @@
 """Closing a connection that waits too long: for its next request, or for its client to take
 a response.
 
-Kafka closes a connection idle for ``connections.max.idle.ms``; Odradek also closes one whose
-client stops reading its responses for as long (its response would hold buffers and file
-descriptors forever).  A trio timer is a cancel scope with a deadline, and two of them per
+Kafka closes a connection idle for ``connections.max.idle.ms``, counting from its last
+request, whatever state it is in: a Fetch parked with a huge ``max_wait_ms`` by a client that
+then stays silent is reaped too.  Odradek does the same (``reading_since`` is when the
+connection's last request arrived, or when it began waiting for one), and also closes a
+connection whose client stops reading its responses for as long (its response would hold
+buffers and file descriptors forever).  A trio timer is a cancel scope with a deadline, and two of them per
 request (one around the wait for it, one around sending its answer) cost more of the event
 loop than parsing the request does.  So the connection only notes when each wait began, two
 clock reads per request, and this one task per connection looks at those notes, sleeping
@@ -20,9 +23,9 @@ log = logging.getLogger(__name__)
 
 
 class StallWatch:
-    """When the connection began waiting for a request and began sending a response (trio
-    time, None while it is not); :meth:`run` cancels the connection when either wait lasts
-    ``limit_s``."""
+    """When the connection's last request arrived (or it began waiting for one) and when it
+    began sending a response (trio time, None while it is not); :meth:`run` cancels the
+    connection when either lasts ``limit_s``."""
 
     __slots__ = ("limit_s", "reading_since", "sending_since")
 
@@ -44,7 +47,7 @@ class StallWatch:
                 log.info("closing connection from %s: it stopped reading its responses", peer)
                 break
             if sending is None and reading is not None and now - reading >= limit:
-                log.info("closing idle connection from %s", peer)
+                log.info("closing idle connection from %s: no request for connections.max.idle.ms", peer)
                 break
             started = sending if sending is not None else reading
             await trio.sleep_until(now + limit / 2 if started is None else started + limit)

@@ -16,6 +16,24 @@ MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 """Bound on a raw answer read by the suite: a broker's reply is input like any other."""
 
 
+def request_frame(api_key: ApiKey, version: int, body: bytes, correlation_id: int = 1) -> bytes:
+    """A whole request as it goes on the wire: size, a v1 header (non-flexible versions), body."""
+    client_id = b"compat-raw"
+    request = struct.pack(">hhih", api_key, version, correlation_id, len(client_id)) + client_id + body
+    return struct.pack(">i", len(request)) + request
+
+
+def fetch_v4_body(topic: str, partition: int, offset: int, max_bytes: int, max_wait_ms: int = 0) -> bytes:
+    """A Fetch v4 request body for one partition, read_uncommitted, ``min_bytes`` 0."""
+    name = topic.encode()
+    return (
+        struct.pack(">iiiib", -1, max_wait_ms, 0, max_bytes, 0)
+        + struct.pack(">ih", 1, len(name))
+        + name
+        + struct.pack(">iiqi", 1, partition, offset, max_bytes)
+    )
+
+
 def raw_response(host: str, port: int, api_key: ApiKey, version: int, body: bytes, timeout: float) -> bytes:
     """Send one request (a v1 header, then ``body``) over a raw socket and return the response
     after its correlation id.
@@ -24,10 +42,8 @@ def raw_response(host: str, port: int, api_key: ApiKey, version: int, body: byte
     library (and of their reconnect logging and metadata caches, and of what they hide, such as
     a batch's producer id).
     """
-    client_id = b"compat-raw"
-    request = struct.pack(">hhih", api_key, version, 1, len(client_id)) + client_id + body
     with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.sendall(struct.pack(">i", len(request)) + request)
+        sock.sendall(request_frame(api_key, version, body))
         (size,) = struct.unpack(">i", _recv_exact(sock, 4))
         if not 4 <= size <= MAX_RESPONSE_BYTES:
             raise ConnectionError(f"{api_key.name} response of {size} bytes")

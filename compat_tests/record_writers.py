@@ -13,7 +13,7 @@ import struct
 from collections.abc import Iterable
 
 from compat_tests.history import Writer
-from compat_tests.raw_protocol import ResponseReader, raw_response
+from compat_tests.raw_protocol import ResponseReader, fetch_v4_body, raw_response
 from wire.api_keys import ApiKey
 
 FETCH_VERSION = 4
@@ -49,13 +49,7 @@ def writers_at(
 
 def _writer(address: str, topic: str, partition: int, offset: int) -> Writer | None:
     host, port = address.rsplit(":", 1)
-    name = topic.encode()
-    body = (
-        struct.pack(">iiiib", -1, 0, 0, FETCH_MAX_BYTES, 0)
-        + struct.pack(">ih", 1, len(name))
-        + name
-        + struct.pack(">iiqi", 1, partition, offset, FETCH_MAX_BYTES)
-    )
+    body = fetch_v4_body(topic, partition, offset, FETCH_MAX_BYTES)
     reader = ResponseReader(raw_response(host, int(port), ApiKey.FETCH, FETCH_VERSION, body, FETCH_TIMEOUT_S))
     reader.take(">i")  # throttle time
     for _ in range(reader.count()):

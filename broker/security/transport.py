@@ -9,7 +9,10 @@ into a buffer and encrypted in writes of up to TLS_CHUNK bytes.
 
 from __future__ import annotations
 
+import fcntl
 import os
+import struct
+import termios
 from typing import Any, TypeAlias
 
 import trio
@@ -18,6 +21,14 @@ from broker.file_region import FileRegion
 
 TLS_CHUNK = 256 * 1024  # plaintext bytes per TLS write: 16 TLS records, bounded memory per send
 IDLE_PROBE_BYTES = 16 * 1024
+_INT = struct.Struct("i")
+_INT_ZERO = bytes(_INT.size)
+
+
+def socket_pending(fd: int) -> int:
+    """Bytes the kernel holds for ``fd`` that no read has taken yet (``FIONREAD``): how much a
+    frame's buffer may grow by now, since those bytes have already arrived."""
+    return _INT.unpack(fcntl.ioctl(fd, termios.FIONREAD, _INT_ZERO))[0]
 
 
 async def _send_buffer(fd: int, data: bytes) -> None:
@@ -61,6 +72,10 @@ class PlainTransport:
     async def wait_readable(self) -> None:
         await trio.lowlevel.wait_readable(self.fd)
 
+    def pending(self) -> int:
+        """Bytes that have arrived and wait to be read."""
+        return socket_pending(self.fd)
+
     def recv_ready_into(self, view: memoryview) -> int | None:
         """Right after :meth:`wait_readable`: read without the extra scheduler round of trio's
         ``recv_into`` (the wait just yielded); None if nothing was there after all."""
@@ -99,6 +114,11 @@ class TlsTransport:
         # "readable" means a read returned something; it is kept for the next recv_into.
         if not self._pending:
             self._pending = await self.stream.receive_some(IDLE_PROBE_BYTES) or b""
+
+    def pending(self) -> int:
+        """Bytes that have arrived and wait to be read: those already decrypted, and the
+        encrypted ones in the kernel (a little more than the plaintext they carry)."""
+        return len(self._pending) + socket_pending(self.sock.fileno())
 
     def recv_ready_into(self, view: memoryview) -> int | None:
         """Right after :meth:`wait_readable`: the bytes it decrypted (None at end of stream)."""
