@@ -12,6 +12,8 @@ their count (4 bytes, big-endian); the answer is one packet of as many big-endia
 each 0 or the ``errno`` its descriptor's ``fdatasync`` failed with. Every received descriptor is
 closed after its sync. The process exits when the broker closes its end (also when the broker
 dies), and ignores ``SIGINT``: the broker, not a terminal's Ctrl-C, decides when it stops.
+A broker that dies with a request or an answer in flight (``kill -9``) resets the channel
+instead of closing it; that ends the process just as quietly.
 
 Standard library only, so it starts in milliseconds.
 """
@@ -63,7 +65,13 @@ def serve(channel: socket.socket) -> None:
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    serve(socket.socket(fileno=0))
+    try:
+        serve(socket.socket(fileno=0))
+    except ConnectionError:
+        # ECONNRESET (the broker died with our answer unread) or EPIPE (it died while we
+        # synced): nobody is left to take a result, and the broker's death is its own to
+        # report. A traceback here only sent people looking for a bug in this process.
+        return
 
 
 if __name__ == "__main__":
