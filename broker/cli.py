@@ -18,6 +18,7 @@ import sys
 import trio
 
 from broker.admin_client import BrokerUnreachable
+from broker.bind_failure import BindFailure
 from broker.cli_admin import add_admin_commands
 from broker.cli_configs import add_config_commands
 from broker.cli_console import add_console_commands
@@ -118,6 +119,18 @@ async def run_broker(broker: Broker) -> None:
                 break
 
 
+def lone_bind_failure(group: BaseExceptionGroup) -> BindFailure | None:
+    """The listener that could not bind, dug out of the nursery groups it ended the start in;
+    None if anything else went wrong too (that keeps its traceback: it may be a bug)."""
+    matched, rest = group.split(BindFailure)
+    if matched is None or rest is not None:
+        return None
+    found: BaseException = matched
+    while isinstance(found, BaseExceptionGroup):
+        found = found.exceptions[0]
+    return found if isinstance(found, BindFailure) else None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command != "serve":
@@ -152,8 +165,11 @@ def main(argv: list[str] | None = None) -> int:
     except EtcdUnavailable as exc:
         print(f"odradek: cannot join the cluster: {exc}", file=sys.stderr)
         return 1
-    except OSError as exc:
-        print(f"odradek: cannot listen: {exc}. Is another broker using the port?", file=sys.stderr)
+    except (BindFailure, BaseExceptionGroup) as exc:
+        failure = exc if isinstance(exc, BindFailure) else lone_bind_failure(exc)
+        if failure is None:
+            raise
+        print(f"odradek: {failure}", file=sys.stderr)
         return 1
     finally:
         broker.close()

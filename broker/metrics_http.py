@@ -21,6 +21,7 @@ import trio
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import Metric
 
+from broker.bind_failure import bind_failure
 from broker.config import parse_metrics_listener
 
 if TYPE_CHECKING:
@@ -46,7 +47,11 @@ async def serve_metrics(
     interface) until cancelled; reports the bound (host, port) once listening. ``refresh``
     runs before each scrape (the state walk of :mod:`broker.metrics_state`)."""
     host, port = parse_metrics_listener(listener)
-    listeners = await trio.open_tcp_listeners(port, host=host or None)
+    try:
+        listeners = await trio.open_tcp_listeners(port, host=host or None)
+    except OSError as exc:
+        option = "--override metrics.listener=http://HOST:PORT"
+        raise bind_failure("Metrics endpoint", host, port, exc, option) from exc
     bound_port = listeners[0].socket.getsockname()[1]
     active = 0
 

@@ -23,6 +23,7 @@ from broker.acl_store import AclStore, open_acl_store
 from broker.api_support import ApiSupport, Served, supported_apis
 from broker.appends import AppendNotifier
 from broker.authorizer import Authorizer
+from broker.bind_failure import bind_failure
 from broker.client_metrics_store import SubscriptionStore
 from broker.client_quotas import ClientQuotas
 from broker.client_software import ClientSoftware
@@ -252,6 +253,22 @@ async def start_metrics_endpoint(broker: Broker, nursery: trio.Nursery) -> None:
         log.info("serving Prometheus metrics at http://%s:%d/metrics", host or "0.0.0.0", port)
 
 
+async def listening_socket(host: str, port: int) -> trio.socket.SocketType:
+    """A socket listening on ``host:port`` (every interface for an empty host); a port that
+    cannot be bound raises ``BindFailure``, which the CLI prints as one line."""
+    sock = trio.socket.socket(
+        trio.socket.AF_INET6 if ":" in host else trio.socket.AF_INET, trio.socket.SOCK_STREAM
+    )
+    sock.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_REUSEADDR, 1)
+    try:
+        await sock.bind((host or "0.0.0.0", port))
+    except OSError as exc:
+        sock.close()
+        raise bind_failure("Socket server", host, port, exc, "--listeners") from exc
+    sock.listen(1024)
+    return sock
+
+
 async def serve(
     broker: Broker, *, task_status: trio.TaskStatus[list[Listener]] = trio.TASK_STATUS_IGNORED
 ) -> None:
@@ -263,12 +280,7 @@ async def serve(
         await start_metrics_endpoint(broker, nursery)
         sockets = []
         for listener in broker.config.listeners:
-            sock = trio.socket.socket(
-                trio.socket.AF_INET6 if ":" in listener.host else trio.socket.AF_INET, trio.socket.SOCK_STREAM
-            )
-            sock.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_REUSEADDR, 1)
-            await sock.bind((listener.host or "0.0.0.0", listener.port))
-            sock.listen(1024)
+            sock = await listening_socket(listener.host, listener.port)
             bound_port = sock.getsockname()[1]
             broker.listeners.append(Listener(listener.name, listener.host, bound_port))
             sockets.append((listener.name, sock))
