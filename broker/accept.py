@@ -7,8 +7,10 @@ sleeps (starting at 0.1 s, doubling up to 1 s while the condition lasts) and tri
 connections that already exist keep being served, and as soon as some close new ones are
 accepted.  Errors about a single aborted connection (ECONNABORTED, EPROTO, ...) are skipped.
 
-Connections over ``max.connections`` or ``max.connections.per.ip`` are accepted and closed at
-once, so a refused client learns promptly instead of waiting in the backlog.
+Connections over ``max.connections.per.ip`` are accepted and closed at once, so a refused
+client learns promptly instead of waiting in the backlog; so are those over
+``max.connections``, unless another address holds more than its share
+(:class:`ConnectionLimits`).
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ import errno
 import logging
 import resource
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable
 
 import trio
+
+from broker.stall_watch import StallWatch
 
 log = logging.getLogger(__name__)
 
@@ -67,31 +70,95 @@ class RateLimitedLog:
         self._last, self._suppressed = now, 0
 
 
+class ConnectionSlot:
+    """An admitted connection as the limits see it: its address, the cancel scope that ends it
+    (whoever decides: the connection itself, or an eviction), and its stall watch once it reads
+    requests, whose ``reading_since`` says when it was last active."""
+
+    __slots__ = ("evicted", "ip", "scope", "stalls")
+
+    def __init__(self, ip: str) -> None:
+        self.ip = ip
+        self.scope = trio.CancelScope()
+        self.stalls: StallWatch | None = None
+        self.evicted = False
+
+    def last_active(self) -> float:
+        """Trio time of its last request (or of the start of its wait for one); a connection
+        still in its TLS handshake counts as the least recently active."""
+        stalls = self.stalls
+        if stalls is None or stalls.reading_since is None:
+            return float("-inf")
+        return stalls.reading_since
+
+
 class ConnectionLimits:
-    """Counts open connections in total and per client address."""
+    """Counts open connections in total and per client address.
+
+    At ``max.connections``, a newcomer from an address that holds fewer connections than the
+    most crowded one takes the place of that address's least recently active connection,
+    instead of being refused: one address flooding the broker with idle connections cannot
+    lock every other client out (Kafka closes the least recently used connection at its limit
+    only for the inter-broker listener, KIP-402, and otherwise stops accepting).  A newcomer
+    from the most crowded address itself is refused, as before.
+    """
 
     def __init__(self, max_connections: int, max_per_ip: int) -> None:
         self.max_connections = max_connections
         self.max_per_ip = max_per_ip
         self.total = 0
-        self.per_ip: Counter[str] = Counter()
+        self._slots: dict[str, dict[ConnectionSlot, None]] = {}  # per address, in admission order
+        self._evicting = RateLimitedLog(logging.WARNING)
 
-    def admit(self, ip: str) -> bool:
-        if self.total >= self.max_connections or self.per_ip[ip] >= self.max_per_ip:
-            return False
+    def connections_from(self, ip: str) -> int:
+        return len(self._slots.get(ip, ()))
+
+    def admit(self, ip: str) -> ConnectionSlot | None:
+        """A slot for a new connection from ``ip``, or None if it must be refused."""
+        if self.connections_from(ip) >= self.max_per_ip:
+            return None
+        if self.total >= self.max_connections and not self._make_room(ip):
+            return None
+        slot = ConnectionSlot(ip)
+        self._slots.setdefault(ip, {})[slot] = None
         self.total += 1
-        self.per_ip[ip] += 1
+        return slot
+
+    def leave(self, slot: ConnectionSlot) -> None:
+        if not slot.evicted:
+            self._forget(slot)
+
+    def _forget(self, slot: ConnectionSlot) -> None:
+        self.total -= 1
+        slots = self._slots[slot.ip]
+        del slots[slot]
+        if not slots:
+            del self._slots[slot.ip]
+
+    def _make_room(self, ip: str) -> bool:
+        """Evict the least recently active connection of the most crowded address, if that is
+        not ``ip`` and holds at least two more than ``ip`` (so the eviction evens things)."""
+        crowded = max(self._slots, key=self.connections_from)
+        if self.connections_from(crowded) < self.connections_from(ip) + 2:
+            return False
+        victim = min(self._slots[crowded], key=ConnectionSlot.last_active)
+        victim.evicted = True
+        self._forget(victim)
+        victim.scope.cancel()
+        self._evicting(
+            "max.connections=%d reached: closing the least recently active of the %d connections "
+            "from %s to admit one from %s",
+            self.max_connections,
+            self.connections_from(crowded) + 1,
+            crowded,
+            ip,
+        )
         return True
 
-    def leave(self, ip: str) -> None:
-        self.total -= 1
-        self.per_ip[ip] -= 1
-        if not self.per_ip[ip]:
-            del self.per_ip[ip]
 
-
-ConnectionServer = Callable[[trio.socket.SocketType, str, str], Awaitable[None]]
-"""Serves one admitted connection: (socket, "ip:port" for logs, ip for ACL host matching)."""
+ConnectionServer = Callable[[trio.socket.SocketType, str, str, ConnectionSlot], Awaitable[None]]
+"""Serves one admitted connection: (socket, "ip:port" for logs, ip for ACL host matching, its
+slot, whose cancel scope it must run in and whose stall watch it sets)."""
 
 
 async def accept_loop(
@@ -132,7 +199,8 @@ async def accept_loop(
         if throttle_ms:
             nursery.start_soon(_close_after, conn, throttle_ms / 1000)
             continue
-        if not limits.admit(ip):
+        slot = limits.admit(ip)
+        if slot is None:
             warn_refused(
                 "refusing connection from %s: %d connections open (max.connections=%d, "
                 "max.connections.per.ip=%d)",
@@ -143,16 +211,20 @@ async def accept_loop(
             )
             conn.close()
             continue
-        nursery.start_soon(_run_admitted, conn, f"{ip}:{address[1]}", ip, limits, serve)
+        nursery.start_soon(_run_admitted, conn, f"{ip}:{address[1]}", slot, limits, serve)
 
 
 async def _run_admitted(
-    conn: trio.socket.SocketType, peer: str, ip: str, limits: ConnectionLimits, serve: ConnectionServer
+    conn: trio.socket.SocketType,
+    peer: str,
+    slot: ConnectionSlot,
+    limits: ConnectionLimits,
+    serve: ConnectionServer,
 ) -> None:
     try:
-        await serve(conn, peer, ip)
+        await serve(conn, peer, slot.ip, slot)
     finally:
-        limits.leave(ip)
+        limits.leave(slot)
 
 
 async def _close_after(conn: trio.socket.SocketType, seconds: float) -> None:

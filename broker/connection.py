@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from broker.accept import RateLimitedLog
+from broker.accept import ConnectionSlot, RateLimitedLog
 from broker.dispatch import Answer, CloseConnection, DeferredAnswer, HandlerFailed, describe_request, dispatch
 from broker.file_region import FileRegion
 from broker.frames import FrameError, FrameReader, FrameTimeout
@@ -86,12 +86,17 @@ class _Connection:
     """
 
     def __init__(
-        self, broker: Broker, sock: trio.socket.SocketType, transport: Transport, auth: ConnectionAuth
+        self,
+        broker: Broker,
+        sock: trio.socket.SocketType,
+        transport: Transport,
+        auth: ConnectionAuth,
+        scope: trio.CancelScope,
     ) -> None:
         config = broker.config
         self.broker, self.sock, self.transport, self.auth = broker, sock, transport, auth
         self.fd = sock.fileno()
-        self.scope = trio.CancelScope()  # the connection's: its end, whoever decides it
+        self.scope = scope  # the connection's: its end, whoever decides it
         self.peer = auth.peer
         self.max_frame = config.get_int("socket.request.max.bytes")
         self.reader = FrameReader(
@@ -264,7 +269,12 @@ class _Connection:
 
 
 async def serve_connection(
-    broker: Broker, security: ListenerSecurity, sock: trio.socket.SocketType, peer: str, host: str
+    broker: Broker,
+    security: ListenerSecurity,
+    sock: trio.socket.SocketType,
+    peer: str,
+    host: str,
+    slot: ConnectionSlot,
 ) -> None:
     """Serve one connection until the peer leaves, misbehaves or idles out.
 
@@ -276,7 +286,8 @@ async def serve_connection(
     that never ends) or whose client stops reading a response for that long is closed (one
     watch per connection, :mod:`broker.stall_watch`).
     A request whose client closes while it is handled or answered is cancelled
-    (:mod:`broker.peer_watch`).
+    (:mod:`broker.peer_watch`).  Everything runs in ``slot``'s cancel scope, so the listener can
+    close the connection to make room for another address's (:mod:`broker.accept`).
 
     Logging: expected disconnects are DEBUG; a client breaking the protocol is WARNING; any
     other failure is ERROR exactly once — handler failures are logged by ``dispatch`` with the
@@ -284,12 +295,13 @@ async def serve_connection(
     answered.
     """
     try:
-        sock.setsockopt(trio.socket.IPPROTO_TCP, trio.socket.TCP_NODELAY, 1)
-        opened = await open_transport(sock, security, peer, host)
-        if opened is None:
-            return
-        connection = _Connection(broker, sock, *opened)
-        with connection.scope:
+        with slot.scope:
+            sock.setsockopt(trio.socket.IPPROTO_TCP, trio.socket.TCP_NODELAY, 1)
+            opened = await open_transport(sock, security, peer, host)
+            if opened is None:
+                return
+            connection = _Connection(broker, sock, *opened, slot.scope)
+            slot.stalls = connection.stalls
             async with trio.open_nursery() as nursery:
                 if connection.auth.gated:
                     nursery.start_soon(_authentication_deadline, connection.auth, connection.scope)

@@ -31,7 +31,7 @@ from types import TracebackType
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from compat_tests.raw_protocol import fetch_v4_body, request_frame
+from compat_tests.raw_protocol import fetch_v4_body, raw_response, request_frame
 from wire.api_keys import ApiKey
 
 ATTACKS = ("prefix", "partial", "unread", "tls-stall")
@@ -132,7 +132,7 @@ class HostileConnections:
         return TLS_HELLO_START
 
 
-OPERATIONS = ("new client", "metadata", "produce", "fetch")
+OPERATIONS = ("api versions", "new client", "metadata", "produce", "fetch")
 OPERATION_TIMEOUT_S = 60.0
 
 
@@ -160,9 +160,10 @@ def _timed(samples: list[float], operation: Callable[[], object]) -> None:
 
 
 class HealthyClient:
-    """A well-behaved librdkafka client of ``topic`` (one partition): connected before an
-    attack starts, as the issue's existing client was, and measuring four things per round: a
-    new client's first metadata (its ApiVersions and Metadata on a fresh connection), a
+    """A well-behaved client of ``topic`` (one partition): connected before an attack starts,
+    as the issue's existing client was, and measuring five things per round: ApiVersions on a
+    fresh socket (the issue's figure), a new librdkafka client's first metadata (its own
+    ApiVersions and Metadata), and, through librdkafka clients made before the attack, a
     metadata request, an ``acks=all`` produce, and the fetch that brings that record back."""
 
     def __init__(self, bootstrap: str, topic: str) -> None:
@@ -178,15 +179,16 @@ class HealthyClient:
         self.consumer.assign([TopicPartition(topic, 0, end)])
         self.round = 0
 
-    def close(self) -> None:
+    def close(self, flush_timeout_s: float = OPERATION_TIMEOUT_S) -> None:
         self.consumer.close()
-        self.producer.flush(OPERATION_TIMEOUT_S)
+        self.producer.flush(flush_timeout_s)
 
     def measure(self, rounds: int) -> Latencies:
         latencies = Latencies()
         for _ in range(rounds):
             self.round += 1
             value = b"healthy-%d" % self.round
+            _timed(latencies.samples["api versions"], self._api_versions)
             _timed(latencies.samples["new client"], self._new_client_metadata)
             _timed(
                 latencies.samples["metadata"],
@@ -195,6 +197,10 @@ class HealthyClient:
             _timed(latencies.samples["produce"], lambda value=value: self._produce(value))
             _timed(latencies.samples["fetch"], lambda value=value: self._fetch(value))
         return latencies
+
+    def _api_versions(self) -> None:
+        host, port = _address(self.bootstrap)
+        raw_response(host, port, ApiKey.API_VERSIONS, 0, b"", OPERATION_TIMEOUT_S)
 
     def _new_client_metadata(self) -> None:
         AdminClient({"bootstrap.servers": self.bootstrap}).list_topics(

@@ -9,7 +9,10 @@ was connected before the attack, as in issue 25.
 
 from __future__ import annotations
 
+import socket
+import struct
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -17,8 +20,11 @@ from compat_tests.brokers import RunningBroker, start_odradek
 from compat_tests.drivers.base import Message, ProducerSettings
 from compat_tests.drivers.confluent import ConfluentDriver
 from compat_tests.hostile import ATTACKS, HealthyClient, HostileConnections, Target, harm, summary
+from compat_tests.raw_protocol import request_frame
 from compat_tests.secured import make_tls_files
 from tests.integration.test_hostile_connections import rss_bytes
+from tests.integration.waiting import wait_until
+from wire.api_keys import ApiKey
 
 ROUNDS = 10
 DATA_RECORDS = 64
@@ -68,3 +74,44 @@ def test_hostile_connections_do_not_slow_a_healthy_client(
     assert harm(unloaded, loaded) == [], report
     if attack == "prefix":  # hundreds of 100 MB promises: the broker must not follow promises
         assert grown < 64 * 2**20, report
+
+
+def api_versions_from(source_ip: str, bootstrap: str) -> int:
+    """A raw ApiVersions v0 from ``source_ip`` (any 127.x address reaches a loopback broker);
+    its correlation id back."""
+    host, port = bootstrap.rsplit(":", 1)
+    with socket.socket() as sock:
+        sock.settimeout(20)
+        sock.bind((source_ip, 0))
+        sock.connect((host, int(port)))
+        sock.sendall(request_frame(ApiKey.API_VERSIONS, 0, b"", 7))
+        (size,) = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))
+        (correlation_id,) = struct.unpack_from(">i", sock.recv(size, socket.MSG_WAITALL))
+        return correlation_id
+
+
+def closed_count(sockets: list[socket.socket]) -> int:
+    """How many of ``sockets`` the broker has closed (end of stream or reset)."""
+    closed = 0
+    for sock in sockets:
+        sock.setblocking(False)
+        try:
+            closed += sock.recv(1, socket.MSG_PEEK) == b""
+        except BlockingIOError:
+            pass
+        except ConnectionResetError:
+            closed += 1
+    return closed
+
+
+def test_one_address_at_max_connections_cannot_lock_out_another(tmp_path: Path) -> None:
+    """Thirty idle connections from 127.0.0.1 fill max.connections; a client from 127.0.0.2
+    is still served, in the place of the flooder's least recently active connection."""
+    running = start_odradek(tmp_path / "broker", {"max.connections": "30"})
+    try:
+        with HostileConnections("prefix", 30, Target(running.bootstrap), frame_bytes=100) as flood:
+            assert api_versions_from("127.0.0.2", running.bootstrap) == 7
+            wait_until(lambda: closed_count(flood.sockets) == 1, "one flood connection was closed")
+        assert "to admit one from 127.0.0.2" in running.log_tail(100)
+    finally:
+        running.stop()

@@ -430,3 +430,14 @@ def test_vanishing_clients_are_not_logged_as_errors(broker: OdradekProcess) -> N
         reset(client)
     assert_served(broker)
     assert error_lines(broker) == []
+
+
+def test_a_request_parked_past_the_idle_limit_is_closed(idle_limited: OdradekProcess) -> None:
+    """Kafka's idle expiry counts from a connection's last activity, whatever the connection
+    waits for: a Fetch parked with max_wait_ms 2^31-1 by a client that then says nothing is
+    reaped after connections.max.idle.ms, not after 24 days."""
+    with RawClient(idle_limited.bootstrap) as admin:
+        admin.create_topic("parked-idle")
+    parked = connect(idle_limited)
+    parked.sendall(parked_fetch("parked-idle"))
+    assert closed_by_broker(parked)  # within the socket's timeout (20 s), or recv raises
