@@ -14,7 +14,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from broker.config_defs import BROKER_CONFIGS, DERIVED_MS_KEYS, TOPIC_CONFIGS, ConfigSource, ConfigType
+from broker.config_defs import (
+    BROKER_CONFIGS,
+    DERIVED_MS_KEYS,
+    LIVE_BROKER_KEYS,
+    TOPIC_CONFIGS,
+    ConfigSource,
+    ConfigType,
+)
+from broker.kafka_dynamic_keys import DYNAMIC_KEYS
 from log.config import LogConfig
 from log.errors import InvalidConfigError
 
@@ -151,7 +159,9 @@ class BrokerConfig:
     layers set through the admin API (:mod:`broker.dynamic_config`) sit above it in Kafka's
     order: a key set for this node (``dynamic_node``) beats the cluster-wide default
     (``dynamic_default``), which beats the static value. Every ``get`` reads the merged view,
-    so code that looks a key up when it uses it sees a change at once.
+    so code that looks a key up when it uses it sees a change at once. Only the dynamic keys
+    that work at runtime here (``LIVE_BROKER_KEYS``) reach that view; the others Kafka accepts
+    are kept in the layers, and described, but never used (``broker/kafka_dynamic_keys.py``).
     """
 
     explicit: dict[str, str] = field(default_factory=dict)
@@ -160,7 +170,7 @@ class BrokerConfig:
     _merged: dict[str, str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._merged = self.explicit | self.dynamic_default | self.dynamic_node
+        self._merged = self.explicit | _live(self.dynamic_default) | _live(self.dynamic_node)
 
     def with_dynamic(self, default: Mapping[str, str], node: Mapping[str, str]) -> BrokerConfig:
         """The same static configuration under other dynamic layers (validated by the caller)."""
@@ -231,8 +241,7 @@ class BrokerConfig:
             if value is not None:
                 # Kafka: a negative hours/minutes value means "unlimited", which is -1 in ms.
                 return str(int(value) * factor) if int(value) >= 0 else "-1"
-        definition = BROKER_CONFIGS.get(key)
-        return definition.default if definition else None
+        return default_value(key)
 
     def source(self, key: str) -> ConfigSource:
         """Where a broker key's value comes from, as DescribeConfigs reports it."""
@@ -250,8 +259,13 @@ class BrokerConfig:
             )
             if key in layer
         ]
-        definition = BROKER_CONFIGS.get(key)
-        return [*found, (ConfigSource.DEFAULT_CONFIG, definition.default if definition else None)]
+        return [*found, (ConfigSource.DEFAULT_CONFIG, default_value(key))]
+
+    def configured(self, key: str) -> str | None:
+        """The value a key is set to in the highest layer that sets it, else its default: what
+        DescribeConfigs shows, and what Kafka's checks of a change compare with, even for a
+        dynamic key that has no effect here."""
+        return self.layers(key)[0][1]
 
     def get_int(self, key: str) -> int:
         value = self.get(key)
@@ -295,6 +309,19 @@ class BrokerConfig:
             if value is not None:
                 defaults[name] = value
         return defaults
+
+
+def _live(layer: Mapping[str, str]) -> dict[str, str]:
+    return {key: value for key, value in layer.items() if key in LIVE_BROKER_KEYS}
+
+
+def default_value(key: str) -> str | None:
+    """A broker key's default: Odradek's table, else Kafka's for its other dynamic keys."""
+    definition = BROKER_CONFIGS.get(key)
+    if definition is not None:
+        return definition.default
+    kafka_key = DYNAMIC_KEYS.get(key)
+    return kafka_key.default if kafka_key else None
 
 
 def check_value(key: str, type_: ConfigType, value: str) -> None:

@@ -100,7 +100,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ),
         ConfigDef(
             "listeners",
-            T.STRING,
+            T.LIST,
             "PLAINTEXT://localhost:9092",
             "Where to listen. Kafka binds all interfaces by default; Odradek binds localhost "
             "so a fresh start does not expose an unauthenticated broker to the network.",
@@ -772,27 +772,18 @@ DERIVED_MS_KEYS: dict[str, tuple[tuple[str, int], ...]] = {
     "log.roll.jitter.ms": (("log.roll.jitter.hours", 3_600_000),),
 }
 
-DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
+LIVE_BROKER_KEYS: frozenset[str] = frozenset(
     {d.broker_synonym for d in TOPIC_CONFIGS.values() if d.broker_synonym in BROKER_CONFIGS}
-    | {coarser for steps in DERIVED_MS_KEYS.values() for coarser, _ in steps}
     | {
         "log.cleaner.backoff.ms",  # the cleaner reads it before each sleep
         "producer.id.expiration.ms",  # the checkpoint loop reads it each round
-        "log.cleaner.threads",  # the three below have no effect here (one thread) but Kafka
-        "num.io.threads",  # lets them change at runtime, so tools that tune them keep working
-        "num.network.threads",
         "leader.replication.throttled.rate",  # reassignment throttles (kafka-reassign-partitions
         "follower.replication.throttled.rate",  # --throttle), read at every check
         "replica.alter.log.dirs.io.max.bytes.per.second",
     }
 )
-"""Broker keys IncrementalAlterConfigs/AlterConfigs may change at runtime (cluster default or
-per node), and that take effect without a restart: the broker-level synonyms of topic keys
-(open logs are reconfigured at once) and keys read where they are used. Kafka's dynamic set
-is larger; of the rest, ``max.connections`` and ``max.connections.per.ip`` are read only when
-the listeners start here, so they are refused like every key Kafka keeps static."""
-
-DYNAMIC_MINIMUMS: dict[str, int] = {"log.segment.bytes": 1_048_576}
-"""Kafka's lower bounds that a runtime change must respect ("Value must be at least ...").
-Kafka applies them to server.properties too; Odradek's static config keeps the log engine's
-own smaller bound, which tests use to roll segments quickly."""
+"""The dynamic broker keys that take effect at once here (cluster default or per node): the
+broker-level synonyms of topic keys (open logs are reconfigured at once) and keys read where
+they are used. AlterConfigs accepts every key Kafka lets change at runtime
+(``broker.kafka_dynamic_keys``, whose docstring lists what the others do not do here); only
+these reach the broker's effective config (:meth:`broker.config.BrokerConfig.get`)."""

@@ -4,7 +4,9 @@ Kafka keeps ``kafka-configs --alter --entity-type brokers|groups`` changes in it
 log; a single Odradek node keeps them in ``dynamic-configs.json`` in its data directory
 (``{"default": {...}, "node": {...}, "groups": {group: {...}}}``), replaced atomically
 (temporary file, fsync, rename, directory fsync) on every change and read back at start-up,
-so changes survive a restart.
+so changes survive a restart. A broker change is checked by Kafka's rules
+(:mod:`broker.dynamic_rules`); each layer holds at most ``MAX_LAYER_KEYS`` keys and
+``MAX_LAYER_BYTES`` of text (Odradek's bounds: Kafka keeps any number of custom keys).
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from broker.config import BrokerConfig, ConfigError
-from broker.config_defs import BROKER_CONFIGS, DYNAMIC_BROKER_KEYS, DYNAMIC_MINIMUMS, ConfigType
+from broker.config_defs import ConfigType
+from broker.dynamic_rules import check_change, check_thread_counts, is_static
+from broker.kafka_values import InvalidValue, parse
 from log.checkpoint import write_atomically
 from wire.error_codes import ErrorCode
 
@@ -23,6 +27,8 @@ log = logging.getLogger(__name__)
 
 FILE_NAME = "dynamic-configs.json"
 DEFAULT_ENTITY = ""  # the resource name of the cluster-wide default (``--entity-default``)
+MAX_LAYER_KEYS = 1000
+MAX_LAYER_BYTES = 1 << 20
 
 
 class DynamicConfigError(Exception):
@@ -33,42 +39,27 @@ class DynamicConfigError(Exception):
         self.code = code
 
 
-_TYPE_NAMES = {
-    ConfigType.INT: "INT",
-    ConfigType.SHORT: "SHORT",
-    ConfigType.LONG: "LONG",
-    ConfigType.DOUBLE: "DOUBLE",
-}
-
-
 def check_type(key: str, type_: ConfigType, value: str, code: ErrorCode = ErrorCode.INVALID_REQUEST) -> None:
     """Refuse a value that does not parse as ``type_``, in the words of Kafka's ConfigDef."""
-    if type_ in _TYPE_NAMES:
-        try:
-            float(value) if type_ == ConfigType.DOUBLE else int(value.strip())
-        except ValueError:
-            raise DynamicConfigError(
-                f"Invalid value {value} for configuration {key}: Not a number of type {_TYPE_NAMES[type_]}",
-                code,
-            ) from None
-    elif type_ == ConfigType.BOOLEAN and value.strip().lower() not in ("true", "false"):
+    try:
+        parse(key, type_, value)
+    except InvalidValue as exc:
+        raise DynamicConfigError(str(exc), code) from None
+
+
+def check_broker_layer(updated: dict[str, str], per_broker: bool) -> None:
+    """Kafka's rules for a broker resource's new set of configs, then Odradek's size bounds."""
+    try:
+        check_change(updated, per_broker)
+    except InvalidValue as exc:
+        raise DynamicConfigError(str(exc)) from None
+    size = sum(len(key) + len(value) for key, value in updated.items())
+    if len(updated) > MAX_LAYER_KEYS or size > MAX_LAYER_BYTES:
         raise DynamicConfigError(
-            f"Invalid value {value} for configuration {key}: Expected value to be either true or false", code
+            f"At most {MAX_LAYER_KEYS} dynamic broker configs of {MAX_LAYER_BYTES} bytes in all may be set "
+            f"for one resource (asked: {len(updated)} of {size} bytes); delete some first",
+            ErrorCode.POLICY_VIOLATION,
         )
-
-
-def check_dynamic(changes: dict[str, str]) -> None:
-    """Refuse keys that cannot change at runtime and values of the wrong type, as Kafka words it."""
-    static = sorted(key for key in changes if key not in DYNAMIC_BROKER_KEYS)
-    if static:
-        raise DynamicConfigError(f"Cannot update these configs dynamically: [{', '.join(static)}]")
-    for key, value in changes.items():
-        check_type(key, BROKER_CONFIGS[key].type, value)
-        minimum = DYNAMIC_MINIMUMS.get(key)
-        if minimum is not None and int(value) < minimum:
-            raise DynamicConfigError(
-                f"Invalid value {value} for configuration {key}: Value must be at least {minimum}"
-            )
 
 
 @dataclass
@@ -97,15 +88,25 @@ class DynamicConfigs:
     def layer(self, entity: str) -> dict[str, str]:
         return self.default if entity == DEFAULT_ENTITY else self.node
 
-    def candidate(self, config: BrokerConfig, entity: str, updated: dict[str, str]) -> BrokerConfig:
-        """``config`` with ``entity``'s layer replaced by ``updated``, checked as a start-up
-        config would be (types, the log settings derived from it)."""
-        check_dynamic(updated)
+    def layered(self, config: BrokerConfig, entity: str, updated: dict[str, str]) -> BrokerConfig:
+        """``config`` with ``entity``'s layer replaced by ``updated``, checked by Kafka's rules
+        and as a start-up config would be (types, the log settings derived from it)."""
+        check_broker_layer(updated, per_broker=entity != DEFAULT_ENTITY)
         default, node = (updated, self.node) if entity == DEFAULT_ENTITY else (self.default, updated)
         result = config.with_dynamic(default, node)
         try:
             result.validate()
         except ConfigError as exc:
+            raise DynamicConfigError(str(exc)) from None
+        return result
+
+    def candidate(self, config: BrokerConfig, entity: str, updated: dict[str, str]) -> BrokerConfig:
+        """:meth:`layered`, and a change the running broker would refuse as Kafka's does (thread
+        counts that more than halve or double at once)."""
+        result = self.layered(config, entity, updated)
+        try:
+            check_thread_counts(config.configured, result.configured)
+        except InvalidValue as exc:
             raise DynamicConfigError(str(exc)) from None
         return result
 
@@ -127,11 +128,19 @@ class DynamicConfigs:
         self.save()
 
     def apply_at_start(self, config: BrokerConfig) -> None:
-        """Put the saved layers under ``config``; a saved set the static config now makes
-        invalid is left out with an ERROR (Kafka skips invalid dynamic configs too)."""
+        """Put the saved layers under ``config``. Keys that have become static are dropped with
+        a WARNING (before Odradek took Kafka's list, ``log.retention.hours`` could be saved); a
+        saved set the static config now makes invalid is left out with an ERROR (Kafka skips
+        invalid dynamic configs too)."""
+        for layer in (self.default, self.node):
+            static = sorted(key for key in layer if is_static(key))
+            if static:
+                log.warning("ignoring saved dynamic broker configs Kafka keeps static: %s", ", ".join(static))
+                for key in static:
+                    del layer[key]
         try:
-            self.candidate(config, DEFAULT_ENTITY, self.default)
-            self.candidate(config, "node", self.node)
+            self.layered(config, DEFAULT_ENTITY, self.default)
+            self.layered(config, "node", self.node)
         except DynamicConfigError as exc:
             log.error("ignoring the dynamic broker configs in %s: %s", self.path, exc)
             return

@@ -4,25 +4,29 @@ Values, sources and synonyms are reported as Kafka reports them: a topic key sho
 override (DYNAMIC_TOPIC_CONFIG), else the broker's setting of its synonym (this node's dynamic
 value, the cluster-wide dynamic default, the static one), else the default (DEFAULT_CONFIG),
 and with ``include_synonyms`` the whole chain.  BROKER resources are this node (``"1"``) or
-the cluster-wide default (``""``); the keys Kafka lets change at runtime
-(``DYNAMIC_BROKER_KEYS``) change here too, take effect at once and are kept in the data
-directory (:mod:`broker.dynamic_config`).  GROUP resources (type 32) carry KIP-848 group
+the cluster-wide default (``""``); every key Kafka lets change at runtime
+(``broker/kafka_dynamic_keys.py``) changes here too, with Kafka's checks and messages, and is
+kept in the data directory (:mod:`broker.dynamic_config`); those Odradek applies
+(``LIVE_BROKER_KEYS``) take effect at once (:mod:`broker.broker_config_view` shows them).  GROUP resources (type 32) carry KIP-848 group
 configs (:mod:`broker.group_configs`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from broker import broker_loggers
 from broker.api_support import Served
 from broker.authorization import config_refusal
+from broker.broker_config_view import describe_default, describe_node
 from broker.client_metrics_resources import CLIENT_METRICS, alter_client_metrics, describe_client_metrics
-from broker.config import BrokerConfig
-from broker.config_defs import BROKER_CONFIGS, DYNAMIC_BROKER_KEYS, TOPIC_CONFIGS, ConfigSource, ConfigType
+from broker.config import BrokerConfig, default_value
+from broker.config_defs import BROKER_CONFIGS, KAFKA_TOPIC_DEFAULTS, TOPIC_CONFIGS, ConfigSource, ConfigType
 from broker.context import RequestContext
 from broker.dynamic_config import DEFAULT_ENTITY, DynamicConfigError
 from broker.group_configs import GROUP_CONFIGS, MAX_CONFIGURED_GROUPS, check_group_configs, group_overrides
+from broker.kafka_dynamic_keys import DYNAMIC_KEYS
 from broker.topic_admin import TopicError, set_topic_configs_async, validate_configs
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
@@ -30,6 +34,8 @@ from wire.error_codes import ErrorCode
 TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 _KAFKA_DEFAULTS = BrokerConfig({})  # what each key would be with an empty server.properties
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+BROKER_KEY_TYPES: dict[str, Any] = {**DYNAMIC_KEYS, **BROKER_CONFIGS}
+"""Every broker key with a known type, for APPEND/SUBTRACT (Kafka's broker knows them all)."""
 
 
 def config_entry(
@@ -94,31 +100,9 @@ def describe_broker(
     ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool
 ) -> list[dict[str, Any]]:
     """This node's every key, or for the cluster-wide default resource only the keys it sets."""
-    config = ctx.broker.config
     if name == DEFAULT_ENTITY:
-        source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
-        return [
-            chained_entry(key, [synonym(key, value, source)], BROKER_CONFIGS[key], synonyms)
-            for key, value in sorted(config.dynamic_default.items())
-            if keys is None or key in keys
-        ]
-    entries = []
-    for key, definition in sorted(BROKER_CONFIGS.items()):
-        if keys is not None and key not in keys:
-            continue
-        chain = [synonym(key, value, source) for source, value in config.layers(key) if value is not None]
-        entries.append(
-            config_entry(
-                key,
-                config.get(key),
-                config.source(key),
-                definition.type,
-                definition.doc,
-                chain if synonyms else [],
-                key not in DYNAMIC_BROKER_KEYS,
-            )
-        )
-    return entries
+        return describe_default(ctx.broker.config, keys, synonyms)
+    return describe_node(ctx.broker.config, keys, synonyms)
 
 
 def describe_broker_logger(
@@ -202,25 +186,42 @@ async def handle_describe_configs(ctx: RequestContext, request: dict[str, Any]) 
     return {"throttle_time_ms": 0, "results": results}
 
 
+def list_refusal(kind: int, key: str, op: int, types: Mapping[str, Any]) -> TopicError | None:
+    """Why APPEND/SUBTRACT cannot change ``key``, in the words Kafka uses for the resource kind:
+    the broker's own check for BROKER resources, its controller's for the others."""
+    definition = types.get(key)
+    if definition is not None and definition.type == ConfigType.LIST:
+        return None
+    verb = "APPEND" if op == APPEND else "SUBTRACT"
+    if kind != BROKER:
+        message = f"Can't {verb} to key {key} because its type is not LIST."
+    elif definition is None:
+        message = f"Unknown config name: {key}"
+    else:
+        message = f"Config value {verb.lower()} is not allowed for config key: {key}"
+    return TopicError(ErrorCode.INVALID_CONFIG, message)
+
+
 def apply_incremental(
-    current: dict[str, str], changes: list[dict[str, Any]], types: dict[str, Any]
+    kind: int, current: dict[str, str], changes: list[dict[str, Any]], types: Mapping[str, Any]
 ) -> dict[str, str]:
-    """Kafka's SET / DELETE / APPEND / SUBTRACT on a resource's configs (lists are comma-separated);
-    ``types`` holds the resource kind's definitions (each with a ``type``)."""
+    """Kafka's SET / DELETE / APPEND / SUBTRACT on a resource's configs. Lists are comma-separated,
+    and one the resource does not set starts from the key's default (appending ``compact`` to an
+    unset ``cleanup.policy`` gives ``delete,compact``, as on Kafka); ``types`` holds the resource
+    kind's definitions (each with a ``type``)."""
     updated = dict(current)
     for change in changes:
         key, op, value = change["name"], change["config_operation"], change["value"]
-        definition = types.get(key)
         if op == SET:
             updated[key] = value or ""
         elif op == DELETE:
             updated.pop(key, None)
         elif op in (APPEND, SUBTRACT):
-            if definition is None or definition.type != ConfigType.LIST:
-                raise TopicError(
-                    ErrorCode.INVALID_CONFIG, f"Config value append/subtract is not allowed for {key}"
-                )
-            items = [v for v in updated.get(key, "").split(",") if v]
+            refusal = list_refusal(kind, key, op, types)
+            if refusal is not None:
+                raise refusal
+            start = updated.get(key, _list_default(kind, key))
+            items = [v for v in (start or "").split(",") if v]
             given = [v.strip() for v in (value or "").split(",") if v.strip()]
             items = (
                 items + [v for v in given if v not in items]
@@ -231,6 +232,12 @@ def apply_incremental(
         else:
             raise TopicError(ErrorCode.INVALID_REQUEST, f"Unknown config operation {op}")
     return updated
+
+
+def _list_default(kind: int, key: str) -> str | None:
+    if kind == TOPIC:
+        return KAFKA_TOPIC_DEFAULTS.get(key)
+    return default_value(key) if kind == BROKER else None
 
 
 def keep_internal_topic_compacted(name: str, updated: dict[str, str]) -> None:
@@ -255,11 +262,11 @@ def keep_internal_topic_compacted(name: str, updated: dict[str, str]) -> None:
 
 
 def updated_configs(
-    current: dict[str, str], resource: dict[str, Any], incremental: bool, types: dict[str, Any]
+    current: dict[str, str], resource: dict[str, Any], incremental: bool, types: Mapping[str, Any]
 ) -> dict[str, str]:
     """A resource's configs after the request: changed in place (incremental) or replaced."""
     if incremental:
-        return apply_incremental(current, resource["configs"], types)
+        return apply_incremental(resource["resource_type"], current, resource["configs"], types)
     return {c["name"]: c["value"] for c in resource["configs"] if c["value"] is not None}
 
 
@@ -283,7 +290,7 @@ async def alter_broker(
     """Change the cluster-wide default (``name == ""``) or this node's dynamic layer, live."""
     broker = ctx.broker
     dynamic = broker.dynamic_configs
-    updated = updated_configs(dynamic.layer(name), resource, incremental, BROKER_CONFIGS)
+    updated = updated_configs(dynamic.layer(name), resource, incremental, BROKER_KEY_TYPES)
     dynamic.candidate(broker.config, name, updated)
     if commit:
         dynamic.commit(broker.config, name, updated)

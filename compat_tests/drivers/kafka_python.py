@@ -43,7 +43,7 @@ from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 from kafka.errors import KafkaError
 from kafka.net.compat import KafkaNetClient
-from kafka.protocol.admin import DescribeConfigsRequest
+from kafka.protocol.admin import AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest
 from kafka.protocol.consumer import FetchRequest
 from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.producer import ProduceRequest
@@ -420,6 +420,48 @@ class KafkaPythonAdmin(Admin):
         if self._net is None:
             self._net = _net_client(self.bootstrap)
         return _request(self._net, request)
+
+    def alter_broker_resource(
+        self,
+        name: str,
+        ops: Mapping[str, tuple[int, str | None]],
+        *,
+        incremental: bool,
+        validate_only: bool = False,
+    ) -> tuple[str, str | None]:
+        """IncrementalAlterConfigs (``{key: (operation, value)}``, Kafka's operation numbers) or
+        the legacy AlterConfigs (operations ignored) for one BROKER resource, sent as built: the
+        cluster-wide default (``name=""``) too, which KafkaAdminClient and librdkafka refuse to
+        address. Returns Kafka's error name and message ("NONE" when accepted)."""
+        if incremental:
+            entry = IncrementalAlterConfigsRequest.AlterConfigsResource.AlterableConfig
+            configs = [entry(name=k, config_operation=op, value=v) for k, (op, v) in ops.items()]
+            resource = IncrementalAlterConfigsRequest.AlterConfigsResource(
+                resource_type=int(ConfigResourceType.BROKER), resource_name=name, configs=configs
+            )
+            request: Any = IncrementalAlterConfigsRequest(resources=[resource], validate_only=validate_only)
+        else:
+            legacy = AlterConfigsRequest.AlterConfigsResource
+            resource = legacy(
+                resource_type=int(ConfigResourceType.BROKER),
+                resource_name=name,
+                configs=[legacy.AlterableConfig(name=k, value=v) for k, (_, v) in ops.items()],
+            )
+            request = AlterConfigsRequest(resources=[resource], validate_only=validate_only)
+        (answer,) = self._send(request)["responses"]
+        return kafka_error_name(answer["error_code"]), answer["error_message"]
+
+    def describe_broker_resource(
+        self, name: str, keys: Sequence[str] | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """DescribeConfigs (with synonyms) of one BROKER resource, ``""`` the cluster-wide default:
+        each entry as Kafka sent it (value, config_source, read_only, is_sensitive, synonyms, ...)."""
+        resource = DescribeConfigsRequest.DescribeConfigsResource(
+            resource_type=int(ConfigResourceType.BROKER), resource_name=name, configuration_keys=keys
+        )
+        (result,) = self._send(DescribeConfigsRequest(resources=[resource], include_synonyms=True))["results"]
+        _raise_for(result["error_code"], f"describe_configs broker {name!r}")
+        return {entry["name"]: entry for entry in result["configs"]}
 
     def metadata_allowing_creation(self, topic: str) -> TopicInfo:
         """kafka-python's producer only times out on an unknown topic, so the Metadata request

@@ -6,6 +6,9 @@ once, against both brokers; this checks what it cannot restart a broker for.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from confluent_kafka.admin import ConfigSource
 
 from broker.admin_client import KafkaConnection
@@ -65,3 +68,40 @@ def test_a_group_config_applies_to_its_next_heartbeat(odradek_broker: OdradekPro
         admin.alter_configs("GROUP", "tuned", {"consumer.heartbeat.interval.ms": "7000"}, incremental=True)
         assert client.join_consumer_group("tuned", topics=["t"])["heartbeat_interval_ms"] == 7000
         assert client.join_consumer_group("plain", topics=["t"])["heartbeat_interval_ms"] == 5000
+
+
+def test_keys_without_effect_are_kept_but_never_applied(odradek_broker: OdradekProcess) -> None:
+    """Kafka's dynamic keys Odradek does not apply (Kerberos, per-listener TLS, connection limits)
+    survive a crash and are described, while the broker goes on using its static settings."""
+    admin = ConfluentAdmin(odradek_broker.bootstrap)
+    kept = {
+        "sasl.kerberos.min.time.before.relogin": "58000",
+        "listener.name.external.ssl.keystore.type": "PEM",
+        "max.connections": "1",
+    }
+    admin.alter_configs("BROKER", "1", kept, incremental=True)
+    odradek_broker.kill()
+    odradek_broker.start()
+    admin = ConfluentAdmin(odradek_broker.bootstrap)
+    node = admin.broker_configs(1)
+    assert {key: (node[key].value, node[key].source) for key in kept} == {
+        key: (value, "DYNAMIC_BROKER_CONFIG") for key, value in kept.items()
+    }
+    # max.connections=1 would refuse this second connection if it applied.
+    assert ConfluentAdmin(odradek_broker.bootstrap).broker_configs(1)["max.connections"].value == "1"
+
+
+def test_a_saved_key_kafka_keeps_static_is_dropped_at_start(tmp_path: Path) -> None:
+    """Before Odradek took Kafka's list, ``log.retention.hours`` could be changed at runtime: a
+    saved one is dropped with a warning at start, and the rest of the saved layer still applies."""
+    broker = OdradekProcess(tmp_path / "broker")
+    broker.data_dir.mkdir(parents=True)
+    saved = {"default": {}, "node": {"log.retention.hours": "5", "log.retention.ms": "7200000"}, "groups": {}}
+    (broker.data_dir / "dynamic-configs.json").write_text(json.dumps(saved))
+    with broker:
+        node = ConfluentAdmin(broker.bootstrap).broker_configs(1)
+        assert node["log.retention.ms"].value == "7200000"
+        assert node["log.retention.hours"].source == "DEFAULT_CONFIG"
+    assert (
+        "ignoring saved dynamic broker configs Kafka keeps static: log.retention.hours" in broker.log_text()
+    )

@@ -8,13 +8,17 @@ version in :mod:`.specs`.
 from __future__ import annotations
 
 import argparse
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 from wire.schemagen import INTERNAL_TOPICS, declarations, record_declarations
-from wire.schemagen.render import existing_docstring, module_name, render_module, render_records_module
+from wire.schemagen.render import (
+    existing_docstring,
+    format_generated,
+    module_name,
+    render_module,
+    render_records_module,
+)
 from wire.schemagen.specs import KAFKA_CLIENTS_VERSION, load
 
 WIRE_DIR = Path(__file__).resolve().parent.parent
@@ -52,10 +56,7 @@ def main(argv: list[str] | None = None) -> int:
                 ),
             )
         )
-    if shutil.which("ruff"):
-        subprocess.run(["ruff", "format", "-q", *map(str, written)], check=True)
-    else:
-        print("ruff is not installed: the modules are correct but not formatted", file=sys.stderr)
+    format_generated(written)
     print(f"wrote {len(written)} modules from the specs of Kafka {args.version}")
     return 0
 

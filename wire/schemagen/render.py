@@ -9,8 +9,12 @@ wrapping; the drift test compares declarations, not text, so formatting never ma
 from __future__ import annotations
 
 import ast
+import shutil
+import subprocess
+import sys
 import textwrap
 from collections.abc import Sequence
+from pathlib import Path
 
 from wire.schema import MISSING, Api, Field, RecordSchema
 from wire.schemagen.translate import snake_case
@@ -34,6 +38,15 @@ def existing_docstring(source: str | None) -> str | None:
     if not isinstance(body[0].value.value, str):
         return None
     return ast.get_source_segment(source, body[0])
+
+
+def format_generated(paths: Sequence[Path]) -> None:
+    """Format generated modules with ruff (wrapping their long lines); without ruff they stay
+    correct but unformatted, which is said on stderr."""
+    if shutil.which("ruff"):
+        subprocess.run(["ruff", "format", "-q", *map(str, paths)], check=True)
+    else:
+        print("ruff is not installed: the generated modules are correct but not formatted", file=sys.stderr)
 
 
 def render_module(api: Api, docstring: str | None, origin: str, spec_names: tuple[str, str]) -> str:
