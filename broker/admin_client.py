@@ -167,13 +167,16 @@ class KafkaConnection:
 
     # --- the requests the CLI and tests use -------------------------------------------------
 
-    def metadata(self, topics: list[str] | None = None) -> dict[str, Any]:
+    def metadata(
+        self, topics: list[str] | None = None, allow_auto_topic_creation: bool = False
+    ) -> dict[str, Any]:
+        """Metadata v12; a producer allows auto-creation (the broker may then create ``topics``)."""
         return self.request(
             ApiKey.METADATA,
             12,
             {
                 "topics": None if topics is None else [{"name": t} for t in topics],
-                "allow_auto_topic_creation": False,
+                "allow_auto_topic_creation": allow_auto_topic_creation,
             },
         )
 

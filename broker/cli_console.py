@@ -1,9 +1,12 @@
 """``odradek console-produce`` and ``console-consume``: records between a terminal and a topic.
 
 Like Kafka's console producer and consumer, but symmetric: the line formats of
-:mod:`broker.cli_records` are read by one and written by the other.  The producer sends
-batches of up to ``BATCH_RECORDS`` records per partition with ``acks=all`` (each line at once
-when stdin is a terminal); the consumer fetches every chosen partition (sessionless Fetch),
+:mod:`broker.cli_records` are read by one and written by the other.  The producer asks for its
+topic as Kafka's producer does, allowing auto-creation, so a broker with
+``auto.create.topics.enable`` creates a missing topic with its defaults; on one without, the
+topic is reported missing after ``--max-block-ms`` (the producer's ``max.block.ms``, 60 s in
+Kafka, 10 s here). It sends batches of up to ``BATCH_RECORDS`` records per partition with
+``acks=all`` (each line at once when stdin is a terminal); the consumer fetches every chosen partition (sessionless Fetch),
 skips control batches, checks every batch's CRC, and with ``--group`` starts from the group's
 committed offsets and commits its positions when it stops (a standalone commit, which Kafka
 accepts only while the group has no members).
@@ -30,6 +33,9 @@ from wire.record_batch_errors import CorruptRecordError
 BATCH_RECORDS = 1000
 BATCH_BYTES = 512 * 1024
 FETCH_WAIT_MS = 500
+MAX_BLOCK_MS = 10_000
+METADATA_BACKOFF_S = (0.1, 1.0)  # Kafka's retry.backoff.ms and retry.backoff.max.ms
+WAITING_FOR_TOPIC = (ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.LEADER_NOT_AVAILABLE)
 
 
 def layout_of(args: argparse.Namespace) -> Layout:
@@ -87,17 +93,62 @@ class BatchingProducer:
         self.pending_bytes = 0
 
 
+def writable_partitions(conn: KafkaConnection, topic: str, max_block_ms: int) -> list[int]:
+    """The topic's partitions once each has a leader, asked for as Kafka's producer asks:
+    allowing auto-creation, and again (Kafka answers LEADER_NOT_AVAILABLE while it creates the
+    topic, UNKNOWN_TOPIC_OR_PARTITION when it will not) until ``max_block_ms`` has passed."""
+    deadline = time.monotonic() + max_block_ms / 1000
+    pause, longest = METADATA_BACKOFF_S
+    while True:
+        (entry,) = conn.metadata([topic], allow_auto_topic_creation=True)["topics"]
+        partitions = entry["partitions"]
+        if entry["error_code"] not in WAITING_FOR_TOPIC:
+            check(entry, f"looking up {topic}")
+        if (
+            entry["error_code"] == ErrorCode.NONE
+            and partitions
+            and all(p["leader_id"] >= 0 for p in partitions)
+        ):
+            return sorted(p["partition_index"] for p in partitions)
+        if time.monotonic() >= deadline:
+            raise AdminError(missing_topic(topic, entry["error_code"], max_block_ms))
+        time.sleep(min(pause, max(deadline - time.monotonic(), 0)))
+        pause = min(pause * 2, longest)
+
+
+def missing_topic(topic: str, error_code: int, max_block_ms: int) -> str:
+    """What to tell a user whose topic did not become writable in time (Kafka's producer says
+    "Topic T not present in metadata after N ms.")."""
+    if error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+        return (
+            f"topic {topic!r} not present in metadata after {max_block_ms} ms: it does not exist and the "
+            f"broker does not create topics on use (auto.create.topics.enable=false). Create it with "
+            f"`odradek topics create {topic}`"
+        )
+    return (
+        f"topic {topic!r} has no leader for every partition after {max_block_ms} ms; "
+        "try again, or wait longer with --max-block-ms"
+    )
+
+
 def console_produce(args: argparse.Namespace) -> None:
-    layout = layout_of(args)
-    with KafkaConnection(args.bootstrap) as conn:
-        producer = BatchingProducer(conn, args.topic, topic_partitions(conn, args.topic), args.partition)
-        interactive = sys.stdin.isatty()
-        for record in parsed_lines(sys.stdin.buffer, layout):
-            producer.add(record)
-            if interactive:
-                producer.flush()
-        producer.flush()
-    print(f"produced {producer.sent} record(s) to {args.topic}", file=sys.stderr)
+    """Lines of stdin to the topic. As in Kafka's tool, the topic is looked up (and so created
+    where the broker auto-creates) when the first record is there to send, not before."""
+    records = parsed_lines(sys.stdin.buffer, layout_of(args))
+    first = next(records, None)
+    sent = 0
+    if first is not None:
+        with KafkaConnection(args.bootstrap) as conn:
+            partitions = writable_partitions(conn, args.topic, args.max_block_ms)
+            producer = BatchingProducer(conn, args.topic, partitions, args.partition)
+            interactive = sys.stdin.isatty()
+            for record in itertools.chain([first], records):
+                producer.add(record)
+                if interactive:
+                    producer.flush()
+            producer.flush()
+            sent = producer.sent
+    print(f"produced {sent} record(s) to {args.topic}", file=sys.stderr)
 
 
 def batches_of(records: bytes | memoryview) -> Iterator[BatchInfo]:
@@ -241,8 +292,13 @@ def add_console_commands(commands: argparse._SubParsersAction) -> None:
         parser.add_argument("--partition", type=int, help="only this partition")
         return parser
 
-    console("console-produce", "produce records read from stdin, one per line").set_defaults(
-        run=console_produce
+    produce = console("console-produce", "produce records read from stdin, one per line")
+    produce.set_defaults(run=console_produce)
+    produce.add_argument(
+        "--max-block-ms",
+        type=int,
+        default=MAX_BLOCK_MS,
+        help=f"how long to wait for a missing topic to be created (default {MAX_BLOCK_MS})",
     )
     consume = console("console-consume", "print a topic's records, one per line")
     consume.set_defaults(run=console_consume)

@@ -15,7 +15,7 @@ import uuid
 from compat_tests.brokers import RunningBroker, odradek_cli
 from compat_tests.drivers.base import ConsumerSettings, Driver, Message, ProducerSettings
 from compat_tests.helpers import eventually, poll_until
-from compat_tests.pools import DriverPool
+from compat_tests.pools import BrokerPool, DriverPool
 
 BASE_TIME = 1_700_000_000_000
 KEYS = [f"key-{i}" for i in range(9)]
@@ -173,3 +173,38 @@ def test_cli_reads_committed_or_everything(broker: RunningBroker, admin: Driver,
     assert [(r["offset"], r["value"]) for r in committed] == [(0, "c0"), (1, "c1"), (5, "c2")]
     everything = [json.loads(line) for line in cli(broker, *consume).splitlines()]
     assert [(r["offset"], r["value"]) for r in everything] == [(0, "c0"), (1, "c1"), (3, "a0"), (5, "c2")]
+
+
+def test_console_produce_to_a_missing_topic_the_broker_creates(
+    broker: RunningBroker, admin: Driver, topic: str
+) -> None:
+    """As Kafka's console producer: the topic is asked for with auto-creation allowed, so a
+    broker with auto.create.topics.enable (Kafka's default) creates it with its defaults."""
+    result = odradek_cli("console-produce", topic, "--key", "--bootstrap", broker.bootstrap, stdin="a\tb\n")
+    assert (result.returncode, result.stderr.strip()) == (0, f"produced 1 record(s) to {topic}")
+    assert admin.partition_count(topic) == 1  # num.partitions, the broker's default
+    with admin.consumer(ConsumerSettings()) as consumer:
+        consumer.assign({(topic, 0): 0})
+        assert [(r.key, r.value) for r in poll_until(consumer, 1)] == [(b"a", b"b")]
+
+
+def test_console_produce_to_a_missing_topic_the_broker_does_not_create(
+    brokers: BrokerPool, admin: Driver, drivers: DriverPool, topic: str
+) -> None:
+    """With auto.create.topics.enable=false the topic is reported missing once --max-block-ms
+    (the producer's max.block.ms) has passed, saying how to create it; nothing is created."""
+    broker = brokers.get({"auto.create.topics.enable": "false"})
+    result = odradek_cli(
+        "console-produce",
+        topic,
+        "--key",
+        "--max-block-ms",
+        "1000",
+        "--bootstrap",
+        broker.bootstrap,
+        stdin="a\tb\n",
+    )
+    assert result.returncode == 1
+    assert f"topic '{topic}' not present in metadata after 1000 ms" in result.stderr
+    assert f"Create it with `odradek topics create {topic}`" in result.stderr
+    assert topic not in drivers.get("confluent-kafka", broker.bootstrap).list_topics()
