@@ -14,10 +14,12 @@ from __future__ import annotations
 import functools
 import random
 import struct
+from collections.abc import Sequence
 
 from crc32c import crc32c
 
-from wire.record_batch import Compression, Record, encode_batch
+from wire.primitives import encode_varint, encode_varlong
+from wire.record_batch import Compression, Record, assemble_batch, compress, encode_batch
 
 # Offsets in the v2 batch header (Kafka's DefaultRecordBatch).
 _LENGTH_AT = 8
@@ -112,3 +114,65 @@ def decompression_bomb() -> bytes:
     """A zstd batch of a few KB whose single record inflates to 32 MiB of zeros."""
     bomb = Record(0, 1_700_000_000_000, None, bytes(BOMB_BYTES))
     return bytes(encode_batch([bomb], compression=Compression.ZSTD))
+
+
+# --------------------------------------------------------------------------------------------
+# Records written field by field, for what no encoder writes (lengths below -1, say).
+
+BASE_TIMESTAMP = 1_700_000_000_000
+
+Nullable = bytes | int | None
+"""A nullable field as :func:`raw_record` writes it: bytes with their length, None as -1, an
+int as that raw length alone (no bytes follow it)."""
+
+
+def nullable(field: Nullable) -> bytes:
+    if field is None:
+        return encode_varint(-1)
+    if isinstance(field, int):
+        return encode_varint(field)
+    return encode_varint(len(field)) + field
+
+
+def raw_record(
+    offset_delta: int,
+    key: Nullable = None,
+    value: Nullable = b"v",
+    headers: Sequence[tuple[bytes, Nullable]] = (),
+    timestamp_delta: int = 0,
+) -> bytes:
+    """One record, written field by field as Kafka's DefaultRecord.writeTo does."""
+    body = b"\x00" + encode_varlong(timestamp_delta) + encode_varint(offset_delta)
+    body += nullable(key) + nullable(value) + encode_varint(len(headers))
+    for name, header_value in headers:
+        body += encode_varint(len(name)) + name + nullable(header_value)
+    return encode_varint(len(body)) + body
+
+
+def raw_batch(
+    records: Sequence[bytes],
+    *,
+    codec: int = Compression.NONE,
+    max_delta: int = 0,
+    attributes: int = 0,
+    producer: tuple[int, int, int] = (-1, -1, -1),
+) -> bytes:
+    """A producer's batch of ``records`` (already written) with a correct length and CRC: base
+    offset 0, base timestamp :data:`BASE_TIMESTAMP`, the max timestamp ``max_delta`` from it,
+    ``producer`` its id, epoch and base sequence."""
+    producer_id, producer_epoch, base_sequence = producer
+    return bytes(
+        assemble_batch(
+            base_offset=0,
+            partition_leader_epoch=-1,
+            attributes=codec | attributes,
+            last_offset_delta=len(records) - 1,
+            base_timestamp=BASE_TIMESTAMP,
+            max_timestamp=BASE_TIMESTAMP + max_delta,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            base_sequence=base_sequence,
+            record_count=len(records),
+            payload=compress(codec, b"".join(records)),
+        )
+    )

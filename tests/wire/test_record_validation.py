@@ -90,6 +90,28 @@ def hostile_batches() -> dict[str, tuple[bytes, str]]:
             batch_of(record_bytes(encode_varint(-5), b"key" + encode_varint(1) + b"v" + encode_varint(0)), 1),
             "INVALID_RECORD",
         ),
+        "key length -24 (null to Kafka)": (
+            batch_of(record_bytes(encode_varint(-24), encode_varint(1) + b"v" + encode_varint(0)), 1),
+            "INVALID_RECORD",
+        ),
+        "header value length -2^31, zstd": (
+            batch_of(
+                compress(
+                    Compression.ZSTD,
+                    record_bytes(
+                        encode_varint(-1),
+                        encode_varint(-1)
+                        + encode_varint(1)
+                        + encode_varint(1)
+                        + b"h"
+                        + encode_varint(-(2**31)),
+                    ),
+                ),
+                1,
+                attributes=Compression.ZSTD,
+            ),
+            "INVALID_RECORD",
+        ),
         "bytes after the last record": (batch_of(GOOD_RECORD + b"\x00\x00", 1), "INVALID_RECORD"),
         "record length past the payload": (batch_of(b"\x7e" + GOOD_RECORD[1:], 1), "INVALID_RECORD"),
         "header key not UTF-8": (
