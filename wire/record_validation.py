@@ -20,7 +20,10 @@ wrong:
 - null lengths: a key, value or header value is null only when its length is -1.  Kafka reads
   any negative length as null (it tests ``length >= 0``), but librdkafka's consumer stops at a
   record whose length is below -1 and never reaches the end of the partition, so Odradek
-  refuses such a batch with INVALID_RECORD, stricter than Kafka.
+  refuses such a batch with INVALID_RECORD, stricter than Kafka;
+- varint widths: every varint but the timestamp delta is read as a 32-bit one, five bytes at
+  most, as Kafka's ByteUtils.readVarint reads it (aiokafka reads ten; the Java client fails on
+  a sixth byte: "Varint is too long").
 
 Framing errors are INVALID_RECORD, as Kafka's InvalidRecordException; a payload that does not
 decompress is CORRUPT_MESSAGE (``wire.bounded_decompress``).
@@ -39,41 +42,45 @@ chunk is checked by C-level calls over whole lists (``map``, ``accumulate``, ``i
 never by Python code per record.  Without its C extension it falls back to its pure-Python
 reader, slower but with the same answers.
 
-How a null's -1 is told from -24 without a Python loop per record.  The reader gives both the
-same ``None``, so the check must look at the length's byte, and what the reader returns carries
-no positions.  Positions come from sizes: no encoding of a record is shorter than the canonical
-one (shortest varints, a null written as the one byte -1), so when the canonical sizes of all
-records add up to exactly the payload, every record has its canonical size and starts where the
-running sum says, and each null's length is one byte at a known place, which must be 0x01.  One
-C call gathers those bytes (``itemgetter`` of many indices).  The canonical sizes come:
+How a null's -1 is told from -24, and a varint from a padded one, without a Python loop per
+record.  The reader gives -1 and -24 the same ``None`` and reads a varint of any width, so the
+check must look at the bytes, and what the reader returns carries no positions.  Positions come
+from sizes: no encoding of a record is shorter than the canonical one (shortest varints, a null
+written as the one byte -1), so when the canonical sizes of all records add up to exactly the
+payload, every varint is canonical (five bytes at most) and every record starts where the
+running sum says; each null's length is then one byte at a known place, which must be 0x01.
+One C call gathers those bytes (``itemgetter`` of many indices).  The canonical sizes come, for
+a chunk of records:
 
-- for a keyless producer's records (null keys, values, no headers, timestamps within 64 ms of
-  the batch's base, so every timestamp delta takes one byte), from the values' lengths alone:
-  two lookup tables give each record's size and where its key length is; with values of one
-  length the key lengths are evenly spaced, one strided slice of the payload;
-- for any other chunk with a null, from aiokafka's Cython builder: ``size_in_bytes`` (a
-  record's size) and ``size_of`` (from its key length to its end) place every null key, value
-  and header value;
-- a batch whose first null comes after its first chunk has its earlier chunks sized by a second
-  reader, so records without nulls are never sized.
+- without a null (keyed records, the common case), with timestamps within 64 ms of the batch's
+  base (every timestamp delta then takes one byte): as a sum, from ``size_of`` (key, value and
+  headers) of each record, when the records' own lengths take varints of one size;
+- of a keyless producer (null keys, values, no headers, timestamps as above), from the values'
+  lengths alone: two lookup tables give each record's size and where its key length is; with
+  values of one length the key lengths are evenly spaced, one strided slice of the payload;
+- of any other shape, from aiokafka's Cython builder: ``size_in_bytes`` (a record's size) and
+  ``size_of`` (from its key length to its end) place every null key, value and header value.
 
-A length written in more bytes (-2^31 takes five, an overlong varint, which Kafka accepts and
-no client writes) breaks the sum, and a LogAppendTime batch cannot be sized from what the
-reader returns; those batches are decided by an exact pure-Python walk
-(:func:`_length_below_minus_one`).  Keys, values and headers come out of a chunk in one C call:
-aiokafka's record type visits exactly those three for the garbage collector, so
-``gc.get_referents`` lists them (checked at import; ``attrgetter`` per field otherwise).
+A batch whose sizes do not add up (a null written in more bytes, -2^31 takes five; any overlong
+varint, which Kafka accepts up to five bytes and no client writes; an attributes byte from 0x80,
+which aiokafka reads as a varint, and so reads the rest of the record shifted), or which cannot
+be sized from what the reader returns (LogAppendTime), is read again by an exact pure-Python
+walk, as Kafka's clients read records (:func:`_exact_problem`).  Keys, values and headers come
+out of a chunk in one C call: aiokafka's record type visits exactly those three for the garbage
+collector, so ``gc.get_referents`` lists them (checked at import; ``attrgetter`` per field
+otherwise).
 
 Measured with ``python -m bench.record_validation`` (CPU ms per MB of records, batches of ~1
 MB, this shared 2-core machine; before is the walk as it was, reader plus offsets; the whole
-table is in bench/README.md): 1 KiB records keyed 0.47 -> 0.70 (1.5x), null keys 0.43 -> 0.80
-(1.9x), keyed with 1% null values 0.46 -> 1.32 (2.9x), null keys with timestamps over 1 s 0.44
--> 1.53 (3.5x), null keys of 10-2000 bytes 0.43 -> 1.30 (3x); 100 B records keyed 3.2 -> 5.4
-(1.7x), null keys 3.2 -> 6.3 (2x), over 1 s 3.2 -> 13.7 (4.3x).  Of the keyed cost, taking
-records in chunks and checking each for None is most, which bounded memory and any null check
-need.  Alternatives measured: re-encoding a chunk with nulls through aiokafka's builder and
-comparing the bytes costs more (its ``build`` computes a CRC-32C in software, 0.7 ms per MB on
-its own); ``size_in_bytes`` for keyless records instead of the tables 1.6-2x more; three
+table is in bench/README.md): 1 KiB records keyed 0.48 -> 1.11 (2.3x), null keys 0.44 -> 0.84
+(1.9x), keyed with 1% null values 0.48 -> 1.35 (2.8x), null keys with timestamps over 1 s 0.45
+-> 1.63 (3.6x), null keys of 10-2000 bytes 0.43 -> 1.44 (3.4x); 100 B records keyed 3.5 -> 8.5
+(2.4x), null keys 3.4 -> 7.0 (2.1x), over 1 s 3.4 -> 14.5 (4.2x).  Of the keyed cost, taking
+records in chunks, checking each for None and summing ``size_of`` is most: bounded memory, the
+null check and the varint check each need one of them.  Alternatives measured: re-encoding a
+chunk with nulls through aiokafka's builder and comparing the bytes costs more (its ``build``
+computes a CRC-32C in software, 0.7 ms per MB on its own); ``size_in_bytes`` for keyless records
+instead of the tables 1.6-2x more, for keyed ones 10-15% more than the summed ``size_of``; three
 ``attrgetter`` projections instead of ``gc.get_referents`` ~15% more for keyed records;
 records projected into tuples instead of held in chunks more still.
 """
@@ -90,7 +97,8 @@ from typing import Any
 from aiokafka.errors import CorruptRecordException
 from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from wire.primitives import read_varlong
+from wire.errors import DecodeError
+from wire.primitives import read_varint, read_varlong
 from wire.record_batch import HEADER_SIZE, BatchInfo, Compression, Record, decompress, encode_batch
 from wire.record_batch_errors import InvalidRecordError, RecordErrors
 
@@ -108,6 +116,12 @@ _NULL = 1  # -1, zigzag-encoded: the one byte a null length may be
 _UNBOUNDED = 1 << 62  # the sizing builder never refuses a record for want of room
 _ONE_BYTE_DELTAS = 64  # zigzag varints of -64..63 take one byte
 _TABLED = 1 << 14  # value lengths the keyless fast path looks up (longer ones are sized)
+_BELOW_MINUS_ONE = (
+    "a record's key, value or header value has a length below -1 (only -1 means null; "
+    "Odradek refuses what Kafka reads as null)"
+)
+_READ_AS_KAFKA = "a record read as Kafka's clients read it is malformed"
+_MISFRAMED = f"{_READ_AS_KAFKA}: its fields do not end where its length says"
 _SEPARATE_HEADER_OVERHEAD = 3  # size_of(None, None, [h]) - h's bytes: two null markers, a count of 1
 _RUN = list(range(CHUNK))  # the offset deltas of a full chunk, relative to its first record
 _offset_of = attrgetter("offset")
@@ -192,12 +206,8 @@ def _traversal_lists_fields() -> bool:
 _fields = _fields_by_traversal if _traversal_lists_fields() else _fields_by_attribute
 
 
-def _has_null(keys: list[Any], values: list[Any], headers: list[list[Any]]) -> bool:
-    return (
-        None in keys
-        or None in values
-        or (any(headers) and None in map(_second, chain.from_iterable(headers)))
-    )
+def _null_header_value(headers: list[list[Any]]) -> bool:
+    return None in map(_second, chain.from_iterable(headers))
 
 
 def _key_markers(ends: list[int], keys: list[Any], values: list[Any], headers: list[Any]) -> Iterator[int]:
@@ -277,9 +287,10 @@ def _bytes_at(records: bytes | memoryview, positions: Iterable[int]) -> tuple[in
     return itemgetter(*wanted)(records)
 
 
-class _NullLengths:
-    """Whether a batch writes a null key, value or header value with a length below -1; fed
-    chunk by chunk from the batch's first record (see the module docstring)."""
+class _Layout:
+    """Whether a batch's records are written as every client reads them: a null as -1 only,
+    no 32-bit varint longer than 5 bytes; fed chunk by chunk from the first record (see the
+    module docstring)."""
 
     def __init__(self, batch: BatchInfo, records: bytes | memoryview) -> None:
         self._sizer = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, _UNBOUNDED)
@@ -288,7 +299,6 @@ class _NullLengths:
         # takes, so sizing with the base itself is exact (a larger delta breaks the sum).
         self._near = 0 <= batch.max_timestamp - batch.base_timestamp < _ONE_BYTE_DELTAS
         self._base_timestamp = batch.base_timestamp
-        self._batch = batch
         self._records = records
         self._end = 0  # where the records so far end if each has its canonical size
         self._sizable = not batch.is_log_append_time  # every record then reads as the batch's max timestamp
@@ -300,6 +310,8 @@ class _NullLengths:
         """Place the null lengths of ``chunk`` (records ``first``... of the batch) and check them."""
         if not self._sizable:
             return
+        if self._keyed_total(first, keys, values, headers):
+            return
         found = self._keyless_lengths(first, keys, values, headers)
         if found is None:
             markers = self._sized_markers(first, chunk, keys, values, headers)
@@ -307,6 +319,21 @@ class _NullLengths:
                 return  # not the canonical layout: positions would be wrong (the exact walk decides)
             found = _bytes_at(self._records, markers)
         self._wrong_marker = self._wrong_marker or found.count(_NULL) != len(found)
+
+    def _keyed_total(self, first: int, keys: list[Any], values: list[Any], headers: list[Any]) -> bool:
+        """Count a chunk without nulls (timestamps within 64 ms of the base) by its sum alone:
+        ``size_of`` each record's key, value and headers, and when the records' lengths all
+        take varints of one size, the rest of each record is a constant.  False for any other
+        chunk (left to the other ways)."""
+        if not self._near or None in keys or None in values or (any(headers) and _null_header_value(headers)):
+            return False
+        sizes = list(map(_size_of, keys, values, headers))
+        fixed = 2 + _varint_size(first)  # attributes, timestamp and offset deltas
+        record_varint = _varint_size(min(sizes) + fixed)
+        if _varint_size(max(sizes) + fixed) != record_varint:
+            return False
+        self._end += sum(sizes) + (fixed + record_varint) * len(sizes)
+        return True
 
     def _keyless_lengths(
         self, first: int, keys: list[Any], values: list[Any], headers: list[Any]
@@ -361,40 +388,42 @@ class _NullLengths:
             _header_value_markers(ends, headers),
         )
 
-    def catch_up(self, view: bytes | memoryview, count: int) -> None:
-        """Size the batch's first ``count`` records (whole chunks without a null) from a second
-        reader, so that the records after them are placed."""
-        for first, chunk in zip(range(0, count, CHUNK), _chunks(view, self._batch), strict=False):
-            self.add(first, chunk, *_fields(chunk))
-
-    def below_minus_one(self, count: int) -> bool:
+    def problem(self, count: int) -> str | None:
+        """What no client would read right in the batch's ``count`` records, or None."""
         if self._sizable and self._end == len(self._records):
-            return self._wrong_marker
-        return _length_below_minus_one(self._records, count)
+            return _BELOW_MINUS_ONE if self._wrong_marker else None
+        return _exact_problem(self._records, count)
 
 
-def _length_below_minus_one(records: bytes | memoryview, count: int) -> bool:
-    """The exact answer, one record at a time in Python, for the layouts sizes cannot place
-    (``records`` already passed aiokafka's reader, so every field is where its length says)."""
+def _exact_problem(records: bytes | memoryview, count: int) -> str | None:
+    """The exact answer, one record at a time in Python, for the layouts sizes cannot place:
+    each record read as Kafka's DefaultRecord.readFrom reads it (a one-byte attributes field,
+    which aiokafka reads as a varint; every varint but the timestamp delta five bytes at most;
+    fields that end where the record's length says)."""
     position = 0
-    for _ in range(count):
-        length, body = read_varlong(records, position)
-        _, cursor = read_varlong(records, body + 1)  # the timestamp delta, after the attributes
-        _, cursor = read_varlong(records, cursor)  # the offset delta
-        for _ in range(2):  # key, value
-            size, cursor = read_varlong(records, cursor)
-            if size < -1:
-                return True
-            cursor += max(size, 0)
-        headers, cursor = read_varlong(records, cursor)
-        for _ in range(headers):
-            size, cursor = read_varlong(records, cursor)
-            size, cursor = read_varlong(records, cursor + size)
-            if size < -1:
-                return True
-            cursor += max(size, 0)
-        position = body + length
-    return False
+    try:
+        for _ in range(count):
+            length, body = read_varint(records, position)
+            position = body + length
+            _, cursor = read_varlong(records, body + 1)  # the timestamp delta, after the attributes
+            _, cursor = read_varint(records, cursor)  # the offset delta
+            for _ in range(2):  # key, value
+                size, cursor = read_varint(records, cursor)
+                if size < -1:
+                    return _BELOW_MINUS_ONE
+                cursor += max(size, 0)
+            headers, cursor = read_varint(records, cursor)
+            for _ in range(headers):
+                size, cursor = read_varint(records, cursor)
+                size, cursor = read_varint(records, cursor + size)
+                if size < -1:
+                    return _BELOW_MINUS_ONE
+                cursor += max(size, 0)
+            if cursor != position:
+                return _MISFRAMED
+    except DecodeError as exc:
+        return f"{_READ_AS_KAFKA}: {exc}"
+    return None
 
 
 def _wrong_offsets(batch: BatchInfo, first: int, chunk: list[Any]) -> list[int]:
@@ -408,22 +437,16 @@ def _wrong_offsets(batch: BatchInfo, first: int, chunk: list[Any]) -> list[int]:
 
 def _walk(
     view: bytes | memoryview, batch: BatchInfo, payload: bytes | memoryview
-) -> tuple[list[int], _NullLengths | None]:
-    """One pass over the records: the indices with wrong offsets, and the null-length check,
-    started at the first chunk with a null (what comes before it sized by a second reader)."""
+) -> tuple[list[int], _Layout]:
+    """One pass over the records: the indices with wrong offsets, and their layout."""
     wrong: list[int] = []
-    nulls = None
+    layout = _Layout(batch, payload)
     first = 0
     for chunk in _chunks(view, batch):
         wrong += _wrong_offsets(batch, first, chunk)
-        keys, values, headers = _fields(chunk)
-        if nulls is None and _has_null(keys, values, headers):
-            nulls = _NullLengths(batch, payload)
-            nulls.catch_up(view, first)
-        if nulls is not None:
-            nulls.add(first, chunk, keys, values, headers)
+        layout.add(first, chunk, *_fields(chunk))
         first += len(chunk)
-    return wrong, nulls
+    return wrong, layout
 
 
 def _offsets_error(batch: BatchInfo, wrong: list[int]) -> RecordErrors:
@@ -443,14 +466,12 @@ def validate_records(data: memoryview, batch: BatchInfo, payload: bytes | memory
     matches ``lastOffsetDelta``): then the count bounds the walk, and a claimed count far above
     what the bytes can hold fails at the first missing record, not after 2^31 iterations.
     """
-    wrong, nulls = _walk(_uncompressed_view(data, batch, payload), batch, payload)
+    wrong, layout = _walk(_uncompressed_view(data, batch, payload), batch, payload)
     if wrong:
         raise _offsets_error(batch, wrong)
-    if nulls is not None and nulls.below_minus_one(batch.record_count):
-        raise InvalidRecordError(
-            "a record's key, value or header value has a length below -1 (only -1 means null; "
-            f"Odradek refuses what Kafka reads as null) (batch of {batch.record_count} records)"
-        )
+    problem = layout.problem(batch.record_count)
+    if problem:
+        raise InvalidRecordError(f"{problem} (batch of {batch.record_count} records)")
 
 
 def checked_payload(data: memoryview, batch: BatchInfo, limit: int) -> bytes | memoryview:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import random
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from crc32c import crc32c
 
@@ -62,7 +62,8 @@ def _valid_batch(rng: random.Random) -> bytearray:
     )
 
 
-def _fix_crc(batch: bytearray) -> None:
+def refresh_crc(batch: bytearray) -> None:
+    """Write the CRC-32C that the batch's bytes (attributes to the end) now have."""
     struct.pack_into(">I", batch, _CRC_AT, crc32c(memoryview(batch)[_ATTRIBUTES_AT:]))
 
 
@@ -71,7 +72,7 @@ def _patch_int32(at: int, *, fix_crc: bool):
         value = rng.choice((*_HUGE, rng.randint(0, 10)))
         struct.pack_into(">i", batch, at, value)
         if fix_crc:
-            _fix_crc(batch)
+            refresh_crc(batch)
 
     return patch
 
@@ -79,12 +80,12 @@ def _patch_int32(at: int, *, fix_crc: bool):
 def _wrong_codec(rng: random.Random, batch: bytearray) -> None:
     attributes = struct.unpack_from(">h", batch, _ATTRIBUTES_AT)[0]
     struct.pack_into(">h", batch, _ATTRIBUTES_AT, (attributes & ~0x7) | rng.choice((1, 2, 3, 4, 5, 7)))
-    _fix_crc(batch)
+    refresh_crc(batch)
 
 
 def _garbage_records(rng: random.Random, batch: bytearray) -> None:
     batch[_HEADER_SIZE:] = rng.randbytes(len(batch) - _HEADER_SIZE)
-    _fix_crc(batch)
+    refresh_crc(batch)
 
 
 def _truncate(rng: random.Random, batch: bytearray) -> None:
@@ -126,12 +127,12 @@ Nullable = bytes | int | None
 int as that raw length alone (no bytes follow it)."""
 
 
-def nullable(field: Nullable) -> bytes:
+def nullable(field: Nullable, varint: Callable[[int], bytes] = encode_varint) -> bytes:
     if field is None:
-        return encode_varint(-1)
+        return varint(-1)
     if isinstance(field, int):
-        return encode_varint(field)
-    return encode_varint(len(field)) + field
+        return varint(field)
+    return varint(len(field)) + field
 
 
 def raw_record(
@@ -140,39 +141,46 @@ def raw_record(
     value: Nullable = b"v",
     headers: Sequence[tuple[bytes, Nullable]] = (),
     timestamp_delta: int = 0,
+    *,
+    attributes: int = 0,
+    varint: Callable[[int], bytes] = encode_varint,
 ) -> bytes:
-    """One record, written field by field as Kafka's DefaultRecord.writeTo does."""
-    body = b"\x00" + encode_varlong(timestamp_delta) + encode_varint(offset_delta)
-    body += nullable(key) + nullable(value) + encode_varint(len(headers))
+    """One record, written field by field as Kafka's DefaultRecord.writeTo does, every 32-bit
+    varint (lengths, counts, the offset delta) by ``varint``."""
+    body = bytes([attributes]) + encode_varlong(timestamp_delta) + varint(offset_delta)
+    body += nullable(key, varint) + nullable(value, varint) + varint(len(headers))
     for name, header_value in headers:
-        body += encode_varint(len(name)) + name + nullable(header_value)
-    return encode_varint(len(body)) + body
+        body += varint(len(name)) + name + nullable(header_value, varint)
+    return varint(len(body)) + body
 
 
 def raw_batch(
     records: Sequence[bytes],
     *,
     codec: int = Compression.NONE,
+    base_timestamp: int = BASE_TIMESTAMP,
     max_delta: int = 0,
     attributes: int = 0,
     producer: tuple[int, int, int] = (-1, -1, -1),
+    count: int | None = None,
 ) -> bytes:
     """A producer's batch of ``records`` (already written) with a correct length and CRC: base
-    offset 0, base timestamp :data:`BASE_TIMESTAMP`, the max timestamp ``max_delta`` from it,
-    ``producer`` its id, epoch and base sequence."""
+    offset 0, the max timestamp ``max_delta`` from the base one, ``producer`` its id, epoch and
+    base sequence, ``count`` (by default, how many ``records`` there are) its record count."""
     producer_id, producer_epoch, base_sequence = producer
+    count = len(records) if count is None else count
     return bytes(
         assemble_batch(
             base_offset=0,
             partition_leader_epoch=-1,
             attributes=codec | attributes,
-            last_offset_delta=len(records) - 1,
-            base_timestamp=BASE_TIMESTAMP,
-            max_timestamp=BASE_TIMESTAMP + max_delta,
+            last_offset_delta=count - 1,
+            base_timestamp=base_timestamp,
+            max_timestamp=base_timestamp + max_delta,
             producer_id=producer_id,
             producer_epoch=producer_epoch,
             base_sequence=base_sequence,
-            record_count=len(records),
+            record_count=count,
             payload=compress(codec, b"".join(records)),
         )
     )

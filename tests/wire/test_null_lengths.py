@@ -11,6 +11,8 @@ records, records of any shape, layouts it cannot place), before and after the fi
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -198,3 +200,55 @@ def test_refused_exactly_when_a_length_is_below_minus_one(
 ) -> None:
     records, bad, max_delta = drawn
     assert refused(batch(records, codec=codec, max_delta=max_delta)) == bad
+
+
+def padded_to(size: int) -> Callable[[int], bytes]:
+    """A varint writer padding every varint with zero groups to ``size`` bytes."""
+
+    def write(value: int) -> bytes:
+        canonical = encode_varint(value)
+        if len(canonical) >= size:
+            return canonical
+        return (
+            canonical[:-1] + bytes([canonical[-1] | 0x80]) + b"\x80" * (size - len(canonical) - 1) + b"\x00"
+        )
+
+    return write
+
+
+@pytest.mark.parametrize("codec", [Compression.NONE, Compression.LZ4])
+@pytest.mark.parametrize("key", [b"k", None])
+def test_varints_of_up_to_five_bytes_pass_and_longer_ones_are_refused(codec: int, key: bytes | None) -> None:
+    """Kafka's clients read a 32-bit varint in at most five bytes (Java fails beyond: "Varint is
+    too long"); the layout of such records is not the canonical one, so they are walked exactly."""
+    for size, accepted in ((2, True), (5, True), (6, False), (10, False)):
+        records = [
+            record(i, key, b"value", [(b"h", None)], i, varint=padded_to(size)) for i in range(CHUNK + 2)
+        ]
+        if accepted:
+            check(batch(records, codec=codec, max_delta=CHUNK + 1))
+        else:
+            with pytest.raises(InvalidRecordError, match="varint longer than 5 bytes"):
+                check(batch(records, codec=codec, max_delta=CHUNK + 1))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "80047600010300",  # Kafka: attributes 0x80, a record whose fields end before its length
+        "81767600000100",  # the same, another way
+        "820201000504760100",  # Kafka: a value length of -3
+    ],
+)
+def test_records_aiokafka_reads_otherwise_are_read_as_kafka_reads_them(body: str) -> None:
+    """aiokafka's reader takes the attributes byte for a varint, so from 0x80 on it reads the
+    rest of the record shifted, and accepts records Kafka's clients cannot read; their layout is
+    never the canonical one, so the exact walk reads them as Kafka does, and refuses them."""
+    record_bytes = bytes.fromhex(body)
+    data = batch([encode_varint(len(record_bytes)) + record_bytes])
+    with pytest.raises(InvalidRecordError, match="as Kafka's clients read it|below -1"):
+        check(data)
+
+
+def test_an_attributes_byte_below_0x80_is_kafka_s_reading_too() -> None:
+    check(batch([record(0, b"k", b"v", [(b"h", None)], attributes=0x7F)]))
