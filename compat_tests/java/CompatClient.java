@@ -5,6 +5,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Base64;
 import java.util.Collection;
 import java.util.Deque;
@@ -307,7 +308,7 @@ public final class CompatClient {
             ConsumerRecord<byte[], byte[]> r = buffer.poll();
             List<Object> headers = new ArrayList<>();
             for (Header h : r.headers()) {
-                headers.add(List.of(h.key(), b64(h.value() == null ? new byte[0] : h.value())));
+                headers.add(Arrays.asList(h.key(), b64(h.value()))); // a null value stays null
             }
             Map<String, Object> rec = new LinkedHashMap<>();
             rec.put("topic", r.topic());
