@@ -21,9 +21,10 @@ wrong:
   any negative length as null (it tests ``length >= 0``), but librdkafka's consumer stops at a
   record whose length is below -1 and never reaches the end of the partition, so Odradek
   refuses such a batch with INVALID_RECORD, stricter than Kafka;
-- varint widths: every varint but the timestamp delta is read as a 32-bit one, five bytes at
-  most, as Kafka's ByteUtils.readVarint reads it (aiokafka reads ten; the Java client fails on
-  a sixth byte: "Varint is too long").
+- varint widths: every varint is the shortest encoding of its value.  Kafka's clients read up
+  to five bytes for a 32-bit varint (the Java client fails on a sixth: "Varint is too long",
+  which aiokafka reads), and Kafka accepts padding within that; no client writes any, so
+  Odradek refuses it, stricter than Kafka (see below).
 
 Framing errors are INVALID_RECORD, as Kafka's InvalidRecordException; a payload that does not
 decompress is CORRUPT_MESSAGE (``wire.bounded_decompress``).
@@ -53,22 +54,26 @@ One C call gathers those bytes (``itemgetter`` of many indices).  The canonical 
 a chunk of records:
 
 - without a null (keyed records, the common case), with timestamps within 64 ms of the batch's
-  base (every timestamp delta then takes one byte): as a sum, from ``size_of`` (key, value and
-  headers) of each record, when the records' own lengths take varints of one size;
+  base by its header (every timestamp delta then takes one byte; a batch whose sizes then do not
+  add up is sized again from each record's timestamp, in case its header lied): as a sum, from
+  ``size_of`` (key, value and headers) of each record, when the records' own lengths take
+  varints of one size;
 - of a keyless producer (null keys, values, no headers, timestamps as above), from the values'
   lengths alone: two lookup tables give each record's size and where its key length is; with
   values of one length the key lengths are evenly spaced, one strided slice of the payload;
 - of any other shape, from aiokafka's Cython builder: ``size_in_bytes`` (a record's size) and
   ``size_of`` (from its key length to its end) place every null key, value and header value.
 
-A batch whose sizes do not add up (a null written in more bytes, -2^31 takes five; any overlong
-varint, which Kafka accepts up to five bytes and no client writes; an attributes byte from 0x80,
-which aiokafka reads as a varint, and so reads the rest of the record shifted), or which cannot
-be sized from what the reader returns (LogAppendTime), is read again by an exact pure-Python
-walk, as Kafka's clients read records (:func:`_exact_problem`).  Keys, values and headers come
-out of a chunk in one C call: aiokafka's record type visits exactly those three for the garbage
-collector, so ``gc.get_referents`` lists them (checked at import; ``attrgetter`` per field
-otherwise).
+A batch whose sizes do not add up is refused: it holds a null written in more than one byte
+(-2^31 takes five), an overlong varint (Kafka's clients read up to five bytes, the Java client
+fails beyond; Kafka accepts up to five, but no client writes one), or an attributes byte from
+0x80 (unused by Kafka; aiokafka reads it as a varint and the rest of the record shifted, so it
+may accept records Kafka's clients misframe).  Refusing these is stricter than Kafka, and keeps
+every batch off a Python walk, which a hostile client could otherwise ask for with tiny records
+(several µs of the event loop per record).  A LogAppendTime flag is cleared for the reader, so
+each record's own timestamp sizes it.  Keys, values and headers come out of a chunk in one C
+call: aiokafka's record type visits exactly those three for the garbage collector, so
+``gc.get_referents`` lists them (checked at import; ``attrgetter`` per field otherwise).
 
 Measured with ``python -m bench.record_validation`` (CPU ms per MB of records, batches of ~1
 MB, this shared 2-core machine; before is the walk as it was, reader plus offsets; the whole
@@ -97,8 +102,6 @@ from typing import Any
 from aiokafka.errors import CorruptRecordException
 from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from wire.errors import DecodeError
-from wire.primitives import read_varint, read_varlong
 from wire.record_batch import HEADER_SIZE, BatchInfo, Compression, Record, decompress, encode_batch
 from wire.record_batch_errors import InvalidRecordError, RecordErrors
 
@@ -112,6 +115,7 @@ divisor of 64, so the offset deltas of a chunk all take varints of one size (1 b
 _ATTRIBUTES_AT = 21
 _INT16 = struct.Struct(">h")
 _COMPRESSION_MASK = 0x07
+_LOG_APPEND_TIME = 0x08
 _NULL = 1  # -1, zigzag-encoded: the one byte a null length may be
 _UNBOUNDED = 1 << 62  # the sizing builder never refuses a record for want of room
 _ONE_BYTE_DELTAS = 64  # zigzag varints of -64..63 take one byte
@@ -120,8 +124,10 @@ _BELOW_MINUS_ONE = (
     "a record's key, value or header value has a length below -1 (only -1 means null; "
     "Odradek refuses what Kafka reads as null)"
 )
-_READ_AS_KAFKA = "a record read as Kafka's clients read it is malformed"
-_MISFRAMED = f"{_READ_AS_KAFKA}: its fields do not end where its length says"
+_NOT_CANONICAL = (
+    "a record is not in Kafka's shortest encoding: a varint padded, or a null length below -1 "
+    "(Odradek refuses what no client writes; Kafka's clients read no varint over five bytes)"
+)
 _SEPARATE_HEADER_OVERHEAD = 3  # size_of(None, None, [h]) - h's bytes: two null markers, a count of 1
 _RUN = list(range(CHUNK))  # the offset deltas of a full chunk, relative to its first record
 _offset_of = attrgetter("offset")
@@ -151,11 +157,13 @@ def _framing_error(batch: BatchInfo, exc: Exception) -> InvalidRecordError:
 
 def _uncompressed_view(data: memoryview, batch: BatchInfo, payload: bytes | memoryview) -> bytes | memoryview:
     """The batch as aiokafka's reader takes it: the client's own bytes when uncompressed, else
-    the header (codec bits cleared) followed by the already decompressed records."""
-    if batch.compression == Compression.NONE:
+    the header (codec bits cleared) followed by the already decompressed records.  A
+    LogAppendTime flag is cleared too: the reader then gives each record's own timestamp (not
+    the batch's max), which its size depends on."""
+    if batch.compression == Compression.NONE and not batch.is_log_append_time:
         return data[batch.position : batch.end_position]
     header = bytearray(data[batch.position : batch.position + HEADER_SIZE])
-    _INT16.pack_into(header, _ATTRIBUTES_AT, batch.attributes & ~_COMPRESSION_MASK)
+    _INT16.pack_into(header, _ATTRIBUTES_AT, batch.attributes & ~(_COMPRESSION_MASK | _LOG_APPEND_TIME))
     return bytes(header) + bytes(payload)
 
 
@@ -292,31 +300,29 @@ class _Layout:
     no 32-bit varint longer than 5 bytes; fed chunk by chunk from the first record (see the
     module docstring)."""
 
-    def __init__(self, batch: BatchInfo, records: bytes | memoryview) -> None:
+    def __init__(self, batch: BatchInfo, records: bytes | memoryview, *, trust_header: bool) -> None:
         self._sizer = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, _UNBOUNDED)
         self._sizer.append(0, batch.base_timestamp, None, None, [])  # records' timestamps are sized from it
         # Within 64 ms of the base timestamp every delta takes one byte, the least any delta
-        # takes, so sizing with the base itself is exact (a larger delta breaks the sum).
-        self._near = 0 <= batch.max_timestamp - batch.base_timestamp < _ONE_BYTE_DELTAS
+        # takes, so sizing with the base itself is exact (a larger delta breaks the sum; a
+        # header whose max timestamp lies is sized again, not trusting it).
+        self.near = trust_header and 0 <= batch.max_timestamp - batch.base_timestamp < _ONE_BYTE_DELTAS
         self._base_timestamp = batch.base_timestamp
         self._records = records
         self._end = 0  # where the records so far end if each has its canonical size
-        self._sizable = not batch.is_log_append_time  # every record then reads as the batch's max timestamp
         self._wrong_marker = False
 
     def add(
         self, first: int, chunk: list[Any], keys: list[Any], values: list[Any], headers: list[Any]
     ) -> None:
         """Place the null lengths of ``chunk`` (records ``first``... of the batch) and check them."""
-        if not self._sizable:
-            return
         if self._keyed_total(first, keys, values, headers):
             return
         found = self._keyless_lengths(first, keys, values, headers)
         if found is None:
             markers = self._sized_markers(first, chunk, keys, values, headers)
-            if markers is None or self._end > len(self._records):
-                return  # not the canonical layout: positions would be wrong (the exact walk decides)
+            if self._end > len(self._records):
+                return  # not the canonical layout (never: no record is shorter than canonical)
             found = _bytes_at(self._records, markers)
         self._wrong_marker = self._wrong_marker or found.count(_NULL) != len(found)
 
@@ -325,7 +331,7 @@ class _Layout:
         ``size_of`` each record's key, value and headers, and when the records' lengths all
         take varints of one size, the rest of each record is a constant.  False for any other
         chunk (left to the other ways)."""
-        if not self._near or None in keys or None in values or (any(headers) and _null_header_value(headers)):
+        if not self.near or None in keys or None in values or (any(headers) and _null_header_value(headers)):
             return False
         sizes = list(map(_size_of, keys, values, headers))
         fixed = 2 + _varint_size(first)  # attributes, timestamp and offset deltas
@@ -343,7 +349,7 @@ class _Layout:
         values' lengths alone: two lookups give each record's size and where its key length is
         (with values of one length the key lengths are evenly spaced: one strided slice).  None
         for any other chunk."""
-        if not self._near or keys.count(None) != len(keys) or any(headers):
+        if not self.near or keys.count(None) != len(keys) or any(headers):
             return None
         try:
             lengths = list(map(len, values))
@@ -368,18 +374,14 @@ class _Layout:
 
     def _sized_markers(
         self, first: int, chunk: list[Any], keys: list[Any], values: list[Any], headers: list[Any]
-    ) -> Iterable[int] | None:
+    ) -> Iterable[int]:
         """Every chunk's null lengths, from each record's canonical size (``size_in_bytes``)
-        and what follows each null (``size_of``); None when a record cannot be sized."""
-        timestamps = repeat(self._base_timestamp) if self._near else map(_timestamp_of, chunk)
-        sizes = map(
-            self._sizer.size_in_bytes, range(first, first + len(chunk)), timestamps, keys, values, headers
-        )
+        and what follows each null (``size_of``)."""
         try:
-            bounds = list(accumulate(sizes, initial=self._end))
-        except TypeError:  # aiokafka reads a timestamp of -1 as None
-            self._sizable = False
-            return None
+            bounds = self._bounds(first, chunk, keys, values, headers)
+        except TypeError:  # an aiokafka that reads a timestamp of -1 as None: size every delta as one byte
+            self.near = True
+            bounds = self._bounds(first, chunk, keys, values, headers)
         self._end = bounds[-1]
         ends = bounds[1:]
         return chain(
@@ -388,42 +390,22 @@ class _Layout:
             _header_value_markers(ends, headers),
         )
 
-    def problem(self, count: int) -> str | None:
-        """What no client would read right in the batch's ``count`` records, or None."""
-        if self._sizable and self._end == len(self._records):
-            return _BELOW_MINUS_ONE if self._wrong_marker else None
-        return _exact_problem(self._records, count)
+    def _bounds(
+        self, first: int, chunk: list[Any], keys: list[Any], values: list[Any], headers: list[Any]
+    ) -> list[int]:
+        """Where the chunk's records start, and where the last one ends, if canonical."""
+        timestamps = repeat(self._base_timestamp) if self.near else map(_timestamp_of, chunk)
+        sizes = map(
+            self._sizer.size_in_bytes, range(first, first + len(chunk)), timestamps, keys, values, headers
+        )
+        return list(accumulate(sizes, initial=self._end))
 
-
-def _exact_problem(records: bytes | memoryview, count: int) -> str | None:
-    """The exact answer, one record at a time in Python, for the layouts sizes cannot place:
-    each record read as Kafka's DefaultRecord.readFrom reads it (a one-byte attributes field,
-    which aiokafka reads as a varint; every varint but the timestamp delta five bytes at most;
-    fields that end where the record's length says)."""
-    position = 0
-    try:
-        for _ in range(count):
-            length, body = read_varint(records, position)
-            position = body + length
-            _, cursor = read_varlong(records, body + 1)  # the timestamp delta, after the attributes
-            _, cursor = read_varint(records, cursor)  # the offset delta
-            for _ in range(2):  # key, value
-                size, cursor = read_varint(records, cursor)
-                if size < -1:
-                    return _BELOW_MINUS_ONE
-                cursor += max(size, 0)
-            headers, cursor = read_varint(records, cursor)
-            for _ in range(headers):
-                size, cursor = read_varint(records, cursor)
-                size, cursor = read_varint(records, cursor + size)
-                if size < -1:
-                    return _BELOW_MINUS_ONE
-                cursor += max(size, 0)
-            if cursor != position:
-                return _MISFRAMED
-    except DecodeError as exc:
-        return f"{_READ_AS_KAFKA}: {exc}"
-    return None
+    def problem(self) -> str | None:
+        """What no client would read right in the batch, or None: every record must have its
+        canonical size, and every null length must be -1."""
+        if self._end != len(self._records):
+            return _NOT_CANONICAL
+        return _BELOW_MINUS_ONE if self._wrong_marker else None
 
 
 def _wrong_offsets(batch: BatchInfo, first: int, chunk: list[Any]) -> list[int]:
@@ -436,11 +418,11 @@ def _wrong_offsets(batch: BatchInfo, first: int, chunk: list[Any]) -> list[int]:
 
 
 def _walk(
-    view: bytes | memoryview, batch: BatchInfo, payload: bytes | memoryview
+    view: bytes | memoryview, batch: BatchInfo, payload: bytes | memoryview, *, trust_header: bool = True
 ) -> tuple[list[int], _Layout]:
     """One pass over the records: the indices with wrong offsets, and their layout."""
     wrong: list[int] = []
-    layout = _Layout(batch, payload)
+    layout = _Layout(batch, payload, trust_header=trust_header)
     first = 0
     for chunk in _chunks(view, batch):
         wrong += _wrong_offsets(batch, first, chunk)
@@ -466,10 +448,13 @@ def validate_records(data: memoryview, batch: BatchInfo, payload: bytes | memory
     matches ``lastOffsetDelta``): then the count bounds the walk, and a claimed count far above
     what the bytes can hold fails at the first missing record, not after 2^31 iterations.
     """
-    wrong, layout = _walk(_uncompressed_view(data, batch, payload), batch, payload)
+    view = _uncompressed_view(data, batch, payload)
+    wrong, layout = _walk(view, batch, payload)
     if wrong:
         raise _offsets_error(batch, wrong)
-    problem = layout.problem(batch.record_count)
+    if layout.problem() == _NOT_CANONICAL and layout.near:  # sized by a header that may lie
+        _, layout = _walk(view, batch, payload, trust_header=False)
+    problem = layout.problem()
     if problem:
         raise InvalidRecordError(f"{problem} (batch of {batch.record_count} records)")
 
