@@ -249,10 +249,11 @@ def consume_into(consumer: Consumer, out: BinaryIO, layout: Layout) -> None:
         received = False
         for partition, batch, record in consumer.poll():
             timestamp_type = "LogAppendTime" if batch.is_log_append_time else "CreateTime"
-            out.write(
-                format_record(args.topic, partition, record.offset, timestamp_type, record, layout) + b"\n"
-            )
+            line = format_record(args.topic, partition, record.offset, timestamp_type, record, layout) + b"\n"
+            # Counted before it is written: a Ctrl-C right after an unbuffered write would
+            # otherwise report one record fewer than the reader saw.
             consumer.delivered += 1
+            out.write(line)
             received = True
             if consumer.delivered == args.max_messages:
                 break
