@@ -89,9 +89,7 @@ def run_case(launcher: Launcher, attack: str, count: int, rounds: int) -> CaseRe
         latencies = Latencies()
         try:
             with HostileConnections(attack, count, Target(broker.bootstrap, DATA_TOPIC)):
-                for _ in range(rounds):
-                    for operation, samples in healthy.measure(1).samples.items():
-                        latencies.samples[operation] += samples
+                healthy.measure(rounds, latencies)
         except (KafkaException, TimeoutError, OSError) as exc:
             result.failure = f"{type(exc).__name__}: {exc}"[:200]
         finally:

@@ -62,7 +62,7 @@ def _address(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def _reset(sock: socket.socket) -> None:
+def reset(sock: socket.socket) -> None:
     """Close abruptly (RST), as a crashed attacker does: the broker learns at once."""
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     sock.close()
@@ -104,7 +104,7 @@ class HostileConnections:
 
     def close(self) -> None:
         for sock in self.sockets:
-            _reset(sock)
+            reset(sock)
         self.sockets.clear()
 
     def _open(self) -> socket.socket:
@@ -183,8 +183,10 @@ class HealthyClient:
         self.consumer.close()
         self.producer.flush(flush_timeout_s)
 
-    def measure(self, rounds: int) -> Latencies:
-        latencies = Latencies()
+    def measure(self, rounds: int, latencies: Latencies | None = None) -> Latencies:
+        """``rounds`` rounds, their samples added to ``latencies`` (a new one by default), so a
+        caller that may see an operation fail keeps the rounds measured before it."""
+        latencies = latencies if latencies is not None else Latencies()
         for _ in range(rounds):
             self.round += 1
             value = b"healthy-%d" % self.round

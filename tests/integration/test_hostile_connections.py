@@ -21,6 +21,7 @@ import pytest
 from broker.admin_client import produce_body
 from compat_tests.drivers.base import Message, ProducerSettings
 from compat_tests.drivers.confluent import ConfluentDriver
+from compat_tests.hostile import reset
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient, fetch_body, make_batch
 from tests.integration.waiting import wait_until
@@ -76,12 +77,6 @@ def parked_fetch(topic: str) -> bytes:
 
 def connect(broker: OdradekProcess) -> socket.socket:
     return socket.create_connection(("127.0.0.1", broker.port), timeout=SETTLE_DEADLINE_S)
-
-
-def reset(sock: socket.socket) -> None:
-    """Close abruptly (RST), as a crashed client does."""
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    sock.close()
 
 
 def assert_served(broker: OdradekProcess) -> None:
