@@ -74,8 +74,11 @@ def _too_large(codec: str, limit: int) -> DecompressionLimitError:
 class _StreamDecompressor(Protocol):
     """What ``zlib.decompressobj`` and ``lz4.frame.LZ4FrameDecompressor`` have in common."""
 
-    eof: bool
-    unused_data: bytes
+    @property
+    def eof(self) -> bool: ...
+
+    @property
+    def unused_data(self) -> bytes: ...
 
     def decompress(self, data: bytes | memoryview, max_length: int = ...) -> bytes: ...
 

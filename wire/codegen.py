@@ -228,7 +228,7 @@ class _Generator:
     def split(self, fields: tuple[Field, ...]) -> tuple[list[Field], list[Field]]:
         """Fields of this version, split into regular (in order) and tagged (by tag)."""
         present = [f for f in fields if self.version in f.versions]
-        tagged = sorted((f for f in present if f.tag is not None), key=lambda f: f.tag)
+        tagged = sorted((f for f in present if f.tag is not None), key=_tag)
         if tagged and not self.flexible:
             raise ValueError(f"{self.label}: tagged field {tagged[0].name} in a non-flexible version")
         return [f for f in present if f.tag is None], tagged
@@ -415,7 +415,7 @@ class _Generator:
             self.emit(indent + 1, f"{parts} = []")
             self.emit(indent + 1, f"{sub} = {parts}.append")
             self.encode_value(f, value, sub, indent + 1, f"{path}{f.name}")
-            tag_bytes = primitives.encode_uvarint(f.tag)
+            tag_bytes = primitives.encode_uvarint(_tag(f))
             self.emit(indent + 1, f"{found}.append(({tag_bytes!r}, b''.join({parts})))")
         tag, data = self.name("t"), self.name("d")
         self.emit(indent, f"{w}(encode_uvarint(len({found})))")
@@ -482,6 +482,13 @@ class _Generator:
         if self.flexible:
             return primitives.COMPACT_NULL
         return primitives.NULL_STRING if kind == "string" else primitives.NULL_INT32_LENGTH
+
+
+def _tag(field: Field) -> int:
+    """The tag of a field known to be tagged."""
+    if field.tag is None:
+        raise ValueError(f"{field.name} is not a tagged field")
+    return field.tag
 
 
 def _is_fixed(field: Field) -> bool:

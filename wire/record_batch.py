@@ -280,7 +280,7 @@ def set_log_append_time(buf: memoryview | bytearray, batch: BatchInfo, timestamp
 _XERIAL_BLOCK = 32 * 1024
 
 
-def _snappy_compress(data: bytes | memoryview) -> bytes:
+def _snappy_compress(data: bytes | bytearray | memoryview) -> bytes:
     """Write xerial framing like the Java client, so every Kafka client can read it back."""
     view = memoryview(data)
     out = bytearray(XERIAL_HEADER)
@@ -291,14 +291,14 @@ def _snappy_compress(data: bytes | memoryview) -> bytes:
     return bytes(out)
 
 
-def _lz4_compress(data: bytes | memoryview) -> bytes:
+def _lz4_compress(data: bytes | bytearray | memoryview) -> bytes:
     """LZ4 frame format with independent blocks: Kafka's Java reader rejects linked blocks."""
     compressor = cramjam.lz4.Compressor(content_checksum=False, block_linked=False)
     compressor.compress(bytes(data))
     return bytes(compressor.finish())
 
 
-def compress(codec: int, data: bytes | memoryview) -> bytes:
+def compress(codec: int, data: bytes | bytearray | memoryview) -> bytes:
     """Compress a records payload with a Kafka codec id (``Compression.*``)."""
     if codec == Compression.NONE:
         return bytes(data)

@@ -361,7 +361,7 @@ class _Layout:
             if lengths.count(lengths[0]) == len(lengths):
                 size = lengths[0] + extra[lengths[0]]
                 self._end += size * len(lengths)
-                found = bytes(self._records[start + key_at[lengths[0]] : self._end : size])
+                found: Sequence[int] = bytes(self._records[start + key_at[lengths[0]] : self._end : size])
             else:
                 starts = list(accumulate(map(add, lengths, map(extra.__getitem__, lengths)), initial=start))
                 self._end = starts[-1]

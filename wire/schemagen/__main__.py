@@ -1,8 +1,9 @@
-"""``python -m wire.schemagen [--version V]``: regenerate ``wire/schemas`` and ``wire/internal_records``.
+"""``python -m wire.schemagen [--version V]``: regenerate ``wire/schemas``, ``wire/internal_records``
+and ``wire/messages.py``.
 
 Writes one module per API a Kafka broker serves and one per internal topic, keeping each
-existing module's docstring, then formats them with ruff.  Run it after changing the pinned
-version in :mod:`.specs`.
+existing module's docstring, then formats them with ruff, then the messages' static types
+(:mod:`.typed`).  Run it after changing the pinned version in :mod:`.specs`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from wire.schemagen.render import (
     render_records_module,
 )
 from wire.schemagen.specs import KAFKA_CLIENTS_VERSION, load
+from wire.schemagen.typed import write_messages
 
 WIRE_DIR = Path(__file__).resolve().parent.parent
 SCHEMAS_DIR = WIRE_DIR / "schemas"
@@ -38,12 +40,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--version", default=KAFKA_CLIENTS_VERSION, help="Kafka release to read the specs of")
     args = parser.parse_args(argv)
     specs = load(args.version)
+    declared = declarations(specs)
     written = [
         _write(
             SCHEMAS_DIR / f"{module_name(d.api)}.py",
             lambda doc, d=d: render_module(d.api, doc, specs.source, d.spec_names),
         )
-        for d in declarations(specs).values()
+        for d in declared.values()
     ]
     for topic in INTERNAL_TOPICS:
         topic_specs = load(args.version, topic.artifact)
@@ -57,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
     format_generated(written)
+    written.append(write_messages(d.api for d in declared.values()))
     print(f"wrote {len(written)} modules from the specs of Kafka {args.version}")
     return 0
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from wire.api_keys import ApiKey
 from wire.schema import MISSING, PRIMITIVE_TYPES, Api, F, Field, RecordSchema, Versions, api, record
@@ -20,6 +20,7 @@ Spec = Mapping[str, Any]
 
 _WORD_BREAK = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _INTEGER_TYPES = frozenset({"int8", "int16", "int32", "int64", "uint16"})
+_RECORD_PARTS: dict[str, Literal["key", "value"]] = {"coordinator-key": "key", "coordinator-value": "value"}
 
 
 class SpecError(ValueError):
@@ -57,7 +58,7 @@ def translate_api(request: Spec, response: Spec, versions: Versions) -> Api:
 
 def translate_record(spec: Spec) -> RecordSchema:
     """The declaration of an internal topic's key or value (a ``coordinator-key``/``-value`` spec)."""
-    part = {"coordinator-key": "key", "coordinator-value": "value"}.get(spec["type"])
+    part = _RECORD_PARTS.get(spec["type"])
     if part is None:
         raise SpecError(f"{spec['name']} is a {spec['type']}, not a coordinator record")
     return record(
@@ -134,8 +135,8 @@ def _default(spec: Spec, kind: str) -> Any:
         value = raw if isinstance(raw, bool) else {"true": True, "false": False}[raw]
         return True if value else MISSING
     if kind == "float64":
-        value = float(raw)
-        return MISSING if value == 0 else value
+        number = float(raw)
+        return MISSING if number == 0 else number
     if kind == "string":
         return MISSING if raw == "" else raw
     raise SpecError(f"{spec['name']}: default {raw!r} for type {kind} is not supported")

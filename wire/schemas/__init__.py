@@ -10,12 +10,11 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from wire.api_keys import ApiKey
 from wire.schema import Api
 
 
-def _collect() -> dict[ApiKey, Api]:
-    apis: dict[ApiKey, Api] = {}
+def _collect() -> dict[int, Api]:
+    apis: dict[int, Api] = {}
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda info: info.name):
         module = importlib.import_module(f"{__name__}.{info.name}")
         for value in vars(module).values():
@@ -28,4 +27,6 @@ def _collect() -> dict[ApiKey, Api]:
     return dict(sorted(apis.items()))
 
 
-ALL_APIS: dict[ApiKey, Api] = _collect()
+ALL_APIS: dict[int, Api] = _collect()
+"""By API key (an :class:`~wire.api_keys.ApiKey`, which is an int: a key read off the wire
+looks its API up without converting it)."""
