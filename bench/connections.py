@@ -19,7 +19,7 @@ from typing import Any
 
 import trio
 
-from broker.admin_client import MAX_RESPONSE_BYTES, produce_body
+from broker.client.admin_client import MAX_RESPONSE_BYTES, produce_body
 from wire.api_keys import ApiKey
 from wire.codec import decode_response, encode_request
 from wire.header import decode_response_header, encode_request_header, response_header_version

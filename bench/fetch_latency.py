@@ -27,7 +27,7 @@ from typing import Any
 from bench.launchers import OdradekLauncher, RunningBroker, running
 from bench.report import write_json_out
 from bench.throughput import Settings, create_topic
-from broker.admin_client import LATEST, KafkaConnection
+from broker.client.admin_client import LATEST, KafkaConnection
 from wire.api_keys import ApiKey
 from wire.record_batch import Record, encode_batch
 

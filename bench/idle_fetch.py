@@ -36,7 +36,7 @@ from kafka import KafkaConsumer, TopicPartition
 from bench.launchers import ApacheKafkaLauncher, Launcher, OdradekLauncher, RunningBroker, running
 from bench.procstat import snapshot
 from bench.throughput import Settings, create_topic
-from broker.admin_client import KafkaConnection
+from broker.client.admin_client import KafkaConnection
 from wire.api_keys import ApiKey
 
 TOPIC = "idle"

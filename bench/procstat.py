@@ -46,7 +46,7 @@ def snapshot(pid: int) -> ProcSnapshot:
 
 def cpu_seconds(pids: Iterable[int]) -> float:
     """The summed user+system CPU time of ``pids`` and their live descendants: one broker's, or
-    a cluster's brokers' (an Odradek broker's sync process, ``broker.sync_worker``, is its
+    a cluster's brokers' (an Odradek broker's sync process, ``broker.services.storage.sync_worker``, is its
     child and its work the broker's)."""
     return sum(_cpu_seconds_if_alive(pid) for top in pids for pid in with_descendants(top))
 

@@ -2,7 +2,7 @@
 
 Kept as one frozen value so the state machine never reaches back into the broker's config
 object (the coordinator stays importable and testable without ``broker/``). The defaults are
-declared here only: the broker's key table (``broker/config_defs.py``) reads them back through
+declared here only: the broker's key table (``broker/config/config_defs.py``) reads them back through
 ``to_properties``, as it does the log engine's.
 """
 

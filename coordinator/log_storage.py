@@ -8,7 +8,7 @@ the producer's appends, as in Kafka), and the transaction's end is a marker writ
 transaction coordinator.  Replay reads the partition from its start and yields every record,
 with the producer of a transactional one, and every marker.
 
-The topic is created with ``cleanup.policy=compact`` (see :mod:`broker.group_timers`), so the
+The topic is created with ``cleanup.policy=compact`` (see :mod:`broker.services.coordinators.group_timers`), so the
 log cleaner keeps the latest record per key in every closed segment, as for any compacted
 topic; replay time thus stays proportional to the live state plus the active segment, as in
 Kafka, however many commits were made.

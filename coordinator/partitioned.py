@@ -5,7 +5,7 @@ Both answer for a key (a group id, a transactional id) only once the partition h
 loaded: before the first partition, COORDINATOR_NOT_AVAILABLE; while its own partition is still
 being replayed, COORDINATOR_LOAD_IN_PROGRESS.  Clients retry both.  The broker drives time
 through :meth:`next_deadline` / :meth:`on_time` and hears about earlier deadlines through
-:meth:`set_wakeup` (see ``broker.group_timers.drive_timers``).
+:meth:`set_wakeup` (see ``broker.services.coordinators.group_timers.drive_timers``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 One declarative table (``_SETTINGS``) drives everything: the topic-level key, the dataclass
 field, how to parse and validate the string value, and how to render it back.  The engine
 knows topic-level keys only; which ``server.properties`` key each one inherits from is the
-broker's business (``broker/config_defs.py``), so that mapping exists once.
+broker's business (``broker/config/config_defs.py``), so that mapping exists once.
 
 Retention (``log.retention``) and compaction (``log.cleaner``) act on these settings; the
 broker drives both periodically.

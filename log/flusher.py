@@ -2,7 +2,7 @@
 that make appends survive a power cut without it (Kafka's UnifiedLog.flush and the
 ``flush.messages`` path).
 
-Both run in worker threads (or, for data syncs, the broker's sync process, ``broker.sync_worker``)
+Both run in worker threads (or, for data syncs, the broker's sync process, ``broker.services.storage.sync_worker``)
 while the event loop keeps appending: they fsync what was written before they began and leave
 the rest to the next one, and take the log's lock only so that segment removal and close
 cannot close a descriptor under them.  A truncation meanwhile must not let them claim a log end

@@ -23,7 +23,7 @@ coming back, closing and deleting it.
 Threading model: every method runs on the broker's trio thread except ``flush`` (and
 ``sync_data``), which the broker calls from a worker thread so fsync never blocks the event
 loop, the descriptors ``begin_data_sync`` hands out, which the broker's sync process
-fdatasyncs (``broker.sync_worker``), and the cleaner's
+fdatasyncs (``broker.services.storage.sync_worker``), and the cleaner's
 reading and writing (``log.cleaner``), which also runs in a worker thread.  ``flush`` only
 fsyncs file descriptors and advances the recovery point; a lock keeps segment removal and close
 from closing a descriptor under a running fsync.  Appends do not take the lock.  While a
@@ -36,7 +36,7 @@ read up to, equals it on a single node except while appends wait for the sync th
 acknowledgement needs (``flush.messages``);
 the log start offset only moves forward (DeleteRecords, retention) and is checkpointed.
 
-Replication (Kafka's follower side, used by ``broker/replication/``): ``append_as_follower``
+Replication (Kafka's follower side, used by ``broker/services/replication/``): ``append_as_follower``
 writes batches with the offsets and leader epochs their leader gave them; ``truncate_to`` and
 ``truncate_fully_and_start_at`` cut a divergent tail or restart the log where the leader's starts;
 the leader epoch cache (``log.leader_epochs``) records where each epoch started.  A clustered

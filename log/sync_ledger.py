@@ -79,7 +79,7 @@ no test records."""
 
 def receipt(fd: int) -> SyncReceipt:
     """Note what an ``fdatasync`` of ``fd`` that starts after this will cover, for a sync made
-    elsewhere (another process: ``broker.sync_worker``); ``confirm`` it once it has completed."""
+    elsewhere (another process: ``broker.services.storage.sync_worker``); ``confirm`` it once it has completed."""
     if _ledger is None:
         return None
     before = os.fstat(fd)

@@ -173,7 +173,7 @@ class Api:
 
     ``flexible`` is the first version using compact types and tagged fields
     (Kafka's ``flexibleVersions``), or ``"none"``.  Which of the versions the broker serves
-    is the handler's business (``broker.api_support``), not the schema's.
+    is the handler's business (``broker.requests.api_support``), not the schema's.
     """
 
     key: ApiKey

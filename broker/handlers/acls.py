@@ -3,7 +3,7 @@
 All three need the cluster operation the authorization table names (ALTER to change, DESCRIBE
 to list) and answer SECURITY_DISABLED when no authorizer is configured.  New ACLs are
 validated as the KRaft controller does, with its messages; a change is stored durably before
-it is answered (``broker.acl_store``).  One request creates or removes at most
+it is answered (``broker.services.security.acl_store``).  One request creates or removes at most
 ``MAX_ACLS_PER_REQUEST`` ACLs (Kafka's controller bound for one operation), and the broker
 holds at most ``authorizer.max.acls``.
 """
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.acl_model import AclBinding, AclFilter
-from broker.api_support import Served
-from broker.authorization import cluster_authorized
-from broker.context import RequestContext
+from broker.requests.api_support import Served
+from broker.requests.authorization import cluster_authorized
+from broker.requests.context import RequestContext
+from broker.services.security.acl_model import AclBinding, AclFilter
 from wire.api_keys import ApiKey, api_name
 from wire.error_codes import ErrorCode
 

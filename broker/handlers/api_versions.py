@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from broker.api_support import Served
-from broker.context import RequestContext
 from broker.handlers.features import api_versions_features
+from broker.requests.api_support import Served
+from broker.requests.context import RequestContext
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 

@@ -2,7 +2,7 @@
 
 Describe needs DESCRIBE_CONFIGS on the cluster (Kafka's KafkaApis), Alter needs ALTER_CONFIGS
 on it (ControllerApis); the filters, validation and messages are the controller's
-(``broker.quota_store``).  An alteration is checked per entity: an entity with an error
+(``broker.state.quota_store``).  An alteration is checked per entity: an entity with an error
 changes nothing, the others are stored together, durably, before the answer (unless
 ``validate_only``).
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.api_support import Served
-from broker.authorization import cluster_authorized
-from broker.context import RequestContext
-from broker.quota_store import (
+from broker.requests.api_support import Served
+from broker.requests.authorization import cluster_authorized
+from broker.requests.context import RequestContext
+from broker.state.quota_store import (
     MAX_ALTERATIONS,
     Alteration,
     Entity,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.api_support import Served
-from broker.authorization import cluster_operations_field
-from broker.cluster_view import controller_id, live_nodes
-from broker.context import RequestContext
+from broker.requests.api_support import Served
+from broker.requests.authorization import cluster_operations_field
+from broker.requests.context import RequestContext
+from broker.services.cluster_view import controller_id, live_nodes
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 

@@ -5,10 +5,10 @@ override (DYNAMIC_TOPIC_CONFIG), else the broker's setting of its synonym (this 
 value, the cluster-wide dynamic default, the static one), else the default (DEFAULT_CONFIG),
 and with ``include_synonyms`` the whole chain.  BROKER resources are this node (``"1"``) or
 the cluster-wide default (``""``); every key Kafka lets change at runtime
-(``broker/kafka_dynamic_keys.py``) changes here too, with Kafka's checks and messages, and is
-kept in the data directory (:mod:`broker.dynamic_config`); those Odradek applies
-(``LIVE_BROKER_KEYS``) take effect at once (:mod:`broker.broker_config_view` shows them).  GROUP resources (type 32) carry KIP-848 group
-configs (:mod:`broker.group_configs`).
+(``broker/config/kafka_dynamic_keys.py``) changes here too, with Kafka's checks and messages, and is
+kept in the data directory (:mod:`broker.config.config.dynamic_config`); those Odradek applies
+(``LIVE_BROKER_KEYS``) take effect at once (:mod:`broker.config.config.broker_config_view` shows them).  GROUP resources (type 32) carry KIP-848 group
+configs (:mod:`broker.config.config.group_configs`).
 """
 
 from __future__ import annotations
@@ -16,18 +16,33 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from broker import broker_loggers
-from broker.api_support import Served
-from broker.authorization import config_refusal
-from broker.broker_config_view import describe_default, describe_node
-from broker.client_metrics_resources import CLIENT_METRICS, alter_client_metrics, describe_client_metrics
-from broker.config import BrokerConfig, default_value
-from broker.config_defs import BROKER_CONFIGS, KAFKA_TOPIC_DEFAULTS, TOPIC_CONFIGS, ConfigSource, ConfigType
-from broker.context import RequestContext
-from broker.dynamic_config import DEFAULT_ENTITY, DynamicConfigError
-from broker.group_configs import GROUP_CONFIGS, MAX_CONFIGURED_GROUPS, check_group_configs, group_overrides
-from broker.kafka_dynamic_keys import DYNAMIC_KEYS
-from broker.topic_admin import TopicError, set_topic_configs_async, validate_configs
+from broker.config.broker_config_view import describe_default, describe_node
+from broker.config.config import BrokerConfig, default_value
+from broker.config.config_defs import (
+    BROKER_CONFIGS,
+    KAFKA_TOPIC_DEFAULTS,
+    TOPIC_CONFIGS,
+    ConfigSource,
+    ConfigType,
+)
+from broker.config.dynamic_config import DEFAULT_ENTITY, DynamicConfigError
+from broker.config.group_configs import (
+    GROUP_CONFIGS,
+    MAX_CONFIGURED_GROUPS,
+    check_group_configs,
+    group_overrides,
+)
+from broker.config.kafka_dynamic_keys import DYNAMIC_KEYS
+from broker.requests.api_support import Served
+from broker.requests.authorization import config_refusal
+from broker.requests.context import RequestContext
+from broker.services import broker_loggers
+from broker.services.telemetry.client_metrics_resources import (
+    CLIENT_METRICS,
+    alter_client_metrics,
+    describe_client_metrics,
+)
+from broker.services.topic_admin import TopicError, set_topic_configs_async, validate_configs
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.acl_model import ResourceType
-from broker.api_support import Served
-from broker.authorization import answer_each, authorized, operations_field, unauthorized_names
-from broker.context import RequestContext
 from broker.handlers.groups import client_host, coordinator_of
+from broker.requests.api_support import Served
+from broker.requests.authorization import answer_each, authorized, operations_field, unauthorized_names
+from broker.requests.context import RequestContext
+from broker.services.security.acl_model import ResourceType
 from coordinator.consumer_heartbeat import HeartbeatRequest
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.api_support import Served
-from broker.context import ANONYMOUS, RequestContext
-from broker.security.listener_security import SecurityProtocol
+from broker.requests.api_support import Served
+from broker.requests.context import ANONYMOUS, RequestContext
+from broker.services.security.listener_security import SecurityProtocol
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 

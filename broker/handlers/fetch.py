@@ -3,13 +3,13 @@
 Batches go out exactly as they sit in the segment files, never decoded: the response carries
 file regions that the connection sends with ``os.sendfile`` (a response's first 64 KiB are
 read into it instead, fewer system calls than regions for the small fetches of a consumer
-that keeps up: ``broker.file_region``).  Size limits follow KIP-74: the first non-empty
+that keeps up: ``broker.services.storage.file_region``).  Size limits follow KIP-74: the first non-empty
 partition of a response always gets at least one whole batch, even one larger than
 ``max_bytes``/``partition_max_bytes``; later partitions only get what fits.  A response with
 less than ``min_bytes`` waits (up to ``max_wait_ms``) for an append to any of its partitions.
 From v13 topics are named by their (persistent) topic ids; an unknown id is UNKNOWN_TOPIC_ID.
 
-Fetch sessions (KIP-227, ``broker/fetch_sessions.py``): a full fetch with epoch 0 may open
+Fetch sessions (KIP-227, ``broker/services/storage/fetch_sessions.py``): a full fetch with epoch 0 may open
 one, and an incremental fetch then reads every partition of its session but answers only those
 with something new.  A full fetch is served whatever session id it names (Go clients send -1
 with epoch -1).
@@ -28,16 +28,16 @@ from typing import Any
 
 import trio
 
-from broker.api_support import Served
-from broker.authorization import cluster_authorized
-from broker.context import RequestContext
-from broker.error_mapping import error_code_of
-from broker.fetch_sessions import INVALID_SESSION_ID, Answer, SessionKey, SessionPartition
-from broker.file_region import INLINE_RESPONSE_BYTES, FileRegion
-from broker.partition_requests import find_partition
-from broker.quota_store import CONSUMER_BYTE_RATE
-from broker.replication.divergence import diverging_epoch
-from broker.replication.leader_hints import add_node_endpoints, with_leader_hint
+from broker.requests.api_support import Served
+from broker.requests.authorization import cluster_authorized
+from broker.requests.context import RequestContext
+from broker.requests.error_mapping import error_code_of
+from broker.requests.partition_requests import find_partition
+from broker.services.replication.divergence import diverging_epoch
+from broker.services.replication.leader_hints import add_node_endpoints, with_leader_hint
+from broker.services.storage.fetch_sessions import INVALID_SESSION_ID, Answer, SessionKey, SessionPartition
+from broker.services.storage.file_region import INLINE_RESPONSE_BYTES, FileRegion
+from broker.state.quota_store import CONSUMER_BYTE_RATE
 from log.errors import LogError
 from log.partition_log import FileSlice, PartitionLog
 from wire.api_keys import ApiKey

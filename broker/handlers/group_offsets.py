@@ -17,19 +17,19 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from broker.acl_model import ResourceType
-from broker.api_support import Served
-from broker.authorization import authorized, unauthorized_names
-from broker.context import PendingResponse, RequestContext
-from broker.durability import SyncTicket
 from broker.handlers.groups import coordinator_of
-from broker.replication.acks import AckWait, acknowledged
+from broker.requests.api_support import Served
+from broker.requests.authorization import authorized, unauthorized_names
+from broker.requests.context import PendingResponse, RequestContext
+from broker.services.replication.acks import AckWait, acknowledged
+from broker.services.security.acl_model import ResourceType
+from broker.services.storage.durability import SyncTicket
 from coordinator.offsets import topics_with_error
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.server import Broker
+    from broker.node.server import Broker
 
 
 def _by_name(

@@ -2,7 +2,7 @@
 admin trio DescribeGroups / ListGroups / DeleteGroups.
 
 These handlers only translate between wire versions and the coordinator
-(``ctx.broker.coordinator``, see :mod:`broker.group_timers`).  JoinGroup and SyncGroup may be
+(``ctx.broker.coordinator``, see :mod:`broker.services.coordinators.group_timers`).  JoinGroup and SyncGroup may be
 parked by the coordinator until the rebalance moves on; the handler then waits on a
 ``trio.Event`` that the coordinator's responder sets, which keeps the connection muted as
 Kafka does while the request is in flight.
@@ -15,11 +15,11 @@ from typing import Any, TypeVar
 
 import trio
 
-from broker.acl_model import AclOperation, ResourceType
-from broker.api_support import Served
-from broker.authorization import answer_each, authorized, cluster_authorized, operations_field
-from broker.cluster_view import NodeAddress, node_address
-from broker.context import RequestContext
+from broker.requests.api_support import Served
+from broker.requests.authorization import answer_each, authorized, cluster_authorized, operations_field
+from broker.requests.context import RequestContext
+from broker.services.cluster_view import NodeAddress, node_address
+from broker.services.security.acl_model import AclOperation, ResourceType
 from coordinator.classic_group import Responder, join_error, sync_error
 from coordinator.classic_protocol import JoinRequest, SyncRequest
 from coordinator.coordinator import GroupCoordinator
@@ -49,7 +49,9 @@ def installed(coordinator: _Coordinator | None, installer: str) -> _Coordinator:
 
 
 def coordinator_of(ctx: RequestContext) -> GroupCoordinator:
-    return installed(ctx.broker.coordinator, "broker.group_timers.install_group_coordinator")
+    return installed(
+        ctx.broker.coordinator, "broker.services.coordinators.group_timers.install_group_coordinator"
+    )
 
 
 def client_host(ctx: RequestContext) -> str:

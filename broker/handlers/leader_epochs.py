@@ -11,10 +11,10 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from broker.api_support import Served
-from broker.authorization import cluster_authorized
-from broker.context import RequestContext
-from broker.partition_requests import find_partition, leader_epoch_of, per_partition
+from broker.requests.api_support import Served
+from broker.requests.authorization import cluster_authorized
+from broker.requests.context import RequestContext
+from broker.requests.partition_requests import find_partition, leader_epoch_of, per_partition
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from broker.api_support import Served
-from broker.context import RequestContext
-from broker.error_mapping import error_code_of
 from broker.handlers.fetch import READ_COMMITTED
-from broker.partition_requests import find_partition, per_partition
+from broker.requests.api_support import Served
+from broker.requests.context import RequestContext
+from broker.requests.error_mapping import error_code_of
+from broker.requests.partition_requests import find_partition, per_partition
 from log.errors import LogError
 from log.partition_log import PartitionLog
 from wire.api_keys import ApiKey

@@ -12,9 +12,9 @@ import logging
 import os
 from typing import Any
 
-from broker.api_support import Served
-from broker.authorization import cluster_authorized
-from broker.context import RequestContext
+from broker.requests.api_support import Served
+from broker.requests.authorization import cluster_authorized
+from broker.requests.context import RequestContext
 from log.disk_error_report import describe_os_error
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode

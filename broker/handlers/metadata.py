@@ -14,14 +14,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.acl_model import AclOperation, ResourceType
-from broker.api_support import Served
-from broker.authorization import authorized, cluster_authorized, cluster_operations_field, operations_field
-from broker.cluster_view import controller_id, live_nodes, partition_state, topic_complete
-from broker.context import RequestContext
-from broker.partition_limits import PartitionBudget
-from broker.topic_admin import NewTopic, TopicError, register_topic_async, validate_new_topic
-from broker.topics import TopicInfo, topic_name_error
+from broker.requests.api_support import Served
+from broker.requests.authorization import (
+    authorized,
+    cluster_authorized,
+    cluster_operations_field,
+    operations_field,
+)
+from broker.requests.context import RequestContext
+from broker.services.cluster_view import controller_id, live_nodes, partition_state, topic_complete
+from broker.services.partition_limits import PartitionBudget
+from broker.services.security.acl_model import AclOperation, ResourceType
+from broker.services.topic_admin import NewTopic, TopicError, register_topic_async, validate_new_topic
+from broker.state.topics import TopicInfo, topic_name_error
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
@@ -30,7 +35,7 @@ FIRST_VERSION_WITH_TOPIC_IDS = 12
 
 
 def partition_entries(ctx: RequestContext, topic: TopicInfo) -> list[dict[str, Any]]:
-    """Every partition of ``topic`` with its leader, replicas and ISR (``broker.cluster_view``).
+    """Every partition of ``topic`` with its leader, replicas and ISR (``broker.services.cluster_view``).
 
     A partition whose log here is offline (a disk error, or unopenable at start-up) lists this
     node among its offline replicas, as Kafka reports replicas on a failed log directory;

@@ -1,6 +1,6 @@
 """ElectLeaders and partition reassignments.
 
-In a cluster, ElectLeaders moves leadership as Kafka's controller does (``broker.cluster``).  On a
+In a cluster, ElectLeaders moves leadership as Kafka's controller does (``broker.services.cluster``).  On a
 single node every partition has one replica, this node, which leads it; nothing can move and no election
 can change anything. So these APIs answer what Kafka answers for a partition already where it
 should be: an election is ELECTION_NOT_NEEDED, a reassignment to this node completes at once
@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.api_support import Served
-from broker.authorization import cluster_authorized
-from broker.cluster.etcd_client import EtcdError
-from broker.cluster.reassignment import target_replicas
-from broker.context import RequestContext
 from broker.handlers.topics import replica_lists_error
+from broker.requests.api_support import Served
+from broker.requests.authorization import cluster_authorized
+from broker.requests.context import RequestContext
+from broker.services.cluster.etcd_client import EtcdError
+from broker.services.cluster.reassignment import target_replicas
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 

@@ -22,17 +22,17 @@ from typing import Any
 
 import trio
 
-from broker.acl_model import ResourceType
-from broker.api_support import Served
-from broker.authorization import authorized
-from broker.context import PendingResponse, RequestContext
-from broker.dispatch import CloseConnection
-from broker.error_mapping import error_code_of
 from broker.handlers.transactions import joined_transaction
-from broker.partition_requests import leader_epoch_of
-from broker.replication.acks import AckWait, ack_wait, acknowledged, min_isr_refusal
-from broker.replication.leader_hints import add_node_endpoints, with_leader_hint
-from broker.txn_verification import verified_elsewhere
+from broker.requests.api_support import Served
+from broker.requests.authorization import authorized
+from broker.requests.context import PendingResponse, RequestContext
+from broker.requests.dispatch import CloseConnection
+from broker.requests.error_mapping import error_code_of
+from broker.requests.partition_requests import leader_epoch_of
+from broker.services.coordinators.txn_verification import verified_elsewhere
+from broker.services.replication.acks import AckWait, ack_wait, acknowledged, min_isr_refusal
+from broker.services.replication.leader_hints import add_node_endpoints, with_leader_hint
+from broker.services.security.acl_model import ResourceType
 from log.compacted_batch import record_spans
 from log.config import LONG_MAX, LogConfig
 from log.errors import LogError
@@ -183,9 +183,9 @@ def append_partition(
     verdict: ErrorCode | None = None,
 ) -> tuple[dict[str, Any], bool]:
     """Validate and append one partition's record set: (partition response, whether its
-    acknowledgement must wait for a sync, see ``broker.durability``).  ``verdict``: what the
+    acknowledgement must wait for a sync, see ``broker.services.storage.durability``).  ``verdict``: what the
     transaction's coordinator on another broker said of a transactional write here
-    (``broker.txn_verification``)."""
+    (``broker.services.coordinators.txn_verification``)."""
     broker = ctx.broker
     partition_log = broker.partitions.get(topic, index)
     if partition_log is None:

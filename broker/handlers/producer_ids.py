@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.acl_model import AclOperation, ResourceType
-from broker.api_support import Served
-from broker.authorization import authorized, authorized_on_any, cluster_authorized
-from broker.cluster.etcd_client import EtcdError
-from broker.context import RequestContext
 from broker.handlers.transactions import durably, error_for, transactions_of
+from broker.requests.api_support import Served
+from broker.requests.authorization import authorized, authorized_on_any, cluster_authorized
+from broker.requests.context import RequestContext
+from broker.services.cluster.etcd_client import EtcdError
+from broker.services.security.acl_model import AclOperation, ResourceType
 from coordinator.transactions import TxnError
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode

@@ -1,4 +1,4 @@
-"""SaslHandshake and SaslAuthenticate: the connection's SASL exchange (``broker.security``).
+"""SaslHandshake and SaslAuthenticate: the connection's SASL exchange (``broker.services.security``).
 
 On a listener without SASL, or after authentication with no exchange to continue, both are
 answered ILLEGAL_SASL_STATE as Kafka's KafkaApis answers them.  A refused mechanism or
@@ -13,9 +13,9 @@ from typing import Any
 
 import trio
 
-from broker.api_support import Served
-from broker.context import RequestContext
-from broker.security.mechanism import AuthenticationFailed
+from broker.requests.api_support import Served
+from broker.requests.context import RequestContext
+from broker.services.security.mechanism import AuthenticationFailed
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 

@@ -2,7 +2,7 @@
 
 What ``kafka-configs --alter --add-config 'SCRAM-SHA-512=[password=...]' --entity-type users``
 sends: the admin client salts and hashes the password itself, the broker derives and keeps
-StoredKey/ServerKey (``broker.security.scram_store``).  Every error is per user, with Kafka's
+StoredKey/ServerKey (``broker.services.security.scram_store``).  Every error is per user, with Kafka's
 codes and messages.
 """
 
@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from broker.api_support import Served
-from broker.authorization import cluster_authorized
-from broker.context import RequestContext
-from broker.security.scram import MAX_ITERATIONS, MECHANISM_TYPES, MIN_ITERATIONS, ScramCredential
+from broker.requests.api_support import Served
+from broker.requests.authorization import cluster_authorized
+from broker.requests.context import RequestContext
+from broker.services.security.scram import MAX_ITERATIONS, MECHANISM_TYPES, MIN_ITERATIONS, ScramCredential
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 

@@ -12,17 +12,17 @@ from collections import Counter
 from functools import partial
 from typing import Any
 
-from broker.acl_model import AclOperation, ResourceType
-from broker.api_support import Served
-from broker.authorization import authorized, cluster_authorized, unauthorized_names
-from broker.cluster_view import live_nodes
-from broker.config_defs import TOPIC_CONFIGS
-from broker.context import RequestContext
-from broker.error_mapping import error_code_of
-from broker.partition_limits import PartitionBudget
-from broker.partition_requests import per_partition, replica_error
-from broker.throttling import count_mutation
-from broker.topic_admin import (
+from broker.config.config_defs import TOPIC_CONFIGS
+from broker.requests.api_support import Served
+from broker.requests.authorization import authorized, cluster_authorized, unauthorized_names
+from broker.requests.context import RequestContext
+from broker.requests.error_mapping import error_code_of
+from broker.requests.partition_requests import per_partition, replica_error
+from broker.requests.throttling import count_mutation
+from broker.services.cluster_view import live_nodes
+from broker.services.partition_limits import PartitionBudget
+from broker.services.security.acl_model import AclOperation, ResourceType
+from broker.services.topic_admin import (
     NewTopic,
     TopicError,
     add_partitions_async,
@@ -30,7 +30,7 @@ from broker.topic_admin import (
     register_topic_async,
     validate_new_topic,
 )
-from broker.topics import INTERNAL_TOPICS, TopicInfo
+from broker.state.topics import INTERNAL_TOPICS, TopicInfo
 from log.errors import LogError
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode

@@ -15,10 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
-from broker.acl_model import ResourceType
-from broker.api_support import Served
-from broker.authorization import answer_each, authorized, cluster_authorized, unauthorized_names
-from broker.context import PendingResponse, RequestContext
 from broker.handlers.group_offsets import (
     answer_when_synced,
     coordinator_writes_failure,
@@ -26,6 +22,10 @@ from broker.handlers.group_offsets import (
     split_authorized_topics,
 )
 from broker.handlers.groups import coordinator_of, installed
+from broker.requests.api_support import Served
+from broker.requests.authorization import answer_each, authorized, cluster_authorized, unauthorized_names
+from broker.requests.context import PendingResponse, RequestContext
+from broker.services.security.acl_model import ResourceType
 from coordinator.offsets import topics_with_error
 from coordinator.offsets_topic import OFFSETS_TOPIC
 from coordinator.transactions import TransactionCoordinator, TxnError
@@ -50,7 +50,10 @@ FIRST_END_TXN_EPOCH_BUMP_VERSION = 5
 
 
 def transactions_of(ctx: RequestContext) -> TransactionCoordinator:
-    return installed(ctx.broker.transactions, "broker.txn_coordinator.install_transaction_coordinator")
+    return installed(
+        ctx.broker.transactions,
+        "broker.services.coordinators.txn_coordinator.install_transaction_coordinator",
+    )
 
 
 def error_for(ctx: RequestContext, failure: TxnError | ErrorCode) -> ErrorCode:

@@ -14,12 +14,12 @@ from typing import Any
 
 import trio
 
-from broker.api_support import Served
-from broker.authorization import cluster_authorized
-from broker.context import RequestContext
 from broker.handlers.group_offsets import replicated_writes
-from broker.replication.acks import acknowledged
-from broker.txn_markers import REQUEST_TIMEOUT_S, TxnKey, write_local_marker
+from broker.requests.api_support import Served
+from broker.requests.authorization import cluster_authorized
+from broker.requests.context import RequestContext
+from broker.services.coordinators.txn_markers import REQUEST_TIMEOUT_S, TxnKey, write_local_marker
+from broker.services.replication.acks import acknowledged
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import resource
 
-from broker.accept import ConnectionLimits, ConnectionSlot
-from broker.config import BrokerConfig
-from broker.server import connection_limits
-from broker.stall_watch import StallWatch
+from broker.config.config import BrokerConfig
+from broker.network.accept import ConnectionLimits, ConnectionSlot
+from broker.network.stall_watch import StallWatch
+from broker.node.server import connection_limits
 
 
 def test_default_max_connections_leaves_descriptors_for_the_logs() -> None:

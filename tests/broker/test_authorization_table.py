@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from broker.acl_model import AclOperation, ResourceType
-from broker.authorization import CHECKS, operation_for
-from broker.dispatch import load_handlers
+from broker.requests.authorization import CHECKS, operation_for
+from broker.requests.dispatch import load_handlers
+from broker.services.security.acl_model import AclOperation, ResourceType
 from wire.api_keys import ApiKey
 
 

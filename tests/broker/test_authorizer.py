@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from broker.acl_model import CLUSTER_NAME, AclBinding, AclFilter, AclPermissionType
-from broker.acl_model import AclOperation as Op
-from broker.acl_model import PatternType as P
-from broker.acl_model import ResourceType as R
-from broker.acl_store import ACL_FILE, decode_acls, encode_acls, open_acl_store
-from broker.authorizer import STANDARD_AUTHORIZER, Authorizer, parse_super_users
-from broker.config import BrokerConfig
+from broker.config.config import BrokerConfig
+from broker.services.security.acl_model import CLUSTER_NAME, AclBinding, AclFilter, AclPermissionType
+from broker.services.security.acl_model import AclOperation as Op
+from broker.services.security.acl_model import PatternType as P
+from broker.services.security.acl_model import ResourceType as R
+from broker.services.security.acl_store import ACL_FILE, decode_acls, encode_acls, open_acl_store
+from broker.services.security.authorizer import STANDARD_AUTHORIZER, Authorizer, parse_super_users
 
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
 ALICE, BOB = "User:alice", "User:bob"

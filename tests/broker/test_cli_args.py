@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from broker.cli import build_parser, config_from_args
+from broker.cli.main import build_parser, config_from_args
 
 
 def test_log_requests_flag_switches_on_the_request_log() -> None:

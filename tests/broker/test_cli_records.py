@@ -7,8 +7,8 @@ import re
 import pytest
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
-from broker.cli_records import InputRecord, Layout, format_record, murmur2, parse_line, partition_for_key
-from broker.cli_registry import AdminError
+from broker.cli.records import InputRecord, Layout, format_record, murmur2, parse_line, partition_for_key
+from broker.cli.registry import AdminError
 from wire.record_batch import Record
 
 ALL_FIELDS = {"timestamp": True, "headers": True, "key": True}

@@ -8,10 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from broker.client_metrics_config import ClientMetricsConfigError, parse_list, parse_subscription
-from broker.client_metrics_store import MAX_STORED_BYTES, MAX_SUBSCRIPTIONS, SubscriptionStore
-from broker.client_software import UNKNOWN, ClientSoftware, Software
-from broker.client_telemetry import ClientIdentity, ClientTelemetry, Offer
+from broker.services.telemetry.client_metrics_config import (
+    ClientMetricsConfigError,
+    parse_list,
+    parse_subscription,
+)
+from broker.services.telemetry.client_software import UNKNOWN, ClientSoftware, Software
+from broker.services.telemetry.client_telemetry import ClientIdentity, ClientTelemetry, Offer
+from broker.state.client_metrics_store import MAX_STORED_BYTES, MAX_SUBSCRIPTIONS, SubscriptionStore
 from tests.integration.fast_disk import fast_scratch_dir
 from wire.error_codes import ErrorCode
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import trio
 
-from broker.client_quotas import ClientQuotas
-from broker.quota_rate import Rate, TokenBucket, Windows
-from broker.quota_store import Alteration, QuotaStore
+from broker.services.quotas.client_quotas import ClientQuotas
+from broker.services.quotas.quota_rate import Rate, TokenBucket, Windows
+from broker.state.quota_store import Alteration, QuotaStore
 
 KAFKA_WINDOWS = Windows(samples=11, size_ms=1000)
 

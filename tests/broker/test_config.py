@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import BrokerConfig, ConfigError, env_overrides, parse_listeners, parse_properties
+from broker.config.config import BrokerConfig, ConfigError, env_overrides, parse_listeners, parse_properties
 from log.config import LogConfig
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from broker.config_defs import ConfigType
-from broker.dynamic_rules import check_change, check_thread_counts
-from broker.kafka_values import InvalidValue, java_hash_set_text, java_number_text, parse
+from broker.config.config_defs import ConfigType
+from broker.config.dynamic_rules import check_change, check_thread_counts
+from broker.config.kafka_values import InvalidValue, java_hash_set_text, java_number_text, parse
 
 STATIC = "Cannot update these configs dynamically"
 AT_DEFAULT = "Cannot update these configs at default cluster level, broker id must be specified"

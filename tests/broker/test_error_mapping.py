@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from broker.error_mapping import error_code_of
+from broker.requests.error_mapping import error_code_of
 from log import errors as log_errors
 from wire import record_batch_errors
 from wire.error_codes import ErrorCode

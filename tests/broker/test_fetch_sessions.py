@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from broker.fetch_sessions import (
+from broker.services.storage.fetch_sessions import (
     EVICTION_MS,
     INT32_MAX,
     Answer,

@@ -15,7 +15,7 @@ from typing import Any
 
 import trio
 
-from broker.server import Broker
+from broker.node.server import Broker
 from log import PartitionLog
 from tests.broker.test_server import DEADLINE_S, running_broker
 from tests.integration.raw_client import RawClient, fetch_body

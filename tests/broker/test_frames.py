@@ -11,9 +11,9 @@ import pytest
 import trio
 import trio.testing
 
-from broker.frames import FrameReader, FrameTimeout
-from broker.memory_budget import MemoryBudget, RequestTooLarge
-from broker.security.transport import PlainTransport
+from broker.network.frames import FrameReader, FrameTimeout
+from broker.network.memory_budget import MemoryBudget, RequestTooLarge
+from broker.network.transport import PlainTransport
 
 DEADLINE_S = 10
 READ_TIMEOUT_S = 0.3

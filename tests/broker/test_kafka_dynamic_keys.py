@@ -1,7 +1,7 @@
 """The committed list of Kafka's dynamic broker keys is what the pinned Kafka release says.
 
 The facts are read from Kafka's own broker jars (fetched with Maven, run with Java), as
-``python -m broker.configgen`` does, so a pin bumped without regenerating, a hand edit of the
+``python -m broker.config.configgen`` does, so a pin bumped without regenerating, a hand edit of the
 generated module, or an extractor bug fails here.
 """
 
@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import broker.kafka_dynamic_keys as generated
-from broker.config_defs import BROKER_CONFIGS, LIVE_BROKER_KEYS
-from broker.configgen import GENERATED_MARKER, committed, load
-from broker.kafka_values import DESCRIBED_CHECKS, Described
+import broker.config.kafka_dynamic_keys as generated
+from broker.config.config_defs import BROKER_CONFIGS, LIVE_BROKER_KEYS
+from broker.config.configgen import GENERATED_MARKER, committed, load
+from broker.config.kafka_values import DESCRIBED_CHECKS, Described
 from wire.schemagen.specs import KAFKA_CLIENTS_VERSION
 
 
 def test_generated_keys_match_the_pinned_kafka_release() -> None:
     found = load(KAFKA_CLIENTS_VERSION)
-    assert committed(generated) == found, "regenerate with `python -m broker.configgen`"
+    assert committed(generated) == found, "regenerate with `python -m broker.config.configgen`"
     assert (
         f"{GENERATED_MARKER} from Apache Kafka {KAFKA_CLIENTS_VERSION}"
         in Path(generated.__file__).read_text()
@@ -37,7 +37,9 @@ def test_every_validator_written_as_code_is_reproduced() -> None:
     described = {
         key.validator.text for key in generated.DYNAMIC_KEYS.values() if isinstance(key.validator, Described)
     }
-    assert described <= set(DESCRIBED_CHECKS), "add Kafka's check to broker.kafka_values.DESCRIBED_CHECKS"
+    assert described <= set(DESCRIBED_CHECKS), (
+        "add Kafka's check to broker.config.kafka_values.DESCRIBED_CHECKS"
+    )
 
 
 def test_odradek_applies_only_keys_kafka_lets_change() -> None:

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import trustme
 
-from broker.config import BrokerConfig, ConfigError
-from broker.security.listener_security import SecurityProtocol, build_listener_security
+from broker.config.config import BrokerConfig, ConfigError
+from broker.services.security.listener_security import SecurityProtocol, build_listener_security
 from compat_tests.brokers import odradek_command
 
 PLAIN_JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'

@@ -7,7 +7,7 @@ import pytest
 import trio
 import trio.testing
 
-from broker.memory_budget import MemoryBudget, RequestTooLarge
+from broker.network.memory_budget import MemoryBudget, RequestTooLarge
 
 DEADLINE_S = 10
 

@@ -23,10 +23,10 @@ import kafka.errors
 import pytest
 import trio
 
-from broker.admin_client import KafkaConnection, fetch_body
-from broker.config import BrokerConfig, ConfigError
-from broker.replication.peer_connection import PeerConnection
-from broker.server import Broker
+from broker.client.admin_client import KafkaConnection, fetch_body
+from broker.config.config import BrokerConfig, ConfigError
+from broker.node.server import Broker
+from broker.services.replication.peer_connection import PeerConnection
 from tests.broker.test_server import running_broker
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.replication.leader_state import LeaderState
-from broker.replication.truncation import Truncation, truncation_point
+from broker.services.replication.leader_state import LeaderState
+from broker.services.replication.truncation import Truncation, truncation_point
 from log.leader_epochs import EpochEntry, LeaderEpochCache
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from broker.request_stats import REQUEST_BUCKETS, LoopHistogram, RequestCollector, RequestStats
+from broker.services.request_stats import REQUEST_BUCKETS, LoopHistogram, RequestCollector, RequestStats
 from tests.scrape import Scrape
 from wire.api_keys import ApiKey
 

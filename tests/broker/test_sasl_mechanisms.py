@@ -16,15 +16,15 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from broker.config import ConfigError
-from broker.security.authentication import ConnectionAuth
-from broker.security.jaas import parse_jaas
-from broker.security.listener_security import ListenerSecurity, SecurityProtocol
-from broker.security.mechanism import AuthenticationFailed
-from broker.security.oauthbearer import JwksValidator, OAuthBearerServer, UnsecuredValidator
-from broker.security.plain import PlainServer
-from broker.security.scram import ScramCredential, ScramServer
-from broker.security.tls import PrincipalMapper, subject_name
+from broker.config.config import ConfigError
+from broker.services.security.authentication import ConnectionAuth
+from broker.services.security.jaas import parse_jaas
+from broker.services.security.listener_security import ListenerSecurity, SecurityProtocol
+from broker.services.security.mechanism import AuthenticationFailed
+from broker.services.security.oauthbearer import JwksValidator, OAuthBearerServer, UnsecuredValidator
+from broker.services.security.plain import PlainServer
+from broker.services.security.scram import ScramCredential, ScramServer
+from broker.services.security.tls import PrincipalMapper, subject_name
 
 MECHANISM = "SCRAM-SHA-256"
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import trio
 
-from broker.config import BrokerConfig
-from broker.server import Broker, serve
+from broker.config.config import BrokerConfig
+from broker.node.server import Broker, serve
 from log.clock import Clock, wall_clock_ms
 from wire.api_keys import ApiKey
 from wire.codec import decode_response, encode_request

@@ -1,4 +1,4 @@
-"""The sync process (``broker.sync_worker``) run as the broker runs it, with this test holding the
+"""The sync process (``broker.services.storage.sync_worker``) run as the broker runs it, with this test holding the
 broker's end of its channel: it answers, and it ends quietly however the broker's end goes away,
 including the two ways a killed broker leaves it (issue 25: tracebacks on ``kill -9``)."""
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from broker import sync_worker
-from broker.sync_worker import COUNT
+from broker.services.storage import sync_worker
+from broker.services.storage.sync_worker import COUNT
 from tests.integration.waiting import wait_until
 
 BOUND_S = 60  # how long a broken worker may keep the test waiting; nothing is timed

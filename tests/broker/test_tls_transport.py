@@ -16,8 +16,8 @@ import pytest
 import trio
 import trustme
 
-from broker.file_region import FileRegion
-from broker.security.transport import TLS_CHUNK, TlsTransport
+from broker.network.transport import TLS_CHUNK, TlsTransport
+from broker.services.storage.file_region import FileRegion
 
 DEADLINE_S = 30
 FILE_BYTES = 3 * TLS_CHUNK + 12345

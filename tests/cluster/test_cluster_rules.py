@@ -7,9 +7,9 @@ from collections import Counter
 
 import pytest
 
-from broker.cluster.controller import elect, preferred
-from broker.cluster.image import ClusterImage
-from broker.cluster.layout import (
+from broker.services.cluster.controller import elect, preferred
+from broker.services.cluster.image import ClusterImage
+from broker.services.cluster.layout import (
     BrokerRecord,
     Endpoint,
     Layout,
@@ -20,7 +20,7 @@ from broker.cluster.layout import (
     decode_topic,
     encode,
 )
-from broker.cluster.replica_placement import PlacementError, assign_replicas, rack_alternated
+from broker.services.cluster.replica_placement import PlacementError, assign_replicas, rack_alternated
 
 
 def test_placement_spreads_leaders_and_replicas_evenly() -> None:
@@ -114,7 +114,11 @@ def test_image_applies_puts_and_deletes_and_ignores_garbage() -> None:
 
 
 def test_reassignment_grows_then_settles_on_the_target() -> None:
-    from broker.cluster.reassignment import cancel_reassignment, complete_reassignment, start_reassignment
+    from broker.services.cluster.reassignment import (
+        cancel_reassignment,
+        complete_reassignment,
+        start_reassignment,
+    )
 
     record = PartitionRecord(1, 3, 7, (1, 2), (1, 2))
     started = start_reassignment(record, (3, 2))
@@ -128,7 +132,7 @@ def test_reassignment_grows_then_settles_on_the_target() -> None:
 
 
 def test_reassignment_to_the_same_replicas_in_another_order_completes_at_once() -> None:
-    from broker.cluster.reassignment import start_reassignment
+    from broker.services.cluster.reassignment import start_reassignment
 
     record = PartitionRecord(1, 0, 0, (1, 2, 3), (1, 2, 3))
     assert start_reassignment(record, (2, 3, 1)) == PartitionRecord(1, 0, 1, (2, 3, 1), (1, 2, 3))

@@ -10,7 +10,7 @@ import uuid
 import pytest
 import trio
 
-from broker.cluster.etcd_client import (
+from broker.services.cluster.etcd_client import (
     Compare,
     Delete,
     EtcdClient,

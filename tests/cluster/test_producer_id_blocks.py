@@ -8,10 +8,10 @@ import uuid
 
 import trio
 
-from broker.cluster.etcd_client import EtcdClient
-from broker.cluster.layout import Layout
-from broker.cluster.metadata import ClusterMetadata, take_producer_id_block
-from broker.cluster.producer_id_blocks import ProducerIdBlocks
+from broker.services.cluster.etcd_client import EtcdClient
+from broker.services.cluster.layout import Layout
+from broker.services.cluster.metadata import ClusterMetadata, take_producer_id_block
+from broker.services.cluster.producer_id_blocks import ProducerIdBlocks
 
 BLOCK = 10
 

@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 
-from broker.admin_client import PRODUCE_VERSION, produce_body
+from broker.client.admin_client import PRODUCE_VERSION, produce_body
 from compat_tests.drivers.base import ClientError
 from compat_tests.drivers.bulk import BulkClient
 from compat_tests.drivers.confluent import ConfluentClient

@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 
 import trio
 
-from broker import admin_client
-from broker.admin_client import KafkaConnection
+from broker.client import admin_client
+from broker.client.admin_client import KafkaConnection
 from wire.api_keys import ApiKey
 from wire.record_batch import Compression, Record, encode_batch
 

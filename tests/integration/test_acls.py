@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.admin_client import KafkaConnection
+from broker.client.admin_client import KafkaConnection
 from compat_tests.drivers.admin import Acl
 from compat_tests.drivers.base import ClientError, ErrorKind
 from compat_tests.drivers.catalog import ADMINS

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.cli_dump import BATCH_HEADERS
+from broker.cli.dump import BATCH_HEADERS
 from compat_tests.brokers import odradek_cli as odradek
 from compat_tests.drivers.base import Message, ProducerSettings
 from compat_tests.drivers.confluent import ConfluentDriver

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from broker.cli_group_offsets import parse_datetime_ms
+from broker.cli.group_offsets import parse_datetime_ms
 from compat_tests.brokers import odradek_cli as odradek
 from compat_tests.drivers.base import ConsumerSettings
 from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentDriver

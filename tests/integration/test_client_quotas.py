@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from broker.admin_client import PRODUCE_VERSION, KafkaConnection, produce_body
+from broker.client.admin_client import PRODUCE_VERSION, KafkaConnection, produce_body
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient, fetch_body, make_batch
 from wire.api_keys import ApiKey

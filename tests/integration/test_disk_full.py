@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.admin_client import KafkaConnection
+from broker.client.admin_client import KafkaConnection
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient, make_batch
 from wire.error_codes import ErrorCode

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import trio
 
-from broker.admin_client import PRODUCE_VERSION, produce_body
-from broker.server import Broker
+from broker.client.admin_client import PRODUCE_VERSION, produce_body
+from broker.node.server import Broker
 from compat_tests.drivers.base import ConsumerSettings
 from compat_tests.drivers.kafka_python import KafkaPythonDriver
 from log.checkpoint import CHECKPOINT_FILE, PartitionCheckpoint

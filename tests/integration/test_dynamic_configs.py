@@ -11,7 +11,7 @@ from pathlib import Path
 
 from confluent_kafka.admin import ConfigSource
 
-from broker.admin_client import KafkaConnection
+from broker.client.admin_client import KafkaConnection
 from compat_tests.drivers.confluent import ConfluentAdmin
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient

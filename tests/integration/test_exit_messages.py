@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from broker.admin_client import PRODUCE_VERSION, produce_body
+from broker.client.admin_client import PRODUCE_VERSION, produce_body
 from compat_tests.brokers import odradek_command
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient, make_batch

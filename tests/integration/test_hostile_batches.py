@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from broker.admin_client import PRODUCE_VERSION, produce_body
+from broker.client.admin_client import PRODUCE_VERSION, produce_body
 from compat_tests.drivers.confluent import ConfluentClient
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient, make_batch

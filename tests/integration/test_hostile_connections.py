@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.admin_client import produce_body
+from broker.client.admin_client import produce_body
 from compat_tests.drivers.base import Message, ProducerSettings
 from compat_tests.drivers.confluent import ConfluentDriver
 from compat_tests.hostile import reset

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.admin_client import KafkaConnection
+from broker.client.admin_client import KafkaConnection
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.fast_disk import fast_scratch_dir
 from tests.integration.raw_client import RawClient, make_batch

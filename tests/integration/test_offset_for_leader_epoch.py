@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.admin_client import KafkaConnection
+from broker.client.admin_client import KafkaConnection
 from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentClient
 from compat_tests.drivers.records import make_records, unique_topic
 from tests.integration.broker_process import OdradekProcess

@@ -384,7 +384,7 @@ def test_fetch_of_several_partitions_spans_read_and_sent_batches(
     client: BulkClient, setup: ConfluentAdmin
 ) -> None:
     """A Fetch response carries its first 64 KiB of batches read into memory and the rest as
-    file regions (``broker.file_region``): three partitions of 40 KiB, fetched together, fall on
+    file regions (``broker.services.storage.file_region``): three partitions of 40 KiB, fetched together, fall on
     both sides of that line and in one region past it, and each returns all its records."""
     topic = unique_topic("read-and-sent")
     setup.create_topic(topic, 3)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from broker.admin_client import PRODUCE_VERSION, KafkaConnection, produce_body
+from broker.client.admin_client import PRODUCE_VERSION, KafkaConnection, produce_body
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.fast_disk import fast_scratch_dir
 from tests.integration.raw_client import make_batch

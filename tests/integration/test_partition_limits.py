@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from broker.topics import TopicRegistry
+from broker.state.topics import TopicRegistry
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient, make_batch
 from wire.api_keys import ApiKey

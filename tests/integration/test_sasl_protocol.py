@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.admin_client import KafkaConnection
+from broker.client.admin_client import KafkaConnection
 from compat_tests.brokers import RunningBroker, start_odradek
 from tests.integration.broker_process import OdradekProcess
 from wire.api_keys import ApiKey

@@ -106,7 +106,7 @@ def immutable(directory: str) -> Iterator[None]:
 async def test_a_failed_partition_stays_offline_while_its_disk_fails_then_comes_back(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="broker.log_maintenance")
+    caplog.set_level(logging.DEBUG, logger="broker.services.storage.log_maintenance")
     with trio.fail_after(DEADLINE_S):
         async with running_broker(tmp_path, **{"log.offline.retry.ms": "100"}) as (broker, port):
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from broker.admin_client import PRODUCE_VERSION, produce_body
+from broker.client.admin_client import PRODUCE_VERSION, produce_body
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.raw_client import RawClient, make_batch
 from wire.api_keys import ApiKey

@@ -4,7 +4,7 @@ The log engine reports every sync and rename to ``log.sync_ledger``; a power cut
 directory into what the disk would hold (each file cut to the length its last completed sync
 covered, renames no directory sync covered undone, maybe garbage where unsynced pages were),
 and the log is reopened through the real recovery path.  "Acknowledged" is what
-``broker.durability`` acknowledges under ``flush.messages``: an append followed by a
+``broker.services.storage.durability`` acknowledges under ``flush.messages``: an append followed by a
 ``sync_data`` (or a full ``flush``) that started after it.  ``kill -9`` cannot test this: the
 page cache survives a process.
 

@@ -9,7 +9,7 @@ that the committed declarations are still exactly what that version's specs say.
 
 Which versions are declared is Kafka's choice too (a spec's ``validVersions``, less an
 unstable latest version), with the exceptions in :data:`DECLARED_FLOORS`.  Whether the broker
-*serves* a declared version is the handlers' business (``broker/api_support.py``).
+*serves* a declared version is the handlers' business (``broker/requests/api_support.py``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,67 @@
+"""How ``odradek`` admin subcommands are declared, connected and their failures reported.
+
+Each command family (topics, groups, configs) registers its actions here with one helper, so
+every action gets the same ``--bootstrap`` and ``--output`` options and the same error style.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from broker.cli.table import Output
+from broker.client.admin_client import KafkaConnection
+from wire.error_codes import ErrorCode
+
+
+class AdminError(Exception):
+    """A refused admin request; the message is shown to the user as is."""
+
+
+def check(entry: dict, action: str) -> None:
+    """Raise :class:`AdminError` naming Kafka's error if ``entry`` carries one."""
+    code = entry.get("error_code", 0)
+    if code:
+        detail = entry.get("error_message") or ""
+        raise AdminError(f"{action} failed: {ErrorCode(code).name}{': ' + detail if detail else ''}")
+
+
+Command = Callable[[KafkaConnection, argparse.Namespace], Output]
+
+
+def _connection_options() -> argparse.ArgumentParser:
+    connection = argparse.ArgumentParser(add_help=False)
+    connection.add_argument(
+        "--bootstrap", default="localhost:9092", help="broker address (default localhost:9092)"
+    )
+    return connection
+
+
+def _output_options() -> argparse.ArgumentParser:
+    output = argparse.ArgumentParser(add_help=False)
+    output.add_argument(
+        "--output", choices=["text", "json"], default="text", help="a table (default) or JSON for scripts"
+    )
+    return output
+
+
+CONNECTION, OUTPUT = _connection_options(), _output_options()
+
+
+def family(commands: argparse._SubParsersAction, name: str, help_text: str) -> argparse._SubParsersAction:
+    """A command family such as ``topics``, whose actions are subcommands."""
+    return commands.add_parser(name, help=help_text).add_subparsers(dest="action", required=True)
+
+
+def action(
+    sub: argparse._SubParsersAction, name: str, run: Command, help_text: str
+) -> argparse.ArgumentParser:
+    """One admin action: connects to ``--bootstrap``, runs ``run`` and prints its output."""
+    parser = sub.add_parser(name, help=help_text, parents=[CONNECTION, OUTPUT])
+    parser.set_defaults(admin=run, run=run_admin)
+    return parser
+
+
+def run_admin(args: argparse.Namespace) -> str:
+    with KafkaConnection(args.bootstrap) as conn:
+        return args.admin(conn, args).render(args.output)

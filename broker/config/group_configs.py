@@ -1,0 +1,77 @@
+"""GROUP config resources (type 32, KIP-848): per-group overrides of the coordinator's timing.
+
+Kafka's ``GroupConfig`` keys a KIP-848 consumer group can override: each defaults to a broker
+key and must lie within the broker's min/max pair for it. The coordinator reads the overrides
+of a group each time it answers one of its heartbeats (``GroupCoordinator.group_configs``), so a
+change applies from the next heartbeat on. Share and streams groups are not served, so their
+keys are not offered either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from broker.config.config import BrokerConfig
+from broker.config.config_defs import ConfigType
+from broker.config.dynamic_config import DynamicConfigError, check_type
+from wire.error_codes import ErrorCode
+
+MAX_CONFIGURED_GROUPS = 10_000
+"""Groups that may carry configs at once: every change rewrites the whole file, so its size is
+bounded (Odradek-specific; Kafka's bound is its metadata log)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigDef:
+    """A group key, the broker key it defaults to, and the broker keys bounding it."""
+
+    name: str
+    broker_default: str
+    lowest: str
+    highest: str
+    doc: str
+    type: ConfigType = ConfigType.INT
+
+
+GROUP_CONFIGS: dict[str, GroupConfigDef] = {
+    d.name: d
+    for d in (
+        GroupConfigDef(
+            "consumer.session.timeout.ms",
+            "group.consumer.session.timeout.ms",
+            "group.consumer.min.session.timeout.ms",
+            "group.consumer.max.session.timeout.ms",
+            "A member of this group that sends no heartbeat for this long is removed.",
+        ),
+        GroupConfigDef(
+            "consumer.heartbeat.interval.ms",
+            "group.consumer.heartbeat.interval.ms",
+            "group.consumer.min.heartbeat.interval.ms",
+            "group.consumer.max.heartbeat.interval.ms",
+            "How often members of this group are told to heartbeat.",
+        ),
+    )
+}
+
+
+def check_group_configs(broker_config: BrokerConfig, updated: dict[str, str]) -> None:
+    """Refuse unknown keys and values outside the broker's bounds, as Kafka words it."""
+    for key, value in updated.items():
+        definition = GROUP_CONFIGS.get(key)
+        if definition is None:
+            raise DynamicConfigError(f"Unknown group config name: {key}", ErrorCode.INVALID_CONFIG)
+        check_type(key, definition.type, value, ErrorCode.INVALID_CONFIG)
+        number = int(value)
+        if number < broker_config.get_int(definition.lowest):
+            raise DynamicConfigError(
+                f"{key} must be greater than or equal to {definition.lowest}", ErrorCode.INVALID_CONFIG
+            )
+        if number > broker_config.get_int(definition.highest):
+            raise DynamicConfigError(
+                f"{key} must be less than or equal to {definition.highest}", ErrorCode.INVALID_CONFIG
+            )
+
+
+def group_overrides(configs: dict[str, str]) -> dict[str, int]:
+    """A group's stored configs as the coordinator reads them."""
+    return {key: int(value) for key, value in configs.items()}

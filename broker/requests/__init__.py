@@ -1,0 +1,1 @@
+"""The request layer: dispatch (version checks, authentication gate, quotas, observation), and what handlers share: the request context, served versions, authorization, partition lookup, error mapping."""

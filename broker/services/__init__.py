@@ -1,0 +1,1 @@
+"""Services the handlers call: storage (partitions, durability, appends), replication, cluster membership on etcd, coordinators' hosting, quotas, security, telemetry, metrics, topic administration."""

@@ -1,0 +1,1 @@
+"""Client quotas: the configured rates and the windows they are measured in."""

@@ -1,0 +1,1 @@
+"""Client telemetry (KIP-714) and what clients say they are (KIP-511)."""
