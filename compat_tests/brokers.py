@@ -33,8 +33,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from compat_tests.kit.raw_protocol import metadata_broker_count
 from compat_tests.maven import SLF4J_BINDING, classpath, compiled_classes, resolve_jars
-from compat_tests.raw_protocol import metadata_broker_count
 
 KAFKA_VERSION = os.environ.get("ODRADEK_KAFKA_VERSION", "4.3.1")
 """Apache Kafka broker version. 4.3.1 is the newest 4.x whose server artifacts all resolve

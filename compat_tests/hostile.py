@@ -31,7 +31,7 @@ from types import TracebackType
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from compat_tests.raw_protocol import fetch_v4_body, raw_response, request_frame
+from compat_tests.kit.raw_protocol import ask, fetch_body, request_frame
 from wire.api_keys import ApiKey
 
 ATTACKS = ("prefix", "partial", "unread", "tls-stall")
@@ -127,7 +127,7 @@ class HostileConnections:
         if self.kind == "partial":
             return struct.pack(">i", self.frame_bytes) + bytes(self.sent_bytes)
         if self.kind == "unread":
-            body = fetch_v4_body(self.target.data_topic, 0, 0, UNREAD_FETCH_BYTES)
+            body = fetch_body(self.target.data_topic, 0, 0, max_bytes=UNREAD_FETCH_BYTES)
             return b"".join(request_frame(ApiKey.FETCH, 4, body, index) for index in range(UNREAD_PIPELINED))
         return TLS_HELLO_START
 
@@ -201,8 +201,7 @@ class HealthyClient:
         return latencies
 
     def _api_versions(self) -> None:
-        host, port = _address(self.bootstrap)
-        raw_response(host, port, ApiKey.API_VERSIONS, 0, b"", OPERATION_TIMEOUT_S)
+        ask(self.bootstrap, ApiKey.API_VERSIONS, 0, {}, OPERATION_TIMEOUT_S)
 
     def _new_client_metadata(self) -> None:
         AdminClient({"bootstrap.servers": self.bootstrap}).list_topics(

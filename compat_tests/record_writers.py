@@ -13,7 +13,7 @@ import struct
 from collections.abc import Iterable
 
 from compat_tests.history import Writer
-from compat_tests.raw_protocol import ResponseReader, fetch_v4_body, raw_response
+from compat_tests.kit.raw_protocol import ask, fetch_body
 from wire.api_keys import ApiKey
 
 FETCH_VERSION = 4
@@ -39,7 +39,7 @@ def writers_at(
         for address in addresses:
             try:
                 writer = _writer(address, topic, partition, offset)
-            except (OSError, struct.error):
+            except OSError:
                 continue  # down, or an answer cut short: another broker may lead it
             if writer is not None:
                 found[(partition, offset)] = writer
@@ -48,23 +48,13 @@ def writers_at(
 
 
 def _writer(address: str, topic: str, partition: int, offset: int) -> Writer | None:
-    host, port = address.rsplit(":", 1)
-    body = fetch_v4_body(topic, partition, offset, FETCH_MAX_BYTES)
-    reader = ResponseReader(raw_response(host, int(port), ApiKey.FETCH, FETCH_VERSION, body, FETCH_TIMEOUT_S))
-    reader.take(">i")  # throttle time
-    for _ in range(reader.count()):
-        reader.string()
-        for _ in range(reader.count()):
-            index = reader.take(">i")
-            error = reader.take(">h")
-            reader.take(">q")  # high watermark
-            reader.take(">q")  # last stable offset
-            for _ in range(reader.count()):  # aborted transactions
-                reader.take(">q")
-                reader.take(">q")
-            records = reader.blob()
-            if index == partition and error == 0 and records:
-                return _writer_in(records, offset)
+    body = fetch_body(topic, partition, offset, max_bytes=FETCH_MAX_BYTES)
+    response = ask(address, ApiKey.FETCH, FETCH_VERSION, body, FETCH_TIMEOUT_S)
+    for answer in response["responses"]:
+        for found in answer["partitions"]:
+            records = found["records"]
+            if found["partition_index"] == partition and found["error_code"] == 0 and records:
+                return _writer_in(bytes(records), offset)
     return None
 
 

@@ -1,4 +1,5 @@
-"""A topic's partitions as each broker of a cluster sees them, read with a raw Metadata request.
+"""A topic's partitions as each broker of a cluster sees them, read with a raw Metadata request
+(:mod:`compat_tests.kit.raw_protocol`).
 
 Brokers of a cluster learn a new topic asynchronously: Kafka's CreateTopics is answered once the
 controller has committed the topic, and each broker applies it when it replays the metadata log
@@ -9,12 +10,12 @@ broker to know a topic they created (TestUtils.waitForAllPartitionsMetadata); so
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from compat_tests.helpers import eventually
-from compat_tests.raw_protocol import ResponseReader, metadata_broker_count, metadata_response
+from compat_tests.kit.raw_protocol import ask, metadata_broker_count
+from wire.api_keys import ApiKey
 
 METADATA_TIMEOUT_S = 5.0
 PROPAGATION_TIMEOUT_S = 60.0
@@ -33,28 +34,15 @@ class PartitionState:
 def topic_partitions(address: str, topic: str) -> dict[int, PartitionState]:
     """Metadata v1 for ``topic`` from the broker at ``address``: each partition's leader,
     replicas and ISR as that broker sees them (empty if it does not know the topic)."""
-    host, port = address.rsplit(":", 1)
-    reader = ResponseReader(metadata_response(host, int(port), [topic], METADATA_TIMEOUT_S))
-    for _ in range(reader.count()):  # brokers: id, host, port, rack
-        reader.take(">i")
-        reader.string()
-        reader.take(">i")
-        reader.string()
-    reader.take(">i")  # controller id
-    partitions: dict[int, PartitionState] = {}
-    for _ in range(reader.count()):
-        error = reader.take(">h")
-        name = reader.string()
-        reader.take(">b")  # is_internal
-        for _ in range(reader.count()):
-            reader.take(">h")
-            index = reader.take(">i")
-            leader = reader.take(">i")
-            replicas = reader.int32s()
-            isr = reader.int32s()
-            if name == topic and error == 0:
-                partitions[index] = PartitionState(leader, replicas, isr)
-    return partitions
+    response = ask(address, ApiKey.METADATA, 1, {"topics": [{"name": topic}]}, METADATA_TIMEOUT_S)
+    return {
+        partition["partition_index"]: PartitionState(
+            partition["leader_id"], tuple(partition["replica_nodes"]), tuple(partition["isr_nodes"])
+        )
+        for found in response["topics"]
+        if found["name"] == topic and found["error_code"] == 0
+        for partition in found["partitions"]
+    }
 
 
 def _on_every_broker(addresses: Sequence[str], check: Callable[[str], None]) -> None:
@@ -64,7 +52,7 @@ def _on_every_broker(addresses: Sequence[str], check: Callable[[str], None]) -> 
         for address in addresses:
             try:
                 check(address)
-            except (OSError, struct.error) as exc:
+            except OSError as exc:
                 raise AssertionError(f"{address}: {exc}") from exc
 
     eventually(everywhere, timeout_s=PROPAGATION_TIMEOUT_S, interval_s=0.2)

@@ -20,8 +20,8 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from broker.config.config import BrokerConfig, ConfigError
 from broker.node.metrics_http import HEAD_LIMIT, SAMPLES_PER_SLICE, render
 from broker.requests.request_observer import allowed_wait_s
+from compat_tests.kit.raw_protocol import RawClient, make_batch
 from tests.broker.test_server import DEADLINE_S, connect, frame, receive_frame, running_broker
-from tests.integration.raw_client import RawClient, make_batch
 from tests.scrape import Scrape, scrape
 from wire.api_keys import ApiKey
 from wire.codec import encode_request

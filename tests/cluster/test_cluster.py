@@ -15,7 +15,7 @@ from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import NewTopic
 
 from compat_tests.brokers import odradek_command
-from tests.integration.raw_client import RawClient, make_batch
+from compat_tests.kit.raw_protocol import RawClient, make_batch
 from tests.support.odradek_cluster import OdradekCluster, wait_for
 
 pytestmark = pytest.mark.timeout(300)

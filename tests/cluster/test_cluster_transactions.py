@@ -14,10 +14,10 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from compat_tests.eos_loop import Service
+from compat_tests.kit.raw_protocol import RawClient
 from coordinator.offsets_topic import partition_for
 from coordinator.transactions import TRANSACTION_STATE_TOPIC
 from tests.cluster.test_cluster import create_topic, produce
-from tests.integration.raw_client import RawClient
 from tests.integration.test_transactions import Txn
 from tests.support.odradek_cluster import OdradekCluster, wait_for
 from wire.api_keys import ApiKey

@@ -20,7 +20,7 @@ from compat_tests.brokers import RunningBroker, start_odradek
 from compat_tests.drivers.base import Message, ProducerSettings
 from compat_tests.drivers.confluent import ConfluentDriver
 from compat_tests.hostile import ATTACKS, HealthyClient, HostileConnections, Target, harm, summary
-from compat_tests.raw_protocol import request_frame
+from compat_tests.kit.raw_protocol import request_frame
 from compat_tests.secured import make_tls_files
 from tests.integration.test_hostile_connections import rss_bytes
 from tests.integration.waiting import wait_until
@@ -84,7 +84,7 @@ def api_versions_from(source_ip: str, bootstrap: str) -> int:
         sock.settimeout(20)
         sock.bind((source_ip, 0))
         sock.connect((host, int(port)))
-        sock.sendall(request_frame(ApiKey.API_VERSIONS, 0, b"", 7))
+        sock.sendall(request_frame(ApiKey.API_VERSIONS, 0, {}, 7))
         (size,) = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))
         (correlation_id,) = struct.unpack_from(">i", sock.recv(size, socket.MSG_WAITALL))
         return correlation_id

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from broker.client.admin_client import KafkaConnection
+from compat_tests.kit.raw_protocol import RawClient, make_batch
 from tests.integration.broker_process import OdradekProcess
 from tests.integration.fast_disk import fast_scratch_dir
-from tests.integration.raw_client import RawClient, make_batch
 from wire.record_batch import decode_records, scan_batches
 
 TOPICS = 5

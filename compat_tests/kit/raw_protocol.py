@@ -1,7 +1,11 @@
-"""Exact-request helpers for tests: the CLI's blocking client plus record batch builders.
+"""One request, its one answer: the raw-protocol helper of every test suite.
 
-Stock clients hide retries, sequence numbers and epochs; tests of idempotence and error
-codes need to send precisely one request and see precisely its answer.
+Stock clients hide retries, sequence numbers and epochs, keep metadata caches and log their
+reconnects. The suites ask some questions without them: readiness and leader look-ups, the
+producer id and sequence number of the batch a record was written in, exact error codes. All of
+it goes through :class:`broker.client.admin_client.KafkaConnection`, the blocking client of the
+``odradek`` CLI, which encodes and decodes with the project's generated codecs and speaks to any
+Kafka-compatible broker (Apache Kafka included), so there is one way to send one request.
 """
 
 from __future__ import annotations
@@ -14,16 +18,61 @@ import trio
 from broker.client import admin_client
 from broker.client.admin_client import KafkaConnection
 from wire.api_keys import ApiKey
+from wire.errors import WireError
 from wire.record_batch import Compression, Record, encode_batch
 
 T = TypeVar("T")
+
+CLIENT_ID = "raw-test"
+
+
+def request_frame(api_key: ApiKey, version: int, body: dict[str, Any], correlation_id: int = 1) -> bytes:
+    """A whole request as it goes on the wire (size, header, body), for tests that send bytes
+    themselves: pipelined, cut short, or never read."""
+    return admin_client.request_frame(api_key, version, correlation_id, CLIENT_ID, body)
+
+
+def ask(address: str, api_key: ApiKey, version: int, body: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """Send one request to the broker at ``address`` (``host:port``) on a connection of its own
+    and return the decoded answer.
+
+    Every way of getting no answer is an ``OSError``: a broker down or restarting, and an answer
+    that does not decode (a ``ConnectionError``; a broker's reply is input like any other).
+    """
+    with KafkaConnection(address, timeout, client_id=CLIENT_ID) as connection:
+        try:
+            return connection.request(api_key, version, body)
+        except WireError as exc:
+            raise ConnectionError(f"an unreadable {api_key.name} answer from {address}: {exc}") from exc
+
+
+def metadata_broker_count(host: str, port: int, timeout: float) -> int:
+    """How many brokers Metadata (v1, no topics) lists. A broker listing at least one is ready to
+    take requests; Kafka only opens its client listener once it has caught up with its metadata log."""
+    return len(ask(f"{host}:{port}", ApiKey.METADATA, 1, {"topics": []}, timeout)["brokers"])
+
+
+def fetch_body(
+    topic: str,
+    partition: int,
+    offset: int,
+    max_wait_ms: int = 0,
+    min_bytes: int = 0,
+    max_bytes: int = admin_client.FETCH_PARTITION_BYTES,
+) -> dict[str, Any]:
+    """A sessionless Fetch request body for one partition, read_uncommitted, up to ``max_bytes``
+    (1 MiB); it serves every version from 4 (which Kafka 4 and Odradek both answer) to 12."""
+    body = admin_client.fetch_body(topic, {partition: offset}, max_wait_ms, min_bytes)
+    body["max_bytes"] = max_bytes
+    body["topics"][0]["partitions"][0]["partition_max_bytes"] = max_bytes
+    return body
 
 
 class RawClient(KafkaConnection):
     """:class:`KafkaConnection` with the assertions tests want on setup steps."""
 
     def __init__(self, bootstrap: str) -> None:
-        super().__init__(bootstrap, client_id="raw-test")
+        super().__init__(bootstrap, client_id=CLIENT_ID)
 
     def join_consumer_group(
         self, group: str, *, topics: list[str] | None = None, regex: str | None = None
@@ -81,13 +130,6 @@ def make_batch(
             transactional=transactional,
         )
     )
-
-
-def fetch_body(
-    topic: str, partition: int, offset: int, max_wait_ms: int = 0, min_bytes: int = 0
-) -> dict[str, Any]:
-    """A Fetch v12 request body for one partition, up to 1 MiB."""
-    return admin_client.fetch_body(topic, {partition: offset}, max_wait_ms, min_bytes)
 
 
 async def in_thread(

@@ -1,0 +1,9 @@
+"""The test kit: what the compatibility suite, the unit and integration tests (``tests/``), the
+Spark tests and the benchmarks share to reach a broker, Odradek or Apache Kafka.
+
+- :mod:`compat_tests.kit.raw_protocol`: one request and its one answer, on the CLI's
+  ``KafkaConnection`` (readiness, leader look-ups, exact error codes, hand-built batches).
+
+``tests/`` imports the compatibility suite only through this package, and the suite never
+imports ``tests/`` (``tests/test_kit_boundary.py`` checks both).
+"""
