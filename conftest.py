@@ -11,4 +11,4 @@ import os
 os.environ.setdefault("ODRADEK_STRICT_MESSAGES", "1")
 
 # Fixtures of external services every suite may use (etcd clusters for cluster mode).
-pytest_plugins = ["tests.support.fixtures"]
+pytest_plugins = ["compat_tests.kit.fixtures"]

@@ -5,7 +5,7 @@
 - ``apache-kafka``: three combined broker+controller KRaft nodes formatted with one cluster id,
   a static quorum (``controller.quorum.voters``) and replicated internal topics;
 - ``odradek``: three ``odradek serve --cluster etcd://...`` brokers sharing a three-node etcd
-  (``tests.support.etcd_cluster``, imported only when such a cluster is asked for).
+  (``compat_tests.kit.etcd_cluster``, imported only when such a cluster is asked for).
 
 Nodes are driven by signals, as an operator's bad day would: ``kill`` is SIGKILL (no clean
 shutdown, no flushed state), ``start`` restarts a node on its own port and data directory,
@@ -37,8 +37,8 @@ from compat_tests.brokers import (
     random_cluster_id,
     wait_until_ready,
 )
+from compat_tests.kit.etcd_cluster import EtcdCluster, etcd_binary
 from compat_tests.topic_metadata import PartitionState, topic_partitions
-from tests.support.etcd_cluster import EtcdCluster, etcd_binary
 
 CLUSTER_SIZE = 3
 

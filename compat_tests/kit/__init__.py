@@ -3,6 +3,8 @@ Spark tests and the benchmarks share to reach a broker, Odradek or Apache Kafka.
 
 - :mod:`compat_tests.kit.raw_protocol`: one request and its one answer, on the CLI's
   ``KafkaConnection`` (readiness, leader look-ups, exact error codes, hand-built batches).
+- :mod:`compat_tests.kit.etcd_cluster`: real etcd clusters of one or three members, and
+  :mod:`compat_tests.kit.fixtures`, their pytest fixtures (a plugin of the root ``conftest.py``).
 
 ``tests/`` imports the compatibility suite only through this package, and the suite never
 imports ``tests/`` (``tests/test_kit_boundary.py`` checks both).

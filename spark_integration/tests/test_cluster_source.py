@@ -10,10 +10,10 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
+from compat_tests.kit.etcd_cluster import EtcdCluster
+from compat_tests.kit.fixtures import require_etcd
 from spark_integration.jobs import read_topic
 from spark_integration.tests.support import consume_all, numbered_records, produce, spark_records
-from tests.support.etcd_cluster import EtcdCluster
-from tests.support.fixtures import require_etcd
 from tests.support.odradek_cluster import OdradekCluster, wait_for
 
 pytestmark = pytest.mark.timeout(600)

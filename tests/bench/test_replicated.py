@@ -12,7 +12,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 from bench.__main__ import main
 from bench.replicated import cluster, parse_args, settings_of
 from bench.throughput import measure
-from tests.support.etcd_cluster import etcd_binary
+from compat_tests.kit.etcd_cluster import etcd_binary
 
 pytestmark = pytest.mark.skipif(etcd_binary() is None, reason="etcd is not installed (etcd-server)")
 

@@ -26,7 +26,7 @@ from broker.services.cluster.etcd_client import (
     prefix_end,
 )
 from compat_tests.brokers import free_ports
-from tests.support.etcd_cluster import EtcdCluster
+from compat_tests.kit.etcd_cluster import EtcdCluster
 
 TIMEOUT_S = 30
 # Short, so that hung members are left quickly, but no shorter: an etcd write waits for fsyncs,

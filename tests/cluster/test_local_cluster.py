@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from compat_tests.brokers import free_ports, odradek_command
-from tests.support.fixtures import require_etcd
+from compat_tests.kit.fixtures import require_etcd
 
 
 @pytest.mark.timeout(180)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.etcd_cluster import EtcdCluster, etcd_binary
+from compat_tests.kit.etcd_cluster import EtcdCluster, etcd_binary
 
 
 def require_etcd() -> None:
