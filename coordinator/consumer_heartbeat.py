@@ -34,6 +34,11 @@ from coordinator.group_protocol import GroupProtocol
 from coordinator.offsets import TopicCatalog
 from coordinator.topic_regex import InvalidTopicRegex, compile_topic_regex, matches
 from wire.error_codes import ErrorCode
+from wire.messages import (
+    ConsumerGroupDescribeResponseGroups,
+    ConsumerGroupDescribeResponseMembers,
+    ConsumerGroupHeartbeatResponse,
+)
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +78,7 @@ def heartbeat_response(
     *,
     error_code: ErrorCode = ErrorCode.NONE,
     error_message: str | None = None,
-) -> dict[str, Any]:
+) -> ConsumerGroupHeartbeatResponse:
     """A ConsumerGroupHeartbeat response without an assignment (added when the member needs one)."""
     return {
         "error_code": error_code,
@@ -82,6 +87,22 @@ def heartbeat_response(
         "member_epoch": member_epoch,
         "heartbeat_interval_ms": heartbeat_interval_ms,
         "assignment": None,
+    }
+
+
+def described_error(
+    group_id: str, code: ErrorCode, message: str | None = None
+) -> ConsumerGroupDescribeResponseGroups:
+    """A ConsumerGroupDescribe entry carrying only an error (Kafka leaves the rest default)."""
+    return {
+        "group_id": group_id,
+        "error_code": code,
+        "error_message": message,
+        "group_state": "",
+        "group_epoch": 0,
+        "assignment_epoch": 0,
+        "assignor_name": "",
+        "members": [],
     }
 
 
@@ -101,7 +122,7 @@ class ConsumerGroups(GroupProtocol[ConsumerGroup]):
 
     # --- heartbeat -----------------------------------------------------------------------
 
-    def heartbeat(self, request: HeartbeatRequest) -> dict[str, Any]:
+    def heartbeat(self, request: HeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
         try:
             self._validate(request)
             if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
@@ -417,15 +438,11 @@ class ConsumerGroups(GroupProtocol[ConsumerGroup]):
 
     # --- describe ------------------------------------------------------------------------
 
-    def describe(self, group_id: str) -> dict[str, Any]:
+    def describe(self, group_id: str) -> ConsumerGroupDescribeResponseGroups:
         group = self.group(group_id)
         if group is None:
             what = "not found" if self._groups.get(group_id) is None else "is not a consumer group"
-            return {
-                "group_id": group_id,
-                "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
-                "error_message": f"Group {group_id} {what}.",
-            }
+            return described_error(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} {what}.")
         return {
             "error_code": ErrorCode.NONE,
             "error_message": None,
@@ -437,7 +454,9 @@ class ConsumerGroups(GroupProtocol[ConsumerGroup]):
             "members": [self._describe_member(group, m) for m in group.members.values()],
         }
 
-    def _describe_member(self, group: ConsumerGroup, member: ConsumerMember) -> dict[str, Any]:
+    def _describe_member(
+        self, group: ConsumerGroup, member: ConsumerMember
+    ) -> ConsumerGroupDescribeResponseMembers:
         return {
             "member_id": member.member_id,
             "instance_id": member.instance_id,

@@ -23,7 +23,12 @@ from coordinator.classic_group import ClassicGroup, GroupError, GroupState, Resp
 from coordinator.classic_protocol import ClassicGroups, JoinRequest, SyncRequest
 from coordinator.config import CoordinatorConfig
 from coordinator.consumer_group import ConsumerGroup
-from coordinator.consumer_heartbeat import ConsumerGroups, HeartbeatRequest, heartbeat_response
+from coordinator.consumer_heartbeat import (
+    ConsumerGroups,
+    HeartbeatRequest,
+    described_error,
+    heartbeat_response,
+)
 from coordinator.offsets import Offsets, Producer, TopicCatalog, topics_with_error
 from coordinator.partitioned import PartitionedCoordinator
 from coordinator.records import (
@@ -39,6 +44,7 @@ from coordinator.records import (
 from log.errors import KafkaStorageError, LogError
 from wire.error_codes import ErrorCode
 from wire.errors import DecodeError
+from wire.messages import ConsumerGroupDescribeResponseGroups, ConsumerGroupHeartbeatResponse
 
 log = logging.getLogger(__name__)
 
@@ -475,7 +481,7 @@ class GroupCoordinator(PartitionedCoordinator):
 
     # --- consumer groups (KIP-848) -------------------------------------------------------
 
-    def consumer_group_heartbeat(self, request: HeartbeatRequest) -> dict[str, Any]:
+    def consumer_group_heartbeat(self, request: HeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
         error = self.availability(request.group_id) if request.group_id else ErrorCode.NONE
         if error is not ErrorCode.NONE:
             return heartbeat_response(None, 0, error_code=error)
@@ -483,12 +489,12 @@ class GroupCoordinator(PartitionedCoordinator):
             self._replace_empty_group(request.group_id, ConsumerGroup)
         return self.consumer.heartbeat(request)
 
-    def consumer_group_describe(self, group_ids: list[str]) -> list[dict[str, Any]]:
+    def consumer_group_describe(self, group_ids: list[str]) -> list[ConsumerGroupDescribeResponseGroups]:
         described = []
         for group_id in group_ids:
             error = self.availability(group_id) if group_id else ErrorCode.INVALID_GROUP_ID
             if error is ErrorCode.NONE:
                 described.append(self.consumer.describe(group_id))
             else:
-                described.append({"group_id": group_id, "error_code": error, "error_message": None})
+                described.append(described_error(group_id, error))
         return described

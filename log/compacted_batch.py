@@ -74,7 +74,7 @@ def readable_records(
         return None
 
 
-def record_spans(payload: bytes, batch: BatchInfo) -> list[RecordSpan]:
+def record_spans(payload: bytes | memoryview, batch: BatchInfo) -> list[RecordSpan]:
     """Locate every record of ``batch`` in its decompressed ``payload``."""
     spans: list[RecordSpan] = []
     position = 0

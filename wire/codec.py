@@ -17,7 +17,7 @@ import functools
 import struct
 from typing import Any
 
-from wire.codegen import MAX_REQUEST_ELEMENTS, Codec, Direction, Message, generate
+from wire.codegen import MAX_REQUEST_ELEMENTS, Codec, Direction, Message, Outgoing, generate
 from wire.errors import DecodeError, EncodeError, UnsupportedVersion
 from wire.schemas import ALL_APIS
 
@@ -62,17 +62,17 @@ def decode_response(api_key: int, version: int, buf: Any, offset: int = 0) -> Me
     return _decode(get_codec(api_key, version, "response"), buf, offset)
 
 
-def encode_request(api_key: int, version: int, body: Message) -> bytes:
+def encode_request(api_key: int, version: int, body: Outgoing) -> bytes:
     """Encode a request body (without header or size prefix)."""
     return b"".join(_encode_parts(get_codec(api_key, version, "request"), body))
 
 
-def encode_response(api_key: int, version: int, body: Message) -> bytes:
+def encode_response(api_key: int, version: int, body: Outgoing) -> bytes:
     """Encode a response body (without header or size prefix)."""
     return b"".join(encode_response_parts(api_key, version, body))
 
 
-def encode_response_parts(api_key: int, version: int, body: Message) -> list[Any]:
+def encode_response_parts(api_key: int, version: int, body: Outgoing) -> list[Any]:
     """Encode a response body as the list of its parts, without joining them.
 
     ``records`` values appear in the list exactly as given, so the I/O layer can send them
@@ -95,7 +95,7 @@ def _decode(generated: Codec, buf: Any, offset: int, *limits: int) -> Message:
     return message
 
 
-def _encode_parts(generated: Codec, body: Message) -> list[Any]:
+def _encode_parts(generated: Codec, body: Outgoing) -> list[Any]:
     try:
         return generated.encode_parts(body)
     except ENCODE_FAILURES as exc:

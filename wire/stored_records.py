@@ -13,7 +13,7 @@ import struct
 from typing import Any
 
 from wire.codec import DECODE_FAILURES, ENCODE_FAILURES
-from wire.codegen import Codec, Message, generate_struct
+from wire.codegen import Codec, Message, Outgoing, generate_struct
 from wire.errors import DecodeError, EncodeError
 from wire.primitives import INT16
 from wire.schema import RecordSchema
@@ -27,7 +27,7 @@ def _codec(schema: RecordSchema, version: int) -> Codec:
     return generate_struct(f"{schema.name} v{version}", schema.fields, version, version in schema.flexible)
 
 
-def encode(schema: RecordSchema, version: int, message: Message) -> bytes:
+def encode(schema: RecordSchema, version: int, message: Outgoing) -> bytes:
     """The stored bytes: the int16 prefix (record type or version), then the struct."""
     if version not in schema.versions:
         raise EncodeError(f"{schema.name} has no version {version}")

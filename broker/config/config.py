@@ -69,9 +69,8 @@ def parse_properties(text: str) -> dict[str, str]:
     return result
 
 
-# ``ODRADEK_`` variables that are not broker config keys: the test suites' strict encoders
-# (``wire/codegen.py``).
-NOT_CONFIG_VARIABLES = frozenset({ENV_PREFIX, "ODRADEK_STRICT_MESSAGES"})
+# ``ODRADEK_`` variables that are not broker config keys.
+NOT_CONFIG_VARIABLES = frozenset({ENV_PREFIX})
 
 
 def env_overrides(environ: Mapping[str, str]) -> dict[str, str]:

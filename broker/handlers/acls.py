@@ -10,14 +10,25 @@ holds at most ``authorizer.max.acls``.
 
 from __future__ import annotations
 
-from typing import Any
-
 from broker.requests.api_support import Served
 from broker.requests.authorization import cluster_authorized
 from broker.requests.context import RequestContext
 from broker.services.security.acl_model import AclBinding, AclFilter
 from wire.api_keys import ApiKey, api_name
 from wire.error_codes import ErrorCode
+from wire.messages import (
+    CreateAclsRequest,
+    CreateAclsResponse,
+    CreateAclsResponseResults,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
+    DeleteAclsResponseFilterResults,
+    DeleteAclsResponseMatchingAcls,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+    DescribeAclsResponseAcls,
+    DescribeAclsResponseResources,
+)
 
 MAX_ACLS_PER_REQUEST = 10_000
 """Kafka's ``MAX_RECORDS_PER_USER_OP``: ACLs one CreateAcls or DeleteAcls may change."""
@@ -38,14 +49,14 @@ def _refusal(ctx: RequestContext, no_authorizer: str = NO_AUTHORIZER) -> tuple[E
     return None
 
 
-def _error(code: ErrorCode, message: str | None) -> dict[str, Any]:
+def _error(code: ErrorCode, message: str | None) -> CreateAclsResponseResults:
     return {"error_code": code, "error_message": message}
 
 
 _OK = _error(ErrorCode.NONE, None)
 
 
-async def handle_create_acls(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) -> CreateAclsResponse:
     creations = request["creations"]
     refusal = _refusal(ctx)
     store = ctx.broker.acls
@@ -57,7 +68,7 @@ async def handle_create_acls(ctx: RequestContext, request: dict[str, Any]) -> di
             "throttle_time_ms": 0,
             "results": [_error(ErrorCode.INVALID_REQUEST, message) for _ in creations],
         }
-    results: list[dict[str, Any]] = []
+    results: list[CreateAclsResponseResults] = []
     wanted: list[tuple[int, AclBinding]] = []
     for creation in creations:
         binding = AclBinding.from_codes(
@@ -93,9 +104,9 @@ async def handle_create_acls(ctx: RequestContext, request: dict[str, Any]) -> di
     return {"throttle_time_ms": 0, "results": results}
 
 
-def _described(acls: list[AclBinding]) -> list[dict[str, Any]]:
+def _described(acls: list[AclBinding]) -> list[DescribeAclsResponseResources]:
     """DescribeAcls groups ACLs by resource pattern."""
-    by_pattern: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
+    by_pattern: dict[tuple[int, str, int], list[DescribeAclsResponseAcls]] = {}
     for acl in acls:
         key = (acl.resource_type, acl.resource_name, acl.pattern_type)
         by_pattern.setdefault(key, []).append(
@@ -112,22 +123,31 @@ def _described(acls: list[AclBinding]) -> list[dict[str, Any]]:
     ]
 
 
-async def handle_describe_acls(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+def _describe_refused(code: ErrorCode, message: str | None) -> DescribeAclsResponse:
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "resources": []}
+
+
+async def handle_describe_acls(ctx: RequestContext, request: DescribeAclsRequest) -> DescribeAclsResponse:
     refusal = _refusal(ctx, "No Authorizer is configured on the broker")
     if refusal is not None or ctx.broker.authorizer is None:
-        return {"throttle_time_ms": 0, "resources": []} | _error(
-            *refusal or (ErrorCode.SECURITY_DISABLED, None)
-        )
+        return _describe_refused(*refusal or (ErrorCode.SECURITY_DISABLED, None))
     acl_filter = AclFilter.from_request(request)
     invalid = acl_filter.validation_error()
     if invalid is not None:
-        return {"throttle_time_ms": 0, "resources": []} | _error(ErrorCode.INVALID_REQUEST, invalid)
+        return _describe_refused(ErrorCode.INVALID_REQUEST, invalid)
     resources = _described(ctx.broker.authorizer.matching(acl_filter))
-    return {"throttle_time_ms": 0, "resources": resources} | _OK
+    return {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.NONE,
+        "error_message": None,
+        "resources": resources,
+    }
 
 
-def _deleted(acl: AclBinding) -> dict[str, Any]:
-    return _OK | {
+def _deleted(acl: AclBinding) -> DeleteAclsResponseMatchingAcls:
+    return {
+        "error_code": ErrorCode.NONE,
+        "error_message": None,
         "resource_type": acl.resource_type,
         "resource_name": acl.resource_name,
         "pattern_type": acl.pattern_type,
@@ -138,18 +158,22 @@ def _deleted(acl: AclBinding) -> dict[str, Any]:
     }
 
 
-async def handle_delete_acls(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+def _filter_result(
+    code: ErrorCode, message: str | None, matching: list[DeleteAclsResponseMatchingAcls]
+) -> DeleteAclsResponseFilterResults:
+    return {"error_code": code, "error_message": message, "matching_acls": matching}
+
+
+async def handle_delete_acls(ctx: RequestContext, request: DeleteAclsRequest) -> DeleteAclsResponse:
     refusal = _refusal(ctx)
     store = ctx.broker.acls
     if refusal is not None or store is None:
         return {
             "throttle_time_ms": 0,
-            "filter_results": [_error(*refusal) | {"matching_acls": []} for _ in request["filters"]]
-            if refusal
-            else [],
+            "filter_results": [_filter_result(*refusal, []) for _ in request["filters"]] if refusal else [],
         }
     filters = [AclFilter.from_request(f) for f in request["filters"]]
-    results: list[dict[str, Any]] = []
+    results: list[DeleteAclsResponseFilterResults] = []
 
     def remove(current: list[AclBinding]) -> list[AclBinding]:
         doomed: set[AclBinding] = set()
@@ -161,9 +185,9 @@ async def handle_delete_acls(ctx: RequestContext, request: dict[str, Any]) -> di
             else:
                 doomed.update(matched)
             results.append(
-                (_error(ErrorCode.INVALID_REQUEST, invalid) | {"matching_acls": []})
+                _filter_result(ErrorCode.INVALID_REQUEST, invalid, [])
                 if invalid
-                else _OK | {"matching_acls": [_deleted(acl) for acl in matched]}
+                else _filter_result(ErrorCode.NONE, None, [_deleted(acl) for acl in matched])
             )
         return [acl for acl in current if acl not in doomed]
 

@@ -9,8 +9,6 @@ changes nothing, the others are stored together, durably, before the answer (unl
 
 from __future__ import annotations
 
-from typing import Any
-
 from broker.requests.api_support import Served
 from broker.requests.authorization import cluster_authorized
 from broker.requests.context import RequestContext
@@ -24,22 +22,33 @@ from broker.state.quota_store import (
 )
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
+from wire.messages import (
+    AlterClientQuotasRequest,
+    AlterClientQuotasResponse,
+    AlterClientQuotasResponseEntries,
+    DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
+    DescribeClientQuotasResponseEntity,
+    DescribeClientQuotasResponseEntries,
+)
 
 _CLUSTER_DENIED = "Cluster authorization failed."  # Kafka's message for CLUSTER_AUTHORIZATION_FAILED
 
 
-def _entity_body(entity: Entity) -> list[dict[str, str | None]]:
+def _entity_body(entity: Entity) -> list[DescribeClientQuotasResponseEntity]:
     return [{"entity_type": entity_type, "entity_name": name} for entity_type, name in entity]
 
 
-async def handle_describe_client_quotas(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_describe_client_quotas(
+    ctx: RequestContext, request: DescribeClientQuotasRequest
+) -> DescribeClientQuotasResponse:
     if not cluster_authorized(ctx):
         return _describe_error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, _CLUSTER_DENIED, None)
     try:
         matched = ctx.broker.quotas.store.describe(request["components"], request["strict"])
     except QuotaError as exc:
         return _describe_error(exc.code, str(exc), [])
-    entries = [
+    entries: list[DescribeClientQuotasResponseEntries] = [
         {
             "entity": _entity_body(entity),
             "values": [{"key": key, "value": value} for key, value in values.items()],
@@ -49,28 +58,34 @@ async def handle_describe_client_quotas(ctx: RequestContext, request: dict[str, 
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "entries": entries}
 
 
-def _describe_error(code: ErrorCode, message: str, entries: list[Any] | None) -> dict[str, Any]:
+def _describe_error(
+    code: ErrorCode, message: str, entries: list[DescribeClientQuotasResponseEntries] | None
+) -> DescribeClientQuotasResponse:
     return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "entries": entries}
 
 
-def _result(entity: list[dict[str, Any]], code: ErrorCode, message: str | None) -> dict[str, Any]:
+def _result(
+    entity: list[DescribeClientQuotasResponseEntity], code: ErrorCode, message: str | None
+) -> AlterClientQuotasResponseEntries:
     return {"error_code": code, "error_message": message, "entity": entity}
 
 
-async def handle_alter_client_quotas(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_alter_client_quotas(
+    ctx: RequestContext, request: AlterClientQuotasRequest
+) -> AlterClientQuotasResponse:
     entries = request["entries"]
     if not cluster_authorized(ctx):
-        results = [
+        denied = [
             _result(e["entity"], ErrorCode.CLUSTER_AUTHORIZATION_FAILED, _CLUSTER_DENIED) for e in entries
         ]
-        return {"throttle_time_ms": 0, "entries": results}
+        return {"throttle_time_ms": 0, "entries": denied}
     if len(entries) > MAX_ALTERATIONS:
         message = f"Cannot alter quotas of more than {MAX_ALTERATIONS} entities in a single request."
         return {
             "throttle_time_ms": 0,
             "entries": [_result(e["entity"], ErrorCode.INVALID_REQUEST, message) for e in entries],
         }
-    results: list[dict[str, Any]] = []
+    results: list[AlterClientQuotasResponseEntries] = []
     valid: list[Alteration] = []
     seen: set[Entity] = set()
     for entry in entries:

@@ -7,12 +7,16 @@ always has its own receiver (it counts pushes per client instance), so it always
 
 from __future__ import annotations
 
-from typing import Any
-
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
 from broker.services.telemetry.client_telemetry import ClientIdentity
 from wire.api_keys import ApiKey
+from wire.messages import (
+    GetTelemetrySubscriptionsRequest,
+    GetTelemetrySubscriptionsResponse,
+    PushTelemetryRequest,
+    PushTelemetryResponse,
+)
 
 
 def client_identity(ctx: RequestContext) -> ClientIdentity:
@@ -22,11 +26,13 @@ def client_identity(ctx: RequestContext) -> ClientIdentity:
     return ClientIdentity(ctx.header.client_id or "", software.name, software.version, address, port)
 
 
-async def handle_get_telemetry_subscriptions(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_get_telemetry_subscriptions(
+    ctx: RequestContext, request: GetTelemetrySubscriptionsRequest
+) -> GetTelemetrySubscriptionsResponse:
     return ctx.broker.client_telemetry.get_subscriptions(request, client_identity(ctx))
 
 
-async def handle_push_telemetry(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_push_telemetry(ctx: RequestContext, request: PushTelemetryRequest) -> PushTelemetryResponse:
     return ctx.broker.client_telemetry.push(request, client_identity(ctx))
 
 

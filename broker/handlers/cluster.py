@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from broker.requests.api_support import Served
 from broker.requests.authorization import cluster_operations_field
 from broker.requests.context import RequestContext
 from broker.services.cluster_view import controller_id, live_nodes
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
+from wire.messages import DescribeClusterRequest, DescribeClusterResponse
 
 BROKERS_ENDPOINT = 1  # KIP-919 endpoint type; 2 (controllers) is not served by a broker
 
 
-async def handle_describe_cluster(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_describe_cluster(
+    ctx: RequestContext, request: DescribeClusterRequest
+) -> DescribeClusterResponse:
     broker = ctx.broker
     if request.get("endpoint_type", BROKERS_ENDPOINT) != BROKERS_ENDPOINT:
         return {

@@ -9,13 +9,12 @@ each broker as a BROKER_LOGGER resource, which Odradek does not list.
 
 from __future__ import annotations
 
-from typing import Any
-
 from broker.requests.api_support import Served
 from broker.requests.authorization import cluster_authorized
 from broker.requests.context import RequestContext
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
+from wire.messages import ListConfigResourcesRequest, ListConfigResourcesResponse
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 SUPPORTED_TYPES = (GROUP, CLIENT_METRICS, BROKER_LOGGER, BROKER, TOPIC)  # Kafka's listing order
@@ -46,7 +45,9 @@ def _group_resources(ctx: RequestContext) -> list[str]:
     return sorted(names)
 
 
-async def handle_list_config_resources(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_list_config_resources(
+    ctx: RequestContext, request: ListConfigResourcesRequest
+) -> ListConfigResourcesResponse:
     wanted = set(request["resource_types"] or SUPPORTED_TYPES) if ctx.api_version >= 1 else {CLIENT_METRICS}
     if not cluster_authorized(ctx):
         return {

@@ -361,7 +361,9 @@ async def alter(ctx: RequestContext, request: dict[str, Any], incremental: bool)
             "error_code": ErrorCode.NONE,
             "error_message": None,
         }
-        problem = config_refusal(ctx, kind, name) or resource_error(ctx, kind, name)
+        problem: tuple[ErrorCode, str | None] | None = config_refusal(ctx, kind, name) or resource_error(
+            ctx, kind, name
+        )
         if problem is None:
             try:
                 await _ALTER[kind](ctx, name, resource, incremental, not request["validate_only"])

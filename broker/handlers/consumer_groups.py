@@ -7,30 +7,40 @@ back to the classic protocol or report the setting.
 
 from __future__ import annotations
 
-from typing import Any
-
-from broker.handlers.groups import client_host, coordinator_of
 from broker.requests.api_support import Served
 from broker.requests.authorization import answer_each, authorized, operations_field, unauthorized_names
 from broker.requests.context import RequestContext
+from broker.requests.coordinators import client_host, coordinator_of
 from broker.services.security.acl_model import ResourceType
-from coordinator.consumer_heartbeat import HeartbeatRequest
+from coordinator.consumer_heartbeat import HeartbeatRequest, described_error
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
+from wire.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 
 
 def _enabled(ctx: RequestContext) -> bool:
     return "consumer" in coordinator_of(ctx).config.rebalance_protocols
 
 
-async def handle_consumer_group_heartbeat(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+def _heartbeat_refused(code: ErrorCode) -> ConsumerGroupHeartbeatResponse:
+    return {"error_code": code, "member_epoch": 0, "heartbeat_interval_ms": 0}
+
+
+async def handle_consumer_group_heartbeat(
+    ctx: RequestContext, request: ConsumerGroupHeartbeatRequest
+) -> ConsumerGroupHeartbeatResponse:
     if not _enabled(ctx):
-        return {"error_code": ErrorCode.UNSUPPORTED_VERSION}
+        return _heartbeat_refused(ErrorCode.UNSUPPORTED_VERSION)
     if not authorized(ctx, ResourceType.GROUP, request["group_id"]):
-        return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
+        return _heartbeat_refused(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if unauthorized_names(ctx, ResourceType.TOPIC, request["subscribed_topic_names"] or ()):
         # Kafka refuses a subscription naming a topic the member may not describe.
-        return {"error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+        return _heartbeat_refused(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     owned = request["topic_partitions"]
     heartbeat = HeartbeatRequest(
         group_id=request["group_id"],
@@ -49,12 +59,13 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, request: dict[str
     return coordinator_of(ctx).consumer_group_heartbeat(heartbeat)
 
 
-async def handle_consumer_group_describe(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_consumer_group_describe(
+    ctx: RequestContext, request: ConsumerGroupDescribeRequest
+) -> ConsumerGroupDescribeResponse:
     if not _enabled(ctx):
         return {
             "groups": [
-                {"group_id": group_id, "error_code": ErrorCode.UNSUPPORTED_VERSION}
-                for group_id in request["group_ids"]
+                described_error(group_id, ErrorCode.UNSUPPORTED_VERSION) for group_id in request["group_ids"]
             ]
         }
     groups = answer_each(
@@ -62,7 +73,7 @@ async def handle_consumer_group_describe(ctx: RequestContext, request: dict[str,
         ResourceType.GROUP,
         request["group_ids"],
         coordinator_of(ctx).consumer_group_describe,
-        lambda group_id: {"group_id": group_id, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED},
+        lambda group_id: described_error(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED),
     )
     for group in groups:
         if group["error_code"] == ErrorCode.NONE:

@@ -8,13 +8,21 @@ both: on PLAINTEXT listeners and to anonymous TLS clients DELEGATION_TOKEN_REQUE
 
 from __future__ import annotations
 
-from typing import Any
-
 from broker.requests.api_support import Served
-from broker.requests.context import ANONYMOUS, RequestContext
+from broker.requests.context import RequestContext
+from broker.services.security.authentication import ANONYMOUS
 from broker.services.security.listener_security import SecurityProtocol
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
+from wire.messages import (
+    CreateDelegationTokenRequest,
+    CreateDelegationTokenResponse,
+    DescribeDelegationTokenRequest,
+    DescribeDelegationTokenResponse,
+    ExpireDelegationTokenRequest,
+    RenewDelegationTokenRequest,
+    RenewDelegationTokenResponse,
+)
 
 
 def refusal(ctx: RequestContext) -> ErrorCode:
@@ -27,7 +35,9 @@ def refusal(ctx: RequestContext) -> ErrorCode:
     return ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED
 
 
-async def handle_create(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_create(
+    ctx: RequestContext, request: CreateDelegationTokenRequest
+) -> CreateDelegationTokenResponse:
     return {
         "error_code": refusal(ctx),
         "principal_type": "",
@@ -43,11 +53,15 @@ async def handle_create(ctx: RequestContext, request: dict[str, Any]) -> dict[st
     }
 
 
-async def handle_renew_or_expire(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_renew_or_expire(
+    ctx: RequestContext, request: RenewDelegationTokenRequest | ExpireDelegationTokenRequest
+) -> RenewDelegationTokenResponse:  # ExpireDelegationTokenResponse is the same struct
     return {"error_code": refusal(ctx), "expiry_timestamp_ms": -1, "throttle_time_ms": 0}
 
 
-async def handle_describe(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_describe(
+    ctx: RequestContext, request: DescribeDelegationTokenRequest
+) -> DescribeDelegationTokenResponse:
     return {"error_code": refusal(ctx), "tokens": [], "throttle_time_ms": 0}
 
 

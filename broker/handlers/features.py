@@ -13,43 +13,21 @@ INVALID_UPDATE_VERSION.
 
 from __future__ import annotations
 
-from typing import Any
-
 from broker.requests.api_support import Served
 from broker.requests.authorization import cluster_authorized
 from broker.requests.context import RequestContext
+from broker.requests.feature_levels import SUPPORTED, finalized_levels
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-
-FINALIZED_EPOCH = 0  # levels never change while the broker runs
-
-
-def finalized_levels(ctx: RequestContext) -> dict[str, int]:
-    """Feature name -> finalized level, from what the configuration enables."""
-    protocols = ctx.broker.config.get("group.coordinator.rebalance.protocols") or ""
-    consumer = "consumer" in (p.strip() for p in protocols.split(","))
-    return {"group.version": 1} if consumer else {}
+from wire.messages import (
+    UpdateFeaturesRequest,
+    UpdateFeaturesRequestFeatureUpdates,
+    UpdateFeaturesResponse,
+    UpdateFeaturesResponseResults,
+)
 
 
-SUPPORTED = {"group.version": (0, 1)}
-
-
-def api_versions_features(ctx: RequestContext) -> dict[str, Any]:
-    """The feature fields of an ApiVersions v3+ response."""
-    return {
-        "supported_features": [
-            {"name": name, "min_version": low, "max_version": high} for name, (low, high) in SUPPORTED.items()
-        ],
-        "finalized_features_epoch": FINALIZED_EPOCH,
-        "finalized_features": [
-            {"name": name, "min_version_level": level, "max_version_level": level}
-            for name, level in finalized_levels(ctx).items()
-        ],
-        "zk_migration_ready": False,
-    }
-
-
-def _update_error(ctx: RequestContext, update: dict[str, Any]) -> str | None:
+def _update_error(ctx: RequestContext, update: UpdateFeaturesRequestFeatureUpdates) -> str | None:
     name, level = update["feature"], update["max_version_level"]
     if name not in SUPPORTED:
         return f"Invalid update version {level} for feature {name}. The broker does not support this feature."
@@ -62,8 +40,10 @@ def _update_error(ctx: RequestContext, update: dict[str, Any]) -> str | None:
     )
 
 
-async def handle_update_features(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    results = []
+async def handle_update_features(
+    ctx: RequestContext, request: UpdateFeaturesRequest
+) -> UpdateFeaturesResponse:
+    results: list[UpdateFeaturesResponseResults] = []
     allowed = cluster_authorized(ctx)
     for update in request["feature_updates"]:
         message = _update_error(ctx, update) if allowed else None

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from time import perf_counter
-from typing import Any
 
 import trio
 
@@ -32,9 +31,10 @@ from broker.requests.api_support import Served
 from broker.requests.authorization import cluster_authorized
 from broker.requests.context import RequestContext
 from broker.requests.error_mapping import error_code_of
+from broker.requests.leader_hints import leader_hint, node_endpoints
 from broker.requests.partition_requests import find_partition
+from broker.requests.version_rules import FIRST_TOPIC_ID_VERSION, READ_COMMITTED
 from broker.services.replication.divergence import diverging_epoch
-from broker.services.replication.leader_hints import add_node_endpoints, with_leader_hint
 from broker.services.storage.fetch_sessions import INVALID_SESSION_ID, Answer, SessionKey, SessionPartition
 from broker.services.storage.file_region import INLINE_RESPONSE_BYTES, FileRegion
 from broker.state.quota_store import CONSUMER_BYTE_RATE
@@ -43,16 +43,21 @@ from log.partition_log import FileSlice, PartitionLog
 from wire.api_keys import ApiKey
 from wire.codec import encode_response_parts
 from wire.error_codes import ErrorCode
+from wire.messages import (
+    FetchRequest,
+    FetchResponse,
+    FetchResponseDivergingEpoch,
+    FetchResponsePartitions,
+    FetchResponseResponses,
+)
 
-FIRST_TOPIC_ID_VERSION = 13
 FIRST_LEADER_HINT_VERSION = 16  # KIP-951: current_leader and node_endpoints
 ZERO_UUID = bytes(16)
-READ_COMMITTED = 1
 
 
 def partition_error(
     index: int, code: ErrorCode, high_watermark: int = -1, log_start: int = -1
-) -> dict[str, Any]:
+) -> FetchResponsePartitions:
     return {
         "partition_index": index,
         "error_code": code,
@@ -64,7 +69,7 @@ def partition_error(
     }
 
 
-def requested_partitions(ctx: RequestContext, request: dict[str, Any]) -> list[SessionPartition]:
+def requested_partitions(ctx: RequestContext, request: FetchRequest) -> list[SessionPartition]:
     """The request's partitions in order, each named once (a repeat replaces the first's
     position values, as Kafka's request map does). From Fetch 13 topics are named by id; an id
     this broker never issued has no name (None)."""
@@ -99,11 +104,13 @@ def refresh_topic_names(ctx: RequestContext, targets: Sequence[SessionPartition]
         target.topic = info.name if info else None
 
 
-def forgotten_partitions(ctx: RequestContext, request: dict[str, Any]) -> list[SessionKey]:
+def forgotten_partitions(ctx: RequestContext, request: FetchRequest) -> list[SessionKey]:
     """The session keys ``forgotten_topics_data`` names (topic ids from Fetch 13)."""
-    topic_key = "topic_id" if ctx.api_version >= FIRST_TOPIC_ID_VERSION else "topic"
+    by_id = ctx.api_version >= FIRST_TOPIC_ID_VERSION
     return [
-        (t[topic_key], index) for t in request.get("forgotten_topics_data", ()) for index in t["partitions"]
+        (t["topic_id"] if by_id else t["topic"], index)
+        for t in request.get("forgotten_topics_data") or ()
+        for index in t["partitions"]
     ]
 
 
@@ -113,7 +120,7 @@ class FetchPlan:
     def __init__(
         self,
         ctx: RequestContext,
-        request: dict[str, Any],
+        request: FetchRequest,
         targets: Sequence[SessionPartition],
         incremental: bool,
     ) -> None:
@@ -153,11 +160,13 @@ class FetchPlan:
         errored = self._urgent = False
         for target in self.targets:
             if target.topic is None:
-                result = partition_error(target.partition, ErrorCode.UNKNOWN_TOPIC_ID)
+                result: FetchResponsePartitions | None = partition_error(
+                    target.partition, ErrorCode.UNKNOWN_TOPIC_ID
+                )
             else:
-                result = self._read_partition(target, total)
-                if result is None:
-                    continue
+                result = self._read_partition(target, target.topic, total)
+            if result is None:
+                continue
             located = result["records"]
             size = located.length if isinstance(located, FileSlice) else 0
             total += size
@@ -165,17 +174,21 @@ class FetchPlan:
             answers.append((target, result, size))
         return answers, total, errored or self._urgent
 
-    def _read_partition(self, target: SessionPartition, bytes_so_far: int) -> dict[str, Any] | None:
+    def _read_partition(
+        self, target: SessionPartition, topic: str, bytes_so_far: int
+    ) -> FetchResponsePartitions | None:
         index = target.partition
         if self.follower_refused:
             return partition_error(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         found = find_partition(
-            self.ctx, target.topic, index, target.current_leader_epoch, cluster_trusted=self.follower_id >= 0
+            self.ctx, topic, index, target.current_leader_epoch, cluster_trusted=self.follower_id >= 0
         )
         if isinstance(found, ErrorCode):
             refused = partition_error(index, found)
             if self.replicas is not None and self.ctx.api_version >= FIRST_LEADER_HINT_VERSION:
-                refused = with_leader_hint(self.replicas, (target.topic, index), refused)
+                hint = leader_hint(self.replicas, (topic, index), found)
+                if hint is not None:
+                    refused["current_leader"] = hint
             return refused
         partition_log, _info = found
         offset = target.fetch_offset
@@ -194,7 +207,7 @@ class FetchPlan:
         budget = min(target.max_bytes, self.max_bytes - bytes_so_far)
         records: bytes | FileSlice = b""
         aborted: list[tuple[int, int]] = []
-        key = (target.topic, index)
+        key = (topic, index)
         if self.follower_id >= 0:  # followers replicate what consumers may not read yet
             readable_end = upto = partition_log.log_end_offset
             if self.replicas is not None and self.replicas.leader_holds_back(key, self.follower_id):
@@ -217,8 +230,7 @@ class FetchPlan:
                     self.replicas.leader_served(key, self.follower_id, records.length)
         if self.incremental and not records and not diverging and target.was_told(high_watermark, log_start):
             return None
-        found_diverging = {"diverging_epoch": diverging} if diverging else {}
-        return found_diverging | {
+        answer: FetchResponsePartitions = {
             "partition_index": index,
             "error_code": ErrorCode.NONE,
             "high_watermark": high_watermark,
@@ -232,10 +244,13 @@ class FetchPlan:
             "preferred_read_replica": -1,
             "records": records,
         }
+        if diverging:
+            answer["diverging_epoch"] = diverging
+        return answer
 
     def _follower_fetched(
         self, target: SessionPartition, partition_log: PartitionLog
-    ) -> dict[str, Any] | ErrorCode | None:
+    ) -> FetchResponseDivergingEpoch | ErrorCode | None:
         """A follower's fetch of a partition this broker leads: its diverging epoch if its log
         parted from ours, an error for a replica this partition does not have (Kafka's
         UNKNOWN_LEADER_EPOCH when the fetch names an epoch, else NOT_LEADER_OR_FOLLOWER) or an
@@ -257,14 +272,16 @@ class FetchPlan:
         return diverging
 
 
-def topic_responses(answers: list[Answer], by_id: bool, sendable: bool = True) -> list[dict[str, Any]]:
+def topic_responses(
+    answers: list[Answer], by_id: bool, sendable: bool = True
+) -> list[FetchResponseResponses]:
     """The response's topics: consecutive partitions of one topic share an entry (as Kafka
     builds it; a session's order may name a topic again further on). Located slices become
     their bytes (the first INLINE_RESPONSE_BYTES) or file regions that own their descriptors
     (unless not ``sendable``: only measured), so this must run right after the last read with
     no await in between: a slice's descriptor is only valid until the log next changes
     segments, a region's stays valid until sent."""
-    topics: list[dict[str, Any]] = []
+    topics: list[FetchResponseResponses] = []
     previous: object = None
     inline = INLINE_RESPONSE_BYTES
     for target, response, _size in answers:
@@ -277,25 +294,30 @@ def topic_responses(answers: list[Answer], by_id: bool, sendable: bool = True) -
                 response["records"] = FileRegion(located.fd, located.position, located.length)
         topic_key = target.topic_id if by_id else target.topic
         if not topics or topic_key != previous:
-            topics.append({("topic_id" if by_id else "topic"): topic_key, "partitions": []})
+            entry: FetchResponseResponses = {"partitions": []}
+            if by_id:
+                entry["topic_id"] = target.topic_id
+            else:
+                entry["topic"] = target.topic or ""
+            topics.append(entry)
             previous = topic_key
         topics[-1]["partitions"].append(response)
     return topics
 
 
-def follower_id(request: dict[str, Any]) -> int:
+def follower_id(request: FetchRequest) -> int:
     """The fetching replica's node id (before v15 ``replica_id``, from v15 in ``replica_state``);
     negative for a consumer."""
-    replica_state = request.get("replica_state") or {}
-    return max(request.get("replica_id", -1), replica_state.get("replica_id", -1))
+    replica_state = request.get("replica_state")
+    return max(request.get("replica_id", -1), replica_state.get("replica_id", -1) if replica_state else -1)
 
 
-def is_follower(request: dict[str, Any]) -> bool:
+def is_follower(request: FetchRequest) -> bool:
     """A replica's fetch: Kafka's privileged sessions, exempt from client quotas."""
     return follower_id(request) >= 0
 
 
-async def handle_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
     started, waited = perf_counter(), 0.0  # handling time for request_percentage, less waits
     by_id = ctx.api_version >= FIRST_TOPIC_ID_VERSION
     sessions = ctx.broker.fetch_sessions
@@ -332,14 +354,16 @@ async def handle_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str
     error, session_id, answers = sessions.finish(context, is_follower(request), answers)
     if error != ErrorCode.NONE:
         return refused(error, session_id)
-    response = {
+    response: FetchResponse = {
         "throttle_time_ms": 0,
         "error_code": ErrorCode.NONE,
         "session_id": session_id,
         "responses": topic_responses(answers, by_id),
     }
     partitions = (p for t in response["responses"] for p in t["partitions"])
-    add_node_endpoints(ctx, response, partitions, FIRST_LEADER_HINT_VERSION)
+    endpoints = node_endpoints(ctx, partitions, FIRST_LEADER_HINT_VERSION)
+    if endpoints:
+        response["node_endpoints"] = endpoints
     return response
 
 
@@ -357,14 +381,20 @@ class _Measured:
 
 def response_size(ctx: RequestContext, answers: list[Answer], by_id: bool) -> int:
     """The response's size as Kafka's ``FetchResponse.sizeOf`` counts it: 4 + the body."""
-    measured = [(target, response | {"records": _Measured(size)}, size) for target, response, size in answers]
-    body = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0}
-    body["responses"] = topic_responses(measured, by_id, sendable=False)
+    measured: list[Answer] = [
+        (target, response | {"records": _Measured(size)}, size) for target, response, size in answers
+    ]
+    body: FetchResponse = {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "session_id": 0,
+        "responses": topic_responses(measured, by_id, sendable=False),
+    }
     return 4 + sum(len(part) for part in encode_response_parts(ApiKey.FETCH, ctx.api_version, body))
 
 
 def fetch_throttle(
-    ctx: RequestContext, request: dict[str, Any], answers: list[Answer], by_id: bool, handling_seconds: float
+    ctx: RequestContext, request: FetchRequest, answers: list[Answer], by_id: bool, handling_seconds: float
 ) -> int:
     """Count the fetch against the client's request_percentage and consumer_byte_rate, as
     Kafka's fetch response callback does; the throttle time (0 while no quota is exceeded).
@@ -385,7 +415,7 @@ def fetch_throttle(
     return throttle
 
 
-def refused(error: ErrorCode, session_id: int) -> dict[str, Any]:
+def refused(error: ErrorCode, session_id: int) -> FetchResponse:
     """A session error answers the whole Fetch, with no partitions."""
     return {"throttle_time_ms": 0, "error_code": error, "session_id": session_id, "responses": []}
 

@@ -10,26 +10,28 @@ topic without an id any more (deleted) is left out of a fetch of everything.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-import trio
-
-from broker.handlers.groups import coordinator_of
 from broker.requests.api_support import Served
-from broker.requests.authorization import authorized, unauthorized_names
+from broker.requests.authorization import authorized
 from broker.requests.context import PendingResponse, RequestContext
-from broker.services.replication.acks import AckWait, acknowledged
+from broker.requests.coordinator_writes import (
+    answer_when_synced,
+    partition_errors,
+    replicated_writes,
+    split_authorized_topics,
+)
+from broker.requests.coordinators import coordinator_of
 from broker.services.security.acl_model import ResourceType
-from broker.services.storage.durability import SyncTicket
+from coordinator.coordinator import GroupCoordinator
 from coordinator.offsets import topics_with_error
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.node.server import Broker
+    pass
 
 
 def _by_name(
@@ -60,46 +62,6 @@ _NO_OFFSET = {"committed_offset": -1, "committed_leader_epoch": -1, "metadata": 
 """What OffsetFetch answers for a partition without an offset, beside its error."""
 
 
-def _partition_errors(
-    topics: list[dict[str, Any]],
-    partitions_key: str,
-    code: ErrorCode,
-    key: str = "topic_id",
-    answer: dict[str, Any] | None = None,
-) -> list[dict[str, Any]]:
-    """``code`` (with ``answer``'s fields) for every partition of these request topics, which
-    are named by ``key``: UNKNOWN_TOPIC_ID for unknown ids, TOPIC_AUTHORIZATION_FAILED."""
-    return [
-        {
-            key: topic[key],
-            "partitions": [
-                {
-                    "partition_index": p["partition_index"] if isinstance(p, dict) else p,
-                    "error_code": code,
-                    **(answer or {}),
-                }
-                for p in topic[partitions_key]
-            ],
-        }
-        for topic in topics
-    ]
-
-
-def split_authorized_topics(
-    ctx: RequestContext,
-    topics: list[dict[str, Any]],
-    partitions_key: str,
-    answer: dict[str, Any] | None = None,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The request topics the API's topic operation allows, and the refused ones answered."""
-    denied = unauthorized_names(ctx, ResourceType.TOPIC, (t["name"] for t in topics))
-    allowed = [t for t in topics if t["name"] not in denied]
-    refused = [t for t in topics if t["name"] in denied]
-    return allowed, _partition_errors(
-        refused, partitions_key, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "name", answer
-    )
-
-
 async def handle_offset_commit(
     ctx: RequestContext, request: dict[str, Any]
 ) -> dict[str, Any] | PendingResponse:
@@ -110,7 +72,7 @@ async def handle_offset_commit(
         _by_name(ctx, request["topics"]) if ctx.api_version >= 10 else (request["topics"], [])
     )
     if not authorized(ctx, ResourceType.GROUP, request["group_id"]):
-        denied = _partition_errors(requested, "partitions", ErrorCode.GROUP_AUTHORIZATION_FAILED, "name")
+        denied = partition_errors(requested, "partitions", ErrorCode.GROUP_AUTHORIZATION_FAILED, "name")
         return {"topics": _with_ids(ctx, denied) if ctx.api_version >= 10 else denied}
     requested, refused = split_authorized_topics(ctx, requested, "partitions")
     with durability.collecting() as must_sync, replicated_writes(ctx.broker) as acks:
@@ -127,69 +89,8 @@ async def handle_offset_commit(
             + refused
         )
     if ctx.api_version >= 10:
-        topics = _with_ids(ctx, topics) + _partition_errors(unknown, "partitions", ErrorCode.UNKNOWN_TOPIC_ID)
+        topics = _with_ids(ctx, topics) + partition_errors(unknown, "partitions", ErrorCode.UNKNOWN_TOPIC_ID)
     return answer_when_synced(ctx, must_sync, topics, acks)
-
-
-@contextmanager
-def replicated_writes(broker: Broker) -> Iterator[list[AckWait]]:
-    """The coordinator's appends during the block, which a cluster acknowledges only once its
-    in-sync replicas have them (Kafka's coordinator appends with acks=all); none on one node."""
-    if broker.replicas is None:
-        yield []
-        return
-    with broker.replicas.collecting() as collected:
-        yield collected
-
-
-# Kafka's coordinator answers a commit whose append failed with these instead (GroupMetadataManager).
-_COMMIT_ERRORS = {
-    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
-}
-
-
-def answer_when_synced(
-    ctx: RequestContext, must_sync: list[Any], topics: list[dict[str, Any]], acks: list[AckWait]
-) -> dict[str, Any] | PendingResponse:
-    """``{"topics": topics}`` of an offset commit, once the ``__consumer_offsets`` appends it
-    made are synced where the policy says so (``must_sync``, from ``durability.collecting``)
-    and, in a cluster, replicated to the in-sync replicas (``acks``, within
-    ``offsets.commit.timeout.ms``)."""
-    if not must_sync and not acks:
-        return {"topics": topics}
-    ticket = ctx.broker.durability.ticket(must_sync) if must_sync else None
-    timeout_s = ctx.broker.config.get_int("offsets.commit.timeout.ms") / 1000
-
-    async def after_sync() -> dict[str, Any]:
-        failure = await coordinator_writes_failure(ctx, ticket, acks, timeout_s)
-        if failure is not None:
-            for topic in topics:
-                for partition in topic["partitions"]:
-                    if partition["error_code"] == ErrorCode.NONE:
-                        partition["error_code"] = failure
-        return {"topics": topics}
-
-    if ticket is not None and not acks:
-        return PendingResponse(after_sync, partial(ctx.broker.durability.done, ticket))
-    return PendingResponse(after_sync)
-
-
-async def coordinator_writes_failure(
-    ctx: RequestContext, ticket: SyncTicket | None, acks: list[AckWait], timeout_s: float
-) -> ErrorCode | None:
-    """Wait for a coordinator's appends to be synced (``ticket`` from ``durability.ticket``, or
-    None) and replicated (``acks``, within ``timeout_s``); None when they are, else the error its
-    client is told (Kafka's coordinators translate a failed append so)."""
-    durability, replicas = ctx.broker.durability, ctx.broker.replicas
-    if ticket is not None and await durability.wait(ticket):
-        return ErrorCode.NOT_COORDINATOR  # Kafka answers a failed append (KAFKA_STORAGE_ERROR) so
-    if acks and replicas is not None:
-        errors = await acknowledged(replicas, acks, trio.current_time() + timeout_s)
-        if errors:
-            code = next(iter(errors.values()))
-            return _COMMIT_ERRORS.get(code, ErrorCode.COORDINATOR_NOT_AVAILABLE)
-    return None
 
 
 async def handle_offset_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
@@ -207,12 +108,8 @@ async def handle_offset_fetch(ctx: RequestContext, request: dict[str, Any]) -> d
                     ctx,
                     group["group_id"],
                     group["topics"],
-                    lambda topics, group=group: coordinator.fetch_offsets(
-                        group["group_id"],
-                        topics,
-                        group["member_id"],
-                        group["member_epoch"],
-                        request["require_stable"],
+                    partial(
+                        _fetch_group_offsets, coordinator, group, require_stable=request["require_stable"]
                     ),
                 )
                 for group in request["groups"]
@@ -241,6 +138,18 @@ async def handle_offset_fetch(ctx: RequestContext, request: dict[str, Any]) -> d
     return {"topics": result["topics"], "error_code": error}
 
 
+def _fetch_group_offsets(
+    coordinator: GroupCoordinator,
+    group: dict[str, Any],
+    topics: list[dict[str, Any]] | None,
+    require_stable: bool,
+) -> dict[str, Any]:
+    """One group's committed offsets, for a v8+ OffsetFetch that names several groups."""
+    return coordinator.fetch_offsets(
+        group["group_id"], topics, group["member_id"], group["member_epoch"], require_stable
+    )
+
+
 def _fetch_offsets_by_id(ctx: RequestContext, group: dict[str, Any], require_stable: bool) -> dict[str, Any]:
     """One group of an OffsetFetch v10+, whose topics are named by id."""
     requested, unknown = _by_name(ctx, group["topics"]) if group["topics"] is not None else (None, [])
@@ -253,7 +162,7 @@ def _fetch_offsets_by_id(ctx: RequestContext, group: dict[str, Any], require_sta
         ),
     )
     if result["error_code"] is ErrorCode.NONE:
-        result["topics"] = _with_ids(ctx, result["topics"]) + _partition_errors(
+        result["topics"] = _with_ids(ctx, result["topics"]) + partition_errors(
             unknown, "partition_indexes", ErrorCode.UNKNOWN_TOPIC_ID, answer=_NO_OFFSET
         )
     return result

@@ -11,18 +11,18 @@ Kafka does while the request is in flight.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import trio
 
 from broker.requests.api_support import Served
 from broker.requests.authorization import answer_each, authorized, cluster_authorized, operations_field
 from broker.requests.context import RequestContext
+from broker.requests.coordinators import client_host, coordinator_of, installed
 from broker.services.cluster_view import NodeAddress, node_address
 from broker.services.security.acl_model import AclOperation, ResourceType
 from coordinator.classic_group import Responder, join_error, sync_error
 from coordinator.classic_protocol import JoinRequest, SyncRequest
-from coordinator.coordinator import GroupCoordinator
 from coordinator.offsets_topic import OFFSETS_TOPIC
 from coordinator.records import MemberIdentity
 from coordinator.transactions import TRANSACTION_STATE_TOPIC
@@ -36,27 +36,6 @@ KEY_RESOURCES = {GROUP_KEY_TYPE: ResourceType.GROUP, TRANSACTION_KEY_TYPE: Resou
 KEY_TOPICS = {GROUP_KEY_TYPE: OFFSETS_TOPIC, TRANSACTION_KEY_TYPE: TRANSACTION_STATE_TOPIC}
 """The internal topic whose partition leaders coordinate each kind of key."""
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
-
-
-_Coordinator = TypeVar("_Coordinator")
-
-
-def installed(coordinator: _Coordinator | None, installer: str) -> _Coordinator:
-    """A coordinator of the broker; None means ``installer`` never ran, a wiring bug."""
-    if coordinator is None:
-        raise RuntimeError(f"{installer} was not called")
-    return coordinator
-
-
-def coordinator_of(ctx: RequestContext) -> GroupCoordinator:
-    return installed(
-        ctx.broker.coordinator, "broker.services.coordinators.group_timers.install_group_coordinator"
-    )
-
-
-def client_host(ctx: RequestContext) -> str:
-    """Kafka reports a member's host as Java's ``InetAddress.toString()``: ``/127.0.0.1``."""
-    return "/" + ctx.client_address.rpartition(":")[0].strip("[]")
 
 
 async def parked(start: Callable[[Responder], None]) -> dict[str, Any]:

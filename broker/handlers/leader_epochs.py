@@ -8,37 +8,49 @@ where the next epoch began, one newer than ours (or UNDEFINED) is unknown: -1/-1
 
 from __future__ import annotations
 
-from functools import partial
-from typing import Any
-
 from broker.requests.api_support import Served
 from broker.requests.authorization import cluster_authorized
 from broker.requests.context import RequestContext
-from broker.requests.partition_requests import find_partition, leader_epoch_of, per_partition
+from broker.requests.partition_requests import find_partition, leader_epoch_of
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
+from wire.messages import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochRequestPartitions,
+    OffsetForLeaderEpochResponse,
+    OffsetForLeaderEpochResponsePartitions,
+)
 
 
-def end_offset(ctx: RequestContext, trusted: bool, topic: str, wanted: dict[str, Any]) -> dict[str, Any]:
+def end_offset(
+    ctx: RequestContext, trusted: bool, topic: str, wanted: OffsetForLeaderEpochRequestPartitions
+) -> OffsetForLeaderEpochResponsePartitions:
     index = wanted["partition"]
-    result = {"partition": index, "leader_epoch": -1, "end_offset": -1}
     found = find_partition(ctx, topic, index, wanted.get("current_leader_epoch", -1), cluster_trusted=trusted)
     if isinstance(found, ErrorCode):
-        return result | {"error_code": found}
+        return {"error_code": found, "partition": index, "leader_epoch": -1, "end_offset": -1}
     partition_log, _info = found
     epoch, offset = partition_log.end_offset_for_epoch(
         wanted["leader_epoch"], leader_epoch_of(ctx.broker, topic, index)
     )
-    return result | {"error_code": ErrorCode.NONE, "leader_epoch": epoch, "end_offset": offset}
+    return {"error_code": ErrorCode.NONE, "partition": index, "leader_epoch": epoch, "end_offset": offset}
 
 
-async def handle_offset_for_leader_epoch(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_offset_for_leader_epoch(
+    ctx: RequestContext, request: OffsetForLeaderEpochRequest
+) -> OffsetForLeaderEpochResponse:
+    trusted = cluster_authorized(
+        ctx
+    )  # as Kafka: CLUSTER_ACTION (brokers) covers every topic, else DESCRIBE on each
     return {
         "throttle_time_ms": 0,
-        # As Kafka: CLUSTER_ACTION (brokers) covers every topic, else DESCRIBE on each.
-        "topics": per_partition(
-            request["topics"], partial(end_offset, ctx, cluster_authorized(ctx)), topic_key="topic"
-        ),
+        "topics": [
+            {
+                "topic": t["topic"],
+                "partitions": [end_offset(ctx, trusted, t["topic"], p) for p in t["partitions"]],
+            }
+            for t in request["topics"]
+        ],
     }
 
 

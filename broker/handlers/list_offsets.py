@@ -10,40 +10,49 @@ read_committed): the offset it answers must be one the consumer can fetch.
 
 from __future__ import annotations
 
-from functools import partial
-from typing import Any
-
-from broker.handlers.fetch import READ_COMMITTED
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
 from broker.requests.error_mapping import error_code_of
-from broker.requests.partition_requests import find_partition, per_partition
+from broker.requests.partition_requests import find_partition
+from broker.requests.version_rules import READ_COMMITTED
 from log.errors import LogError
 from log.partition_log import PartitionLog
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
+from wire.messages import (
+    ListOffsetsRequest,
+    ListOffsetsRequestPartitions,
+    ListOffsetsResponse,
+    ListOffsetsResponsePartitions,
+)
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_TIERED = -1, -2, -3, -4, -5
 
 
-def lookup(ctx: RequestContext, read_committed: bool, topic: str, wanted: dict[str, Any]) -> dict[str, Any]:
+def lookup(
+    ctx: RequestContext, read_committed: bool, topic: str, wanted: ListOffsetsRequestPartitions
+) -> ListOffsetsResponsePartitions:
     index = wanted["partition_index"]
-    result: dict[str, Any] = {"partition_index": index, "timestamp": -1, "offset": -1, "leader_epoch": -1}
     found = find_partition(ctx, topic, index, wanted.get("current_leader_epoch", -1))
     if isinstance(found, ErrorCode):
-        return result | {"error_code": found}
+        return _refused(index, found)
     partition_log, info = found
     try:
-        return result | locate(partition_log, wanted["timestamp"], info.leader_epoch, read_committed)
+        return locate(partition_log, index, wanted["timestamp"], info.leader_epoch, read_committed)
     except LogError as exc:
-        return result | {"error_code": error_code_of(exc)}
+        return _refused(index, error_code_of(exc))
+
+
+def _refused(index: int, code: ErrorCode) -> ListOffsetsResponsePartitions:
+    return {"partition_index": index, "error_code": code, "timestamp": -1, "offset": -1, "leader_epoch": -1}
 
 
 def locate(
-    partition_log: PartitionLog, timestamp: int, leader_epoch: int, read_committed: bool
-) -> dict[str, Any]:
-    """The offset (and timestamp) a ListOffsets timestamp stands for in one partition."""
-    result: dict[str, Any] = {
+    partition_log: PartitionLog, index: int, timestamp: int, leader_epoch: int, read_committed: bool
+) -> ListOffsetsResponsePartitions:
+    """The offset (and timestamp) a ListOffsets timestamp stands for in partition ``index``."""
+    result: ListOffsetsResponsePartitions = {
+        "partition_index": index,
         "error_code": ErrorCode.NONE,
         "timestamp": -1,
         "offset": -1,
@@ -60,7 +69,7 @@ def locate(
         if found is not None and found[0] < fetchable:
             result["offset"], result["timestamp"] = found
     elif timestamp < 0:
-        return result | {"error_code": ErrorCode.INVALID_REQUEST, "leader_epoch": -1}
+        result["error_code"], result["leader_epoch"] = ErrorCode.INVALID_REQUEST, -1
     else:
         found = partition_log.offset_for_timestamp(timestamp)
         if found is not None and found[0] < fetchable:
@@ -70,11 +79,17 @@ def locate(
     return result
 
 
-async def handle_list_offsets(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
     read_committed = request.get("isolation_level", 0) == READ_COMMITTED
     return {
         "throttle_time_ms": 0,
-        "topics": per_partition(request["topics"], partial(lookup, ctx, read_committed)),
+        "topics": [
+            {
+                "name": t["name"],
+                "partitions": [lookup(ctx, read_committed, t["name"], p) for p in t["partitions"]],
+            }
+            for t in request["topics"]
+        ],
     }
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
 
 from broker.requests.api_support import Served
 from broker.requests.authorization import cluster_authorized
@@ -18,6 +17,12 @@ from broker.requests.context import RequestContext
 from log.disk_error_report import describe_os_error
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
+from wire.messages import (
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    DescribeLogDirsResponsePartitions,
+    DescribeLogDirsResponseResults,
+)
 
 log = logging.getLogger(__name__)
 
@@ -32,21 +37,30 @@ def _disk_usage(log_dir: str) -> tuple[int, int] | None:
     return stats.f_blocks * stats.f_frsize, stats.f_bavail * stats.f_frsize
 
 
-async def handle_describe_log_dirs(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_describe_log_dirs(
+    ctx: RequestContext, request: DescribeLogDirsRequest
+) -> DescribeLogDirsResponse:
     if not cluster_authorized(ctx):
         return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "results": []}
     requested = request["topics"]
     wanted = None if requested is None else {(t["topic"], p) for t in requested for p in t["partitions"]}
     store = ctx.broker.partitions
-    held: dict[str, dict[str, list[dict[str, Any]]]] = {log_dir: {} for log_dir in store.log_dirs}
+    held: dict[str, dict[str, list[DescribeLogDirsResponsePartitions]]] = {
+        log_dir: {} for log_dir in store.log_dirs
+    }
     for (topic, partition), partition_log in store.logs():
         if wanted is not None and (topic, partition) not in wanted:
             continue
         topics = held.setdefault(os.path.dirname(partition_log.directory), {})
         topics.setdefault(topic, []).append(
-            {"partition_index": partition, "partition_size": partition_log.size_in_bytes, "offset_lag": 0}
+            {
+                "partition_index": partition,
+                "partition_size": partition_log.size_in_bytes,
+                "offset_lag": 0,
+                "is_future_key": False,  # no replica moves between directories here
+            }
         )
-    results = []
+    results: list[DescribeLogDirsResponseResults] = []
     for log_dir, topics in held.items():
         usage = _disk_usage(log_dir)
         if usage is None:

@@ -12,8 +12,6 @@ retry and find the topic whole, every partition with its leader at once, never a
 
 from __future__ import annotations
 
-from typing import Any
-
 from broker.requests.api_support import Served
 from broker.requests.authorization import (
     authorized,
@@ -29,12 +27,23 @@ from broker.services.topic_admin import NewTopic, TopicError, register_topic_asy
 from broker.state.topics import TopicInfo, topic_name_error
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
+from wire.messages import (
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse,
+    DescribeTopicPartitionsResponseNextCursor,
+    DescribeTopicPartitionsResponsePartitions,
+    DescribeTopicPartitionsResponseTopics,
+    MetadataRequest,
+    MetadataResponse,
+    MetadataResponsePartitions,
+    MetadataResponseTopics,
+)
 
 ZERO_UUID = bytes(16)
 FIRST_VERSION_WITH_TOPIC_IDS = 12
 
 
-def partition_entries(ctx: RequestContext, topic: TopicInfo) -> list[dict[str, Any]]:
+def partition_entries(ctx: RequestContext, topic: TopicInfo) -> list[MetadataResponsePartitions]:
     """Every partition of ``topic`` with its leader, replicas and ISR (``broker.services.cluster_view``).
 
     A partition whose log here is offline (a disk error, or unopenable at start-up) lists this
@@ -43,7 +52,7 @@ def partition_entries(ctx: RequestContext, topic: TopicInfo) -> list[dict[str, A
     live leader answers LEADER_NOT_AVAILABLE, as Kafka's does.
     """
     broker = ctx.broker
-    entries = []
+    entries: list[MetadataResponsePartitions] = []
     for index in range(topic.partitions):
         state = partition_state(broker, topic, index)
         if state is None:
@@ -64,7 +73,7 @@ def partition_entries(ctx: RequestContext, topic: TopicInfo) -> list[dict[str, A
     return entries
 
 
-def topic_entry(ctx: RequestContext, topic: TopicInfo, with_operations: bool) -> dict[str, Any]:
+def topic_entry(ctx: RequestContext, topic: TopicInfo, with_operations: bool) -> MetadataResponseTopics:
     return {
         "error_code": ErrorCode.NONE,
         "name": topic.name,
@@ -75,15 +84,15 @@ def topic_entry(ctx: RequestContext, topic: TopicInfo, with_operations: bool) ->
     }
 
 
-def error_entry(name: str | None, code: ErrorCode, topic_id: bytes = ZERO_UUID) -> dict[str, Any]:
-    return {"error_code": code, "name": name, "topic_id": topic_id, "partitions": []}
+def error_entry(name: str | None, code: ErrorCode, topic_id: bytes = ZERO_UUID) -> MetadataResponseTopics:
+    return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": False, "partitions": []}
 
 
 async def auto_create_topic(ctx: RequestContext, name: str) -> None:
     """Create ``name`` with the broker's defaults, within the partition limits like any request
     (a ``num.partitions`` above them, or a full broker, refuses the creation)."""
     topic = validate_new_topic(ctx.broker, NewTopic(name, -1, -1, {}))
-    PartitionBudget(ctx.broker, topic.partitions).reserve(topic.partitions)
+    PartitionBudget(ctx.broker.config, ctx.broker.topics, topic.partitions).reserve(topic.partitions)
     await register_topic_async(ctx.broker, topic)
 
 
@@ -113,12 +122,12 @@ async def resolve_topic(ctx: RequestContext, name: str, auto_create: bool) -> To
     return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
-async def handle_metadata(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     broker = ctx.broker
     version = ctx.api_version
     with_operations = bool(request.get("include_topic_authorized_operations"))
     requested = request["topics"]
-    topics: list[dict[str, Any]] = []
+    topics: list[MetadataResponseTopics] = []
     if requested is None or (version == 0 and not requested):
         # Listing every topic leaves out those the principal may not describe, without a word.
         topics = [
@@ -157,7 +166,10 @@ async def handle_metadata(ctx: RequestContext, request: dict[str, Any]) -> dict[
             else:
                 topics.append(error_entry(name, found))
     return {
-        "brokers": [node._asdict() for node in live_nodes(broker, ctx.listener_name)],
+        "brokers": [
+            {"node_id": node.node_id, "host": node.host, "port": node.port, "rack": node.rack}
+            for node in live_nodes(broker, ctx.listener_name)
+        ],
         "cluster_id": broker.cluster_id,
         "controller_id": controller_id(broker),
         "topics": topics,
@@ -167,7 +179,38 @@ async def handle_metadata(ctx: RequestContext, request: dict[str, Any]) -> dict[
     }
 
 
-async def handle_describe_topic_partitions(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+def described_topic(entry: MetadataResponseTopics) -> DescribeTopicPartitionsResponseTopics:
+    """A Metadata topic entry as DescribeTopicPartitions answers it: its partitions with empty
+    ELR lists (no eligible leader replicas here, as in a Kafka cluster without KIP-966's ELR)."""
+    described: DescribeTopicPartitionsResponseTopics = {
+        "error_code": entry["error_code"],
+        "name": entry["name"],
+        "topic_id": entry.get("topic_id", ZERO_UUID),
+        "is_internal": entry.get("is_internal", False),
+        "partitions": [described_partition(p) for p in entry["partitions"]],
+    }
+    if "topic_authorized_operations" in entry:
+        described["topic_authorized_operations"] = entry["topic_authorized_operations"]
+    return described
+
+
+def described_partition(partition: MetadataResponsePartitions) -> DescribeTopicPartitionsResponsePartitions:
+    return {
+        "error_code": partition["error_code"],
+        "partition_index": partition["partition_index"],
+        "leader_id": partition["leader_id"],
+        "leader_epoch": partition.get("leader_epoch", -1),
+        "replica_nodes": partition["replica_nodes"],
+        "isr_nodes": partition["isr_nodes"],
+        "eligible_leader_replicas": [],
+        "last_known_elr": [],
+        "offline_replicas": partition.get("offline_replicas", []),
+    }
+
+
+async def handle_describe_topic_partitions(
+    ctx: RequestContext, request: DescribeTopicPartitionsRequest
+) -> DescribeTopicPartitionsResponse:
     """DescribeTopicPartitions (KIP-966): Metadata's topics, paged by partitions.
 
     As Kafka: an empty topic list means every topic; topics go out sorted by name from the
@@ -187,19 +230,23 @@ async def handle_describe_topic_partitions(ctx: RequestContext, request: dict[st
     )
     wanted = sorted({name for name in names if name >= after})
     if cursor is not None and not listing_all and cursor["topic_name"] not in wanted:
-        return {"topics": [error_entry(t["name"], ErrorCode.INVALID_REQUEST) for t in request["topics"]]}
+        return {
+            "topics": [
+                described_topic(error_entry(t["name"], ErrorCode.INVALID_REQUEST)) for t in request["topics"]
+            ]
+        }
     remaining = min(
         ctx.broker.config.get_int("max.request.partition.size.limit"), request["response_partition_limit"]
     )
-    topics: list[dict[str, Any]] = []
-    next_cursor = None
+    topics: list[DescribeTopicPartitionsResponseTopics] = []
+    next_cursor: DescribeTopicPartitionsResponseNextCursor | None = None
     for name in wanted:
         if remaining <= 0:
             next_cursor = {"topic_name": name, "partition_index": 0}
             break
         topic = registry.get(name)
         if not authorized(ctx, ResourceType.TOPIC, name):
-            topics.append(error_entry(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            topics.append(described_topic(error_entry(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED)))
             continue
         if topic is None:
             code = (
@@ -207,14 +254,13 @@ async def handle_describe_topic_partitions(ctx: RequestContext, request: dict[st
                 if topic_name_error(name)
                 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             )
-            topics.append(
-                error_entry(name, code)
-                | {"topic_authorized_operations": operations_field(ctx, ResourceType.TOPIC, name, True)}
-            )
+            unknown = described_topic(error_entry(name, code))
+            unknown["topic_authorized_operations"] = operations_field(ctx, ResourceType.TOPIC, name, True)
+            topics.append(unknown)
             continue
         start = cursor["partition_index"] if cursor is not None and name == cursor["topic_name"] else 0
-        entry = topic_entry(ctx, topic, with_operations=True)
-        partitions = [p | {"eligible_leader_replicas": [], "last_known_elr": []} for p in entry["partitions"]]
+        entry = described_topic(topic_entry(ctx, topic, with_operations=True))
+        partitions = entry["partitions"]
         entry["partitions"] = partitions[start : start + remaining]
         topics.append(entry)
         if start + remaining < len(partitions):

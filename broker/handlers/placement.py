@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.handlers.topics import replica_lists_error
 from broker.requests.api_support import Served
 from broker.requests.authorization import cluster_authorized
 from broker.requests.context import RequestContext
+from broker.requests.replica_assignment import replica_lists_error
 from broker.services.cluster.etcd_client import EtcdError
 from broker.services.cluster.reassignment import target_replicas
 from wire.api_keys import ApiKey

@@ -18,20 +18,20 @@ past bound on timestamps pays for decoding too.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
 
 import trio
 
-from broker.handlers.transactions import joined_transaction
 from broker.requests.api_support import Served
 from broker.requests.authorization import authorized
 from broker.requests.context import PendingResponse, RequestContext
+from broker.requests.coordinators import joined_transaction
 from broker.requests.dispatch import CloseConnection
 from broker.requests.error_mapping import error_code_of
+from broker.requests.leader_hints import leader_hint, node_endpoints
 from broker.requests.partition_requests import leader_epoch_of
-from broker.services.coordinators.txn_verification import verified_elsewhere
+from broker.requests.txn_verification import verified_elsewhere
+from broker.requests.version_rules import FIRST_TOPIC_ID_VERSION
 from broker.services.replication.acks import AckWait, ack_wait, acknowledged, min_isr_refusal
-from broker.services.replication.leader_hints import add_node_endpoints, with_leader_hint
 from broker.services.security.acl_model import ResourceType
 from log.compacted_batch import record_spans
 from log.config import LONG_MAX, LogConfig
@@ -40,16 +40,24 @@ from log.partition_log import PartitionLog
 from wire.api_keys import ApiKey
 from wire.bounded_decompress import decompressed_limit
 from wire.error_codes import ErrorCode
+from wire.messages import (
+    ProduceRequest,
+    ProduceRequestTopicData,
+    ProduceResponse,
+    ProduceResponseNodeEndpoints,
+    ProduceResponseRecordErrors,
+    ProduceResponseResponses,
+)
+from wire.messages import ProduceResponsePartitionResponses as PartitionResponse
 from wire.record_batch import BatchInfo, Compression, encode_batch, records_of_payload, scan_batches
 from wire.record_batch_errors import RecordBatchError, RecordErrors
 from wire.record_validation import checked_payload
 
 MIN_ACCEPTED_VERSION = 3
-FIRST_TOPIC_ID_VERSION = 13
 FIRST_LEADER_HINT_VERSION = 10  # KIP-951: current_leader and node_endpoints
 
 
-def partition_error(index: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+def partition_error(index: int, code: ErrorCode, message: str | None = None) -> PartitionResponse:
     return {"index": index, "error_code": code, "base_offset": -1, "error_message": message}
 
 
@@ -119,9 +127,11 @@ def keyless_records(payload: bytes | memoryview, batch: BatchInfo, topic: str, i
         )
 
 
-def record_errors_response(index: int, exc: RecordErrors) -> dict[str, Any]:
+def record_errors_response(index: int, exc: RecordErrors) -> PartitionResponse:
     """INVALID_RECORD with one ``record_errors`` entry per bad record and Kafka's summary."""
-    errors = [{"batch_index": i, "batch_index_error_message": exc.reason} for i in exc.indices]
+    errors: list[ProduceResponseRecordErrors] = [
+        {"batch_index": i, "batch_index_error_message": exc.reason} for i in exc.indices
+    ]
     shown = ", ".join(f"RecordError(batchIndex={i}, message='{exc.reason}')" for i in exc.indices[:3])
     message = (
         f"One or more records have been rejected due to {len(exc.indices)} record errors in total, "
@@ -181,11 +191,11 @@ def append_partition(
     now_ms: int,
     transactional_id: str | None,
     verdict: ErrorCode | None = None,
-) -> tuple[dict[str, Any], bool]:
+) -> tuple[PartitionResponse, bool]:
     """Validate and append one partition's record set: (partition response, whether its
     acknowledgement must wait for a sync, see ``broker.services.storage.durability``).  ``verdict``: what the
     transaction's coordinator on another broker said of a transactional write here
-    (``broker.services.coordinators.txn_verification``)."""
+    (``broker.requests.txn_verification``)."""
     broker = ctx.broker
     partition_log = broker.partitions.get(topic, index)
     if partition_log is None:
@@ -234,7 +244,7 @@ def append_partition(
     }, must_sync
 
 
-def replica_refusal(ctx: RequestContext, topic: str, index: int, acks: int) -> dict[str, Any] | None:
+def replica_refusal(ctx: RequestContext, topic: str, index: int, acks: int) -> PartitionResponse | None:
     """In a cluster: the partition's refusal when this broker does not lead it (with KIP-951's
     leader hint), or when acks=all finds the ISR below ``min.insync.replicas`` before appending."""
     replicas = ctx.broker.replicas
@@ -250,7 +260,10 @@ def replica_refusal(ctx: RequestContext, topic: str, index: int, acks: int) -> d
             ErrorCode.NOT_LEADER_OR_FOLLOWER,
             f"Leader not local for partition {topic}-{index} on broker {ctx.broker.node_id}",
         )
-        return with_leader_hint(replicas, key, refused)
+        hint = leader_hint(replicas, key, refused["error_code"])
+        if hint is not None:
+            refused["current_leader"] = hint
+        return refused
     if acks == -1:
         problem = min_isr_refusal(replicas, key, partition_log.config.min_insync_replicas)
         if problem is not None:
@@ -259,7 +272,7 @@ def replica_refusal(ctx: RequestContext, topic: str, index: int, acks: int) -> d
 
 
 def resolve_topic(
-    ctx: RequestContext, topic_data: dict[str, Any]
+    ctx: RequestContext, topic_data: ProduceRequestTopicData
 ) -> tuple[str, tuple[ErrorCode, str | None] | None]:
     """The topic's name (v13+ sends its id instead) and why nothing may be appended to it."""
     if ctx.api_version < FIRST_TOPIC_ID_VERSION:
@@ -278,7 +291,8 @@ def resolve_topic(
 
 
 def logs_to_mark(
-    ctx: RequestContext, resolved: list[tuple[dict[str, Any], str, tuple[ErrorCode, str | None] | None]]
+    ctx: RequestContext,
+    resolved: list[tuple[ProduceRequestTopicData, str, tuple[ErrorCode, str | None] | None]],
 ) -> list[PartitionLog]:
     """The logs the request may append to whose checkpoint still says "clean": each must be
     marked unclean, durably, before its first append (``Durability.mark_unclean``)."""
@@ -294,11 +308,11 @@ def logs_to_mark(
 
 
 async def handle_produce(
-    ctx: RequestContext, request: dict[str, Any]
-) -> dict[str, Any] | PendingResponse | None:
+    ctx: RequestContext, request: ProduceRequest
+) -> ProduceResponse | PendingResponse | None:
     acks = request["acks"]
     refusal: tuple[ErrorCode, str | None] | None = None
-    transactional_id = request.get("transactional_id")
+    transactional_id = request["transactional_id"]
     if ctx.api_version < MIN_ACCEPTED_VERSION:
         refusal = (ErrorCode.UNSUPPORTED_VERSION, "Produce v0-2 (message format v0/v1) is not supported")
     elif acks not in (0, 1, -1):
@@ -327,15 +341,16 @@ async def handle_produce(
     replicas = ctx.broker.replicas
     # acks=all in a cluster waits for the ISR up to the request's timeout_ms.
     deadline = trio.current_time() + max(0, request["timeout_ms"]) / 1000 if replicas is not None else 0.0
-    responses: list[tuple[str | None, dict[str, Any]]] = []
+    responses: list[tuple[str | None, ProduceResponseResponses]] = []
     must_sync: list[tuple[str, int]] = []
     ack_waits: list[AckWait] = []
     failed = False
     for topic_data, name, topic_refusal in resolved:
-        partitions = []
+        partitions: list[PartitionResponse] = []
         for partition in topic_data["partition_data"]:
-            if refusal or topic_refusal:
-                result = partition_error(partition["index"], *(refusal or topic_refusal))
+            refused = refusal or topic_refusal
+            if refused:
+                result = partition_error(partition["index"], *refused)
             elif (replicated := replica_refusal(ctx, name, partition["index"], acks)) is not None:
                 result = replicated
             else:
@@ -352,27 +367,29 @@ async def handle_produce(
                     must_sync.append((name, partition["index"]))
                 if replicas is not None and acks == -1 and result["error_code"] == ErrorCode.NONE:
                     key = (name, partition["index"])
-                    ack_waits.append(ack_wait(key, ctx.broker.partitions.get(*key)))
+                    acked_log = ctx.broker.partitions.get(*key)
+                    if acked_log is not None:  # appended just now
+                        ack_waits.append(ack_wait(key, acked_log))
             if result["error_code"] != ErrorCode.NONE:
                 failed = True
             partitions.append(result)
-        key = (
-            {"topic_id": topic_data["topic_id"]}
-            if ctx.api_version >= FIRST_TOPIC_ID_VERSION
-            else {"name": name}
-        )
-        responses.append((name, key | {"partition_responses": partitions}))
+        topic_response: ProduceResponseResponses = {"partition_responses": partitions}
+        if ctx.api_version >= FIRST_TOPIC_ID_VERSION:
+            topic_response["topic_id"] = topic_data["topic_id"]
+        else:
+            topic_response["name"] = name
+        responses.append((name, topic_response))
     if not must_sync and not ack_waits:
         return _answer(ctx, acks, responses, failed)
     durability = ctx.broker.durability
     ticket = durability.ticket(must_sync) if must_sync else None
 
-    async def after_sync() -> dict[str, Any] | None:
+    async def after_sync() -> ProduceResponse | None:
         unsynced = await durability.wait(ticket) if ticket is not None else set()
         for topic, index in unsynced:
             _replace(responses, topic, partition_error(index, ErrorCode.KAFKA_STORAGE_ERROR, "fsync failed"))
         waits = [wait for wait in ack_waits if wait.key not in unsynced]
-        unacknowledged = await acknowledged(replicas, waits, deadline) if waits else {}
+        unacknowledged = await acknowledged(replicas, waits, deadline) if waits and replicas else {}
         for (topic, index), code in unacknowledged.items():
             _replace(responses, topic, partition_error(index, code))
         return _answer(ctx, acks, responses, failed or bool(unsynced) or bool(unacknowledged))
@@ -382,7 +399,9 @@ async def handle_produce(
     return PendingResponse(after_sync)
 
 
-def _replace(responses: list[tuple[str | None, dict[str, Any]]], topic: str, answer: dict[str, Any]) -> None:
+def _replace(
+    responses: list[tuple[str | None, ProduceResponseResponses]], topic: str, answer: PartitionResponse
+) -> None:
     """Put ``answer`` in place of its partition's response in ``topic``'s entry."""
     for name, topic_response in responses:
         if name == topic:
@@ -392,17 +411,19 @@ def _replace(responses: list[tuple[str | None, dict[str, Any]]], topic: str, ans
 
 
 def _answer(
-    ctx: RequestContext, acks: int, responses: list[tuple[str | None, dict[str, Any]]], failed: bool
-) -> dict[str, Any] | None:
+    ctx: RequestContext, acks: int, responses: list[tuple[str | None, ProduceResponseResponses]], failed: bool
+) -> ProduceResponse | None:
     """The Produce response; none for acks=0, whose failures can only close the connection.
     In a cluster, v10+ lists where the leaders named in KIP-951 hints listen."""
     if acks == 0:
         if failed:
             raise CloseConnection("an acks=0 produce request failed")
         return None
-    body: dict[str, Any] = {"responses": [response for _, response in responses], "throttle_time_ms": 0}
+    body: ProduceResponse = {"responses": [response for _, response in responses], "throttle_time_ms": 0}
     partitions = (p for _, r in responses for p in r["partition_responses"])
-    add_node_endpoints(ctx, body, partitions, FIRST_LEADER_HINT_VERSION)
+    endpoints: list[ProduceResponseNodeEndpoints] = node_endpoints(ctx, partitions, FIRST_LEADER_HINT_VERSION)
+    if endpoints:
+        body["node_endpoints"] = endpoints
     return body
 
 

@@ -10,17 +10,23 @@ epoch, which fences older instances (:mod:`coordinator.transactions`).
 
 from __future__ import annotations
 
-from typing import Any
-
-from broker.handlers.transactions import durably, error_for, transactions_of
 from broker.requests.api_support import Served
 from broker.requests.authorization import authorized, authorized_on_any, cluster_authorized
 from broker.requests.context import RequestContext
+from broker.requests.coordinator_writes import durably
+from broker.requests.coordinators import error_for, transactions_of
 from broker.services.cluster.etcd_client import EtcdError
 from broker.services.security.acl_model import AclOperation, ResourceType
 from coordinator.transactions import TxnError
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
+from wire.messages import (
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+    DescribeProducersResponsePartitions,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+)
 
 
 def _refusal(ctx: RequestContext, transactional_id: str | None) -> ErrorCode | None:
@@ -34,7 +40,9 @@ def _refusal(ctx: RequestContext, transactional_id: str | None) -> ErrorCode | N
     return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
-async def handle_init_producer_id(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_init_producer_id(
+    ctx: RequestContext, request: InitProducerIdRequest
+) -> InitProducerIdResponse:
     transactional_id = request.get("transactional_id")
     refused = _refusal(ctx, transactional_id)
     if refused is not None:
@@ -80,16 +88,20 @@ async def handle_init_producer_id(ctx: RequestContext, request: dict[str, Any]) 
     }
 
 
-def _producers_of(ctx: RequestContext, topic: str, partition: int) -> dict[str, Any]:
+def _refused_partition(partition: int, code: ErrorCode) -> DescribeProducersResponsePartitions:
+    return {"partition_index": partition, "error_code": code, "active_producers": []}
+
+
+def _producers_of(ctx: RequestContext, topic: str, partition: int) -> DescribeProducersResponsePartitions:
     """One partition of a DescribeProducers answer, with each producer's open transaction
     (``current_txn_start_offset``, -1 when none) as Kafka reports it."""
     partition_log = ctx.broker.partitions.get(topic, partition)
     if not authorized(ctx, ResourceType.TOPIC, topic):
-        return {"partition_index": partition, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+        return _refused_partition(partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     if partition_log is None:
-        return {"partition_index": partition, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+        return _refused_partition(partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if not partition_log.is_online:
-        return {"partition_index": partition, "error_code": ErrorCode.KAFKA_STORAGE_ERROR}
+        return _refused_partition(partition, ErrorCode.KAFKA_STORAGE_ERROR)
     return {
         "partition_index": partition,
         "error_code": ErrorCode.NONE,
@@ -107,7 +119,9 @@ def _producers_of(ctx: RequestContext, topic: str, partition: int) -> dict[str, 
     }
 
 
-async def handle_describe_producers(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_describe_producers(
+    ctx: RequestContext, request: DescribeProducersRequest
+) -> DescribeProducersResponse:
     return {
         "topics": [
             {

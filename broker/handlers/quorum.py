@@ -10,13 +10,19 @@ listed endpoint is its client listener (it has no separate controller listener).
 from __future__ import annotations
 
 import base64
-from typing import Any
 
 from broker.requests.api_support import Served
 from broker.requests.authorization import cluster_authorized
 from broker.requests.context import RequestContext
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
+from wire.messages import (
+    DescribeQuorumRequest,
+    DescribeQuorumResponse,
+    DescribeQuorumResponseCurrentVoters,
+    DescribeQuorumResponsePartitions,
+    DescribeQuorumResponseTopics,
+)
 
 METADATA_TOPIC = "__cluster_metadata"
 LEADER_EPOCH = 0  # the one leader there has ever been
@@ -27,12 +33,24 @@ def directory_uuid(directory_id: str) -> bytes:
     return base64.urlsafe_b64decode(directory_id + "=" * (-len(directory_id) % 4))
 
 
-def _partition(ctx: RequestContext, index: int) -> dict[str, Any]:
+def _unknown_partition(index: int) -> DescribeQuorumResponsePartitions:
+    return {
+        "partition_index": index,
+        "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        "leader_id": 0,
+        "leader_epoch": 0,
+        "high_watermark": 0,
+        "current_voters": [],
+        "observers": [],
+    }
+
+
+def _partition(ctx: RequestContext, index: int) -> DescribeQuorumResponsePartitions:
     if index != 0:
-        return {"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+        return _unknown_partition(index)
     broker = ctx.broker
     now = broker.clock()
-    voter = {
+    voter: DescribeQuorumResponseCurrentVoters = {
         "replica_id": broker.node_id,
         "replica_directory_id": directory_uuid(broker.directory_id),
         "log_end_offset": 0,
@@ -51,7 +69,9 @@ def _partition(ctx: RequestContext, index: int) -> dict[str, Any]:
     }
 
 
-async def handle_describe_quorum(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_describe_quorum(
+    ctx: RequestContext, request: DescribeQuorumRequest
+) -> DescribeQuorumResponse:
     if not cluster_authorized(ctx):
         return {
             "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
@@ -59,16 +79,13 @@ async def handle_describe_quorum(ctx: RequestContext, request: dict[str, Any]) -
             "topics": [],
             "nodes": [],
         }
-    topics = []
+    topics: list[DescribeQuorumResponseTopics] = []
     for topic in request["topics"][:1]:  # Kafka answers for one partition: the metadata log's
-        partitions = topic["partitions"][:1]
+        wanted = topic["partitions"][:1]
         if topic["topic_name"] != METADATA_TOPIC:
-            partitions = [
-                {"partition_index": p["partition_index"], "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
-                for p in partitions
-            ]
+            partitions = [_unknown_partition(p["partition_index"]) for p in wanted]
         else:
-            partitions = [_partition(ctx, p["partition_index"]) for p in partitions]
+            partitions = [_partition(ctx, p["partition_index"]) for p in wanted]
         topics.append({"topic_name": topic["topic_name"], "partitions": partitions})
     endpoint = ctx.broker.endpoint_for(ctx.listener_name)
     return {

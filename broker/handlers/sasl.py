@@ -9,8 +9,6 @@ guessing as Kafka's delayed close does.
 
 from __future__ import annotations
 
-from typing import Any
-
 import trio
 
 from broker.requests.api_support import Served
@@ -18,9 +16,15 @@ from broker.requests.context import RequestContext
 from broker.services.security.mechanism import AuthenticationFailed
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
+from wire.messages import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
 
 
-async def handle_sasl_handshake(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_sasl_handshake(ctx: RequestContext, request: SaslHandshakeRequest) -> SaslHandshakeResponse:
     auth = ctx.auth
     enabled = list(auth.security.mechanisms)
     if not auth.in_handshake:
@@ -31,7 +35,9 @@ async def handle_sasl_handshake(ctx: RequestContext, request: dict[str, Any]) ->
     return {"error_code": ErrorCode.NONE, "mechanisms": enabled}
 
 
-async def handle_sasl_authenticate(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_sasl_authenticate(
+    ctx: RequestContext, request: SaslAuthenticateRequest
+) -> SaslAuthenticateResponse:
     auth = ctx.auth
     if auth.server is None:
         return {

@@ -9,7 +9,6 @@ codes and messages.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from broker.requests.api_support import Served
 from broker.requests.authorization import cluster_authorized
@@ -17,28 +16,52 @@ from broker.requests.context import RequestContext
 from broker.services.security.scram import MAX_ITERATIONS, MECHANISM_TYPES, MIN_ITERATIONS, ScramCredential
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
+from wire.messages import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsRequestDeletions,
+    AlterUserScramCredentialsRequestUpsertions,
+    AlterUserScramCredentialsResponse,
+    AlterUserScramCredentialsResponseResults,
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+    DescribeUserScramCredentialsResponseCredentialInfos,
+    DescribeUserScramCredentialsResponseResults,
+)
 
 _MECHANISM_NAMES = {number: name for name, number in MECHANISM_TYPES.items()}
 MAX_SALT_BYTES = 1024
 MAX_SALTED_PASSWORD_BYTES = 1024
 
 
-def _result(user: str, code: ErrorCode = ErrorCode.NONE, message: str | None = None) -> dict[str, Any]:
+def _result(
+    user: str, code: ErrorCode = ErrorCode.NONE, message: str | None = None
+) -> AlterUserScramCredentialsResponseResults:
     return {"user": user, "error_code": code, "error_message": message}
 
 
-async def handle_describe(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+def _described(
+    user: str,
+    code: ErrorCode = ErrorCode.NONE,
+    message: str | None = None,
+    infos: list[DescribeUserScramCredentialsResponseCredentialInfos] | None = None,
+) -> DescribeUserScramCredentialsResponseResults:
+    return {"user": user, "error_code": code, "error_message": message, "credential_infos": infos or []}
+
+
+async def handle_describe(
+    ctx: RequestContext, request: DescribeUserScramCredentialsRequest
+) -> DescribeUserScramCredentialsResponse:
     if not cluster_authorized(ctx):
         return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": None, "results": []}
     store = ctx.broker.scram_credentials
     wanted = request["users"]
     names = sorted(store.users()) if not wanted else [u["name"] for u in wanted]
     counts = Counter(names)
-    results = []
+    results: list[DescribeUserScramCredentialsResponseResults] = []
     for name in counts:
         if counts[name] > 1:
             results.append(
-                _result(
+                _described(
                     name,
                     ErrorCode.DUPLICATE_RESOURCE,
                     "Cannot describe SCRAM credentials for the same user twice in a single request",
@@ -48,24 +71,22 @@ async def handle_describe(ctx: RequestContext, request: dict[str, Any]) -> dict[
         mechanisms = store.users().get(name)
         if not mechanisms:
             results.append(
-                _result(
+                _described(
                     name,
                     ErrorCode.RESOURCE_NOT_FOUND,
                     "Attempt to describe a user credential that does not exist",
                 )
             )
             continue
-        infos = [
+        infos: list[DescribeUserScramCredentialsResponseCredentialInfos] = [
             {"mechanism": MECHANISM_TYPES[m], "iterations": c.iterations}
             for m, c in sorted(mechanisms.items())
         ]
-        results.append({**_result(name), "credential_infos": infos})
-    for result in results:
-        result.setdefault("credential_infos", [])
+        results.append(_described(name, infos=infos))
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "results": results}
 
 
-def _check_upsertion(upsertion: dict[str, Any]) -> tuple[ErrorCode, str] | None:
+def _check_upsertion(upsertion: AlterUserScramCredentialsRequestUpsertions) -> tuple[ErrorCode, str] | None:
     if not upsertion["name"]:
         return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"
     if upsertion["mechanism"] not in _MECHANISM_NAMES:
@@ -81,12 +102,15 @@ def _check_upsertion(upsertion: dict[str, Any]) -> tuple[ErrorCode, str] | None:
     return None
 
 
-async def handle_alter(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_alter(
+    ctx: RequestContext, request: AlterUserScramCredentialsRequest
+) -> AlterUserScramCredentialsResponse:
     store = ctx.broker.scram_credentials
-    operations = [("delete", d) for d in request["deletions"]] + [
-        ("upsert", u) for u in request["upsertions"]
-    ]
-    counts = Counter(operation["name"] for _, operation in operations)
+    # (the operation, and the same again when it is an upsertion, which has more fields)
+    operations: list[
+        tuple[AlterUserScramCredentialsRequestDeletions, AlterUserScramCredentialsRequestUpsertions | None]
+    ] = [(d, None) for d in request["deletions"]] + [(u, u) for u in request["upsertions"]]
+    counts = Counter(operation["name"] for operation, _ in operations)
     if not cluster_authorized(ctx):
         return {
             "throttle_time_ms": 0,
@@ -95,7 +119,7 @@ async def handle_alter(ctx: RequestContext, request: dict[str, Any]) -> dict[str
     errors: dict[str, tuple[ErrorCode, str]] = {}
     upserts: dict[tuple[str, str], ScramCredential] = {}
     deletions: set[tuple[str, str]] = set()
-    for kind, operation in operations:
+    for operation, upsertion in operations:
         name = operation["name"]
         if name in errors:
             continue
@@ -106,7 +130,7 @@ async def handle_alter(ctx: RequestContext, request: dict[str, Any]) -> dict[str
             )
             continue
         mechanism = _MECHANISM_NAMES.get(operation["mechanism"])
-        if kind == "delete":
+        if upsertion is None:
             if not name:
                 errors[name] = (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
             elif mechanism is None:
@@ -119,14 +143,14 @@ async def handle_alter(ctx: RequestContext, request: dict[str, Any]) -> dict[str
             else:
                 deletions.add((name, mechanism))
             continue
-        problem = _check_upsertion(operation)
+        problem = _check_upsertion(upsertion)
         if problem is None and store.full and name not in store.users():
             problem = (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many SCRAM users on this broker")
-        if problem is not None:
-            errors[name] = problem
+        if problem is not None or mechanism is None:  # _check_upsertion refused an unknown mechanism
+            errors[name] = problem or (ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
             continue
         upserts[(name, mechanism)] = ScramCredential.from_salted_password(
-            mechanism, bytes(operation["salt"]), bytes(operation["salted_password"]), operation["iterations"]
+            mechanism, bytes(upsertion["salt"]), bytes(upsertion["salted_password"]), upsertion["iterations"]
         )
     if upserts or deletions:
         await store.apply(upserts, deletions)

@@ -9,17 +9,15 @@ duplicate names in one request rejected with INVALID_REQUEST.
 from __future__ import annotations
 
 from collections import Counter
-from functools import partial
-from typing import Any
 
 from broker.config.config_defs import TOPIC_CONFIGS
 from broker.requests.api_support import Served
 from broker.requests.authorization import authorized, cluster_authorized, unauthorized_names
 from broker.requests.context import RequestContext
 from broker.requests.error_mapping import error_code_of
-from broker.requests.partition_requests import per_partition, replica_error
+from broker.requests.partition_requests import replica_error
+from broker.requests.replica_assignment import replica_lists_error
 from broker.requests.throttling import count_mutation
-from broker.services.cluster_view import live_nodes
 from broker.services.partition_limits import PartitionBudget
 from broker.services.security.acl_model import AclOperation, ResourceType
 from broker.services.topic_admin import (
@@ -34,11 +32,30 @@ from broker.state.topics import INTERNAL_TOPICS, TopicInfo
 from log.errors import LogError
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
+from wire.messages import (
+    CreatePartitionsRequest,
+    CreatePartitionsRequestTopics,
+    CreatePartitionsResponse,
+    CreatePartitionsResponseResults,
+    CreateTopicsRequest,
+    CreateTopicsRequestAssignments,
+    CreateTopicsRequestTopics,
+    CreateTopicsResponse,
+    CreateTopicsResponseConfigs,
+    CreateTopicsResponseTopics,
+    DeleteRecordsRequest,
+    DeleteRecordsRequestPartitions,
+    DeleteRecordsResponse,
+    DeleteRecordsResponsePartitions,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    DeleteTopicsResponseResponses,
+)
 
 ZERO_UUID = bytes(16)
 
 
-def created_configs(ctx: RequestContext, name: str) -> list[dict[str, Any]]:
+def created_configs(ctx: RequestContext, name: str) -> list[CreateTopicsResponseConfigs]:
     """The new topic's effective configs, as CreateTopics v5+ returns them."""
     info = ctx.broker.topics.get(name)
     overrides = info.configs if info else {}
@@ -55,27 +72,9 @@ def created_configs(ctx: RequestContext, name: str) -> list[dict[str, Any]]:
     ]
 
 
-def replica_lists_error(ctx: RequestContext, replica_lists: list[list[int]], expected: int) -> str | None:
-    """Why manual replica lists cannot be honoured, or None.
-
-    Kafka accepts an explicit assignment as long as every replica is a registered broker, none
-    twice, and every partition has as many; a single node's only broker is itself.
-    """
-    if len(replica_lists) != expected:
-        return f"Expected {expected} partition assignments, but got {len(replica_lists)}"
-    known = {node.node_id for node in live_nodes(ctx.broker, ctx.listener_name)}
-    for replicas in replica_lists:
-        unknown = sorted(set(replicas) - known)
-        if unknown:
-            return f"Replica assignment references unknown broker(s) {unknown}"
-        if not replicas or len(set(replicas)) != len(replicas):
-            return f"Replica assignment {replicas} has duplicate or missing replicas"
-        if len(replicas) != len(replica_lists[0]):
-            return "All partitions should have the same number of replicas"
-    return None
-
-
-def apply_assignment(ctx: RequestContext, topic: NewTopic, assignments: list[dict[str, Any]]) -> NewTopic:
+def apply_assignment(
+    ctx: RequestContext, topic: NewTopic, assignments: list[CreateTopicsRequestAssignments]
+) -> NewTopic:
     """Turn CreateTopics' manual assignment into a partition count (Kafka's rules)."""
     if topic.partitions != -1 or topic.replication_factor != -1:
         raise TopicError(
@@ -99,7 +98,7 @@ def apply_assignment(ctx: RequestContext, topic: NewTopic, assignments: list[dic
     )
 
 
-def requested_partitions(ctx: RequestContext, topics: list[dict[str, Any]]) -> int:
+def requested_partitions(ctx: RequestContext, topics: list[CreateTopicsRequestTopics]) -> int:
     """Partitions a CreateTopics request asks for in all, counted as Kafka's controller counts
     them before validating any topic: assignments, else the count, -1 meaning num.partitions."""
     default = ctx.broker.config.get_int("num.partitions")
@@ -113,8 +112,8 @@ def requested_partitions(ctx: RequestContext, topics: list[dict[str, Any]]) -> i
     )
 
 
-def refuse_all(names: list[str], error: TopicError) -> list[dict[str, Any]]:
-    """The same error for every topic of a request refused as a whole."""
+def refuse_all(names: list[str], error: TopicError) -> list[CreatePartitionsResponseResults]:
+    """The same error for every topic of a CreatePartitions request refused as a whole."""
     return [{"name": name, "error_code": error.code, "error_message": error.message} for name in names]
 
 
@@ -126,19 +125,29 @@ def uncreatable(ctx: RequestContext, names: list[str]) -> set[str]:
     return unauthorized_names(ctx, ResourceType.TOPIC, names, AclOperation.CREATE)
 
 
-async def handle_create_topics(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
     denied = uncreatable(ctx, [t["name"] for t in request["topics"]])
     try:
         requested = requested_partitions(ctx, [t for t in request["topics"] if t["name"] not in denied])
-        budget = PartitionBudget(ctx.broker, requested, bool(request.get("validate_only")))
+        budget = PartitionBudget(
+            ctx.broker.config, ctx.broker.topics, requested, bool(request.get("validate_only"))
+        )
     except TopicError as exc:
-        refused = refuse_all([t["name"] for t in request["topics"]], exc)
-        return {"throttle_time_ms": 0, "topics": [r | {"topic_id": ZERO_UUID} for r in refused]}
+        refused: list[CreateTopicsResponseTopics] = [
+            {"name": t["name"], "topic_id": ZERO_UUID, "error_code": exc.code, "error_message": exc.message}
+            for t in request["topics"]
+        ]
+        return {"throttle_time_ms": 0, "topics": refused}
     counts = Counter(t["name"] for t in request["topics"])
-    results = []
+    results: list[CreateTopicsResponseTopics] = []
     for wanted in request["topics"]:
         name = wanted["name"]
-        result: dict[str, Any] = {"name": name, "topic_id": ZERO_UUID, "error_message": None}
+        result: CreateTopicsResponseTopics = {
+            "name": name,
+            "topic_id": ZERO_UUID,
+            "error_code": ErrorCode.NONE,
+            "error_message": None,
+        }
         if counts[name] > 1:
             results.append(
                 result
@@ -171,34 +180,36 @@ async def handle_create_topics(ctx: RequestContext, request: dict[str, Any]) -> 
         except TopicError as exc:
             results.append(result | {"error_code": exc.code, "error_message": exc.message})
             continue
-        results.append(
-            result
-            | {
-                "error_code": ErrorCode.NONE,
-                "topic_id": topic_id,
-                "num_partitions": topic.partitions,
-                "replication_factor": topic.replication_factor,
-            }
-            | (
-                {"configs": created_configs(ctx, name)}
-                if authorized(ctx, ResourceType.TOPIC, name, AclOperation.DESCRIBE_CONFIGS)
-                else {"configs": [], "topic_config_error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
-            )
-        )
+        created = result | {
+            "topic_id": topic_id,
+            "num_partitions": topic.partitions,
+            "replication_factor": topic.replication_factor,
+        }
+        if authorized(ctx, ResourceType.TOPIC, name, AclOperation.DESCRIBE_CONFIGS):
+            created["configs"] = created_configs(ctx, name)
+        else:
+            created["configs"] = []
+            created["topic_config_error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        results.append(created)
     return {"throttle_time_ms": 0, "topics": results}
 
 
-async def handle_delete_topics(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
     broker = ctx.broker
     if ctx.api_version >= 6:
         wanted = [(t["name"], t["topic_id"]) for t in request["topics"]]
     else:
         wanted = [(name, ZERO_UUID) for name in request["topic_names"]]
-    responses = []
+    responses: list[DeleteTopicsResponseResponses] = []
     every_topic = cluster_authorized(ctx, AclOperation.DELETE)
     for name, topic_id in wanted:
         info = broker.topics.get(name) if name is not None else broker.topics.by_id(topic_id)
-        entry: dict[str, Any] = {"name": name, "topic_id": topic_id, "error_message": None}
+        entry: DeleteTopicsResponseResponses = {
+            "name": name,
+            "topic_id": topic_id,
+            "error_code": ErrorCode.NONE,
+            "error_message": None,
+        }
         # Kafka's controller: without DELETE on the cluster, a topic named needs DESCRIBE (else
         # its existence is not revealed) and DELETE; one given by id is named only if describable.
         target = name if name is not None else info.name if info is not None else None
@@ -240,7 +251,7 @@ async def handle_delete_topics(ctx: RequestContext, request: dict[str, Any]) -> 
 
 
 def create_partitions_error(
-    ctx: RequestContext, wanted: dict[str, Any], info: TopicInfo | None, duplicate: bool
+    ctx: RequestContext, wanted: CreatePartitionsRequestTopics, info: TopicInfo | None, duplicate: bool
 ) -> tuple[ErrorCode, str | None] | None:
     """Why one topic of a CreatePartitions request cannot grow as asked, or None."""
     name, count = wanted["name"], wanted["count"]
@@ -259,16 +270,17 @@ def create_partitions_error(
         )
     if count == info.partitions:
         return ErrorCode.INVALID_PARTITIONS, f"Topic already has {count} partitions."
-    if wanted.get("assignments"):
-        problem = replica_lists_error(
-            ctx, [a["broker_ids"] for a in wanted["assignments"]], count - info.partitions
-        )
+    assignments = wanted.get("assignments")
+    if assignments:
+        problem = replica_lists_error(ctx, [a["broker_ids"] for a in assignments], count - info.partitions)
         if problem:
             return ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem
     return None
 
 
-async def handle_create_partitions(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_create_partitions(
+    ctx: RequestContext, request: CreatePartitionsRequest
+) -> CreatePartitionsResponse:
     """Grow topics; the partitions the whole request adds are checked against the limits first,
     so an oversized request adds nothing at all (Kafka commits its first 10,000 partitions)."""
     broker = ctx.broker
@@ -278,12 +290,16 @@ async def handle_create_partitions(ctx: RequestContext, request: dict[str, Any])
         info = broker.topics.get(wanted["name"])
         problem = create_partitions_error(ctx, wanted, info, counts[wanted["name"]] > 1)
         checked.append((wanted, info, problem))
-    adding = sum(wanted["count"] - info.partitions for wanted, info, problem in checked if problem is None)
+    adding = sum(
+        wanted["count"] - info.partitions
+        for wanted, info, problem in checked
+        if problem is None and info is not None
+    )
     try:
-        budget = PartitionBudget(broker, adding, request["validate_only"])
+        budget = PartitionBudget(broker.config, broker.topics, adding, request["validate_only"])
     except TopicError as exc:
         return {"throttle_time_ms": 0, "results": refuse_all([t["name"] for t in request["topics"]], exc)}
-    results = []
+    results: list[CreatePartitionsResponseResults] = []
     for wanted, _, problem in checked:
         name, count = wanted["name"], wanted["count"]
         if problem is None:
@@ -306,7 +322,9 @@ async def handle_create_partitions(ctx: RequestContext, request: dict[str, Any])
     return {"throttle_time_ms": 0, "results": results}
 
 
-def delete_partition_records(ctx: RequestContext, topic: str, wanted: dict[str, Any]) -> dict[str, Any]:
+def delete_partition_records(
+    ctx: RequestContext, topic: str, wanted: DeleteRecordsRequestPartitions
+) -> DeleteRecordsResponsePartitions:
     index = wanted["partition_index"]
     partition_log = ctx.broker.partitions.get(topic, index)
     if not authorized(ctx, ResourceType.TOPIC, topic):
@@ -348,10 +366,16 @@ def delete_partition_records(ctx: RequestContext, topic: str, wanted: dict[str, 
     }
 
 
-async def handle_delete_records(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_delete_records(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
     return {
         "throttle_time_ms": 0,
-        "topics": per_partition(request["topics"], partial(delete_partition_records, ctx)),
+        "topics": [
+            {
+                "name": t["name"],
+                "partitions": [delete_partition_records(ctx, t["name"], p) for p in t["partitions"]],
+            }
+            for t in request["topics"]
+        ],
     }
 
 

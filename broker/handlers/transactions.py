@@ -12,114 +12,47 @@ for it and OPERATION_NOT_ATTEMPTED for the rest, as Kafka answers.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
-from typing import Any, TypeVar
+from collections.abc import Collection
+from typing import Any
 
-from broker.handlers.group_offsets import (
-    answer_when_synced,
-    coordinator_writes_failure,
-    replicated_writes,
-    split_authorized_topics,
-)
-from broker.handlers.groups import coordinator_of, installed
 from broker.requests.api_support import Served
 from broker.requests.authorization import answer_each, authorized, cluster_authorized, unauthorized_names
 from broker.requests.context import PendingResponse, RequestContext
+from broker.requests.coordinator_writes import (
+    answer_when_synced,
+    durably,
+    replicated_writes,
+    split_authorized_topics,
+)
+from broker.requests.coordinators import coordinator_of, error_for, joined_transaction, transactions_of
 from broker.services.security.acl_model import ResourceType
 from coordinator.offsets import topics_with_error
 from coordinator.offsets_topic import OFFSETS_TOPIC
-from coordinator.transactions import TransactionCoordinator, TxnError
+from coordinator.transactions import TxnError
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
+from wire.messages import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnRequestTopics,
+    AddPartitionsToTxnResponse,
+    AddPartitionsToTxnResponseResultsByTransaction,
+    AddPartitionsToTxnResponseTopicResults,
+    EndTxnRequest,
+    EndTxnResponse,
+)
 
-# The first version of each API whose clients are told PRODUCER_FENCED; Produce and
-# TxnOffsetCommit (absent) always say INVALID_PRODUCER_EPOCH, as Kafka's partition leader does.
-PRODUCER_FENCED_SINCE = {
-    ApiKey.INIT_PRODUCER_ID: 4,
-    ApiKey.ADD_PARTITIONS_TO_TXN: 2,
-    ApiKey.ADD_OFFSETS_TO_TXN: 2,
-    ApiKey.END_TXN: 2,
-}
-# From these versions (transaction version 2) a write adds its partition to the transaction
-# itself; before them the partition must have been added, which is verified (KIP-890), and a
-# failed verification is TRANSACTION_ABORTABLE after the last version listed in the second table.
-FIRST_IMPLICIT_ADD_VERSION = {ApiKey.PRODUCE: 12, ApiKey.TXN_OFFSET_COMMIT: 5}
-LAST_INVALID_TXN_STATE_VERSION = {ApiKey.PRODUCE: 10, ApiKey.TXN_OFFSET_COMMIT: 3}
 FIRST_BATCHED_ADD_PARTITIONS_VERSION = 4
 FIRST_END_TXN_EPOCH_BUMP_VERSION = 5
-
-
-def transactions_of(ctx: RequestContext) -> TransactionCoordinator:
-    return installed(
-        ctx.broker.transactions,
-        "broker.services.coordinators.txn_coordinator.install_transaction_coordinator",
-    )
-
-
-def error_for(ctx: RequestContext, failure: TxnError | ErrorCode) -> ErrorCode:
-    """The code as this request's version spells it."""
-    code = failure.code if isinstance(failure, TxnError) else failure
-    api_key = ctx.header.api_key
-    if code is ErrorCode.PRODUCER_FENCED and ctx.api_version < PRODUCER_FENCED_SINCE.get(api_key, 1 << 15):
-        return ErrorCode.INVALID_PRODUCER_EPOCH
-    if code is ErrorCode.TRANSACTION_ABORTABLE and ctx.api_version <= LAST_INVALID_TXN_STATE_VERSION.get(
-        api_key, -1
-    ):
-        return ErrorCode.INVALID_TXN_STATE
-    return code
-
-
-TXN_LOG_APPEND_TIMEOUT_S = 30.0  # Kafka's coordinator waits request.timeout.ms for its acks=all append
-
-T = TypeVar("T")
-
-
-async def durably(ctx: RequestContext, call: Callable[[], T]) -> T:
-    """Run a transaction coordinator call, then wait until what it wrote to
-    ``__transaction_state`` (and, ending a transaction, the markers written here) is synced
-    under the flush policy and, in a cluster, held by the in-sync replicas, as Kafka's
-    coordinator appends with acks=all before it answers.  ``TxnError`` with the coordinator's
-    translation of a failed append (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE: clients retry)."""
-    durability = ctx.broker.durability
-    with durability.collecting() as must_sync, replicated_writes(ctx.broker) as acks:
-        result = call()
-    ticket = durability.ticket(must_sync) if must_sync else None
-    failure = await coordinator_writes_failure(ctx, ticket, acks, TXN_LOG_APPEND_TIMEOUT_S)
-    if failure is not None:
-        raise TxnError(failure)
-    return result
-
-
-def joined_transaction(
-    ctx: RequestContext, transactional_id: str | None, producer: tuple[int, int], partition: tuple[str, int]
-) -> ErrorCode:
-    """Whether a transactional write (Produce, TxnOffsetCommit) may go to ``partition``: added
-    to the transaction by this write (transaction version 2), or verified to be in it."""
-    coordinator = transactions_of(ctx)
-    if coordinator.ongoing_with(*producer, partition):
-        return ErrorCode.NONE
-    if transactional_id is None:
-        return error_for(ctx, ErrorCode.TRANSACTION_ABORTABLE)
-    if coordinator.availability(transactional_id) is ErrorCode.NOT_COORDINATOR:
-        # Another broker coordinates it (a cluster): a Produce asked it already when it had to
-        # (broker.txn_verification); a TxnOffsetCommit is not checked there (docs/NOTES.md).
-        return ErrorCode.NONE
-    try:
-        if ctx.api_version >= FIRST_IMPLICIT_ADD_VERSION[ctx.header.api_key]:
-            coordinator.add_partitions(transactional_id, *producer, [partition])
-            return ErrorCode.NONE
-        verdict = coordinator.verify_partitions(transactional_id, *producer, [partition])[partition]
-    except TxnError as failure:
-        return error_for(ctx, failure)
-    return error_for(ctx, verdict)
 
 
 # --- AddPartitionsToTxn ------------------------------------------------------------------
 
 
 def _partitions_result(
-    topics: list[dict[str, Any]], errors: dict[tuple[str, int], ErrorCode]
-) -> list[dict[str, Any]]:
+    topics: list[AddPartitionsToTxnRequestTopics], errors: dict[tuple[str, int], ErrorCode]
+) -> list[AddPartitionsToTxnResponseTopicResults]:
     return [
         {
             "name": topic["name"],
@@ -137,7 +70,7 @@ async def _add_partitions(
     transactional_id: str,
     producer_id: int,
     epoch: int,
-    topics: list[dict[str, Any]],
+    topics: list[AddPartitionsToTxnRequestTopics],
     verify: bool,
     denied: Collection[str] = (),
 ) -> dict[tuple[str, int], ErrorCode]:
@@ -167,7 +100,9 @@ def _exists(ctx: RequestContext, topic: str, partition: int) -> bool:
     return info is not None and 0 <= partition < info.partitions
 
 
-async def handle_add_partitions_to_txn(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_add_partitions_to_txn(
+    ctx: RequestContext, request: AddPartitionsToTxnRequest
+) -> AddPartitionsToTxnResponse:
     if ctx.api_version < FIRST_BATCHED_ADD_PARTITIONS_VERSION:
         topics = request["v3_and_below_topics"]
         transactional_id = request["v3_and_below_transactional_id"]
@@ -192,7 +127,7 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, request: dict[str, A
             "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
             "results_by_transaction": [],
         }
-    results = []
+    results: list[AddPartitionsToTxnResponseResultsByTransaction] = []
     for txn in request["transactions"]:
         errors = await _add_partitions(
             ctx,
@@ -214,7 +149,9 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, request: dict[str, A
 # --- AddOffsetsToTxn / TxnOffsetCommit ---------------------------------------------------
 
 
-async def handle_add_offsets_to_txn(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_add_offsets_to_txn(
+    ctx: RequestContext, request: AddOffsetsToTxnRequest
+) -> AddOffsetsToTxnResponse:
     """The group's ``__consumer_offsets`` partition joins the transaction (its offsets follow
     in TxnOffsetCommit and are applied by the transaction's marker)."""
     group_id = request["group_id"]
@@ -288,7 +225,7 @@ async def handle_txn_offset_commit(
 # --- EndTxn ------------------------------------------------------------------------------
 
 
-async def handle_end_txn(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
     """Commit or abort; from v5 (transaction version 2) the epoch moves on with every end and
     the answer says to what."""
     bump = ctx.api_version >= FIRST_END_TXN_EPOCH_BUMP_VERSION

@@ -10,21 +10,22 @@ go through the group coordinator, which applies or drops the transaction's offse
 
 from __future__ import annotations
 
-from typing import Any
-
 import trio
 
-from broker.handlers.group_offsets import replicated_writes
 from broker.requests.api_support import Served
 from broker.requests.authorization import cluster_authorized
 from broker.requests.context import RequestContext
+from broker.requests.coordinator_writes import replicated_writes
 from broker.services.coordinators.txn_markers import REQUEST_TIMEOUT_S, TxnKey, write_local_marker
 from broker.services.replication.acks import acknowledged
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
+from wire.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
 
-async def handle_write_txn_markers(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_write_txn_markers(
+    ctx: RequestContext, request: WriteTxnMarkersRequest
+) -> WriteTxnMarkersResponse:
     refused = None if cluster_authorized(ctx) else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     errors: dict[tuple[int, str, int], ErrorCode] = {}
     with replicated_writes(ctx.broker) as acks:

@@ -18,12 +18,12 @@ from __future__ import annotations
 import errno
 import logging
 import resource
-import time
 from collections.abc import Awaitable, Callable
 
 import trio
 
 from broker.network.stall_watch import StallWatch
+from broker.services.rate_limited_log import RateLimitedLog
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,6 @@ OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 CONNECTION_ABORTED = {errno.ECONNABORTED, errno.EPROTO, errno.EPERM, errno.ENETDOWN, errno.EHOSTUNREACH}
 FIRST_BACKOFF_S = 0.1
 MAX_BACKOFF_S = 1.0
-LOG_EVERY_S = 10.0
 # Descriptors kept aside from connections when max.connections is derived from the limit:
 # the listeners, the log's directory handles, temporary files, the interpreter's own.
 RESERVED_DESCRIPTORS = 64
@@ -49,25 +48,6 @@ def default_max_connections(open_files_max: int) -> int:
         soft = 1 << 20
     for_logs = open_files_max if open_files_max > 0 else soft // 2
     return max(16, soft - for_logs - RESERVED_DESCRIPTORS)
-
-
-class RateLimitedLog:
-    """Log a recurring condition at most once per LOG_EVERY_S, counting what was suppressed."""
-
-    def __init__(self, level: int, logger: logging.Logger = log) -> None:
-        self._level = level
-        self._log = logger
-        self._last = -LOG_EVERY_S
-        self._suppressed = 0
-
-    def __call__(self, message: str, *args: object) -> None:
-        now = time.monotonic()
-        if now - self._last < LOG_EVERY_S:
-            self._suppressed += 1
-            return
-        suffix = f" ({self._suppressed} similar messages suppressed)" if self._suppressed else ""
-        self._log.log(self._level, message + suffix, *args)
-        self._last, self._suppressed = now, 0
 
 
 class ConnectionSlot:
@@ -108,7 +88,7 @@ class ConnectionLimits:
         self.max_per_ip = max_per_ip
         self.total = 0
         self._slots: dict[str, dict[ConnectionSlot, None]] = {}  # per address, in admission order
-        self._evicting = RateLimitedLog(logging.WARNING)
+        self._evicting = RateLimitedLog(logging.WARNING, log)
 
     def connections_from(self, ip: str) -> int:
         return len(self._slots.get(ip, ()))
@@ -174,8 +154,8 @@ async def accept_loop(
     ``connection_creation_rate`` quota: a connection over it is never served and, as Kafka
     does, closed only after the throttle time (ms; at most one quota window).
     """
-    warn_exhausted = RateLimitedLog(logging.ERROR)
-    warn_refused = RateLimitedLog(logging.WARNING)
+    warn_exhausted = RateLimitedLog(logging.ERROR, log)
+    warn_refused = RateLimitedLog(logging.WARNING, log)
     backoff = FIRST_BACKOFF_S
     while True:
         try:

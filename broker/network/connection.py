@@ -16,25 +16,27 @@ import errno
 import logging
 import struct
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
-from broker.network.accept import ConnectionSlot, RateLimitedLog
+from broker.network.accept import ConnectionSlot
 from broker.network.frames import FrameError, FrameReader, FrameTimeout
 from broker.network.handshake import open_transport
-from broker.network.memory_budget import RequestTooLarge
+from broker.network.memory_budget import MemoryBudget, RequestTooLarge
 from broker.network.stall_watch import StallWatch
 from broker.network.transport import Transport
 from broker.requests.dispatch import (
     Answer,
     CloseConnection,
     DeferredAnswer,
+    DispatchingNode,
     HandlerFailed,
     describe_request,
     dispatch,
 )
 from broker.requests.throttling import ChannelMute
+from broker.services.rate_limited_log import RateLimitedLog
 from broker.services.security.authentication import ConnectionAuth
 from broker.services.security.listener_security import ListenerSecurity
 from broker.services.security.mechanism import AuthenticationFailed
@@ -43,9 +45,19 @@ from wire.errors import WireError
 from wire.header import RequestHeader
 
 if TYPE_CHECKING:
-    from broker.node.server import Broker
+    from broker.network.peer_watch import PeerWatch
 
 log = logging.getLogger(__name__)
+
+
+class ServedNode(DispatchingNode, Protocol):
+    """The node as a connection sees it: the request path's services, the request memory
+    budget its frames are charged to, and the watch that cancels work for vanished peers."""
+
+    request_memory: MemoryBudget
+    peer_watch: PeerWatch
+
+
 # Slow or oversized frames come in floods when someone attacks the broker: one line per 10 s.
 _refused_frames = RateLimitedLog(logging.WARNING, log)
 _SIZE = struct.Struct(">i")
@@ -94,7 +106,7 @@ class _Connection:
 
     def __init__(
         self,
-        broker: Broker,
+        broker: ServedNode,
         sock: trio.socket.SocketType,
         transport: Transport,
         auth: ConnectionAuth,
@@ -276,7 +288,7 @@ class _Connection:
 
 
 async def serve_connection(
-    broker: Broker,
+    broker: ServedNode,
     security: ListenerSecurity,
     sock: trio.socket.SocketType,
     peer: str,

@@ -13,14 +13,14 @@ import ssl
 
 import trio
 
-from broker.network.accept import RateLimitedLog
 from broker.network.transport import PlainTransport, TlsTransport, Transport
+from broker.services.rate_limited_log import RateLimitedLog
 from broker.services.security.authentication import ANONYMOUS, ConnectionAuth
 from broker.services.security.listener_security import ListenerSecurity, SecurityProtocol
 from broker.services.security.tls import subject_name
 
 log = logging.getLogger(__name__)
-_refused = RateLimitedLog(logging.INFO)
+_refused = RateLimitedLog(logging.INFO, log)
 
 
 async def open_transport(

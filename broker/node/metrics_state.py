@@ -17,7 +17,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
-    from broker.node.server import Broker
+    from broker.services.coordinators.host import CoordinatorHost
 
 PARTITION_LABELS = ["topic", "partition"]
 WALK_SLICE = 250
@@ -28,7 +28,7 @@ class BrokerStateCollector(Collector):
     """Partition counts, per-partition log gauges and group lag, walked before each scrape
     (:meth:`refresh`); ``collect`` hands out what the last walk found."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: CoordinatorHost) -> None:
         self._broker = broker
         self._max_series = broker.config.get_int("metrics.partition.series.max")
         self._snapshot: list[Metric] = []

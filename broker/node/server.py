@@ -20,6 +20,7 @@ import trio
 
 from broker.config.config import BrokerConfig, Listener
 from broker.config.dynamic_config import DynamicConfigs
+from broker.handlers import load_handlers
 from broker.network.accept import ConnectionLimits, accept_loop, default_max_connections
 from broker.network.bind_failure import bind_failure
 from broker.network.connection import serve_connection
@@ -27,8 +28,8 @@ from broker.network.memory_budget import MemoryBudget
 from broker.network.peer_watch import PeerWatch
 from broker.node.metrics_http import serve_metrics
 from broker.node.metrics_state import BrokerStateCollector
-from broker.requests.api_support import ApiSupport, Served, supported_apis
-from broker.requests.dispatch import load_handlers
+from broker.requests.api_ranges import ApiSupport
+from broker.requests.api_support import Served, supported_apis
 from broker.requests.request_observer import RequestObserver
 from broker.services.cluster.node import ClusterNode
 from broker.services.coordinators.group_timers import install_group_coordinator
@@ -128,16 +129,19 @@ class Broker:
         self.cluster: ClusterNode | None = ClusterNode(self, etcd_endpoints) if etcd_endpoints else None
         self.acls: AclStore | None = open_acl_store(config, self.data_dir)
         self.authorizer: Authorizer | None = self.acls.authorizer if self.acls else None
-        self.partitions = PartitionStore(self, [str(d) for d in dirs], create_missing=self.cluster is None)
+        self.partitions = PartitionStore(
+            config, self.topics, clock, [str(d) for d in dirs], create_missing=self.cluster is None
+        )
         self.producer_ids = ProducerIdAllocator(self.data_dir)
         self.scram_credentials = ScramCredentialStore(self.data_dir)
         self.appends = AppendNotifier()
+        self.metrics = BrokerMetrics()
         self.fetch_sessions = FetchSessionCache(
             config.get_int("max.incremental.fetch.session.cache.slots"),
             config.get_int("max.incremental.fetch.session.cache.partitions"),
             clock,
         )
-        self.durability = Durability(self)
+        self.durability = Durability(config, self.partitions, self.appends, self.metrics)
         self.client_software = ClientSoftware()
         windows = Windows(
             max(1, config.get_int("quota.window.num")),
@@ -152,7 +156,6 @@ class Broker:
         self.listeners: list[Listener] = []
         self.coordinator: GroupCoordinator | None = None
         self.transactions: TransactionCoordinator | None = None
-        self.metrics = BrokerMetrics()
         self.metrics_address: tuple[str, int] | None = None  # bound by ``serve`` (metrics.listener)
         self.metrics_state = BrokerStateCollector(self)
         self.metrics.registry.register(self.metrics_state)
@@ -174,7 +177,7 @@ class Broker:
         self.background_tasks: list[Callable[[], Awaitable[None]]] = [
             self.durability.run_periodic_flush,
             self.durability.run_rounds,
-            partial(run_log_maintenance, self),
+            partial(run_log_maintenance, config, clock, self.partitions),
             self.peer_watch.run,
         ]
         install_group_coordinator(self)
@@ -196,7 +199,9 @@ class Broker:
         """Cluster mode: manage replica roles from now on (the cluster layer calls this before
         ``serve`` and drives the returned manager); its fetchers and ISR timer run with the
         listeners."""
-        self.replicas = ReplicaManager(self, ports)
+        self.replicas = ReplicaManager(
+            self.config, self.node_id, self.clock, self.topics, self.partitions, self.appends, ports
+        )
         self.background_tasks.append(self.replicas.run)
         return self.replicas
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from broker.requests.api_ranges import ApiSupport
 from broker.requests.context import Handler
 from wire.api_keys import ApiKey
 from wire.schemas import ALL_APIS
@@ -73,19 +74,6 @@ NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.REMOVE_RAFT_VOTER: _RAFT_VOTERS,
 }
 """Why each API the schemas declare has no handler (a key in both tables is a test failure)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ApiSupport:
-    """One row of the ApiVersions answer: the versions ``min_version..max_version`` served."""
-
-    key: ApiKey
-    min_version: int
-    max_version: int
-
-    @property
-    def name(self) -> str:
-        return self.key.api_name
 
 
 def supported_apis(served: Mapping[ApiKey, Served]) -> dict[ApiKey, ApiSupport]:

@@ -11,7 +11,7 @@ Kafka, at the cost of one attribute test.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from broker.services.security.acl_model import CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
 from wire.api_keys import ApiKey, api_name
@@ -225,13 +225,16 @@ def cluster_operations_field(ctx: RequestContext, requested: bool) -> int:
     return authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
+_Answer = TypeVar("_Answer")
+
+
 def answer_each(
     ctx: RequestContext,
     resource_type: ResourceType,
     names: list[str],
-    answer: Callable[[list[str]], list[dict[str, Any]]],
-    refused: Callable[[str], dict[str, Any]],
-) -> list[dict[str, Any]]:
+    answer: Callable[[list[str]], list[_Answer]],
+    refused: Callable[[str], _Answer],
+) -> list[_Answer]:
     """Per-resource answers in request order: the allowed names answered by one ``answer`` call
     (one entry each, in order), the others by ``refused(name)``."""
     denied = unauthorized_names(ctx, resource_type, names)

@@ -1,26 +1,22 @@
 """What a request handler gets besides the request body.
 
-Handlers are ``async def handle(ctx: RequestContext, request: dict) -> dict | None`` (or a
-:class:`PendingResponse` when the answer must wait for something after the work is done); they
-reach shared broker state through ``ctx.broker`` rather than globals so that tests can run
-several brokers in one process.
+Handlers are ``async def handle(ctx: RequestContext, request: XRequest) -> XResponse | None``
+(or a :class:`PendingResponse` when the answer must wait for something after the work is done),
+with the types :mod:`wire.messages` generates for API X; they reach shared broker state through
+``ctx.broker`` rather than globals so that tests can run several brokers in one process.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from wire.header import RequestHeader
 
 if TYPE_CHECKING:
-    from broker.node.server import Broker
+    from broker.requests.node_services import NodeServices
     from broker.services.security.authentication import ConnectionAuth
-
-
-ANONYMOUS = "User:ANONYMOUS"
-"""Kafka's principal for a connection nobody authenticated (every PLAINTEXT client)."""
 
 
 @dataclass(slots=True)
@@ -28,7 +24,7 @@ class RequestContext:
     """One request's envelope: its header, the broker it arrived at, the peer and who it is."""
 
     header: RequestHeader
-    broker: Broker
+    broker: NodeServices
     client_address: str
     auth: ConnectionAuth  # the connection's listener and (authenticated) principal
     throttle_ms: int = 0  # a quota the handler found exceeded (Fetch's consumer byte rate)
@@ -52,6 +48,10 @@ class RequestContext:
         return self.header.api_version
 
 
+Response = Mapping[str, Any]
+"""A response body to encode: a ``TypedDict`` of :mod:`wire.messages` (a dict at run time)."""
+
+
 class PendingResponse:
     """A handler's answer that is complete only after a wait the connection need not sit out.
 
@@ -64,13 +64,13 @@ class PendingResponse:
 
     def __init__(
         self,
-        finish: Callable[[], Awaitable[dict[str, Any] | None]],
+        finish: Callable[[], Awaitable[Response | None]],
         ready: Callable[[], bool] | None = None,
     ) -> None:
         self._finish = finish
         self._ready = ready
 
-    async def finish(self) -> dict[str, Any] | None:
+    async def finish(self) -> Response | None:
         return await self._finish()
 
     def ready(self) -> bool:
@@ -79,4 +79,6 @@ class PendingResponse:
         return self._ready is not None and self._ready()
 
 
-Handler = Callable[[RequestContext, dict[str, Any]], Awaitable[dict[str, Any] | PendingResponse | None]]
+Handler = Callable[[RequestContext, Any], Awaitable[Response | PendingResponse | None]]
+"""A handler; its request is the ``TypedDict`` of its API's request (``Any`` here: each handler
+names its own, and a Callable's parameter cannot be narrowed per API)."""

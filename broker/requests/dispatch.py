@@ -8,18 +8,18 @@ SocketServer does), except ApiVersions, which answers any version with a v0 body
 
 from __future__ import annotations
 
-import importlib
 import logging
-import pkgutil
 import struct
 from collections.abc import Iterable
 from time import perf_counter
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from broker import handlers as handlers_package
-from broker.requests.api_support import NOT_SERVED, ApiSupport, Served
-from broker.requests.context import PendingResponse, RequestContext
+from broker.requests.api_ranges import ApiSupport
+from broker.requests.api_support import NOT_SERVED, Served
+from broker.requests.context import PendingResponse, RequestContext, Response
+from broker.requests.node_services import NodeServices
+from broker.requests.request_observer import RequestObserver
 from broker.requests.throttling import ChannelMute, throttle_ms
 from broker.services.security.authentication import AuthenticationError, ConnectionAuth
 from log.disk_error_report import describe_os_error
@@ -27,9 +27,7 @@ from wire.api_keys import ApiKey, api_name
 from wire.codec import decode_request, encode_response_parts
 from wire.error_codes import ErrorCode
 from wire.header import RequestHeader, decode_request_header, encode_response_header, response_header_version
-
-if TYPE_CHECKING:
-    from broker.node.server import Broker
+from wire.schemas import ALL_APIS
 
 log = logging.getLogger(__name__)
 
@@ -38,18 +36,6 @@ _SIZE = struct.Struct(">i")
 
 class CloseConnection(Exception):
     """The request cannot be answered; Kafka closes the connection in these cases."""
-
-
-def load_handlers() -> dict[ApiKey, Served]:
-    """Collect ``HANDLERS`` from every module in ``broker.handlers`` (one per API family)."""
-    found: dict[ApiKey, Served] = {}
-    for module_info in pkgutil.iter_modules(handlers_package.__path__):
-        module = importlib.import_module(f"{handlers_package.__name__}.{module_info.name}")
-        for key, served in getattr(module, "HANDLERS", {}).items():
-            if key in found:
-                raise RuntimeError(f"two handlers for {key.api_name}: {module_info.name} and another module")
-            found[key] = served
-    return found
 
 
 def api_versions_fallback(header: RequestHeader, apis: Iterable[ApiSupport]) -> list[Any]:
@@ -77,6 +63,14 @@ class HandlerFailed(CloseConnection):
     """A handler raised; already logged at ERROR with its request, so close quietly."""
 
 
+class DispatchingNode(NodeServices, Protocol):
+    """The node as dispatch sees it: the services handlers get, the handler of each API
+    served, and the observer every answered request is reported to."""
+
+    served: dict[ApiKey, Served]
+    request_observer: RequestObserver
+
+
 def describe_request(header: RequestHeader, client_address: str) -> str:
     """The request as an operator needs it in a log line: API, version, ids and peer."""
     return (
@@ -90,9 +84,16 @@ class DeferredAnswer:
 
     __slots__ = ("_pending", "_header", "_client_address", "_observer", "_started", "_throttle")
 
-    def __init__(self, pending: PendingResponse, ctx: RequestContext, started: float, throttle: int) -> None:
+    def __init__(
+        self,
+        pending: PendingResponse,
+        ctx: RequestContext,
+        observer: RequestObserver,
+        started: float,
+        throttle: int,
+    ) -> None:
         self._pending, self._header, self._client_address = pending, ctx.header, ctx.client_address
-        self._observer, self._started, self._throttle = ctx.broker.request_observer, started, throttle
+        self._observer, self._started, self._throttle = observer, started, throttle
 
     def ready(self) -> bool:
         """True if ``parts`` would return without waiting."""
@@ -102,7 +103,7 @@ class DeferredAnswer:
         with _HandlerErrors(self._header, self._client_address):
             response = await self._pending.finish()
             if self._throttle and response is not None:
-                _set_throttle(response, self._throttle)
+                response = with_throttle(self._header.api_key, response, self._throttle)
             parts = None if response is None else _encode(self._header, response)
             self._observer.finished(self._header, self._client_address, self._started, None, response)
             return parts
@@ -142,20 +143,31 @@ def _name(header: RequestHeader) -> str:
     return api_name(header.api_key)
 
 
-def _encode(header: RequestHeader, response: dict[str, Any]) -> list[Any]:
+def _encode(header: RequestHeader, response: Response) -> list[Any]:
     body = encode_response_parts(header.api_key, header.api_version, response)
     return frame_response(
         header.correlation_id, response_header_version(header.api_key, header.api_version), body
     )
 
 
-def _set_throttle(response: dict[str, Any], throttle: int) -> None:
-    """Report a quota's throttle time (a response version without the field ignores it)."""
-    response["throttle_time_ms"] = max(response.get("throttle_time_ms", 0), throttle)
+_THROTTLE_REPORTED = frozenset(
+    key for key, api in ALL_APIS.items() if any(f.name == "throttle_time_ms" for f in api.response)
+)
+"""The APIs whose response has a ``throttle_time_ms`` (SaslHandshake, SaslAuthenticate,
+DescribeQuorum and WriteTxnMarkers have none in any version)."""
+
+
+def with_throttle(api_key: int, response: Response, throttle: int) -> Response:
+    """The response reporting a quota's throttle time, where its API has the field (a version
+    without it ignores it; an API without it in any version is told by the muted channel only:
+    the encoder refuses a field its API never declares)."""
+    if api_key not in _THROTTLE_REPORTED:
+        return response
+    return {**response, "throttle_time_ms": max(response.get("throttle_time_ms", 0), throttle)}
 
 
 async def dispatch(
-    broker: Broker, frame: memoryview, client_address: str, auth: ConnectionAuth, mute: ChannelMute
+    broker: DispatchingNode, frame: memoryview, client_address: str, auth: ConnectionAuth, mute: ChannelMute
 ) -> tuple[RequestHeader, Answer]:
     """Handle one request frame; returns its header and the response buffers (None: no response,
     a ``DeferredAnswer``: buffers that are ready later).
@@ -195,9 +207,9 @@ async def dispatch(
             if throttle:
                 mute.hold(throttle)
         if isinstance(response, PendingResponse):
-            return header, DeferredAnswer(response, ctx, started, throttle)
+            return header, DeferredAnswer(response, ctx, broker.request_observer, started, throttle)
         if throttle and response is not None:
-            _set_throttle(response, throttle)
+            response = with_throttle(header.api_key, response, throttle)
         parts = None if response is None else _encode(header, response)
         broker.request_observer.finished(header, client_address, started, request, response)
         return header, parts

@@ -4,16 +4,15 @@ share: finding a partition with Kafka's error precedence, and the topic/partitio
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from broker.requests.authorization import authorized
 from broker.services.security.acl_model import ResourceType
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.node.server import Broker
     from broker.requests.context import RequestContext
+    from broker.requests.node_services import NodeServices
     from broker.state.topics import TopicInfo
     from log.partition_log import PartitionLog
 
@@ -25,7 +24,7 @@ def leader_epoch_error(requested: int, current: int) -> ErrorCode | None:
     return ErrorCode.UNKNOWN_LEADER_EPOCH if requested > current else ErrorCode.FENCED_LEADER_EPOCH
 
 
-def leader_epoch_of(broker: Broker, topic: str, index: int) -> int:
+def leader_epoch_of(broker: NodeServices, topic: str, index: int) -> int:
     """The partition's current leader epoch as this broker leads it (what appends stamp on
     batches): the replica's in a cluster, the topic's on a single node (0 for a topic it does
     not know)."""
@@ -79,16 +78,3 @@ def find_partition(
     if not partition_log.is_online:
         return ErrorCode.KAFKA_STORAGE_ERROR
     return partition_log, info
-
-
-def per_partition(
-    topics: list[dict[str, Any]],
-    answer: Callable[[str, dict[str, Any]], dict[str, Any]],
-    *,
-    topic_key: str = "name",
-) -> list[dict[str, Any]]:
-    """Answer each requested partition, keeping the request's topic/partition nesting."""
-    return [
-        {topic_key: t[topic_key], "partitions": [answer(t[topic_key], p) for p in t["partitions"]]}
-        for t in topics
-    ]

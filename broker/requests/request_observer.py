@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
-from broker.handlers.fetch import FIRST_TOPIC_ID_VERSION
+from broker.requests.version_rules import FIRST_TOPIC_ID_VERSION
 from wire.api_keys import ApiKey, api_name
 from wire.header import RequestHeader
 

@@ -8,10 +8,11 @@ partition-addressed APIs read the same facts.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 if TYPE_CHECKING:
-    from broker.node.server import Broker
+    from broker.config.config import BrokerConfig, Listener
+    from broker.services.cluster.metadata import ClusterMetadata
     from broker.state.topics import TopicInfo
 
 
@@ -29,7 +30,29 @@ class NodeAddress(NamedTuple):
     rack: str | None
 
 
-def partition_state(broker: Broker, topic: TopicInfo, partition: int) -> PartitionState | None:
+class ClusterMember(Protocol):
+    """A cluster member's view of the cluster: the metadata image it watches in etcd."""
+
+    @property
+    def metadata(self) -> ClusterMetadata: ...
+
+
+class ViewedNode(Protocol):
+    """What this module reads of a node: who it is, where it listens, and its cluster if any."""
+
+    @property
+    def node_id(self) -> int: ...
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def cluster(self) -> ClusterMember | None: ...
+
+    def endpoint_for(self, listener_name: str) -> Listener: ...
+
+
+def partition_state(broker: ViewedNode, topic: TopicInfo, partition: int) -> PartitionState | None:
     """The partition's leadership, or None while a cluster has not written its state yet."""
     cluster = broker.cluster
     if cluster is None:
@@ -41,7 +64,7 @@ def partition_state(broker: Broker, topic: TopicInfo, partition: int) -> Partiti
     return PartitionState(record.leader, record.leader_epoch, list(record.replicas), list(record.isr))
 
 
-def live_nodes(broker: Broker, listener_name: str) -> list[NodeAddress]:
+def live_nodes(broker: ViewedNode, listener_name: str) -> list[NodeAddress]:
     """Every live broker with its address on ``listener_name`` (the client's listener)."""
     cluster = broker.cluster
     if cluster is None:
@@ -55,17 +78,17 @@ def live_nodes(broker: Broker, listener_name: str) -> list[NodeAddress]:
     return nodes
 
 
-def node_address(broker: Broker, node_id: int, listener_name: str) -> NodeAddress | None:
+def node_address(broker: ViewedNode, node_id: int, listener_name: str) -> NodeAddress | None:
     """A live broker's address on ``listener_name``."""
     return next((n for n in live_nodes(broker, listener_name) if n.node_id == node_id), None)
 
 
-def controller_id(broker: Broker) -> int:
+def controller_id(broker: ViewedNode) -> int:
     cluster = broker.cluster
     return broker.node_id if cluster is None else cluster.metadata.image.controller_id
 
 
-def topic_complete(broker: Broker, topic: TopicInfo) -> bool:
+def topic_complete(broker: ViewedNode, topic: TopicInfo) -> bool:
     """Whether every partition of ``topic`` has its state (a cluster writes a new topic's
     partitions in chunks after the topic: until the last, the topic is not shown, as Kafka
     shows a created topic whole)."""

@@ -22,7 +22,8 @@ from broker.services.topic_admin import TopicError
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.node.server import Broker
+    from broker.config.config import BrokerConfig
+    from broker.state.topics import TopicRegistry
 
 PER_REQUEST_KEY = "max.partitions.per.request"
 PER_BROKER_KEY = "max.partitions.per.broker"
@@ -39,23 +40,25 @@ class PartitionBudget:
     request registers nothing, so the budget itself remembers what it let through.
     """
 
-    def __init__(self, broker: Broker, requested: int, validate_only: bool = False) -> None:
-        per_request = broker.config.get_int(PER_REQUEST_KEY)
+    def __init__(
+        self, config: BrokerConfig, topics: TopicRegistry, requested: int, validate_only: bool = False
+    ) -> None:
+        per_request = config.get_int(PER_REQUEST_KEY)
         if requested > per_request:
             raise TopicError(
                 ErrorCode.POLICY_VIOLATION,
                 f"Excessively large number of partitions per request: {requested} requested, "
                 f"at most {per_request} allowed ({PER_REQUEST_KEY}).",
             )
-        self._broker = broker
-        self._limit = broker.config.get_int(PER_BROKER_KEY)
+        self._topics = topics
+        self._limit = config.get_int(PER_BROKER_KEY)
         self._validate_only = validate_only
         self._validated = 0  # partitions let through but, validate-only, never registered
 
     def reserve(self, count: int) -> None:
         """Account for ``count`` new partitions, or raise POLICY_VIOLATION if they do not fit."""
         # Every registered topic counts, internal ones too (they use files as well).
-        used = self._broker.topics.partition_count + self._validated
+        used = self._topics.partition_count + self._validated
         if used + count > self._limit:
             raise TopicError(
                 ErrorCode.POLICY_VIOLATION,

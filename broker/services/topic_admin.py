@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from broker.config.config import ConfigError, check_value
 from broker.config.config_defs import TOPIC_CONFIGS
@@ -12,8 +13,9 @@ from log.errors import InvalidConfigError
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.node.server import Broker
-    from broker.state.topics import TopicInfo
+    from broker.config.config import BrokerConfig
+    from broker.services.storage.partitions import PartitionStore
+    from broker.state.topics import TopicInfo, TopicRegistry
 
 
 class TopicError(Exception):
@@ -61,7 +63,40 @@ def validate_configs(configs: dict[str, str]) -> None:
         raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
 
 
-def validate_new_topic(broker: Broker, topic: NewTopic) -> NewTopic:
+class TopicCluster(Protocol):
+    """A cluster member's side of topic administration (``ClusterNode``): changes go through
+    the cluster's metadata in etcd, and each broker applies them to its own logs."""
+
+    def check_replication_factor(self, replication_factor: int) -> None: ...
+
+    async def create_topic(
+        self, topic: NewTopic, assignments: Sequence[tuple[int, ...]] | None = None
+    ) -> TopicInfo: ...
+
+    async def delete_topic(self, info: TopicInfo) -> None: ...
+
+    async def set_topic_configs(self, info: TopicInfo, configs: dict[str, str]) -> None: ...
+
+    async def add_partitions(self, info: TopicInfo, count: int) -> None: ...
+
+
+class TopicHost(Protocol):
+    """The parts of a node that topic administration reads and changes."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def topics(self) -> TopicRegistry: ...
+
+    @property
+    def partitions(self) -> PartitionStore: ...
+
+    @property
+    def cluster(self) -> TopicCluster | None: ...
+
+
+def validate_new_topic(broker: TopicHost, topic: NewTopic) -> NewTopic:
     """Resolve defaults (-1) and check a topic could be created; raises TopicError."""
     error = topic_name_error(topic.name)
     if error:
@@ -96,7 +131,7 @@ def validate_new_topic(broker: Broker, topic: NewTopic) -> NewTopic:
     return topic._replace(partitions=partitions, replication_factor=replication)
 
 
-async def register_topic_async(broker: Broker, topic: NewTopic) -> TopicInfo:
+async def register_topic_async(broker: TopicHost, topic: NewTopic) -> TopicInfo:
     """Register a topic that :func:`validate_new_topic` and the partition limits
     (``broker/services/partition_limits.py``) passed, and create its logs off the event loop (a cluster
     member writes it to the cluster's metadata; each broker then creates the replicas placed
@@ -108,7 +143,7 @@ async def register_topic_async(broker: Broker, topic: NewTopic) -> TopicInfo:
     return info
 
 
-async def delete_topic_async(broker: Broker, info: TopicInfo) -> None:
+async def delete_topic_async(broker: TopicHost, info: TopicInfo) -> None:
     """Delete a topic: from the registry and the disk, or from the cluster's metadata."""
     if broker.cluster is not None:
         await broker.cluster.delete_topic(info)
@@ -117,7 +152,7 @@ async def delete_topic_async(broker: Broker, info: TopicInfo) -> None:
     await broker.partitions.delete_topic(info)
 
 
-async def set_topic_configs_async(broker: Broker, info: TopicInfo, configs: dict[str, str]) -> None:
+async def set_topic_configs_async(broker: TopicHost, info: TopicInfo, configs: dict[str, str]) -> None:
     """Replace a topic's config overrides (AlterConfigs passed its checks) and apply them."""
     if broker.cluster is not None:
         await broker.cluster.set_topic_configs(info, configs)
@@ -126,7 +161,7 @@ async def set_topic_configs_async(broker: Broker, info: TopicInfo, configs: dict
     broker.partitions.reconfigure(info)
 
 
-async def add_partitions_async(broker: Broker, info: TopicInfo, count: int) -> None:
+async def add_partitions_async(broker: TopicHost, info: TopicInfo, count: int) -> None:
     """Grow a topic to ``count`` partitions (CreatePartitions passed its checks)."""
     if broker.cluster is not None:
         await broker.cluster.add_partitions(info, count)
@@ -136,7 +171,7 @@ async def add_partitions_async(broker: Broker, info: TopicInfo, count: int) -> N
     await broker.partitions.create_partitions(info, old, count)
 
 
-def create_topic(broker: Broker, topic: NewTopic) -> TopicInfo:
+def create_topic(broker: TopicHost, topic: NewTopic) -> TopicInfo:
     """Validate, register and create (on the calling thread) one of the broker's own internal
     topics.
 

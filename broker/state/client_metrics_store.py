@@ -19,7 +19,7 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 
-from broker.services.telemetry.client_metrics_config import (
+from broker.config.client_metrics_config import (
     ClientMetricsConfigError,
     Subscription,
     parse_subscription,

@@ -21,9 +21,10 @@ from __future__ import annotations
 import ipaddress
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import trio
 
@@ -152,11 +153,11 @@ class Alteration:
     changes: dict[str, float | None]
 
 
-def alteration_of(entry: dict[str, object]) -> Alteration:
+def alteration_of(entry: Mapping[str, Any]) -> Alteration:
     """An AlterClientQuotas entry, checked as the controller does (entity, keys, values)."""
-    entity = entity_of(entry["entity"])  # type: ignore[arg-type]
+    entity = entity_of(entry["entity"])
     changes: dict[str, float | None] = {}
-    for op in entry["ops"]:  # type: ignore[attr-defined]
+    for op in entry["ops"]:
         if op["key"] in changes:
             raise QuotaError(
                 f"Duplicate quota key {op['key']} not updating quota for this entity {describe_entity(entity)}"

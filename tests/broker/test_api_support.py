@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from broker.handlers import load_handlers
 from broker.requests.api_support import NOT_SERVED, Served, supported_apis
-from broker.requests.dispatch import load_handlers
 from wire.api_keys import ApiKey, api_name
 from wire.schemas import ALL_APIS
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from broker.handlers import load_handlers
 from broker.requests.authorization import CHECKS, operation_for
-from broker.requests.dispatch import load_handlers
 from broker.services.security.acl_model import AclOperation, ResourceType
 from wire.api_keys import ApiKey
 

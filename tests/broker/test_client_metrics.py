@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.services.telemetry.client_metrics_config import (
+from broker.config.client_metrics_config import (
     ClientMetricsConfigError,
     parse_list,
     parse_subscription,

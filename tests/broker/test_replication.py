@@ -53,6 +53,9 @@ class IsrRecorder:
     def endpoint_of(self, node_id: int, listener_name: str | None = None) -> tuple[str, int] | None:
         return self.endpoints.get(node_id)
 
+    def in_sync_replicas(self, topic: str, partition: int) -> list[int] | None:
+        return None  # no metadata: every replica counts as in sync, so none is throttled
+
     def note(self, what: str, value: Any) -> None:
         self.timeline.append((what, value))
         self._changed.set()

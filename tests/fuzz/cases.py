@@ -26,8 +26,8 @@ import random
 import struct
 from dataclasses import dataclass
 
+from broker.handlers import load_handlers
 from broker.requests.api_support import supported_apis
-from broker.requests.dispatch import load_handlers
 from tests.fuzz.messages import INTERESTING_INTS, MessageGenerator
 from wire import codec
 from wire.api_keys import ApiKey

@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from broker.handlers import load_handlers
 from broker.requests.api_support import supported_apis
-from broker.requests.dispatch import load_handlers
 from wire import codec
 from wire.errors import DecodeError
 from wire.header import RequestHeader, decode_request_header, encode_request_header

@@ -1,7 +1,7 @@
 """A broker as a cluster member: its etcd session, metadata watch, controller candidacy, roles,
 and the metadata writes its admin requests make.
 
-Built by ``Broker`` when ``cluster.etcd.endpoints`` is set; :meth:`start` runs before the
+Built by the node (``broker.node.server.Broker``) when ``cluster.etcd.endpoints`` is set; :meth:`start` runs before the
 listeners open (it needs etcd: when no endpoint answers, the broker says so and exits), the rest
 runs as the broker's background tasks.
 """
@@ -31,7 +31,7 @@ from coordinator.transactions import TRANSACTION_STATE_TOPIC
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.node.server import Broker
+    from broker.services.node_parts import ClusterHost
     from broker.state.topics import TopicInfo
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ INTERNAL_TOPIC_SETTINGS = {OFFSETS_TOPIC: "offsets.topic", TRANSACTION_STATE_TOP
 class ClusterNode:
     """Everything cluster-specific of one broker."""
 
-    def __init__(self, broker: Broker, endpoints: str) -> None:
+    def __init__(self, broker: ClusterHost, endpoints: str) -> None:
         config = broker.config
         self._broker = broker
         try:
@@ -168,6 +168,10 @@ class ClusterNode:
         await self.metadata.caught_up(written)
         log.info("%s-%d: isr %s -> %s", topic, partition, list(current.isr), new_isr)
         return True, changed.partition_epoch
+
+    def in_sync_replicas(self, topic: str, partition: int) -> list[int] | None:
+        record = self.metadata.image.partition(topic, partition)
+        return None if record is None else list(record.isr)
 
     def endpoint_of(self, node_id: int, listener_name: str | None = None) -> tuple[str, int] | None:
         found = self.metadata.image.brokers.get(node_id)

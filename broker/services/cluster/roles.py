@@ -22,8 +22,8 @@ from broker.services.cluster.image import Change
 from broker.services.cluster.layout import PartitionRecord
 
 if TYPE_CHECKING:
-    from broker.node.server import Broker
     from broker.services.cluster.metadata import ClusterMetadata
+    from broker.services.node_parts import ClusterHost
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 class Roles:
     """Applies topic and partition changes to the broker's logs and replica roles."""
 
-    def __init__(self, broker: Broker, metadata: ClusterMetadata) -> None:
+    def __init__(self, broker: ClusterHost, metadata: ClusterMetadata) -> None:
         self._broker = broker
         self._metadata = metadata
         self._node_id = broker.node_id

@@ -31,13 +31,13 @@ from log.clock import Clock
 from log.partition_log import PartitionLog
 
 if TYPE_CHECKING:
-    from broker.node.server import Broker
+    from broker.services.coordinators.host import CoordinatorHost
 
 log = logging.getLogger(__name__)
 
 
 def internal_topic_storage(
-    broker: Broker, topic: str, configured_partitions: int, segment_bytes_key: str
+    broker: CoordinatorHost, topic: str, configured_partitions: int, segment_bytes_key: str
 ) -> tuple[int, LogStorage]:
     """How many partitions a coordinator's compacted internal topic has, and storage over it
     (the topic is created on first use, as Kafka does).
@@ -66,7 +66,7 @@ def internal_topic_storage(
     )
 
 
-def announce_append(broker: Broker, key: tuple[str, int]) -> None:
+def announce_append(broker: CoordinatorHost, key: tuple[str, int]) -> None:
     """A coordinator wrote to ``key``: have it synced under the flush policy, and wake fetchers."""
     written = broker.partitions.get(*key)
     if written is not None and broker.replicas is not None:
@@ -80,7 +80,7 @@ def announce_append(broker: Broker, key: tuple[str, int]) -> None:
         broker.appends.notify(key)
 
 
-def create_group_coordinator(broker: Broker) -> GroupCoordinator:
+def create_group_coordinator(broker: CoordinatorHost) -> GroupCoordinator:
     """A coordinator over this broker's ``__consumer_offsets`` (not yet loaded)."""
     config = CoordinatorConfig.from_config(broker.config)
     partitions, storage = internal_topic_storage(
@@ -90,7 +90,7 @@ def create_group_coordinator(broker: Broker) -> GroupCoordinator:
     return GroupCoordinator(config, storage, broker.topics, broker.clock)
 
 
-def install_group_coordinator(broker: Broker) -> GroupCoordinator:
+def install_group_coordinator(broker: CoordinatorHost) -> GroupCoordinator:
     """Set ``broker.coordinator`` and register the task that loads it and drives its timers."""
     coordinator = create_group_coordinator(broker)
     coordinator.consumer.group_configs.update(
@@ -101,7 +101,7 @@ def install_group_coordinator(broker: Broker) -> GroupCoordinator:
     return coordinator
 
 
-def start_coordinator(broker: Broker, coordinator: PartitionedCoordinator, name: str) -> None:
+def start_coordinator(broker: CoordinatorHost, coordinator: PartitionedCoordinator, name: str) -> None:
     """Register the background task that loads ``coordinator`` and then drives its timers.
 
     In a cluster nothing is loaded up front: the coordinator serves the partitions of its

@@ -27,11 +27,11 @@ from coordinator.txn_metadata import TopicPartition
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.node.server import Broker
+    from broker.services.coordinators.host import CoordinatorHost
 
 
 def write_markers(
-    broker: Broker,
+    broker: CoordinatorHost,
     producer_id: int,
     producer_epoch: int,
     commit: bool,
@@ -43,7 +43,7 @@ def write_markers(
     return {tp for tp in partitions if write_local_marker(broker, txn, tp) not in MARKED}
 
 
-def install_transaction_coordinator(broker: Broker) -> TransactionCoordinator:
+def install_transaction_coordinator(broker: CoordinatorHost) -> TransactionCoordinator:
     """Set ``broker.transactions`` and register the task that loads it (on a single node) and
     drives its timers; in a cluster also the marker channel."""
     config = TransactionConfig.from_config(broker.config)

@@ -3,17 +3,25 @@ DelayedProduce), each partition waiting on its own progress event rather than po
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import trio
 
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.services.replication.manager import ReplicaManager
+    from broker.services.replication.leader_state import LeaderState
     from log.partition_log import PartitionLog
 
 PartitionKey = tuple[str, int]
+
+
+class LeaderReplicas(Protocol):
+    """What waiting for acks asks of the replica manager (``ReplicaManager``)."""
+
+    def leader(self, key: PartitionKey) -> LeaderState | None: ...
+
+    async def replicated(self, key: PartitionKey, required_offset: int, min_insync: int) -> ErrorCode: ...
 
 
 class AckWait(NamedTuple):
@@ -29,7 +37,7 @@ def ack_wait(key: PartitionKey, partition_log: PartitionLog) -> AckWait:
     return AckWait(key, partition_log.log_end_offset, partition_log.config.min_insync_replicas)
 
 
-def min_isr_refusal(replicas: ReplicaManager, key: PartitionKey, min_insync: int) -> str | None:
+def min_isr_refusal(replicas: LeaderReplicas, key: PartitionKey, min_insync: int) -> str | None:
     """Kafka's NOT_ENOUGH_REPLICAS message when the ISR is below ``min.insync.replicas``."""
     state = replicas.leader(key)
     if state is None or len(state.isr) >= state.effective_min_isr(min_insync):
@@ -42,7 +50,7 @@ def min_isr_refusal(replicas: ReplicaManager, key: PartitionKey, min_insync: int
 
 
 async def acknowledged(
-    replicas: ReplicaManager, waits: list[AckWait], deadline: float
+    replicas: LeaderReplicas, waits: list[AckWait], deadline: float
 ) -> dict[PartitionKey, ErrorCode]:
     """Wait until every partition's high watermark covers its append, up to ``deadline`` (trio
     time, the request's ``timeout_ms``); the partitions that may not be acknowledged and why

@@ -9,9 +9,10 @@ follower wrote a tail the leader does not have: the answer carries no records bu
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from wire.error_codes import ErrorCode
+from wire.messages import FetchResponseDivergingEpoch
 
 if TYPE_CHECKING:
     from log.partition_log import PartitionLog
@@ -21,7 +22,7 @@ UNDEFINED = -1
 
 def diverging_epoch(
     partition_log: PartitionLog, leader_epoch: int, last_fetched_epoch: int, fetch_offset: int
-) -> dict[str, Any] | ErrorCode | None:
+) -> FetchResponseDivergingEpoch | ErrorCode | None:
     """``{"epoch", "end_offset"}`` when the follower's log diverges, OFFSET_OUT_OF_RANGE when
     the leader cannot tell where that epoch ends (or the offset is below its log start), None
     when the follower may read on."""

@@ -36,8 +36,12 @@ from broker.services.replication.throttle import (
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.node.server import Broker
+    from broker.config.config import BrokerConfig
     from broker.services.replication.ports import ClusterPorts
+    from broker.services.storage.appends import AppendNotifier
+    from broker.services.storage.partitions import PartitionStore
+    from broker.state.topics import TopicRegistry
+    from log.clock import Clock
     from log.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
@@ -48,17 +52,29 @@ PartitionKey = tuple[str, int]
 class ReplicaManager:
     """Leader and follower roles of this broker's partitions."""
 
-    def __init__(self, broker: Broker, ports: ClusterPorts) -> None:
-        self._broker = broker
+    def __init__(
+        self,
+        config: BrokerConfig,
+        node_id: int,
+        clock: Clock,
+        topics: TopicRegistry,
+        partitions: PartitionStore,
+        appends: AppendNotifier,
+        ports: ClusterPorts,
+    ) -> None:
+        self._node_id = node_id
+        self._clock = clock
+        self._topics = topics
+        self._partitions = partitions
+        self._appends = appends
         self._ports = ports
-        config = broker.config
         self.max_lag_ms = config.get_int("replica.lag.time.max.ms")
-        self._leader_quota = ReplicationQuota(config, "leader.replication.throttled.rate", broker.clock)
+        self._leader_quota = ReplicationQuota(config, "leader.replication.throttled.rate", clock)
         self._follower_throttle = FollowerThrottle(
-            broker, ReplicationQuota(config, "follower.replication.throttled.rate", broker.clock)
+            ports, topics, node_id, ReplicationQuota(config, "follower.replication.throttled.rate", clock)
         )
         self._settings = FetcherSettings(
-            node_id=broker.node_id,
+            node_id=node_id,
             wait_max_ms=config.get_int("replica.fetch.wait.max.ms"),
             min_bytes=config.get_int("replica.fetch.min.bytes"),
             max_bytes=config.get_int("replica.fetch.max.bytes"),
@@ -98,20 +114,20 @@ class ReplicaManager:
         self._stop_following(key)
         state = self._leading.get(key)
         if state is not None and state.leader_epoch == leader_epoch:
-            state.update_assignment(partition_epoch, replicas, isr, self._broker.clock())
+            state.update_assignment(partition_epoch, replicas, isr, self._clock())
             self._refresh(key, state, partition_log)
             return
         if state is not None:
             state.signal()  # producers waiting under the old epoch re-check who leads
         state = LeaderState(
-            self._broker.node_id,
+            self._node_id,
             leader_epoch,
             partition_epoch,
             replicas,
             isr,
             epoch_start_offset=partition_log.log_end_offset,
             high_watermark=partition_log.high_watermark,
-            now_ms=self._broker.clock(),
+            now_ms=self._clock(),
         )
         self._leading[key] = state
         partition_log.set_replicated_high_watermark(state.high_watermark)
@@ -137,7 +153,7 @@ class ReplicaManager:
         self._stop_leading(key)
         self._stop_following(key)
         if delete:
-            await self._broker.partitions.delete_logs(topic, range(partition, partition + 1))
+            await self._partitions.delete_logs(topic, range(partition, partition + 1))
 
     # --- reassignment throttles (``broker.services.replication.throttle``) ------------------------------
 
@@ -150,7 +166,7 @@ class ReplicaManager:
     def leader_throttled(self, key: PartitionKey, follower: int) -> bool:
         state = self._leading.get(key)
         in_sync = state is None or follower in state.isr
-        return throttled_copy(self._broker.topics, key, LEADER_REPLICAS, self._broker.node_id, in_sync)
+        return throttled_copy(self._topics, key, LEADER_REPLICAS, self._node_id, in_sync)
 
     def leader_served(self, key: PartitionKey, follower: int, size: int) -> None:
         if self.leader_throttled(key, follower):
@@ -180,7 +196,7 @@ class ReplicaManager:
         """(leader id, leader epoch) as this broker knows them, None if it has no role for it."""
         state = self._leading.get(key)
         if state is not None:
-            return self._broker.node_id, state.leader_epoch
+            return self._node_id, state.leader_epoch
         return self._following.get(key)
 
     def endpoint_of(self, node_id: int, listener_name: str) -> tuple[str, int] | None:
@@ -211,9 +227,7 @@ class ReplicaManager:
         state = self._leading.get(key)
         if state is None:
             return
-        if state.follower_fetched(
-            replica_id, fetch_offset, partition_log.log_end_offset, self._broker.clock()
-        ):
+        if state.follower_fetched(replica_id, fetch_offset, partition_log.log_end_offset, self._clock()):
             self._advance(key, state, partition_log)
             self._maintain_isr(key, state, partition_log)
 
@@ -243,23 +257,23 @@ class ReplicaManager:
             while True:
                 await trio.sleep(max(self.max_lag_ms, 2) / 2000)
                 for key, state in list(self._leading.items()):
-                    partition_log = self._broker.partitions.get(*key)
+                    partition_log = self._partitions.get(*key)
                     if partition_log is not None:
                         self._maintain_isr(key, state, partition_log)
 
     # --- internals ------------------------------------------------------------------------------
 
     def _log(self, key: PartitionKey) -> PartitionLog:
-        partition_log = self._broker.partitions.get(*key)
+        partition_log = self._partitions.get(*key)
         if partition_log is None:
-            raise LookupError(f"no log for {key[0]}-{key[1]} on broker {self._broker.node_id}")
+            raise LookupError(f"no log for {key[0]}-{key[1]} on broker {self._node_id}")
         return partition_log
 
     def _fetcher(self, leader_id: int) -> LeaderFetcher:
         fetcher = self._fetchers.get(leader_id)
         if fetcher is None:
             fetcher = LeaderFetcher(
-                leader_id, self._settings, self._broker.partitions, self._ports, self._follower_throttle
+                leader_id, self._settings, self._partitions, self._ports, self._follower_throttle
             )
             self._fetchers[leader_id] = fetcher
             if self._nursery is not None:
@@ -280,7 +294,7 @@ class ReplicaManager:
         """Move the high watermark if the ISR allows; wake fetches and producers if it moved."""
         if state.advance_high_watermark(partition_log.log_end_offset):
             partition_log.set_replicated_high_watermark(state.high_watermark)
-            self._broker.appends.notify(key)
+            self._appends.notify(key)
             state.signal()
 
     def _refresh(self, key: PartitionKey, state: LeaderState, partition_log: PartitionLog) -> None:
@@ -293,7 +307,7 @@ class ReplicaManager:
         adding those that caught up; one proposal at a time."""
         if state.pending_isr is not None or self._nursery is None:
             return
-        lagging = state.out_of_sync(partition_log.log_end_offset, self._broker.clock(), self.max_lag_ms)
+        lagging = state.out_of_sync(partition_log.log_end_offset, self._clock(), self.max_lag_ms)
         if lagging:
             new_isr = [r for r in state.isr if r not in lagging]
         else:
@@ -319,6 +333,6 @@ class ReplicaManager:
             return
         log.info("ISR of %s-%d: %s -> %s", topic, partition, state.isr, new_isr)
         state.isr, state.partition_epoch = list(new_isr), partition_epoch
-        partition_log = self._broker.partitions.get(*key)
+        partition_log = self._partitions.get(*key)
         if partition_log is not None:
             self._refresh(key, state, partition_log)

@@ -7,13 +7,17 @@ from typing import Protocol
 
 
 class ClusterPorts(Protocol):
-    """The two calls ``ReplicaManager`` makes into the cluster layer."""
+    """The calls ``ReplicaManager`` makes into the cluster layer."""
 
     async def propose_isr(
         self, topic: str, partition: int, leader_epoch: int, partition_epoch: int, new_isr: list[int]
     ) -> tuple[bool, int]:
         """Kafka's AlterPartition: store ``new_isr`` if the partition is still at
         ``leader_epoch``/``partition_epoch``; (accepted, the partition epoch now)."""
+        ...
+
+    def in_sync_replicas(self, topic: str, partition: int) -> list[int] | None:
+        """The partition's ISR as the cluster's metadata holds it, None if it has no record."""
         ...
 
     def endpoint_of(self, node_id: int, listener_name: str | None = None) -> tuple[str, int] | None:

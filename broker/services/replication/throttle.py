@@ -20,7 +20,7 @@ from broker.services.quotas.quota_rate import Rate, Windows
 
 if TYPE_CHECKING:
     from broker.config.config import BrokerConfig
-    from broker.node.server import Broker
+    from broker.services.replication.ports import ClusterPorts
     from broker.state.topics import TopicRegistry
 
 PartitionKey = tuple[str, int]
@@ -77,15 +77,18 @@ class FollowerThrottle:
     this broker's copies listed in ``follower.replication.throttled.replicas`` and out of the
     ISR (as the cluster's metadata says) against ``follower.replication.throttled.rate``."""
 
-    def __init__(self, broker: Broker, quota: ReplicationQuota) -> None:
-        self._broker = broker
+    def __init__(
+        self, cluster: ClusterPorts, topics: TopicRegistry, node_id: int, quota: ReplicationQuota
+    ) -> None:
+        self._cluster = cluster
+        self._topics = topics
+        self._node_id = node_id
         self._quota = quota
 
     def _throttled(self, key: PartitionKey) -> bool:
-        broker = self._broker
-        record = broker.cluster.metadata.image.partition(*key) if broker.cluster is not None else None
-        in_sync = record is None or broker.node_id in record.isr
-        return throttled_copy(broker.topics, key, FOLLOWER_REPLICAS, broker.node_id, in_sync)
+        isr = self._cluster.in_sync_replicas(*key)
+        in_sync = isr is None or self._node_id in isr
+        return throttled_copy(self._topics, key, FOLLOWER_REPLICAS, self._node_id, in_sync)
 
     def holds_back(self, key: PartitionKey) -> bool:
         return self._throttled(key) and self._quota.exceeded()

@@ -10,6 +10,7 @@ the same messages.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import TypeVar
@@ -179,7 +180,7 @@ class AclFilter:
     permission: AclPermissionType
 
     @classmethod
-    def from_request(cls, entry: dict[str, object]) -> AclFilter:
+    def from_request(cls, entry: Mapping[str, object]) -> AclFilter:
         """The filter of a DescribeAcls request or of one DeleteAcls filter."""
         return cls(
             _enum_or_unknown(ResourceType, int(entry["resource_type_filter"])),  # type: ignore[call-overload]

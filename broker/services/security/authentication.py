@@ -17,16 +17,18 @@ import logging
 
 import trio
 
-from broker.network.accept import RateLimitedLog
-from broker.requests.context import ANONYMOUS
+from broker.services.rate_limited_log import RateLimitedLog
 from broker.services.security.listener_security import ListenerSecurity
 from broker.services.security.mechanism import AuthenticationFailed, SaslServer
 from wire.api_keys import ApiKey, api_name
 
 log = logging.getLogger(__name__)
 
+ANONYMOUS = "User:ANONYMOUS"
+"""Kafka's principal for a connection nobody authenticated (every PLAINTEXT client)."""
+
 _BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE})
-_warn_failure = RateLimitedLog(logging.WARNING)
+_warn_failure = RateLimitedLog(logging.WARNING, log)
 
 
 def _dotted(principal: str) -> str:

@@ -49,8 +49,10 @@ from log.errors import LogError
 if TYPE_CHECKING:
     from prometheus_client import Histogram
 
-    from broker.node.server import Broker
+    from broker.config.config import BrokerConfig
     from broker.services.metrics import BrokerMetrics
+    from broker.services.storage.appends import AppendNotifier
+    from broker.services.storage.partitions import PartitionStore
     from log.partition_log import DataSync, PartitionLog, SyncMark
 
 log = logging.getLogger(__name__)
@@ -94,8 +96,17 @@ class SyncTicket:
 class Durability:
     """Applies the flush policy after appends; its round task runs the group-commit rounds."""
 
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(
+        self,
+        config: BrokerConfig,
+        partitions: PartitionStore,
+        appends: AppendNotifier,
+        metrics: BrokerMetrics,
+    ) -> None:
+        self._config = config
+        self._partitions = partitions
+        self._appends = appends
+        self._metrics = metrics
         self._policies: dict[PartitionKey, _FlushPolicy] = {}
         # The partitions with appends not yet synced (``dirty_since`` set): the periodic flush
         # visits only these, not every partition of the broker each second.
@@ -200,7 +211,7 @@ class Durability:
         """Background task: one round after another while appends wait, each covering every
         append registered before it began (the sync process does the syncs, started here when
         the broker's own default asks for synced acks, else when a topic's first does)."""
-        if self._broker.config.get_int("log.flush.interval.messages") < LONG_MAX:
+        if self._config.get_int("log.flush.interval.messages") < LONG_MAX:
             self.sync_process.ensure_started()  # so the first ack need not wait for it to start
         try:
             while True:
@@ -246,7 +257,7 @@ class Durability:
             finally:
                 for _, begun in syncs.values():
                     begun.close()
-        self._broker.metrics.sync_round_time.observe(trio.current_time() - began)
+        self._metrics.sync_round_time.observe(trio.current_time() - began)
         return frozenset(failed)
 
     async def _sync_all(
@@ -266,7 +277,7 @@ class Durability:
             except LogError:
                 failed.add(key)
                 continue
-            self._broker.metrics.log_flush_time.observe(took)
+            self._metrics.log_flush_time.observe(took)
 
     def _end_round(
         self,
@@ -278,7 +289,7 @@ class Durability:
         for key, (partition_log, mark) in batch.items():
             if key not in failed:
                 partition_log.reveal_synced(mark)
-                self._broker.appends.notify(key)  # long-polling fetches may read it now
+                self._appends.notify(key)  # long-polling fetches may read it now
         if failed:
             self._failures[number] = failed
             self._failures.pop(number - _FAILURES_KEPT, None)
@@ -302,7 +313,7 @@ class Durability:
             await trio.sleep(1.0)
             now = trio.current_time()
             for key, policy in list(self._dirty.items()):
-                partition_log = self._broker.partitions.get(*key)
+                partition_log = self._partitions.get(*key)
                 if partition_log is None:  # deleted since its append
                     self._dirty.pop(key, None)
                     continue
@@ -311,7 +322,7 @@ class Durability:
                 if (now - policy.dirty_since) * 1000 >= partition_log.config.flush_ms:
                     self._clean(key)
                     try:
-                        await _timed_flush(partition_log.flush, self._broker.metrics)
+                        await _timed_flush(partition_log.flush, self._metrics)
                     except LogError:
                         continue  # the partition went offline and said why; the others go on
 

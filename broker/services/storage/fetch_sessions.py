@@ -29,6 +29,7 @@ from typing import Any
 
 from log.clock import Clock, wall_clock_ms
 from wire.error_codes import ErrorCode
+from wire.messages import FetchResponsePartitions
 from wire.primitives import INT32_MAX
 
 INVALID_SESSION_ID = 0
@@ -40,7 +41,7 @@ long may be replaced at once; one younger than this cannot be evicted."""
 
 SessionKey = tuple[Any, int]
 """A partition in a session: (topic id, or name before Fetch 13; partition index)."""
-Answer = tuple["SessionPartition", dict[str, Any], int]
+Answer = tuple["SessionPartition", FetchResponsePartitions, int]
 """A partition read for a Fetch: what was asked, its response, and how many record bytes it carries."""
 
 
@@ -72,7 +73,7 @@ class SessionPartition:
         """Whether the client's last answer for this partition carried these offsets."""
         return self.high_watermark == high_watermark and self.log_start_offset == log_start_offset
 
-    def must_respond(self, response: dict[str, Any], records: int) -> bool:
+    def must_respond(self, response: FetchResponsePartitions, records: int) -> bool:
         """Whether an incremental answer includes this partition (Kafka's ``CachedPartition``
         rules), remembering what it now tells: records, a changed high watermark or log start
         offset, or an error (after which the high watermark is forgotten, so the partition is

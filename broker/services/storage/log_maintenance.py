@@ -26,6 +26,7 @@ the others.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import trio
@@ -35,7 +36,9 @@ from log.disk_error_report import describe_os_error
 from log.errors import LogError
 
 if TYPE_CHECKING:
-    from broker.node.server import Broker
+    from broker.config.config import BrokerConfig
+    from broker.services.storage.partitions import PartitionStore
+    from log.clock import Clock
     from log.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
@@ -48,24 +51,34 @@ _MIN_OFFLINE_RETRY_MS = 100
 _PURGE_CHECK_MS = 10_000
 
 
-async def run_log_maintenance(broker: Broker) -> None:
+@dataclass(frozen=True, slots=True)
+class _Storage:
+    """What the maintenance loops read: the settings (some change live), the clock, the logs."""
+
+    config: BrokerConfig
+    clock: Clock
+    partitions: PartitionStore
+
+
+async def run_log_maintenance(config: BrokerConfig, clock: Clock, partitions: PartitionStore) -> None:
     """Background task: checkpoints, retention and (if enabled) the log cleaner."""
+    node = _Storage(config, clock, partitions)
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(_checkpoint_loop, broker)
-        nursery.start_soon(_retention_loop, broker)
-        nursery.start_soon(_offline_retry_loop, broker)
-        if broker.config.get_bool("log.cleaner.enable"):
-            nursery.start_soon(_cleaner_loop, broker)
+        nursery.start_soon(_checkpoint_loop, node)
+        nursery.start_soon(_retention_loop, node)
+        nursery.start_soon(_offline_retry_loop, node)
+        if node.config.get_bool("log.cleaner.enable"):
+            nursery.start_soon(_cleaner_loop, node)
 
 
-async def _checkpoint_loop(broker: Broker) -> None:
-    interval_s = broker.config.get_int("log.flush.offset.checkpoint.interval.ms") / 1000
+async def _checkpoint_loop(node: _Storage) -> None:
+    interval_s = node.config.get_int("log.flush.offset.checkpoint.interval.ms") / 1000
     segments_seen: dict[tuple[str, int], int] = {}
     while True:
         await trio.sleep(interval_s)
-        now_ms = broker.clock()
-        expiration_ms = broker.config.get_int("producer.id.expiration.ms")  # dynamic
-        for topic, partition, partition_log in broker.partitions.all_logs():
+        now_ms = node.clock()
+        expiration_ms = node.config.get_int("producer.id.expiration.ms")  # dynamic
+        for topic, partition, partition_log in node.partitions.all_logs():
             if not partition_log.is_online:
                 continue
             segment_count = len(partition_log.segment_base_offsets)
@@ -80,12 +93,12 @@ async def _checkpoint_loop(broker: Broker) -> None:
             partition_log.remove_expired_producers(now_ms, expiration_ms)
 
 
-async def _retention_loop(broker: Broker) -> None:
-    interval_ms = broker.config.get_int("log.retention.check.interval.ms")
-    next_check_ms = broker.clock() + interval_ms
+async def _retention_loop(node: _Storage) -> None:
+    interval_ms = node.config.get_int("log.retention.check.interval.ms")
+    next_check_ms = node.clock() + interval_ms
     while True:
-        now_ms = broker.clock()
-        logs = [partition_log for _, _, partition_log in broker.partitions.all_logs()]
+        now_ms = node.clock()
+        logs = [partition_log for _, _, partition_log in node.partitions.all_logs()]
         if now_ms >= next_check_ms:
             next_check_ms = now_ms + interval_ms
             for partition_log in logs:
@@ -100,15 +113,15 @@ async def _retention_loop(broker: Broker) -> None:
         await trio.sleep(max(0, wake_ms - now_ms) / 1000)
 
 
-async def _cleaner_loop(broker: Broker) -> None:
+async def _cleaner_loop(node: _Storage) -> None:
     """One pass at a time.  On cancellation (shutdown) the log stays claimed: closing it stops
     the worker thread within a batch and waits for it."""
     cleaner = LogCleaner()
     while True:
-        logs = [partition_log for _, _, partition_log in broker.partitions.all_logs()]
-        job = cleaner.next_job(logs, broker.clock())
+        logs = [partition_log for _, _, partition_log in node.partitions.all_logs()]
+        job = cleaner.next_job(logs, node.clock())
         if job is None:
-            await trio.sleep(broker.config.get_int("log.cleaner.backoff.ms") / 1000)  # dynamic
+            await trio.sleep(node.config.get_int("log.cleaner.backoff.ms") / 1000)  # dynamic
             continue
         try:
             await trio.to_thread.run_sync(job.build_offset_map, abandon_on_cancel=True)
@@ -125,11 +138,11 @@ async def _cleaner_loop(broker: Broker) -> None:
             job.finish()
 
 
-async def _offline_retry_loop(broker: Broker) -> None:
-    interval_ms = max(_MIN_OFFLINE_RETRY_MS, broker.config.get_int("log.offline.retry.ms"))
+async def _offline_retry_loop(node: _Storage) -> None:
+    interval_ms = max(_MIN_OFFLINE_RETRY_MS, node.config.get_int("log.offline.retry.ms"))
     while True:
         await trio.sleep(interval_ms / 1000)
-        for _, _, partition_log in broker.partitions.all_logs():
+        for _, _, partition_log in node.partitions.all_logs():
             if not partition_log.is_online:
                 await _bring_back_online(partition_log)
 

@@ -33,8 +33,9 @@ from log.open_files import OPEN_FILES, default_capacity
 from log.partition_log import PartitionLog
 
 if TYPE_CHECKING:
-    from broker.node.server import Broker
-    from broker.state.topics import TopicInfo
+    from broker.config.config import BrokerConfig
+    from broker.state.topics import TopicInfo, TopicRegistry
+    from log.clock import Clock
 
 log = logging.getLogger(__name__)
 
@@ -91,25 +92,34 @@ class _DirectoryLocks:
 class PartitionStore:
     """Partition logs of every registered topic, opened (and recovered) at start-up."""
 
-    def __init__(self, broker: Broker, log_dirs: list[str], *, create_missing: bool = True) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        topics: TopicRegistry,
+        clock: Clock,
+        log_dirs: list[str],
+        *,
+        create_missing: bool = True,
+    ) -> None:
         """Open every partition log found; with ``create_missing``, also create the missing
         logs of registered topics (a single node hosts every partition; a cluster member
         creates only the replicas placed on it, once it has read the cluster's metadata)."""
-        self._broker = broker
+        self._config = config
+        self._topics = topics
         self._directory_locks = _DirectoryLocks()
-        open_files_max = broker.config.get_int("log.open.files.max")
+        open_files_max = config.get_int("log.open.files.max")
         OPEN_FILES.reconfigure(open_files_max if open_files_max > 0 else default_capacity())
-        self._manager = LogManager(log_dirs, self.log_config, broker.clock)
+        self._manager = LogManager(log_dirs, self.log_config, clock)
         self._drop_unregistered()
         if create_missing:
-            for topic in broker.topics.all():
+            for topic in topics.all():
                 self.create_partitions_now(topic, 0, topic.partitions)
         _exempt_from_gc()
 
     def _drop_unregistered(self) -> None:
         """Remove never-written partition directories the registry does not list; keep others."""
         for (topic, partition), partition_log in self._manager.partitions():
-            info = self._broker.topics.get(topic)
+            info = self._topics.get(topic)
             if info is not None and partition < info.partitions:
                 continue
             if partition_log.is_online and partition_log.log_end_offset == 0:
@@ -122,9 +132,9 @@ class PartitionStore:
 
     def log_config(self, topic: str) -> LogConfig:
         """Effective log settings of ``topic``: broker-level defaults under its overrides."""
-        info = self._broker.topics.get(topic)
+        info = self._topics.get(topic)
         overrides = info.configs if info is not None else {}
-        return LogConfig.from_properties(self._broker.config.topic_defaults() | overrides)
+        return LogConfig.from_properties(self._config.topic_defaults() | overrides)
 
     @property
     def log_dirs(self) -> list[str]:
@@ -137,7 +147,7 @@ class PartitionStore:
 
     def get(self, topic: str, partition: int) -> PartitionLog | None:
         """The log of a registered partition, or None if the topic or partition is unknown."""
-        info = self._broker.topics.get(topic)
+        info = self._topics.get(topic)
         if info is None or not 0 <= partition < info.partitions:
             return None
         return self._manager.get(topic, partition)
@@ -179,7 +189,7 @@ class PartitionStore:
             partitions = wanted[first : first + CREATION_CHUNK]
             directories = self._manager.place(topic.name, partitions)
             logs = await trio.to_thread.run_sync(self._create_logs, directories, topic.name)
-            if self._broker.topics.by_id(topic.topic_id) is not topic:
+            if self._topics.by_id(topic.topic_id) is not topic:
                 log.info("topic %s was deleted while its partitions were being created", topic.name)
                 await trio.to_thread.run_sync(_discard, logs)
                 return
@@ -217,13 +227,13 @@ class PartitionStore:
 
     def reconfigure_all(self) -> None:
         """Apply changed broker-level log defaults to every open log."""
-        for topic in self._broker.topics.all():
+        for topic in self._topics.all():
             self.reconfigure(topic)
 
     def all_logs(self) -> list[tuple[str, int, PartitionLog]]:
         return [
             (topic.name, partition, plog)
-            for topic in self._broker.topics.all()
+            for topic in self._topics.all()
             for partition in range(topic.partitions)
             if (plog := self._manager.get(topic.name, partition)) is not None
         ]

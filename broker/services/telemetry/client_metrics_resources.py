@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.config.client_metrics_config import KEYS, ClientMetricsConfigError
 from broker.config.config_defs import ConfigSource
-from broker.services.telemetry.client_metrics_config import KEYS, ClientMetricsConfigError
 from broker.state.client_metrics_store import SubscriptionStore
 from wire.error_codes import ErrorCode
 

@@ -34,14 +34,19 @@ import struct
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
 
 from crc32c import crc32c
 
-from broker.services.telemetry.client_metrics_config import ALL_METRICS, DEFAULT_INTERVAL_MS
+from broker.config.client_metrics_config import ALL_METRICS, DEFAULT_INTERVAL_MS
 from broker.state.client_metrics_store import SubscriptionStore
 from log.clock import Clock
 from wire.error_codes import ErrorCode
+from wire.messages import (
+    GetTelemetrySubscriptionsRequest,
+    GetTelemetrySubscriptionsResponse,
+    PushTelemetryRequest,
+    PushTelemetryResponse,
+)
 from wire.record_batch import Compression, decompress
 from wire.record_batch_errors import CorruptRecordError, DecompressionLimitError
 
@@ -241,7 +246,9 @@ class ClientTelemetry:
             self._instances.popitem(last=False)
             self._identity_bytes -= oldest.identity.cost
 
-    def get_subscriptions(self, request: dict[str, Any], identity: ClientIdentity) -> dict[str, Any]:
+    def get_subscriptions(
+        self, request: GetTelemetrySubscriptionsRequest, identity: ClientIdentity
+    ) -> GetTelemetrySubscriptionsResponse:
         """A GetTelemetrySubscriptions response body."""
         now_ms = self._clock()
         instance_id = bytes(request["client_instance_id"])
@@ -252,7 +259,17 @@ class ClientTelemetry:
             ErrorCode.UNKNOWN_SUBSCRIPTION_ID,
             ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
         ):
-            return {"throttle_time_ms": 0, "error_code": ErrorCode.THROTTLING_QUOTA_EXCEEDED}
+            return {  # as Kafka's error response: every other field at its zero
+                "throttle_time_ms": 0,
+                "error_code": ErrorCode.THROTTLING_QUOTA_EXCEEDED,
+                "client_instance_id": _ZERO_ID,
+                "subscription_id": 0,
+                "accepted_compression_types": [],
+                "push_interval_ms": 0,
+                "telemetry_max_bytes": 0,
+                "delta_temporality": False,
+                "requested_metrics": [],
+            }
         instance.last_error = ErrorCode.NONE
         return {
             "throttle_time_ms": 0,
@@ -266,7 +283,7 @@ class ClientTelemetry:
             "requested_metrics": instance.offer.metrics,
         }
 
-    def push(self, request: dict[str, Any], identity: ClientIdentity) -> dict[str, Any]:
+    def push(self, request: PushTelemetryRequest, identity: ClientIdentity) -> PushTelemetryResponse:
         """A PushTelemetry response body; the payload is checked, counted and dropped."""
         instance_id = bytes(request["client_instance_id"])
         if instance_id in _RESERVED_IDS:
@@ -281,7 +298,7 @@ class ClientTelemetry:
         instance.last_error = ErrorCode.NONE
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE}
 
-    def _check_push(self, instance: ClientInstance, request: dict[str, Any]) -> None:
+    def _check_push(self, instance: ClientInstance, request: PushTelemetryRequest) -> None:
         """Kafka's ``validatePushRequest``, in its order; the push's terminating flag sticks."""
         try:
             if instance.terminating:
@@ -297,7 +314,7 @@ class ClientTelemetry:
         finally:
             instance.terminating = request["terminating"]
 
-    def _receive(self, instance: ClientInstance, request: dict[str, Any]) -> None:
+    def _receive(self, instance: ClientInstance, request: PushTelemetryRequest) -> None:
         """Decompress the payload within ``telemetry.max.bytes`` and count it (empty: nothing)."""
         payload = request["metrics"]
         if not payload:

@@ -15,8 +15,8 @@ import logging
 from collections import defaultdict
 from typing import Any
 
-from broker.handlers.transactions import error_for
 from broker.requests.context import RequestContext
+from broker.requests.coordinators import error_for
 from coordinator.transactions import TRANSACTION_STATE_TOPIC
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode

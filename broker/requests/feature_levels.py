@@ -1,0 +1,32 @@
+"""The feature levels (KIP-584) this node supports and has finalized: ApiVersions reports them,
+UpdateFeatures checks against them."""
+
+from __future__ import annotations
+
+from broker.requests.context import RequestContext
+from wire.messages import ApiVersionsResponse
+
+FINALIZED_EPOCH = 0  # levels never change while the broker runs
+
+
+def finalized_levels(ctx: RequestContext) -> dict[str, int]:
+    """Feature name -> finalized level, from what the configuration enables."""
+    protocols = ctx.broker.config.get("group.coordinator.rebalance.protocols") or ""
+    consumer = "consumer" in (p.strip() for p in protocols.split(","))
+    return {"group.version": 1} if consumer else {}
+
+
+SUPPORTED = {"group.version": (0, 1)}
+
+
+def add_api_versions_features(ctx: RequestContext, response: ApiVersionsResponse) -> None:
+    """Put the feature fields of an ApiVersions v3+ response in ``response``."""
+    response["supported_features"] = [
+        {"name": name, "min_version": low, "max_version": high} for name, (low, high) in SUPPORTED.items()
+    ]
+    response["finalized_features_epoch"] = FINALIZED_EPOCH
+    response["finalized_features"] = [
+        {"name": name, "min_version_level": level, "max_version_level": level}
+        for name, level in finalized_levels(ctx).items()
+    ]
+    response["zk_migration_ready"] = False

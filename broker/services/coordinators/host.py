@@ -1,0 +1,27 @@
+"""What hosting the group and transaction coordinators reads of the node and sets in it
+(see ``broker.services.node_parts`` for why this is a Protocol)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Protocol
+
+from broker.services.node_parts import LogsNode
+
+if TYPE_CHECKING:
+    from broker.config.dynamic_config import DynamicConfigs
+    from broker.services.cluster.node import ClusterNode
+    from broker.state.producer_ids import ProducerIdAllocator
+    from coordinator.coordinator import GroupCoordinator
+    from coordinator.transactions import TransactionCoordinator
+
+
+class CoordinatorHost(LogsNode, Protocol):
+    """What hosting the group and transaction coordinators reads and sets."""
+
+    cluster: ClusterNode | None
+    dynamic_configs: DynamicConfigs
+    producer_ids: ProducerIdAllocator
+    coordinator: GroupCoordinator | None
+    transactions: TransactionCoordinator | None
+    background_tasks: list[Callable[[], Awaitable[None]]]
