@@ -3,6 +3,8 @@ Spark tests and the benchmarks share to reach a broker, Odradek or Apache Kafka.
 
 - :mod:`compat_tests.kit.raw_protocol`: one request and its one answer, on the CLI's
   ``KafkaConnection`` (readiness, leader look-ups, exact error codes, hand-built batches).
+- :mod:`compat_tests.kit.broker_process`: an ``odradek serve`` process that keeps its port and
+  data directory across a stop, a kill -9 and a restart (``OdradekProcess``).
 - :mod:`compat_tests.kit.etcd_cluster`: real etcd clusters of one or three members, and
   :mod:`compat_tests.kit.fixtures`, their pytest fixtures (a plugin of the root ``conftest.py``).
 

@@ -1,6 +1,6 @@
-"""An ``odradek serve`` subprocess that integration tests can stop, kill -9 and restart.
+"""An ``odradek serve`` subprocess that tests can stop, kill -9 and restart.
 
-Unlike the compatibility suite's launcher, the data directory and port survive a restart,
+Unlike :func:`compat_tests.brokers.start_odradek`, the data directory and port survive a restart,
 so clients reconnect to the same address and the broker must recover what it stored.
 """
 

@@ -60,9 +60,9 @@ from compat_tests.drivers.bulk import BulkClient
 from compat_tests.drivers.confluent import ConfluentClient
 from compat_tests.drivers.java import JAVA_CLIENT_VERSIONS, JavaProcess, JvmObject
 from compat_tests.drivers.kafka_python import KafkaPythonClient
+from compat_tests.kit.broker_process import OdradekProcess
 from compat_tests.kit.raw_protocol import RawClient
 from tests.fuzz.batches import Nullable, raw_batch, raw_record, refresh_crc
-from tests.integration.broker_process import OdradekProcess
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 from wire.primitives import encode_varint

@@ -51,11 +51,11 @@ from pathlib import Path
 
 import trio
 
+from compat_tests.kit.broker_process import OdradekProcess
 from compat_tests.kit.raw_protocol import RawClient
 from tests.fuzz.cases import FuzzCase, make_case
 from tests.fuzz.neighbour import TOPIC, Neighbour, NeighbourReport
 from tests.fuzz.process_stats import Resources, read_resources, settle
-from tests.integration.broker_process import OdradekProcess
 from wire.api_keys import ApiKey
 from wire.header import encode_request_header
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.broker_process import OdradekProcess
+from compat_tests.kit.broker_process import OdradekProcess
 
 
 @pytest.fixture

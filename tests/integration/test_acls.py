@@ -19,7 +19,7 @@ from compat_tests.drivers.catalog import ADMINS
 from compat_tests.drivers.confluent import ConfluentAdmin
 from compat_tests.drivers.kafka_python import KafkaPythonAdmin, KafkaPythonClient
 from compat_tests.drivers.records import make_records, unique_topic
-from tests.integration.broker_process import OdradekProcess
+from compat_tests.kit.broker_process import OdradekProcess
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 

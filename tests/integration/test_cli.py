@@ -11,7 +11,7 @@ from compat_tests.brokers import free_ports
 from compat_tests.brokers import odradek_cli as odradek
 from compat_tests.drivers.base import ConsumerSettings, Message, ProducerSettings
 from compat_tests.drivers.confluent import ConfluentDriver
-from tests.integration.broker_process import OdradekProcess
+from compat_tests.kit.broker_process import OdradekProcess
 
 
 def test_topics_create_list_describe_delete(odradek_broker: OdradekProcess) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from compat_tests.brokers import odradek_cli as odradek
-from tests.integration.broker_process import OdradekProcess
+from compat_tests.kit.broker_process import OdradekProcess
 
 
 def configs(broker: OdradekProcess, *args: str) -> list[dict]:

@@ -16,7 +16,7 @@ from broker.cli.dump import BATCH_HEADERS
 from compat_tests.brokers import odradek_cli as odradek
 from compat_tests.drivers.base import Message, ProducerSettings
 from compat_tests.drivers.confluent import ConfluentDriver
-from tests.integration.broker_process import OdradekProcess
+from compat_tests.kit.broker_process import OdradekProcess
 
 pytestmark = pytest.mark.timeout(120)
 

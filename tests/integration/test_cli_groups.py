@@ -15,7 +15,7 @@ from broker.cli.group_offsets import parse_datetime_ms
 from compat_tests.brokers import odradek_cli as odradek
 from compat_tests.drivers.base import ConsumerSettings
 from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentDriver
-from tests.integration.broker_process import OdradekProcess
+from compat_tests.kit.broker_process import OdradekProcess
 
 pytestmark = pytest.mark.timeout(120)
 

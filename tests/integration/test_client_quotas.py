@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from broker.client.admin_client import PRODUCE_VERSION, KafkaConnection, produce_body
+from compat_tests.kit.broker_process import OdradekProcess
 from compat_tests.kit.raw_protocol import RawClient, fetch_body, make_batch
-from tests.integration.broker_process import OdradekProcess
 from wire.api_keys import ApiKey
 from wire.codec import encode_request
 from wire.error_codes import ErrorCode

@@ -26,7 +26,7 @@ from compat_tests.drivers.records import (
     make_records,
     unique_topic,
 )
-from tests.integration.broker_process import OdradekProcess
+from compat_tests.kit.broker_process import OdradekProcess
 
 RECORD_COUNT = 100_000
 PARTITIONS = 4

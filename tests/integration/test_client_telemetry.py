@@ -19,7 +19,7 @@ import pytest
 
 from broker.client.admin_client import KafkaConnection
 from broker.services.telemetry.client_telemetry import MAX_IDENTITY_BYTES, MAX_INSTANCES, instance_id_text
-from tests.integration.broker_process import OdradekProcess
+from compat_tests.kit.broker_process import OdradekProcess
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 

@@ -9,8 +9,8 @@ import pytest
 
 from compat_tests.drivers.base import Message, ProducerSettings
 from compat_tests.drivers.confluent import ConfluentClient, ConfluentDriver
+from compat_tests.kit.broker_process import OdradekProcess
 from compat_tests.kit.raw_protocol import RawClient
-from tests.integration.broker_process import OdradekProcess
 from wire.record_batch import Compression
 
 ATTRIBUTES_AT = 21  # base offset 8, length 4, leader epoch 4, magic 1, crc 4

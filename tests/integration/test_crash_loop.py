@@ -15,8 +15,8 @@ import threading
 import time
 from pathlib import Path
 
+from compat_tests.kit.broker_process import OdradekProcess
 from compat_tests.kit.raw_protocol import RawClient
-from tests.integration.broker_process import OdradekProcess
 from tests.integration.test_crash_recovery import (
     PARTITIONS,
     TOPIC,

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from compat_tests.drivers.base import ClientError, Message, ProducerSettings
 from compat_tests.drivers.confluent import ConfluentClient, ConfluentDriver
+from compat_tests.kit.broker_process import OdradekProcess
 from compat_tests.kit.raw_protocol import RawClient, make_batch
-from tests.integration.broker_process import OdradekProcess
 
 TOPIC = "crash"
 PARTITIONS = 2

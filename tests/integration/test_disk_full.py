@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from broker.client.admin_client import KafkaConnection
+from compat_tests.kit.broker_process import OdradekProcess
 from compat_tests.kit.raw_protocol import RawClient, make_batch
-from tests.integration.broker_process import OdradekProcess
 from wire.error_codes import ErrorCode
 from wire.record_batch import decode_records, scan_batches
 

@@ -13,8 +13,8 @@ from confluent_kafka.admin import ConfigSource
 
 from broker.client.admin_client import KafkaConnection
 from compat_tests.drivers.confluent import ConfluentAdmin
+from compat_tests.kit.broker_process import OdradekProcess
 from compat_tests.kit.raw_protocol import RawClient
-from tests.integration.broker_process import OdradekProcess
 from wire.api_keys import ApiKey
 
 

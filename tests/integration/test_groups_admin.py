@@ -7,8 +7,8 @@ import pytest
 from compat_tests.drivers.base import ClientError, ErrorKind
 from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentDriver
 from compat_tests.drivers.kafka_python import KafkaPythonAdmin, KafkaPythonClient, KafkaPythonDriver
+from compat_tests.kit.broker_process import OdradekProcess
 from tests.integration import test_groups_sharing as sharing
-from tests.integration.broker_process import OdradekProcess
 from tests.integration.waiting import wait_until
 
 

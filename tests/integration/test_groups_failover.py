@@ -11,8 +11,8 @@ from pathlib import Path
 from compat_tests.drivers.base import ConsumerSettings
 from compat_tests.drivers.confluent import ConfluentAdmin
 from compat_tests.drivers.kafka_python import KafkaPythonDriver
+from compat_tests.kit.broker_process import OdradekProcess
 from tests.integration import test_groups_sharing as sharing
-from tests.integration.broker_process import OdradekProcess
 from tests.integration.group_victim import CLASSIC_SESSION_MS
 from tests.integration.test_groups_sharing import produce, values, wait_for_all
 from tests.integration.waiting import wait_until

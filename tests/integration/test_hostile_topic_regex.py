@@ -6,8 +6,8 @@ and a dash took hours on the broker's only event loop: every client of the broke
 
 from __future__ import annotations
 
+from compat_tests.kit.broker_process import OdradekProcess
 from compat_tests.kit.raw_protocol import RawClient
-from tests.integration.broker_process import OdradekProcess
 from wire.error_codes import ErrorCode
 
 BACKTRACKING_TOPIC = "a" * 60 + "-"

@@ -12,9 +12,9 @@ from compat_tests.brokers import free_ports
 from compat_tests.drivers.base import Message, ProducerSettings
 from compat_tests.drivers.confluent import ConfluentClient, ConfluentDriver
 from compat_tests.history import Writer
+from compat_tests.kit.broker_process import OdradekProcess
 from compat_tests.kit.raw_protocol import RawClient, make_batch
 from compat_tests.record_writers import writers_at
-from tests.integration.broker_process import OdradekProcess
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 

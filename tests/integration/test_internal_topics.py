@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from compat_tests.kit.broker_process import OdradekProcess
 from compat_tests.kit.raw_protocol import RawClient
-from tests.integration.broker_process import OdradekProcess
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentClient
 from compat_tests.drivers.records import make_records
+from compat_tests.kit.broker_process import OdradekProcess
 from log.deletion import deletion_name
-from tests.integration.broker_process import OdradekProcess
 
 LONGEST = ("a-topic-name-at-kafkas-limit." * 9)[:249]  # Kafka's limit: 249 characters
 PARTITIONS = 2

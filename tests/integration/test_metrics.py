@@ -23,7 +23,7 @@ from compat_tests.drivers.base import ConsumerSettings
 from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentClient
 from compat_tests.drivers.kafka_python import KafkaPythonDriver
 from compat_tests.drivers.records import make_records
-from tests.integration.broker_process import OdradekProcess
+from compat_tests.kit.broker_process import OdradekProcess
 from tests.scrape import scrape
 
 TOPIC = "metered"

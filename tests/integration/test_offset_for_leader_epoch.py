@@ -12,7 +12,7 @@ import pytest
 from broker.client.admin_client import KafkaConnection
 from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentClient
 from compat_tests.drivers.records import make_records, unique_topic
-from tests.integration.broker_process import OdradekProcess
+from compat_tests.kit.broker_process import OdradekProcess
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 

@@ -23,7 +23,7 @@ from compat_tests.drivers.bulk import BulkClient
 from compat_tests.drivers.catalog import ADMINS, CLIENTS
 from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentClient
 from compat_tests.drivers.records import Record, make_records, unique_topic
-from tests.integration.broker_process import OdradekProcess
+from compat_tests.kit.broker_process import OdradekProcess
 
 pytestmark = pytest.mark.timeout(120)
 

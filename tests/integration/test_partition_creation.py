@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from broker.client.admin_client import PRODUCE_VERSION, KafkaConnection, produce_body
+from compat_tests.kit.broker_process import OdradekProcess
 from compat_tests.kit.raw_protocol import make_batch
-from tests.integration.broker_process import OdradekProcess
 from tests.integration.fast_disk import fast_scratch_dir
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode

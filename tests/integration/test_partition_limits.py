@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from broker.state.topics import TopicRegistry
+from compat_tests.kit.broker_process import OdradekProcess
 from compat_tests.kit.raw_protocol import RawClient, make_batch
-from tests.integration.broker_process import OdradekProcess
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 

@@ -16,7 +16,7 @@ import pytest
 
 from broker.client.admin_client import KafkaConnection
 from compat_tests.brokers import RunningBroker, start_odradek
-from tests.integration.broker_process import OdradekProcess
+from compat_tests.kit.broker_process import OdradekProcess
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 

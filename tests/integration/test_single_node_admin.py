@@ -3,8 +3,8 @@ own scenarios are in ``compat_tests/test_kafka_tools.py``)."""
 
 from __future__ import annotations
 
+from compat_tests.kit.broker_process import OdradekProcess
 from compat_tests.kit.raw_protocol import RawClient
-from tests.integration.broker_process import OdradekProcess
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 

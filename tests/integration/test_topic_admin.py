@@ -24,7 +24,7 @@ from compat_tests.drivers.catalog import ADMINS, CLIENTS
 from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentClient
 from compat_tests.drivers.kafka_python import raw_produce
 from compat_tests.drivers.records import make_records, unique_topic
-from tests.integration.broker_process import OdradekProcess
+from compat_tests.kit.broker_process import OdradekProcess
 from tests.integration.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(120)

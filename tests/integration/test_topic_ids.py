@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import uuid
 
+from compat_tests.kit.broker_process import OdradekProcess
 from compat_tests.kit.raw_protocol import RawClient, make_batch
-from tests.integration.broker_process import OdradekProcess
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 from wire.record_batch import decode_records, scan_batches

@@ -12,8 +12,8 @@ import time
 from typing import Any
 
 from broker.client.admin_client import PRODUCE_VERSION, produce_body
+from compat_tests.kit.broker_process import OdradekProcess
 from compat_tests.kit.raw_protocol import RawClient, make_batch
-from tests.integration.broker_process import OdradekProcess
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 

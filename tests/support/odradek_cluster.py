@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from confluent_kafka.admin import AdminClient
 
-from tests.integration.broker_process import OdradekProcess
+from compat_tests.kit.broker_process import OdradekProcess
 
 T = TypeVar("T")
 
