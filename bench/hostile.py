@@ -4,7 +4,7 @@ Issue 25: three connections that sent only the size prefix ``100000000`` made a 
 client's ApiVersions take 29.5 s on Odradek; Apache Kafka survived three but not 300 (its
 network threads ran out of heap, and it stopped answering).  This case measures, for each
 broker, attack and number of attackers, what a well-behaved client sees while the attackers
-hold their connections (``compat_tests/hostile.py``: ``prefix``, ``partial`` and ``unread``;
+hold their connections (``compat_tests/kit/hostile.py``: ``prefix``, ``partial`` and ``unread``;
 stalled TLS handshakes are Odradek's integration test only, as the launchers give a broker one
 listener).
 
@@ -28,7 +28,7 @@ from confluent_kafka import KafkaException, Producer
 
 from bench.launchers import Launcher, RunningBroker, add_build_option, builds_of, make_launchers, running
 from bench.throughput import Settings, create_topic
-from compat_tests.hostile import (
+from compat_tests.kit.hostile import (
     ATTACKS,
     OPERATIONS,
     HealthyClient,

@@ -51,7 +51,7 @@ PLAINTEXT = Security("")
 def tls_security(directory: Path) -> Security:
     """An ``SSL`` listener with a throwaway CA's certificate for 127.0.0.1, in the PEM keystore
     settings the compat suite's secured mode gives both brokers; clients verify it against the CA."""
-    from compat_tests.secured import make_tls_files
+    from compat_tests.kit.secured import make_tls_files
 
     files = make_tls_files(directory)
     pem_stores = {

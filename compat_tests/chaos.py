@@ -7,7 +7,7 @@ confluent-kafka, and kafka-python) and a group consumer (confluent-kafka), each 
 thread, and :func:`run_rounds`, which kills brokers while they work and measures failover: the
 time from a leader's death to the first acknowledgement of a record sent after it.
 
-Every record's value names its producer, partition and sequence (:mod:`compat_tests.history`),
+Every record's value names its producer, partition and sequence (:mod:`compat_tests.kit.history`),
 so the history checker can judge what was acknowledged against what the topic holds at the end.
 """
 
@@ -29,7 +29,7 @@ from kafka import KafkaProducer
 from compat_tests.clusters import Cluster
 from compat_tests.drivers.confluent import ConfluentClient
 from compat_tests.helpers import eventually
-from compat_tests.history import Acked, Read, RecordId, encode
+from compat_tests.kit.history import Acked, Read, RecordId, encode
 
 CI_CHAOS_ROUNDS = 3
 """Kill/restart rounds in CI; ``--chaos-rounds`` asks for more (20 or more for a long run)."""

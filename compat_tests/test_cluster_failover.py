@@ -4,7 +4,7 @@ clients (run with ``--nodes 3``; skipped otherwise).
 Every topic here has three replicas and ``min.insync.replicas=2`` (the cluster's defaults), so
 acks=all writes survive any one broker. The chaos scenario kills leaders and random brokers with
 SIGKILL while two idempotent producers write and a group consumes, then checks the whole history
-(:mod:`compat_tests.history`): nothing acknowledged lost, nothing duplicated, nothing reordered.
+(:mod:`compat_tests.kit.history`): nothing acknowledged lost, nothing duplicated, nothing reordered.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ from compat_tests.clusters import CLUSTER_SIZE, Cluster
 from compat_tests.drivers.base import ClientError, ConsumerSettings, Message, ProducerSettings, client_errors
 from compat_tests.drivers.confluent import ConfluentAdmin
 from compat_tests.helpers import eventually, poll_until
-from compat_tests.history import Acked, Read, Report, check, repeated_places
+from compat_tests.kit.history import Acked, Read, Report, check, repeated_places
+from compat_tests.kit.record_writers import writers_at
 from compat_tests.pools import DriverPool
-from compat_tests.record_writers import writers_at
 from compat_tests.topic_metadata import topic_partitions, wait_until_every_broker_lists
 
 pytestmark = pytest.mark.cluster

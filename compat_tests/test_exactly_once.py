@@ -1,4 +1,4 @@
-"""Exactly-once across crashes: a consume-transform-produce service (``compat_tests.eos_loop``,
+"""Exactly-once across crashes: a consume-transform-produce service (``compat_tests.kit.eos_loop``,
 confluent-kafka with ``send_offsets_to_transaction``) is killed with SIGKILL mid-stream, twice,
 and started again each time.  Its output, read_committed, must hold every input record exactly
 once: what a killed instance wrote in its open transaction is aborted when the next instance
@@ -13,8 +13,8 @@ import pytest
 
 from compat_tests.brokers import RunningBroker
 from compat_tests.drivers.base import ConsumerSettings, Driver, Message, ProducerSettings
-from compat_tests.eos_loop import Service
 from compat_tests.helpers import poll_until
+from compat_tests.kit.eos_loop import Service
 
 INPUTS = 150
 KILLS = 2

@@ -3,7 +3,7 @@
 Issue 25: three connections that sent only the size prefix ``100000000`` and then nothing made
 a healthy client's ApiVersions take 29.5 s on Odradek, which queued every request behind their
 reservations.  Apache Kafka shrugs off three such connections; so must Odradek.  Each attack
-here (``compat_tests/hostile.py``) runs beside a librdkafka client that was connected before it
+here (``compat_tests/kit/hostile.py``) runs beside a librdkafka client that was connected before it
 started, and that client's new connections, metadata, produce and fetch must stay about as fast
 as without the attack.  Hundreds of such connections (which Apache Kafka's heap does not
 survive) are Odradek's own tests: ``tests/integration/test_fair_admission.py``.
@@ -17,7 +17,7 @@ import pytest
 
 from compat_tests.brokers import RunningBroker
 from compat_tests.drivers.base import Message, ProducerSettings
-from compat_tests.hostile import HealthyClient, HostileConnections, Target, harm, summary
+from compat_tests.kit.hostile import HealthyClient, HostileConnections, Target, harm, summary
 from compat_tests.pools import DriverPool
 
 ATTACKERS = 3

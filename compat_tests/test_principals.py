@@ -40,7 +40,7 @@ from compat_tests.brokers import RunningBroker, start_broker
 from compat_tests.drivers.base import ClientError, ConsumerSettings
 from compat_tests.drivers.java import JAVA_CLIENT_VERSIONS, JavaDriver, JavaProcess
 from compat_tests.helpers import eventually
-from compat_tests.secured import ClientSecurity, TlsFiles, make_tls_files
+from compat_tests.kit.secured import ClientSecurity, TlsFiles, make_tls_files
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 JAAS = "org.apache.kafka.common.security.plain.PlainLoginModule required " + " ".join(

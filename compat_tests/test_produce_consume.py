@@ -11,7 +11,7 @@ from compat_tests.brokers import RunningBroker
 from compat_tests.drivers import base
 from compat_tests.drivers.base import Driver, Message, ProducerSettings, Received
 from compat_tests.helpers import now_ms, poll_until
-from compat_tests.record_writers import writers_at
+from compat_tests.kit.record_writers import writers_at
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 DEFAULT_MAX_MESSAGE_BYTES = 1048588

@@ -37,7 +37,7 @@ from compat_tests.drivers.base import ConsumerSettings, Message, ProducerSetting
 from compat_tests.drivers.java import JavaDriver, JavaProcess
 from compat_tests.helpers import eventually
 from compat_tests.kafka_tools import CONFIGS, ok, run_tool
-from compat_tests.secured import (
+from compat_tests.kit.secured import (
     SCRAM_USERS,
     ClientSecurity,
     TlsFiles,

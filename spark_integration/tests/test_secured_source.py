@@ -2,7 +2,7 @@
 client's Kafka keys with Spark's ``kafka.`` prefix (``kafka.security.protocol``,
 ``kafka.sasl.mechanism``, ``kafka.sasl.jaas.config``, a PEM truststore).
 
-The broker is the compat suite's secured broker (:mod:`compat_tests.secured`: a throwaway CA,
+The broker is the compat suite's secured broker (:mod:`compat_tests.kit.secured`: a throwaway CA,
 the same ``server.properties`` keys for Odradek and Apache Kafka), started for this module
 with ``--broker``'s kind; records are written over its plaintext listener and read by Spark
 over SASL_SSL, where a client that ignored the security options could not even connect. PLAIN
@@ -18,7 +18,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from compat_tests.brokers import RunningBroker, odradek_cli
-from compat_tests.secured import PLAIN_USERS, ClientSecurity, TlsFiles, start_secured_broker
+from compat_tests.kit.secured import PLAIN_USERS, ClientSecurity, TlsFiles, start_secured_broker
 from spark_integration.publish import create_topic
 from spark_integration.tests.support import numbered_records, produce, spark_records
 

@@ -13,7 +13,7 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from compat_tests.eos_loop import Service
+from compat_tests.kit.eos_loop import Service
 from compat_tests.kit.raw_protocol import RawClient
 from coordinator.offsets_topic import partition_for
 from coordinator.transactions import TRANSACTION_STATE_TOPIC

@@ -3,7 +3,7 @@ is reported, and a clean history (with unacknowledged extras) is not."""
 
 from __future__ import annotations
 
-from compat_tests.history import Acked, Read, RecordId, Writer, check, decode, encode, repeated_places
+from compat_tests.kit.history import Acked, Read, RecordId, Writer, check, decode, encode, repeated_places
 
 
 def rec(producer: str, partition: int, sequence: int) -> RecordId:

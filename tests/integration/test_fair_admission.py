@@ -19,9 +19,9 @@ import pytest
 from compat_tests.brokers import RunningBroker, start_odradek
 from compat_tests.drivers.base import Message, ProducerSettings
 from compat_tests.drivers.confluent import ConfluentDriver
-from compat_tests.hostile import ATTACKS, HealthyClient, HostileConnections, Target, harm, summary
+from compat_tests.kit.hostile import ATTACKS, HealthyClient, HostileConnections, Target, harm, summary
 from compat_tests.kit.raw_protocol import request_frame
-from compat_tests.secured import make_tls_files
+from compat_tests.kit.secured import make_tls_files
 from tests.integration.test_hostile_connections import rss_bytes
 from tests.integration.waiting import wait_until
 from wire.api_keys import ApiKey

@@ -11,10 +11,10 @@ import pytest
 from compat_tests.brokers import free_ports
 from compat_tests.drivers.base import Message, ProducerSettings
 from compat_tests.drivers.confluent import ConfluentClient, ConfluentDriver
-from compat_tests.history import Writer
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.history import Writer
 from compat_tests.kit.raw_protocol import RawClient, make_batch
-from compat_tests.record_writers import writers_at
+from compat_tests.kit.record_writers import writers_at
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
@@ -105,7 +105,7 @@ def test_stock_idempotent_producer_delivers_exactly_once(odradek_broker: Odradek
 
 
 def test_the_chaos_checker_reads_each_records_writer_from_its_batch(odradek_broker: OdradekProcess) -> None:
-    """``compat_tests.record_writers`` (what tells a broker's duplicate from a client's resend)
+    """``compat_tests.kit.record_writers`` (what tells a broker's duplicate from a client's resend)
     names the producer id, epoch and sequence of any record, skipping a broker that does not
     answer; a batch without a producer id has no sequence."""
     with RawClient(odradek_broker.bootstrap) as client:

@@ -21,7 +21,7 @@ from kafka.errors import KafkaError
 from kafka.net.sasl.oauth import AbstractTokenProvider
 
 from compat_tests.brokers import RunningBroker, start_odradek
-from compat_tests.secured import TlsFiles, make_tls_files
+from compat_tests.kit.secured import TlsFiles, make_tls_files
 
 ISSUER, AUDIENCE = "https://issuer.example", "kafka"
 KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)

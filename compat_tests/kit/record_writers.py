@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable
 
-from compat_tests.history import Writer
+from compat_tests.kit.history import Writer
 from compat_tests.kit.raw_protocol import ask, fetch_body
 from wire.api_keys import ApiKey
 

@@ -1,6 +1,6 @@
 """A consume-transform-produce service with exactly-once semantics, as a process to kill.
 
-``python -m compat_tests.eos_loop --bootstrap B --input IN --output OUT --group G --id T``
+``python -m compat_tests.kit.eos_loop --bootstrap B --input IN --output OUT --group G --id T``
 reads IN (read_committed, in group G), writes each value with ``!`` appended to OUT under the
 same key, and commits the consumed offsets inside the same transaction
 (``send_offsets_to_transaction``), a few records per transaction, pausing inside each
@@ -26,7 +26,7 @@ TIMEOUT_S = 30.0
 RECORDS_PER_TRANSACTION = 5
 PAUSE_IN_TRANSACTION_S = 0.05
 RUN_TIMEOUT_S = 120.0  # for a test driving the service as a child process
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,7 +73,7 @@ class Service:
     """One instance of the loop as a child process, its progress read from its stdout."""
 
     def __init__(self, bootstrap: str, source: str, sink: str, group: str, txn_id: str) -> None:
-        command = [sys.executable, "-m", "compat_tests.eos_loop", "--bootstrap", bootstrap]
+        command = [sys.executable, "-m", "compat_tests.kit.eos_loop", "--bootstrap", bootstrap]
         command += ["--input", source, "--output", sink, "--group", group, "--id", txn_id]
         self.process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True)
         self.copied = 0
