@@ -1,6 +1,6 @@
 """Continuous producers and a consuming group that keep working while brokers die under them.
 
-The failover scenarios need what :class:`~compat_tests.drivers.base.Driver` deliberately does
+The failover scenarios need what :class:`~compat_tests.kit.drivers.base.Driver` deliberately does
 not offer: long-lived clients with many records in flight, each delivery report kept with the
 moment it arrived. Here are two idempotent acks=all producers (librdkafka through
 confluent-kafka, and kafka-python) and a group consumer (confluent-kafka), each in its own
@@ -27,8 +27,8 @@ from confluent_kafka import KafkaError, Producer
 from kafka import KafkaProducer
 
 from compat_tests.clusters import Cluster
-from compat_tests.drivers.confluent import ConfluentClient
 from compat_tests.helpers import eventually
+from compat_tests.kit.drivers.confluent import ConfluentClient
 from compat_tests.kit.history import Acked, Read, RecordId, encode
 
 CI_CHAOS_ROUNDS = 3

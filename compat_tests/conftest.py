@@ -18,9 +18,9 @@ import pytest
 from compat_tests.brokers import BROKER_KINDS, RunningBroker, kafka_jars, kafka_tools_jars
 from compat_tests.chaos import CI_CHAOS_ROUNDS
 from compat_tests.clusters import CLUSTER_SIZE, Cluster
-from compat_tests.drivers.base import Driver
-from compat_tests.drivers.java import build_java_client
 from compat_tests.helpers import eventually
+from compat_tests.kit.drivers.base import Driver
+from compat_tests.kit.drivers.java import build_java_client
 from compat_tests.matrix import Matrix, cell_key
 from compat_tests.maven import classpath
 from compat_tests.pools import ALL_CLIENTS, JAVA_CLIENTS, BrokerPool, DriverPool

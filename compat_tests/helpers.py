@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from compat_tests.drivers.base import ClientError, Consumer, Received, TopicPartition
+from compat_tests.kit.drivers.base import ClientError, Consumer, Received, TopicPartition
 
 T = TypeVar("T")
 WAIT_S = 30.0

@@ -9,12 +9,12 @@ import pytest
 
 from compat_tests.brokers import RunningBroker, start_broker
 from compat_tests.clusters import CLUSTER_KINDS, Cluster, ClusterUnavailable
-from compat_tests.drivers.aiokafka_driver import AiokafkaDriver
-from compat_tests.drivers.base import Driver
-from compat_tests.drivers.confluent import ConfluentDriver
-from compat_tests.drivers.java import JAVA_CLIENT_VERSIONS, JavaDriver, JavaProcess
-from compat_tests.drivers.kafka_python import KafkaPythonDriver
-from compat_tests.drivers.kcat import KcatDriver
+from compat_tests.kit.drivers.aiokafka_driver import AiokafkaDriver
+from compat_tests.kit.drivers.base import Driver
+from compat_tests.kit.drivers.confluent import ConfluentDriver
+from compat_tests.kit.drivers.java import JAVA_CLIENT_VERSIONS, JavaDriver, JavaProcess
+from compat_tests.kit.drivers.kafka_python import KafkaPythonDriver
+from compat_tests.kit.drivers.kcat import KcatDriver
 
 PYTHON_DRIVERS: dict[str, type[Driver]] = {
     "kafka-python": KafkaPythonDriver,

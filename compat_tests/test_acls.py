@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 
 from compat_tests.brokers import RunningBroker, kafka_tools_jars
-from compat_tests.drivers import base
-from compat_tests.drivers.admin import Acl, Admin
-from compat_tests.drivers.base import ClientError, Driver, ErrorKind, Message, ProducerSettings
-from compat_tests.drivers.catalog import ADMINS
 from compat_tests.helpers import eventually, poll_for_error, poll_until
+from compat_tests.kit.drivers import base
+from compat_tests.kit.drivers.admin import Acl, Admin
+from compat_tests.kit.drivers.base import ClientError, Driver, ErrorKind, Message, ProducerSettings
+from compat_tests.kit.drivers.catalog import ADMINS
 from compat_tests.maven import classpath
 from compat_tests.pools import BrokerPool, DriverPool
 

@@ -6,7 +6,8 @@ import uuid
 
 import pytest
 
-from compat_tests.drivers.base import (
+from compat_tests.helpers import eventually
+from compat_tests.kit.drivers.base import (
     ClientError,
     Driver,
     ErrorKind,
@@ -14,7 +15,6 @@ from compat_tests.drivers.base import (
     Message,
     ProducerSettings,
 )
-from compat_tests.helpers import eventually
 
 
 def test_create_describe_delete(driver: Driver, topic: str) -> None:

@@ -13,8 +13,8 @@ import json
 import uuid
 
 from compat_tests.brokers import RunningBroker, odradek_cli
-from compat_tests.drivers.base import ConsumerSettings, Driver, Message, ProducerSettings
 from compat_tests.helpers import eventually, poll_until
+from compat_tests.kit.drivers.base import ConsumerSettings, Driver, Message, ProducerSettings
 from compat_tests.pools import BrokerPool, DriverPool
 
 BASE_TIME = 1_700_000_000_000

@@ -28,8 +28,8 @@ from compat_tests.brokers import (
     start_apache_kafka,
     start_odradek,
 )
-from compat_tests.drivers.java import JavaDriver
 from compat_tests.helpers import eventually
+from compat_tests.kit.drivers.java import JavaDriver
 from compat_tests.maven import SLF4J_BINDING, classpath, resolve_jars
 from compat_tests.pools import JAVA_CLIENTS, DriverPool
 

@@ -31,9 +31,15 @@ from compat_tests.chaos import (
     wait_until_replicated,
 )
 from compat_tests.clusters import CLUSTER_SIZE, Cluster
-from compat_tests.drivers.base import ClientError, ConsumerSettings, Message, ProducerSettings, client_errors
-from compat_tests.drivers.confluent import ConfluentAdmin
 from compat_tests.helpers import eventually, poll_until
+from compat_tests.kit.drivers.base import (
+    ClientError,
+    ConsumerSettings,
+    Message,
+    ProducerSettings,
+    client_errors,
+)
+from compat_tests.kit.drivers.confluent import ConfluentAdmin
 from compat_tests.kit.history import Acked, Read, Report, check, repeated_places
 from compat_tests.kit.record_writers import writers_at
 from compat_tests.pools import DriverPool

@@ -16,8 +16,8 @@ from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
 
 from compat_tests.brokers import RunningBroker
-from compat_tests.drivers.base import Driver, Message, ProducerSettings
-from compat_tests.drivers.kafka_python_api import TIMEOUT_MS
+from compat_tests.kit.drivers.base import Driver, Message, ProducerSettings
+from compat_tests.kit.drivers.kafka_python_api import TIMEOUT_MS
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
 INVALID_REQUEST = 42

@@ -21,8 +21,8 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from confluent_kafka.admin import ResourceType as RdResourceType
 
 from compat_tests.brokers import RunningBroker
-from compat_tests.drivers.kafka_python import KafkaPythonAdmin
 from compat_tests.helpers import eventually
+from compat_tests.kit.drivers.kafka_python import KafkaPythonAdmin
 
 OK = ("NONE", None)
 KERBEROS = "sasl.kerberos.min.time.before.relogin"

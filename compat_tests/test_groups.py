@@ -14,7 +14,8 @@ import uuid
 
 import pytest
 
-from compat_tests.drivers.base import (
+from compat_tests.helpers import WAIT_S, eventually, poll_assignments_until, poll_until
+from compat_tests.kit.drivers.base import (
     GROUP_PROTOCOLS,
     ConsumerSettings,
     Driver,
@@ -23,7 +24,6 @@ from compat_tests.drivers.base import (
     ProducerSettings,
     TopicPartition,
 )
-from compat_tests.helpers import WAIT_S, eventually, poll_assignments_until, poll_until
 
 pytestmark = pytest.mark.parametrize("group_protocol", GROUP_PROTOCOLS)
 

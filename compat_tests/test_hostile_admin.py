@@ -13,8 +13,8 @@ import re
 
 import pytest
 
-from compat_tests.drivers.base import ClientError, ConsumerSettings, Driver
 from compat_tests.helpers import eventually
+from compat_tests.kit.drivers.base import ClientError, ConsumerSettings, Driver
 
 OFFSETS_TOPIC = "__consumer_offsets"
 

@@ -17,15 +17,15 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from compat_tests.brokers import RunningBroker
-from compat_tests.drivers.base import (
+from compat_tests.helpers import eventually
+from compat_tests.kafka_tools import CONFIGS, ToolRun, ok, run_tool
+from compat_tests.kit.drivers.base import (
     ClientError,
     Driver,
     ErrorKind,
     Message,
     ProducerSettings,
 )
-from compat_tests.helpers import eventually
-from compat_tests.kafka_tools import CONFIGS, ToolRun, ok, run_tool
 
 TOOLS = "org.apache.kafka.tools."
 GROUPS = TOOLS + "consumer.group.ConsumerGroupCommand"

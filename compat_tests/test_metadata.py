@@ -7,9 +7,9 @@ from contextlib import closing
 
 import pytest
 
-from compat_tests.drivers.base import ClientError, Driver, ErrorKind, Message, ProducerSettings
-from compat_tests.drivers.kafka_python import RawMetadata
 from compat_tests.helpers import eventually
+from compat_tests.kit.drivers.base import ClientError, Driver, ErrorKind, Message, ProducerSettings
+from compat_tests.kit.drivers.kafka_python import RawMetadata
 from compat_tests.pools import BrokerPool, DriverPool
 
 NO_AUTO_CREATE = {"auto.create.topics.enable": "false"}

@@ -6,8 +6,8 @@ import uuid
 
 import pytest
 
-from compat_tests.drivers.base import ConsumerSettings, Driver, ErrorKind, Message, ProducerSettings
 from compat_tests.helpers import poll_for_error, poll_until
+from compat_tests.kit.drivers.base import ConsumerSettings, Driver, ErrorKind, Message, ProducerSettings
 
 QUIET_S = 3.0
 """How long a consumer must stay quiet to show that there is nothing for it."""

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from compat_tests.drivers import base
-from compat_tests.drivers.base import ConsumerSettings, Driver
 from compat_tests.helpers import eventually, poll_until
+from compat_tests.kit.drivers import base
+from compat_tests.kit.drivers.base import ConsumerSettings, Driver
 
 QUIET_S = 3.0
 """How long a read_committed consumer must get nothing to show that an open transaction holds it

@@ -2,7 +2,7 @@
 
 Test data is produced with confluent-kafka (librdkafka) and, where it matters, read back with it
 too, so that what Spark reads or writes is checked against an independent client: through the
-same drivers as the integration tests and the compatibility suite (:mod:`compat_tests.drivers`).
+same drivers as the integration tests and the compatibility suite (:mod:`compat_tests.kit.drivers`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from compat_tests.drivers.base import Message
-from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentClient, ConfluentDriver
-from compat_tests.drivers.records import Record as DriverRecord
+from compat_tests.kit.drivers.base import Message
+from compat_tests.kit.drivers.confluent import ConfluentAdmin, ConfluentClient, ConfluentDriver
+from compat_tests.kit.drivers.records import Record as DriverRecord
 
 TIMEOUT_S = 30.0
 BASE_TIME_MS = (int(time.time()) - 3600) * 1000

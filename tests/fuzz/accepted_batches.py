@@ -55,12 +55,12 @@ from itertools import islice
 from pathlib import Path
 
 from broker.client.admin_client import PRODUCE_VERSION, produce_body
-from compat_tests.drivers.base import ClientError
-from compat_tests.drivers.bulk import BulkClient
-from compat_tests.drivers.confluent import ConfluentClient
-from compat_tests.drivers.java import JAVA_CLIENT_VERSIONS, JavaProcess, JvmObject
-from compat_tests.drivers.kafka_python import KafkaPythonClient
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.drivers.base import ClientError
+from compat_tests.kit.drivers.bulk import BulkClient
+from compat_tests.kit.drivers.confluent import ConfluentClient
+from compat_tests.kit.drivers.java import JAVA_CLIENT_VERSIONS, JavaProcess, JvmObject
+from compat_tests.kit.drivers.kafka_python import KafkaPythonClient
 from compat_tests.kit.raw_protocol import RawClient
 from tests.fuzz.batches import Nullable, raw_batch, raw_record, refresh_crc
 from wire.api_keys import ApiKey

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from compat_tests.drivers.base import ConsumerSettings
+from compat_tests.kit.drivers.base import ConsumerSettings
 from compat_tests.pools import PYTHON_DRIVERS
 
 CLASSIC_SESSION_MS = 6000

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from broker.client.admin_client import KafkaConnection
-from compat_tests.drivers.admin import Acl
-from compat_tests.drivers.base import ClientError, ErrorKind
-from compat_tests.drivers.catalog import ADMINS
-from compat_tests.drivers.confluent import ConfluentAdmin
-from compat_tests.drivers.kafka_python import KafkaPythonAdmin, KafkaPythonClient
-from compat_tests.drivers.records import make_records, unique_topic
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.drivers.admin import Acl
+from compat_tests.kit.drivers.base import ClientError, ErrorKind
+from compat_tests.kit.drivers.catalog import ADMINS
+from compat_tests.kit.drivers.confluent import ConfluentAdmin
+from compat_tests.kit.drivers.kafka_python import KafkaPythonAdmin, KafkaPythonClient
+from compat_tests.kit.drivers.records import make_records, unique_topic
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 

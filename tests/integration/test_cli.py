@@ -9,9 +9,9 @@ import threading
 
 from compat_tests.brokers import free_ports
 from compat_tests.brokers import odradek_cli as odradek
-from compat_tests.drivers.base import ConsumerSettings, Message, ProducerSettings
-from compat_tests.drivers.confluent import ConfluentDriver
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.drivers.base import ConsumerSettings, Message, ProducerSettings
+from compat_tests.kit.drivers.confluent import ConfluentDriver
 
 
 def test_topics_create_list_describe_delete(odradek_broker: OdradekProcess) -> None:

@@ -16,9 +16,9 @@ from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
 from compat_tests.brokers import odradek_cli as odradek
 from compat_tests.brokers import odradek_command
-from compat_tests.drivers.base import Message, ProducerSettings
-from compat_tests.drivers.confluent import ConfluentDriver
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.drivers.base import Message, ProducerSettings
+from compat_tests.kit.drivers.confluent import ConfluentDriver
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -14,9 +14,9 @@ import pytest
 
 from broker.cli.dump import BATCH_HEADERS
 from compat_tests.brokers import odradek_cli as odradek
-from compat_tests.drivers.base import Message, ProducerSettings
-from compat_tests.drivers.confluent import ConfluentDriver
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.drivers.base import Message, ProducerSettings
+from compat_tests.kit.drivers.confluent import ConfluentDriver
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -13,9 +13,9 @@ import pytest
 
 from broker.cli.group_offsets import parse_datetime_ms
 from compat_tests.brokers import odradek_cli as odradek
-from compat_tests.drivers.base import ConsumerSettings
-from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentDriver
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.drivers.base import ConsumerSettings
+from compat_tests.kit.drivers.confluent import ConfluentAdmin, ConfluentDriver
 
 pytestmark = pytest.mark.timeout(120)
 

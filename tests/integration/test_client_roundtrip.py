@@ -16,9 +16,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from compat_tests.drivers.catalog import CLIENTS
-from compat_tests.drivers.confluent import ConfluentAdmin
-from compat_tests.drivers.records import (
+from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.drivers.catalog import CLIENTS
+from compat_tests.kit.drivers.confluent import ConfluentAdmin
+from compat_tests.kit.drivers.records import (
     CODECS,
     Record,
     by_partition,
@@ -26,7 +27,6 @@ from compat_tests.drivers.records import (
     make_records,
     unique_topic,
 )
-from compat_tests.kit.broker_process import OdradekProcess
 
 RECORD_COUNT = 100_000
 PARTITIONS = 4

@@ -12,9 +12,9 @@ import threading
 import time
 from pathlib import Path
 
-from compat_tests.drivers.base import ClientError, Message, ProducerSettings
-from compat_tests.drivers.confluent import ConfluentClient, ConfluentDriver
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.drivers.base import ClientError, Message, ProducerSettings
+from compat_tests.kit.drivers.confluent import ConfluentClient, ConfluentDriver
 from compat_tests.kit.raw_protocol import RawClient, make_batch
 
 TOPIC = "crash"

@@ -12,8 +12,8 @@ from pathlib import Path
 from confluent_kafka.admin import ConfigSource
 
 from broker.client.admin_client import KafkaConnection
-from compat_tests.drivers.confluent import ConfluentAdmin
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.drivers.confluent import ConfluentAdmin
 from compat_tests.kit.raw_protocol import RawClient
 from wire.api_keys import ApiKey
 

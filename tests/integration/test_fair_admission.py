@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from compat_tests.brokers import RunningBroker, start_odradek
-from compat_tests.drivers.base import Message, ProducerSettings
-from compat_tests.drivers.confluent import ConfluentDriver
+from compat_tests.kit.drivers.base import Message, ProducerSettings
+from compat_tests.kit.drivers.confluent import ConfluentDriver
 from compat_tests.kit.hostile import ATTACKS, HealthyClient, HostileConnections, Target, harm, summary
 from compat_tests.kit.raw_protocol import request_frame
 from compat_tests.kit.secured import make_tls_files

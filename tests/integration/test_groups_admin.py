@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from compat_tests.drivers.base import ClientError, ErrorKind
-from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentDriver
-from compat_tests.drivers.kafka_python import KafkaPythonAdmin, KafkaPythonClient, KafkaPythonDriver
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.drivers.base import ClientError, ErrorKind
+from compat_tests.kit.drivers.confluent import ConfluentAdmin, ConfluentDriver
+from compat_tests.kit.drivers.kafka_python import KafkaPythonAdmin, KafkaPythonClient, KafkaPythonDriver
 from tests.integration import test_groups_sharing as sharing
 from tests.integration.waiting import wait_until
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentDriver
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.drivers.confluent import ConfluentAdmin, ConfluentDriver
 from tests.integration.test_groups_failover import Victim, check_survivor_takes_over_after_the_session
 from tests.integration.test_groups_sharing import (
     Member,

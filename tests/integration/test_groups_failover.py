@@ -8,10 +8,10 @@ import threading
 import time
 from pathlib import Path
 
-from compat_tests.drivers.base import ConsumerSettings
-from compat_tests.drivers.confluent import ConfluentAdmin
-from compat_tests.drivers.kafka_python import KafkaPythonDriver
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.drivers.base import ConsumerSettings
+from compat_tests.kit.drivers.confluent import ConfluentAdmin
+from compat_tests.kit.drivers.kafka_python import KafkaPythonDriver
 from tests.integration import test_groups_sharing as sharing
 from tests.integration.group_victim import CLASSIC_SESSION_MS
 from tests.integration.test_groups_sharing import produce, values, wait_for_all
@@ -66,7 +66,7 @@ class SteadySplit:
     """Whether the two members have split the topic, the same way, for ``STEADY_S``.
 
     kafka-python 3.0.x may drop a JoinGroup answer that arrives between polls and stop
-    heartbeating until the coordinator expels it (see ``compat_tests.drivers.kafka_python``);
+    heartbeating until the coordinator expels it (see ``compat_tests.kit.drivers.kafka_python``);
     a split seen just before that happens would make the survivor's takeover look immediate.
     """
 

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from compat_tests.drivers.aiokafka_driver import AiokafkaDriver
-from compat_tests.drivers.base import ConsumerSettings, Driver, Message, ProducerSettings
-from compat_tests.drivers.confluent import ConfluentDriver
-from compat_tests.drivers.kafka_python import KafkaPythonDriver
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.drivers.aiokafka_driver import AiokafkaDriver
+from compat_tests.kit.drivers.base import ConsumerSettings, Driver, Message, ProducerSettings
+from compat_tests.kit.drivers.confluent import ConfluentDriver
+from compat_tests.kit.drivers.kafka_python import KafkaPythonDriver
 from compat_tests.kit.raw_protocol import RawClient
 from tests.integration.waiting import wait_until
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from broker.client.admin_client import PRODUCE_VERSION, produce_body
-from compat_tests.drivers.confluent import ConfluentClient
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.drivers.confluent import ConfluentClient
 from compat_tests.kit.raw_protocol import RawClient, make_batch
 from tests.integration.waiting import wait_until
 from tests.wire.test_record_validation import ATTACKS, LIMIT, batch_of, zstd_bomb

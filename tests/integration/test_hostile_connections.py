@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from broker.client.admin_client import produce_body
-from compat_tests.drivers.base import Message, ProducerSettings
-from compat_tests.drivers.confluent import ConfluentDriver
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.drivers.base import Message, ProducerSettings
+from compat_tests.kit.drivers.confluent import ConfluentDriver
 from compat_tests.kit.hostile import reset
 from compat_tests.kit.raw_protocol import RawClient, fetch_body, make_batch
 from tests.integration.waiting import wait_until

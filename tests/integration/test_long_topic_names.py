@@ -10,9 +10,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentClient
-from compat_tests.drivers.records import make_records
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.drivers.confluent import ConfluentAdmin, ConfluentClient
+from compat_tests.kit.drivers.records import make_records
 from log.deletion import deletion_name
 
 LONGEST = ("a-topic-name-at-kafkas-limit." * 9)[:249]  # Kafka's limit: 249 characters

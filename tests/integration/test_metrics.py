@@ -19,11 +19,11 @@ import pytest
 from confluent_kafka import Producer
 
 from compat_tests.brokers import free_ports
-from compat_tests.drivers.base import ConsumerSettings
-from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentClient
-from compat_tests.drivers.kafka_python import KafkaPythonDriver
-from compat_tests.drivers.records import make_records
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.drivers.base import ConsumerSettings
+from compat_tests.kit.drivers.confluent import ConfluentAdmin, ConfluentClient
+from compat_tests.kit.drivers.kafka_python import KafkaPythonDriver
+from compat_tests.kit.drivers.records import make_records
 from tests.scrape import scrape
 
 TOPIC = "metered"

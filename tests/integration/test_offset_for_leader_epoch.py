@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from broker.client.admin_client import KafkaConnection
-from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentClient
-from compat_tests.drivers.records import make_records, unique_topic
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.drivers.confluent import ConfluentAdmin, ConfluentClient
+from compat_tests.kit.drivers.records import make_records, unique_topic
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from compat_tests.drivers.base import ClientError, Message, ProducerSettings
-from compat_tests.drivers.confluent import ConfluentClient, ConfluentDriver
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.drivers.base import ClientError, Message, ProducerSettings
+from compat_tests.kit.drivers.confluent import ConfluentClient, ConfluentDriver
 from compat_tests.kit.raw_protocol import RawClient
 from tests.integration.waiting import wait_until
 from wire.error_codes import ErrorCode

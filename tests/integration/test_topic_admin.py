@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from compat_tests.drivers.admin import Admin, BrokerInfo, ConfigValue
-from compat_tests.drivers.base import ClientError
-from compat_tests.drivers.catalog import ADMINS, CLIENTS
-from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentClient
-from compat_tests.drivers.kafka_python import raw_produce
-from compat_tests.drivers.records import make_records, unique_topic
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.drivers.admin import Admin, BrokerInfo, ConfigValue
+from compat_tests.kit.drivers.base import ClientError
+from compat_tests.kit.drivers.catalog import ADMINS, CLIENTS
+from compat_tests.kit.drivers.confluent import ConfluentAdmin, ConfluentClient
+from compat_tests.kit.drivers.kafka_python import raw_produce
+from compat_tests.kit.drivers.records import make_records, unique_topic
 from tests.integration.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(120)

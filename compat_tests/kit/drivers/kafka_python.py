@@ -3,7 +3,7 @@
 kafka-python derives a "broker version" from the ApiVersions ranges a broker advertises and
 gates features on it (record format, idempotence, admin APIs), so it catches dishonest
 ApiVersions answers that other clients tolerate. Its failures become
-:class:`~compat_tests.drivers.base.ClientError` with Kafka's name for the error code.
+:class:`~compat_tests.kit.drivers.base.ClientError` with Kafka's name for the error code.
 """
 
 from __future__ import annotations
@@ -49,12 +49,20 @@ from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.producer import ProduceRequest
 from kafka.record.memory_records import MemoryRecordsBuilder
 
-from compat_tests.drivers import base, kafka_python_api
-from compat_tests.drivers.admin import Acl, Admin, AdminDriver, BrokerInfo, ConfigValue, Replicas, TopicInfo
-from compat_tests.drivers.base import Message, TopicPartition, client_failure, kafka_error_name
-from compat_tests.drivers.bulk import BulkClient, Fetch, Send
-from compat_tests.drivers.kafka_python_api import TIMEOUT_MS
-from compat_tests.drivers.records import Delivered
+from compat_tests.kit.drivers import base, kafka_python_api
+from compat_tests.kit.drivers.admin import (
+    Acl,
+    Admin,
+    AdminDriver,
+    BrokerInfo,
+    ConfigValue,
+    Replicas,
+    TopicInfo,
+)
+from compat_tests.kit.drivers.base import Message, TopicPartition, client_failure, kafka_error_name
+from compat_tests.kit.drivers.bulk import BulkClient, Fetch, Send
+from compat_tests.kit.drivers.kafka_python_api import TIMEOUT_MS
+from compat_tests.kit.drivers.records import Delivered
 
 NAME = "kafka-python"
 ASSIGNORS: dict[str, type] = {

@@ -8,7 +8,7 @@ make each call as fast as its client allows. Each client module of this package 
 Everything is synchronous: aiokafka calls run under their own ``asyncio.run`` (pytest-trio owns
 ``async def`` tests, and aiokafka needs asyncio). Every call is bounded by a deadline so a broker
 that stops answering fails the test instead of hanging it. Failures raise
-:class:`~compat_tests.drivers.base.ClientError` whose ``error`` is Kafka's name for the error code.
+:class:`~compat_tests.kit.drivers.base.ClientError` whose ``error`` is Kafka's name for the error code.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from compat_tests.drivers.records import Consumed, Delivered, Record
+from compat_tests.kit.drivers.records import Consumed, Delivered, Record
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +116,7 @@ class BulkClient(ABC):
         them by key), wait for every delivery and return where each one went.
 
         Bulk settings (large batches, a short linger) make this as fast as the client allows.
-        The first failed delivery raises :class:`~compat_tests.drivers.base.ClientError`.
+        The first failed delivery raises :class:`~compat_tests.kit.drivers.base.ClientError`.
         """
         return self._produce(Send(topic, records, codec, acks, partition, timeout_s))
 

@@ -1,9 +1,9 @@
 """Admin clients behind one interface (:class:`Admin`): topics, partitions, configs, records, cluster.
 
 Implemented by the confluent-kafka and kafka-python modules of this package. The integration
-tests parametrize over :data:`compat_tests.drivers.catalog.ADMINS`; the compatibility drivers of
+tests parametrize over :data:`compat_tests.kit.drivers.catalog.ADMINS`; the compatibility drivers of
 those clients do their admin calls through the same classes, so each call is written once.
-Failures raise :class:`~compat_tests.drivers.base.ClientError` whose ``error`` is Kafka's name
+Failures raise :class:`~compat_tests.kit.drivers.base.ClientError` whose ``error`` is Kafka's name
 for the broker's error code.
 """
 
@@ -16,7 +16,7 @@ from typing import ClassVar, Self
 
 import pytest
 
-from compat_tests.drivers.base import Driver, GroupDescription, GroupListing, TopicPartition
+from compat_tests.kit.drivers.base import Driver, GroupDescription, GroupListing, TopicPartition
 from compat_tests.topic_metadata import wait_until_every_broker_knows
 
 Replicas = int | list[list[int]]
@@ -87,7 +87,7 @@ class Admin(ABC):
         validate_only: bool = False,
         assignments: Sequence[Sequence[int]] | None = None,
     ) -> None:
-        """CreateTopics for one topic; the broker's error raises :class:`~compat_tests.drivers.base.ClientError`.
+        """CreateTopics for one topic; the broker's error raises :class:`~compat_tests.kit.drivers.base.ClientError`.
 
         ``assignments`` lists each partition's replicas by broker id (a manual assignment, which
         Kafka takes instead of a replication factor); ``partitions`` is then its length.

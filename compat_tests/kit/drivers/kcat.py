@@ -18,8 +18,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import IO
 
-from compat_tests.drivers import base
-from compat_tests.drivers.base import ClientError, Received
+from compat_tests.kit.drivers import base
+from compat_tests.kit.drivers.base import ClientError, Received
 
 MESSAGE_DELIMITER = b"\x1e"
 KEY_DELIMITER = b"\x1f"

@@ -3,11 +3,11 @@ parametrize over (the compatibility suite's drivers are chosen in :mod:`compat_t
 
 from __future__ import annotations
 
-from compat_tests.drivers.admin import Admin
-from compat_tests.drivers.aiokafka_driver import AiokafkaClient
-from compat_tests.drivers.bulk import BulkClient
-from compat_tests.drivers.confluent import ConfluentAdmin, ConfluentClient
-from compat_tests.drivers.kafka_python import KafkaPythonAdmin, KafkaPythonClient
+from compat_tests.kit.drivers.admin import Admin
+from compat_tests.kit.drivers.aiokafka_driver import AiokafkaClient
+from compat_tests.kit.drivers.bulk import BulkClient
+from compat_tests.kit.drivers.confluent import ConfluentAdmin, ConfluentClient
+from compat_tests.kit.drivers.kafka_python import KafkaPythonAdmin, KafkaPythonClient
 
 CLIENTS: dict[str, type[BulkClient]] = {
     c.name: c for c in (KafkaPythonClient, ConfluentClient, AiokafkaClient)

@@ -2,7 +2,7 @@
 
 librdkafka is the most widely deployed non-Java client, and its AdminClient is complete and fast,
 so scenarios create their topics through it whichever client they test. Its failures become
-:class:`~compat_tests.drivers.base.ClientError` with Kafka's name for the error code.
+:class:`~compat_tests.kit.drivers.base.ClientError` with Kafka's name for the error code.
 """
 
 from __future__ import annotations
@@ -43,11 +43,19 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from compat_tests.drivers import base
-from compat_tests.drivers.admin import Acl, Admin, AdminDriver, BrokerInfo, ConfigValue, Replicas, TopicInfo
-from compat_tests.drivers.base import OP_TIMEOUT_S, Message, Received, TopicPartition, client_failure
-from compat_tests.drivers.bulk import BulkClient, Fetch, Send
-from compat_tests.drivers.records import Consumed, Delivered, Record
+from compat_tests.kit.drivers import base
+from compat_tests.kit.drivers.admin import (
+    Acl,
+    Admin,
+    AdminDriver,
+    BrokerInfo,
+    ConfigValue,
+    Replicas,
+    TopicInfo,
+)
+from compat_tests.kit.drivers.base import OP_TIMEOUT_S, Message, Received, TopicPartition, client_failure
+from compat_tests.kit.drivers.bulk import BulkClient, Fetch, Send
+from compat_tests.kit.drivers.records import Consumed, Delivered, Record
 
 NAME = "confluent-kafka"
 RESET = {"earliest": "earliest", "latest": "latest", "none": "error"}

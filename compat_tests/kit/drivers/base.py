@@ -116,7 +116,7 @@ class GroupDescription:
 
     ``assignor`` (the classic protocol's chosen assignor, Kafka's ``protocol_data``) and
     ``clients`` (each member's client id and host, as the broker saw its connection) are filled by
-    the admin clients of :mod:`compat_tests.drivers.admin`; other drivers leave them empty.
+    the admin clients of :mod:`compat_tests.kit.drivers.admin`; other drivers leave them empty.
     """
 
     state: str

@@ -15,7 +15,7 @@ from typing import Any
 import aiokafka.errors
 import kafka.errors
 
-from compat_tests.drivers.base import (
+from compat_tests.kit.drivers.base import (
     CLASSIC_SESSION_TIMEOUT_MS,
     OP_TIMEOUT_S,
     ClientError,
@@ -29,8 +29,8 @@ from compat_tests.drivers.base import (
     client_failure,
     kafka_error_name,
 )
-from compat_tests.drivers.bulk import Fetch, Send
-from compat_tests.drivers.records import Consumed, Record
+from compat_tests.kit.drivers.bulk import Fetch, Send
+from compat_tests.kit.drivers.records import Consumed, Record
 
 TIMEOUT_MS = int(OP_TIMEOUT_S * 1000)
 
@@ -120,7 +120,7 @@ def received(batches: Mapping[Any, Sequence[Any]]) -> list[Received]:
     ]
 
 
-# Bulk clients (compat_tests.drivers.bulk) -----------------------------------------------------
+# Bulk clients (compat_tests.kit.drivers.bulk) -----------------------------------------------------
 
 
 def failure(exc: BaseException, client: str) -> ClientError:

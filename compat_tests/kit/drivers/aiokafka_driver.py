@@ -25,11 +25,11 @@ from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
 from aiokafka.errors import KafkaError, for_code
 from aiokafka.partitioner import DefaultPartitioner
 
-from compat_tests.drivers import base, kafka_python_api
-from compat_tests.drivers.base import GroupDescription, Message, TopicPartition
-from compat_tests.drivers.bulk import BulkClient, Fetch, Send
-from compat_tests.drivers.kafka_python_api import TIMEOUT_MS
-from compat_tests.drivers.records import Delivered, Record
+from compat_tests.kit.drivers import base, kafka_python_api
+from compat_tests.kit.drivers.base import GroupDescription, Message, TopicPartition
+from compat_tests.kit.drivers.bulk import BulkClient, Fetch, Send
+from compat_tests.kit.drivers.kafka_python_api import TIMEOUT_MS
+from compat_tests.kit.drivers.records import Delivered, Record
 
 T = TypeVar("T")
 NAME = "aiokafka"

@@ -18,11 +18,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from compat_tests.drivers import base
-from compat_tests.drivers.base import ClientError, Message, TopicPartition
+from compat_tests.kit.drivers import base
+from compat_tests.kit.drivers.base import ClientError, Message, TopicPartition
 from compat_tests.maven import SLF4J_BINDING, classpath, compiled_classes, resolve_jars
 
-SOURCE = Path(__file__).resolve().parent.parent / "java" / "CompatClient.java"
+SOURCE = Path(__file__).resolve().parents[2] / "java" / "CompatClient.java"
 JAVA_CLIENT_VERSIONS = ("3.9.2", "4.4.0")
 """3.9.2 is the kafka-clients of Spark 4.2's Kafka connector; 4.4.0 is the newest release."""
 JACKSON = "com.fasterxml.jackson.core:jackson-databind:2.21.2"

@@ -2,7 +2,7 @@
 
 :func:`make_records` makes many varied records deterministically; :class:`Delivered` and
 :class:`Consumed` are where the broker put them and what came back, in one shape for every
-client of :mod:`compat_tests.drivers.bulk`.
+client of :mod:`compat_tests.kit.drivers.bulk`.
 """
 
 from __future__ import annotations
