@@ -9,19 +9,10 @@ import pytest
 
 from compat_tests.brokers import RunningBroker, start_broker
 from compat_tests.clusters import CLUSTER_KINDS, Cluster, ClusterUnavailable
-from compat_tests.kit.drivers.aiokafka_driver import AiokafkaDriver
 from compat_tests.kit.drivers.base import Driver
-from compat_tests.kit.drivers.confluent import ConfluentDriver
+from compat_tests.kit.drivers.catalog import PYTHON_DRIVERS
 from compat_tests.kit.drivers.java import JAVA_CLIENT_VERSIONS, JavaDriver, JavaProcess
-from compat_tests.kit.drivers.kafka_python import KafkaPythonDriver
-from compat_tests.kit.drivers.kcat import KcatDriver
 
-PYTHON_DRIVERS: dict[str, type[Driver]] = {
-    "kafka-python": KafkaPythonDriver,
-    "confluent-kafka": ConfluentDriver,
-    "aiokafka": AiokafkaDriver,
-    "kcat": KcatDriver,
-}
 JAVA_CLIENTS = {f"java-{version}": version for version in JAVA_CLIENT_VERSIONS}
 ALL_CLIENTS = [*PYTHON_DRIVERS, *JAVA_CLIENTS]
 

@@ -1,7 +1,7 @@
 """A consumer group member in a process of its own, for a test to SIGKILL.
 
 Run as ``python -m tests.integration.group_victim CLIENT BOOTSTRAP TOPIC GROUP PROTOCOL`` (CLIENT
-one of :data:`compat_tests.pools.PYTHON_DRIVERS`, PROTOCOL a ``group.protocol``): it joins
+one of :data:`compat_tests.kit.drivers.catalog.PYTHON_DRIVERS`, PROTOCOL a ``group.protocol``): it joins
 ``GROUP`` for ``TOPIC`` as client id ``victim`` and prints ``OWNS <partitions>`` whenever its
 assignment changes, until killed. Killed, it sends no LeaveGroup: only its session timeout tells
 the coordinator it is gone.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from compat_tests.kit.drivers.base import ConsumerSettings
-from compat_tests.pools import PYTHON_DRIVERS
+from compat_tests.kit.drivers.catalog import PYTHON_DRIVERS
 
 CLASSIC_SESSION_MS = 6000
 """The victim's classic session timeout (the consumer protocol's session is the broker's)."""
