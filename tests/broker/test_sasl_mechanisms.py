@@ -33,20 +33,31 @@ def _scram_store(password: str = "pencil") -> dict[tuple[str, str], ScramCredent
     return {("user", MECHANISM): ScramCredential.from_password(MECHANISM, password)}
 
 
-def _scram_exchange(server: ScramServer, user: str, password: str, tamper_nonce: bool = False) -> bytes:
+def _scram_exchange(
+    server: ScramServer,
+    user: str,
+    password: str,
+    tamper_nonce: bool = False,
+    *,
+    gs2: str = "n,,",
+    extensions: str = "",
+    mechanism: str = MECHANISM,
+) -> bytes:
+    """A client's whole exchange; ``user`` is sent as given (a saslname, escaped by the caller)."""
+    digest = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}[mechanism]
     client_nonce = "fyko+d2lbbFgONRv9qkxdawL"
-    bare = f"n={user},r={client_nonce}"
-    server_first = server.step(f"n,,{bare}".encode()).decode()
+    bare = f"n={user},r={client_nonce}{extensions}"
+    server_first = server.step(f"{gs2}{bare}".encode()).decode()
     fields = dict(item.split("=", 1) for item in server_first.split(","))
-    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), base64.b64decode(fields["s"]), int(fields["i"]))
+    salted = hashlib.pbkdf2_hmac(digest, password.encode(), base64.b64decode(fields["s"]), int(fields["i"]))
     nonce = fields["r"] + ("x" if tamper_nonce else "")
-    without_proof = f"c=biws,r={nonce}"
+    without_proof = f"c={base64.b64encode(gs2.encode()).decode()},r={nonce}"
     auth_message = f"{bare},{server_first},{without_proof}".encode()
-    client_key = hmac.digest(salted, b"Client Key", "sha256")
-    signature = hmac.digest(hashlib.sha256(client_key).digest(), auth_message, "sha256")
+    client_key = hmac.digest(salted, b"Client Key", digest)
+    signature = hmac.digest(hashlib.new(digest, client_key).digest(), auth_message, digest)
     proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
     final = server.step(f"{without_proof},p={base64.b64encode(proof).decode()}".encode())
-    expected = hmac.digest(hmac.digest(salted, b"Server Key", "sha256"), auth_message, "sha256")
+    expected = hmac.digest(hmac.digest(salted, b"Server Key", digest), auth_message, digest)
     assert final == b"v=" + base64.b64encode(expected)
     return final
 
@@ -76,6 +87,57 @@ def test_scram_client_first_must_be_well_formed() -> None:
     server = ScramServer(MECHANISM, lambda u, m: None)
     with pytest.raises(AuthenticationFailed, match="Invalid SCRAM client first message"):
         server.step(b"garbage")
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+@pytest.mark.parametrize(
+    ("name", "saslname", "gs2"),
+    [
+        ("user", "user", "n,,"),
+        ("user", "user", "n,a=user,"),  # an authorization id equal to the user name is accepted
+        ("o,dd=name", "o=2Cdd=3Dname", "n,,"),  # RFC 5802's escapes, as Kafka's clients send them
+    ],
+)
+def test_scram_accepts_what_kafka_accepts(mechanism: str, name: str, saslname: str, gs2: str) -> None:
+    store = {(name, mechanism): ScramCredential.from_password(mechanism, "pencil")}
+    server = ScramServer(mechanism, lambda u, m: store.get((u, m)))
+    _scram_exchange(server, saslname, "pencil", gs2=gs2, mechanism=mechanism)
+    assert server.complete and server.principal == f"User:{name}"
+
+
+@pytest.mark.parametrize(
+    ("saslname", "gs2", "extensions", "message"),
+    [
+        # Kafka's client-first accepts the GS2 flag "n" only: no channel binding, asked or offered
+        ("user", "y,,", "", "Invalid SCRAM client first message"),
+        ("user", "p=tls-unique,,", "", "Invalid SCRAM client first message"),
+        # a delegation token's id and HMAC: Odradek has no tokens, and never tries the password
+        ("user", "n,,", ",tokenauth=true", "invalid credentials with SASL mechanism SCRAM-SHA-256"),
+        ("user", "n,,", ",tokenauth=TRUE", "invalid credentials with SASL mechanism SCRAM-SHA-256"),
+        # an "=" escaping neither "," nor "=" is no user name (Kafka's ScramFormatter.username)
+        ("us=er", "n,,", "", "invalid credentials with SASL mechanism SCRAM-SHA-256"),
+        ("user", "n,a=other,", "", "authorization id that is different from username"),
+    ],
+)
+def test_scram_refuses_what_kafka_refuses(saslname: str, gs2: str, extensions: str, message: str) -> None:
+    store = {("user", MECHANISM): ScramCredential.from_password(MECHANISM, "pencil")}
+    looked_up: list[str] = []
+
+    def lookup(user: str, mechanism: str) -> ScramCredential | None:
+        looked_up.append(user)
+        return store.get((user, mechanism))
+
+    server = ScramServer(MECHANISM, lookup)
+    with pytest.raises(AuthenticationFailed, match=message):
+        _scram_exchange(server, saslname, "pencil", gs2=gs2, extensions=extensions)
+    assert not server.complete and looked_up == []
+
+
+def test_scram_extension_kafka_ignores_is_ignored() -> None:
+    store = _scram_store()
+    server = ScramServer(MECHANISM, lambda u, m: store.get((u, m)))
+    _scram_exchange(server, "user", "pencil", extensions=",tokenauth=false,other=1")
+    assert server.principal == "User:user"
 
 
 def test_plain_checks_user_password_and_authorization_id() -> None:

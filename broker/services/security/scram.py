@@ -70,8 +70,24 @@ def _attributes(message: str) -> dict[str, str]:
     return found
 
 
-def _unescape_name(name: str) -> str:
-    return name.replace("=2C", ",").replace("=3D", "=")
+def _extensions(bare: str) -> dict[str, str]:
+    """The client-first message's extensions (Kafka's ``ScramExtensions``): its items whose
+    name is longer than one letter, ``tokenauth=true`` the only one Kafka acts on."""
+    found: dict[str, str] = {}
+    for item in bare.split(","):
+        name, sep, value = item.partition("=")
+        if sep and len(name) > 1:
+            found[name] = value
+    return found
+
+
+def _unescape_name(name: str) -> str | None:
+    """A saslname's user name as Kafka's ``ScramFormatter.username`` reads it: ``=2C`` is a
+    comma, ``=3D`` an equals sign, and any other ``=`` makes the name invalid (None)."""
+    with_commas = name.replace("=2C", ",")
+    if "=" in with_commas.replace("=3D", ""):
+        return None
+    return with_commas.replace("=3D", "=")
 
 
 class ScramServer(SaslServer):
@@ -103,16 +119,23 @@ class ScramServer(SaslServer):
     def _client_first(self, message: str) -> bytes:
         gs2, sep, bare = message.partition(",")
         authzid, sep2, bare = bare.partition(",")
-        if not sep or not sep2 or gs2 not in ("n", "y") or not bare.startswith("n="):
+        # Kafka accepts the GS2 flag "n" only (no channel binding): "y" and "p=..." are refused.
+        if not sep or not sep2 or gs2 != "n" or not bare.startswith("n="):
             raise AuthenticationFailed("Invalid SCRAM client first message")
         fields = _attributes(bare)
-        user, client_nonce = _unescape_name(fields.get("n", "")), fields.get("r", "")
-        if not user or not client_nonce:
+        saslname, client_nonce = fields.get("n", ""), fields.get("r", "")
+        if not saslname or not client_nonce:
             raise AuthenticationFailed("Invalid SCRAM client first message: missing user name or nonce")
+        user = _unescape_name(saslname)
         if authzid and _unescape_name(authzid.removeprefix("a=")) != user:
             raise AuthenticationFailed(
                 "Authentication failed: Client requested an authorization id that is different from username"
             )
+        if user is None or _extensions(bare).get("tokenauth", "").lower() == "true":
+            # tokenauth=true names a delegation token, not a user: Kafka looks its id up among the
+            # tokens, and Odradek has none (broker/handlers/delegation_tokens.py), so it is refused
+            # as by a Kafka broker without that token, never checked against a user's password.
+            raise self._invalid()
         credential = self._lookup(user, self._mechanism)
         if credential is None:
             raise self._invalid()
