@@ -3,7 +3,7 @@
 Why: the throughput bench measures one broker and acks=1, where nothing is replicated. Issue 11
 asks what replication costs: every record is written by the leader, fetched by two followers
 and acknowledged once they have it. Each trial starts a fresh three-broker cluster of one kind
-with the compat suite's launcher (``compat_tests.clusters``: three combined KRaft nodes for
+with the compat suite's launcher (``compat_tests.kit.clusters``: three combined KRaft nodes for
 Kafka, three ``odradek serve --cluster`` on a three-member etcd for Odradek), creates one topic
 with replication factor 3 and ``min.insync.replicas`` 2, produces with an idempotent acks=all
 producer (librdkafka's defaults otherwise) and consumes everything back (``bench.load``, each
@@ -82,7 +82,7 @@ def cluster(kind: str, overrides: Mapping[str, str]) -> Iterator[RunningBroker]:
     """A fresh three-broker cluster of ``kind`` as one ``RunningBroker`` (every node in
     ``pids``); stopped, and its scratch directory removed, on exit. A failure while a node is
     dead is blamed on that node, with its log's tail."""
-    from compat_tests.clusters import CLUSTER_KINDS  # it imports the test support (etcd)
+    from compat_tests.kit.clusters import CLUSTER_KINDS  # it imports the test support (etcd)
 
     with tempfile.TemporaryDirectory(prefix=f"bench-{kind}-cluster-") as scratch:
         started = CLUSTER_KINDS[kind](Path(scratch), {**LIVENESS_DEFAULTS, **overrides})

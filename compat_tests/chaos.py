@@ -26,8 +26,8 @@ from confluent_kafka import Consumer as RdConsumer
 from confluent_kafka import KafkaError, Producer
 from kafka import KafkaProducer
 
-from compat_tests.clusters import Cluster
 from compat_tests.helpers import eventually
+from compat_tests.kit.clusters import Cluster
 from compat_tests.kit.drivers.confluent import ConfluentClient
 from compat_tests.kit.history import Acked, Read, RecordId, encode
 

@@ -30,8 +30,8 @@ from compat_tests.chaos import (
     run_rounds,
     wait_until_replicated,
 )
-from compat_tests.clusters import CLUSTER_SIZE, Cluster
 from compat_tests.helpers import eventually, poll_until
+from compat_tests.kit.clusters import CLUSTER_SIZE, Cluster
 from compat_tests.kit.drivers.base import (
     ClientError,
     ConsumerSettings,

@@ -10,26 +10,28 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
+from compat_tests.kit.clusters import FAST_FAILOVER, Cluster, start_odradek_cluster, wait_for
 from compat_tests.kit.etcd_cluster import EtcdCluster
 from compat_tests.kit.fixtures import require_etcd
 from spark_integration.jobs import read_topic
 from spark_integration.tests.support import consume_all, numbered_records, produce, spark_records
-from tests.support.odradek_cluster import OdradekCluster, wait_for
 
 pytestmark = pytest.mark.timeout(600)
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OdradekCluster]:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     require_etcd()
     with (
         EtcdCluster(1) as etcd,
-        OdradekCluster(tmp_path_factory.mktemp("cluster"), etcd.endpoints) as running,
+        start_odradek_cluster(
+            tmp_path_factory.mktemp("cluster"), FAST_FAILOVER, etcd_endpoints=etcd.endpoints
+        ) as running,
     ):
         yield running
 
 
-def replicated_topic(cluster: OdradekCluster, partitions: int) -> str:
+def replicated_topic(cluster: Cluster, partitions: int) -> str:
     from confluent_kafka.admin import NewTopic
 
     name = f"spark-cluster-{uuid.uuid4().hex[:8]}"
@@ -40,9 +42,7 @@ def replicated_topic(cluster: OdradekCluster, partitions: int) -> str:
     return name
 
 
-def test_spark_reads_a_replicated_topic_after_a_leader_died(
-    spark: SparkSession, cluster: OdradekCluster
-) -> None:
+def test_spark_reads_a_replicated_topic_after_a_leader_died(spark: SparkSession, cluster: Cluster) -> None:
     topic = replicated_topic(cluster, 3)
     produced = produce(cluster.bootstrap, topic, numbered_records(60, partitions=3))
     victim = cluster.leader_of(topic, 0)
@@ -51,10 +51,10 @@ def test_spark_reads_a_replicated_topic_after_a_leader_died(
         wait_for(lambda: cluster.leader_of(topic, 0) not in (victim, -1), what="a new leader")
         assert spark_records(read_topic(spark, cluster.bootstrap, topic)) == produced
     finally:
-        cluster.restart_stopped()
+        cluster.start_stopped()
 
 
-def test_spark_sink_writes_to_the_cluster(spark: SparkSession, cluster: OdradekCluster) -> None:
+def test_spark_sink_writes_to_the_cluster(spark: SparkSession, cluster: Cluster) -> None:
     topic = replicated_topic(cluster, 2)
     rows = [(f"k{i}", f"v{i}") for i in range(20)]
     frame = spark.createDataFrame(rows, ["key", "value"])

@@ -15,26 +15,28 @@ from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import NewTopic
 
 from compat_tests.brokers import odradek_command
+from compat_tests.kit.clusters import FAST_FAILOVER, Cluster, start_odradek_cluster, wait_for
 from compat_tests.kit.raw_protocol import RawClient, make_batch
-from tests.support.odradek_cluster import OdradekCluster, wait_for
 
 pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(scope="module")
 def cluster(etcd_cluster, tmp_path_factory):
-    with OdradekCluster(tmp_path_factory.mktemp("cluster"), etcd_cluster.endpoints) as running:
+    with start_odradek_cluster(
+        tmp_path_factory.mktemp("cluster"), FAST_FAILOVER, etcd_endpoints=etcd_cluster.endpoints
+    ) as running:
         yield running
 
 
 @pytest.fixture(autouse=True)
-def whole_cluster(cluster: OdradekCluster):
+def whole_cluster(cluster: Cluster):
     """Every test starts and ends with all three brokers up and registered."""
     yield
-    cluster.restart_stopped()
+    cluster.start_stopped()
 
 
-def create_topic(cluster: OdradekCluster, name: str, partitions: int, **configs: str) -> None:
+def create_topic(cluster: Cluster, name: str, partitions: int, **configs: str) -> None:
     cluster.wait_all_registered()  # a broker a scenario restarted may not count yet
     admin = cluster.admin()
     futures = admin.create_topics([NewTopic(name, partitions, 3, config=configs)], operation_timeout=30)
@@ -44,14 +46,12 @@ def create_topic(cluster: OdradekCluster, name: str, partitions: int, **configs:
     )
 
 
-def _full_isr(cluster: OdradekCluster, topic: str, partitions: int) -> bool:
+def _full_isr(cluster: Cluster, topic: str, partitions: int) -> bool:
     found = cluster.metadata().topics[topic].partitions
     return len(found) == partitions and all(len(p.isrs) == 3 for p in found.values())
 
 
-def produce(
-    cluster: OdradekCluster, topic: str, values: list[str], **settings: object
-) -> list[tuple[int, int]]:
+def produce(cluster: Cluster, topic: str, values: list[str], **settings: object) -> list[tuple[int, int]]:
     """Produce with acks=all and idempotence; the (partition, offset) of every value, in order."""
     producer = Producer(
         {"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 5}
@@ -74,7 +74,7 @@ def produce(
     return [placed[value] for value in values]
 
 
-def consume_all(cluster: OdradekCluster, topic: str, expected: int, group: str | None = None) -> list[str]:
+def consume_all(cluster: Cluster, topic: str, expected: int, group: str | None = None) -> list[str]:
     consumer = Consumer(
         {
             "bootstrap.servers": cluster.bootstrap,
@@ -104,17 +104,15 @@ def log_bytes(broker_dir: Path, topic: str, partition: int) -> bytes:
     return b"".join(path.read_bytes() for path in sorted(directory.glob("*.log")))
 
 
-def replicas_equal(
-    cluster: OdradekCluster, topic: str, partition: int, nodes: list[int] | None = None
-) -> bool:
+def replicas_equal(cluster: Cluster, topic: str, partition: int, nodes: list[int] | None = None) -> bool:
     """The partition's log files hold the same bytes, and some, on ``nodes`` (default: all)."""
-    holders = [cluster.brokers[node] for node in nodes] if nodes else cluster.brokers.values()
+    holders = [cluster.members[node] for node in nodes] if nodes else cluster.members.values()
     copies = {log_bytes(broker.workdir, topic, partition) for broker in holders}
     return len(copies) == 1 and copies != {b""}
 
 
-def test_every_broker_describes_the_same_cluster(cluster: OdradekCluster) -> None:
-    answers = [cluster.metadata(node) for node in cluster.brokers]
+def test_every_broker_describes_the_same_cluster(cluster: Cluster) -> None:
+    answers = [cluster.metadata(node) for node in cluster.members]
     assert all(set(md.brokers) == {1, 2, 3} for md in answers)
     assert len({md.controller_id for md in answers}) == 1
     assert answers[0].controller_id in {1, 2, 3}
@@ -123,14 +121,14 @@ def test_every_broker_describes_the_same_cluster(cluster: OdradekCluster) -> Non
     assert sorted(node.id for node in described.nodes) == [1, 2, 3]
 
 
-def test_replicated_topic_spreads_leaders_and_replicas(cluster: OdradekCluster) -> None:
+def test_replicated_topic_spreads_leaders_and_replicas(cluster: Cluster) -> None:
     create_topic(cluster, "spread", 3)
     partitions = cluster.metadata().topics["spread"].partitions.values()
     assert {p.leader for p in partitions} == {1, 2, 3}
     assert all(sorted(p.replicas) == [1, 2, 3] for p in partitions)
 
 
-def test_followers_hold_byte_equal_copies(cluster: OdradekCluster) -> None:
+def test_followers_hold_byte_equal_copies(cluster: Cluster) -> None:
     create_topic(cluster, "copies", 2, **{"min.insync.replicas": "2"})
     values = [f"record-{i}" for i in range(400)]
     # librdkafka's sticky partitioner can put a quick burst of keyless records all in one
@@ -142,7 +140,7 @@ def test_followers_hold_byte_equal_copies(cluster: OdradekCluster) -> None:
     assert sorted(consume_all(cluster, "copies", len(values))) == sorted(values)
 
 
-def test_leader_killed_nothing_acknowledged_is_lost(cluster: OdradekCluster) -> None:
+def test_leader_killed_nothing_acknowledged_is_lost(cluster: Cluster) -> None:
     create_topic(cluster, "failover", 1, **{"min.insync.replicas": "2"})
     first = [f"before-{i}" for i in range(200)]
     produce(cluster, "failover", first)
@@ -155,14 +153,14 @@ def test_leader_killed_nothing_acknowledged_is_lost(cluster: OdradekCluster) -> 
     )
     second = [f"after-{i}" for i in range(200)]
     produce(cluster, "failover", second)
-    cluster.restart(old_leader)
+    cluster.start(old_leader)
     wait_for(lambda: len(cluster.partition("failover", 0).isrs) == 3, what="the old leader back in sync")
     wait_for(lambda: replicas_equal(cluster, "failover", 0), timeout=120, what="equal replicas")
     read = consume_all(cluster, "failover", 400)
     assert read == first + second  # nothing lost, duplicated or reordered
 
 
-def test_too_few_in_sync_replicas_refuse_acks_all(cluster: OdradekCluster) -> None:
+def test_too_few_in_sync_replicas_refuse_acks_all(cluster: Cluster) -> None:
     create_topic(cluster, "guarded", 1, **{"min.insync.replicas": "2"})
     leader = cluster.leader_of("guarded", 0)
     for node in {1, 2, 3} - {leader}:
@@ -171,7 +169,7 @@ def test_too_few_in_sync_replicas_refuse_acks_all(cluster: OdradekCluster) -> No
         lambda: len(cluster.partition("guarded", 0, leader).isrs) == 1, what="the ISR down to the leader"
     )
     producer = Producer(
-        {"bootstrap.servers": cluster.brokers[leader].bootstrap, "acks": "all", "retries": 0, "linger.ms": 0}
+        {"bootstrap.servers": cluster.nodes[leader], "acks": "all", "retries": 0, "linger.ms": 0}
     )
     errors: list[KafkaError] = []
     producer.produce("guarded", b"refused", on_delivery=lambda error, _: errors.append(error))
@@ -180,7 +178,7 @@ def test_too_few_in_sync_replicas_refuse_acks_all(cluster: OdradekCluster) -> No
     assert errors[0].code() == KafkaError.NOT_ENOUGH_REPLICAS
 
 
-def test_group_keeps_consuming_when_its_coordinator_dies(cluster: OdradekCluster) -> None:
+def test_group_keeps_consuming_when_its_coordinator_dies(cluster: Cluster) -> None:
     create_topic(cluster, "grouped", 3)
     first = [f"a-{i}" for i in range(150)]
     produce(cluster, "grouped", first)
@@ -195,7 +193,7 @@ def test_group_keeps_consuming_when_its_coordinator_dies(cluster: OdradekCluster
     assert set(second) <= set(resumed)
 
 
-def test_paused_leader_cannot_acknowledge_after_the_others_moved_on(cluster: OdradekCluster) -> None:
+def test_paused_leader_cannot_acknowledge_after_the_others_moved_on(cluster: Cluster) -> None:
     """SIGSTOP a leader with an acks=all write queued on its socket: the others elect a new leader
     and take writes; when the old leader wakes up, the queued write is refused (the followers
     left it, so its high watermark cannot pass the write) and never appears in the log."""
@@ -203,7 +201,7 @@ def test_paused_leader_cannot_acknowledge_after_the_others_moved_on(cluster: Odr
     produce(cluster, "isolated", ["one"])
     old_leader = cluster.leader_of("isolated", 0)
     others = sorted({1, 2, 3} - {old_leader})
-    zombie = RawClient(cluster.brokers[old_leader].bootstrap)
+    zombie = RawClient(cluster.nodes[old_leader])
     answers: list[dict] = []
     cluster.pause(old_leader)
     try:
@@ -219,7 +217,7 @@ def test_paused_leader_cannot_acknowledge_after_the_others_moved_on(cluster: Odr
             cluster,
             "isolated",
             ["two"],
-            **{"bootstrap.servers": ",".join(cluster.brokers[n].bootstrap for n in others)},
+            **{"bootstrap.servers": ",".join(cluster.nodes[n] for n in others)},
         )
     finally:
         cluster.resume(old_leader)
@@ -249,7 +247,7 @@ def test_unreachable_etcd_at_start_is_one_line_and_a_failure(tmp_path: Path) -> 
     assert "Traceback" not in finished.stderr
 
 
-def test_reassignment_moves_replicas_and_leadership_without_loss(cluster: OdradekCluster) -> None:
+def test_reassignment_moves_replicas_and_leadership_without_loss(cluster: Cluster) -> None:
     from kafka import TopicPartition
     from kafka.admin import KafkaAdminClient
 
@@ -272,22 +270,22 @@ def test_reassignment_moves_replicas_and_leadership_without_loss(cluster: Odrade
         tools.close()
     assert cluster.leader_of("moving", 0) in (2, 3)
     wait_for(
-        lambda: not (cluster.brokers[1].workdir / "data" / "moving-0").exists(),
+        lambda: not (cluster.members[1].workdir / "data" / "moving-0").exists(),
         what="broker 1's copy removed",
     )
     assert consume_all(cluster, "moving", 300) == values
 
 
-def lose_preferred_leadership(cluster: OdradekCluster, topic: str) -> int:
+def lose_preferred_leadership(cluster: Cluster, topic: str) -> int:
     """Kill partition 0's preferred replica until another leads, then restart it; its node id."""
     preferred_leader = cluster.partition(topic, 0).replicas[0]
     cluster.kill(preferred_leader)
     wait_for(lambda: cluster.leader_of(topic, 0) not in (preferred_leader, -1), what="another leader")
-    cluster.restart(preferred_leader)
+    cluster.start(preferred_leader)
     return preferred_leader
 
 
-def test_preferred_leader_election_returns_leadership(cluster: OdradekCluster) -> None:
+def test_preferred_leader_election_returns_leadership(cluster: Cluster) -> None:
     from confluent_kafka import ElectionType, TopicPartition
 
     create_topic(cluster, "preferred", 1)
@@ -299,7 +297,7 @@ def test_preferred_leader_election_returns_leadership(cluster: OdradekCluster) -
     assert cluster.leader_of("preferred", 0) == preferred_leader
 
 
-def _set_broker_config(cluster: OdradekCluster, node: int, key: str, value: str | None) -> None:
+def _set_broker_config(cluster: Cluster, node: int, key: str, value: str | None) -> None:
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
     operation = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
@@ -313,7 +311,7 @@ def _set_broker_config(cluster: OdradekCluster, node: int, key: str, value: str 
         future.result(timeout=30)
 
 
-def test_a_throttled_reassignment_copies_no_faster_than_its_rate(cluster: OdradekCluster) -> None:
+def test_a_throttled_reassignment_copies_no_faster_than_its_rate(cluster: Cluster) -> None:
     """kafka-reassign-partitions --throttle, as its settings: a new replica copies a 3 MB
     partition at most one fetch past the 50 kB/s bound, then all of it once the throttle goes."""
     from kafka import TopicPartition
@@ -328,15 +326,15 @@ def test_a_throttled_reassignment_copies_no_faster_than_its_rate(cluster: Odrade
     admin.create_topics([topic])["throttled"].result(timeout=60)
     wait_for(lambda: cluster.partition("throttled", 0).isrs == [1], what="the partition on broker 1")
     produce(cluster, "throttled", ["x" * 1000 + str(i) for i in range(3000)])  # about 3 MB
-    total = len(log_bytes(cluster.brokers[1].workdir, "throttled", 0))
+    total = len(log_bytes(cluster.members[1].workdir, "throttled", 0))
     _set_broker_config(cluster, 1, "leader.replication.throttled.rate", "50000")
     _set_broker_config(cluster, 2, "follower.replication.throttled.rate", "50000")
     tools = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
     try:
         tools.alter_partition_reassignments({TopicPartition("throttled", 0): [1, 2]})
-        wait_for(lambda: (cluster.brokers[2].workdir / "data" / "throttled-0").exists(), what="the new copy")
+        wait_for(lambda: (cluster.members[2].workdir / "data" / "throttled-0").exists(), what="the new copy")
         time.sleep(6)
-        copied = len(log_bytes(cluster.brokers[2].workdir, "throttled", 0))
+        copied = len(log_bytes(cluster.members[2].workdir, "throttled", 0))
         # 10 s windows let about 500 kB through, and one fetch (replica.fetch.max.bytes, 1 MiB)
         # may overshoot; never the whole partition within 6 s at 50 kB/s
         assert copied < min(total, 1_700_000), (copied, total)

@@ -7,15 +7,17 @@ import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import NewTopic
 
+from compat_tests.kit.clusters import FAST_FAILOVER, start_odradek_cluster, wait_for
 from tests.cluster.test_cluster import consume_all, create_topic, produce
-from tests.support.odradek_cluster import OdradekCluster, wait_for
 
 pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(scope="module")
 def cluster(etcd_cluster3, tmp_path_factory):
-    with OdradekCluster(tmp_path_factory.mktemp("cluster"), etcd_cluster3.endpoints) as running:
+    with start_odradek_cluster(
+        tmp_path_factory.mktemp("cluster"), FAST_FAILOVER, etcd_endpoints=etcd_cluster3.endpoints
+    ) as running:
         yield running
 
 
@@ -34,7 +36,7 @@ def test_cluster_survives_an_etcd_member_and_the_controller_dying_together(clust
         assert len(consume_all(cluster, "sturdy", 200)) == 200
     finally:
         etcd_cluster3.restart(0)
-        cluster.restart(controller)
+        cluster.start(controller)
     wait_for(lambda: cluster.live_brokers() == {1, 2, 3}, what="all brokers back")
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from compat_tests.kit.clusters import FAST_FAILOVER, Cluster, start_odradek_cluster, wait_for
 from tests.cluster.test_cluster import create_topic, lose_preferred_leadership, produce
-from tests.support.odradek_cluster import OdradekCluster, wait_for
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -15,13 +15,15 @@ pytestmark = pytest.mark.timeout(300)
 @pytest.fixture(scope="module")
 def cluster(etcd_cluster, tmp_path_factory):
     quick_rebalance = {"leader.imbalance.check.interval.seconds": "2"}
-    with OdradekCluster(
-        tmp_path_factory.mktemp("cluster"), etcd_cluster.endpoints, overrides=quick_rebalance
+    with start_odradek_cluster(
+        tmp_path_factory.mktemp("cluster"),
+        {**FAST_FAILOVER, **quick_rebalance},
+        etcd_endpoints=etcd_cluster.endpoints,
     ) as running:
         yield running
 
 
-def test_leadership_returns_to_the_preferred_replica_by_itself(cluster: OdradekCluster) -> None:
+def test_leadership_returns_to_the_preferred_replica_by_itself(cluster: Cluster) -> None:
     create_topic(cluster, "rebalanced", 1)
     preferred = lose_preferred_leadership(cluster, "rebalanced")
     # no ElectLeaders: the controller's imbalance check moves it back once it is in sync
@@ -30,7 +32,7 @@ def test_leadership_returns_to_the_preferred_replica_by_itself(cluster: OdradekC
 
 @pytest.mark.parametrize("unclean", [False, True])
 def test_a_partition_without_in_sync_replicas_waits_unless_unclean_election_is_allowed(
-    cluster: OdradekCluster, unclean: bool
+    cluster: Cluster, unclean: bool
 ) -> None:
     topic = f"unclean-{str(unclean).lower()}"
     create_topic(
@@ -46,7 +48,7 @@ def test_a_partition_without_in_sync_replicas_waits_unless_unclean_election_is_a
         cluster.kill(node)
     wait_for(lambda: cluster.partition(topic, 0, leader).isrs == [leader], what="the ISR down to the leader")
     cluster.kill(leader)
-    cluster.restart(followers[0])
+    cluster.start(followers[0])
     try:
         if unclean:
             wait_for(lambda: cluster.leader_of(topic, 0) == followers[0], what="an unclean leader")
@@ -55,10 +57,10 @@ def test_a_partition_without_in_sync_replicas_waits_unless_unclean_election_is_a
                 lambda: cluster.partition(topic, 0, followers[0]).leader == -1, what="the partition offline"
             )
             # the old ISR's last member coming back leads again, with everything it had
-            cluster.restart(leader)
+            cluster.start(leader)
             wait_for(lambda: cluster.leader_of(topic, 0) == leader, what="the last in-sync replica leading")
     finally:
-        for node, broker in cluster.brokers.items():
-            if not broker.is_running:
-                cluster.restart(node)
+        for node, broker in cluster.members.items():
+            if not broker.running():
+                cluster.start(node)
     wait_for(lambda: cluster.live_brokers() == {1, 2, 3}, what="all brokers back")

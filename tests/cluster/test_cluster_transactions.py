@@ -13,13 +13,13 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from compat_tests.kit.clusters import FAST_FAILOVER, Cluster, start_odradek_cluster, wait_for
 from compat_tests.kit.eos_loop import Service
 from compat_tests.kit.raw_protocol import RawClient
 from coordinator.offsets_topic import partition_for
 from coordinator.transactions import TRANSACTION_STATE_TOPIC
 from tests.cluster.test_cluster import create_topic, produce
 from tests.integration.test_transactions import Txn
-from tests.support.odradek_cluster import OdradekCluster, wait_for
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
@@ -35,25 +35,27 @@ def cluster(etcd_cluster, tmp_path_factory):
         "transaction.state.log.replication.factor": "3",
         "transaction.state.log.num.partitions": str(TXN_STATE_PARTITIONS),
     }
-    with OdradekCluster(
-        tmp_path_factory.mktemp("txn-cluster"), etcd_cluster.endpoints, overrides=overrides
+    with start_odradek_cluster(
+        tmp_path_factory.mktemp("txn-cluster"),
+        {**FAST_FAILOVER, **overrides},
+        etcd_endpoints=etcd_cluster.endpoints,
     ) as running:
         yield running
 
 
 @pytest.fixture(autouse=True)
-def whole_cluster(cluster: OdradekCluster):
+def whole_cluster(cluster: Cluster):
     """Every test starts and ends with all three brokers up and registered."""
     yield
-    cluster.restart_stopped()
+    cluster.start_stopped()
 
 
-def coordinator_of(cluster: OdradekCluster, transactional_id: str) -> int:
+def coordinator_of(cluster: Cluster, transactional_id: str) -> int:
     """The broker leading the transactional id's ``__transaction_state`` partition."""
     return cluster.leader_of(TRANSACTION_STATE_TOPIC, partition_for(transactional_id, TXN_STATE_PARTITIONS))
 
 
-def read_committed(cluster: OdradekCluster, topic: str, partitions: int, until: set[str]) -> list[str]:
+def read_committed(cluster: Cluster, topic: str, partitions: int, until: set[str]) -> list[str]:
     """Every value a read_committed reader gets from ``topic`` until it has seen all of ``until``
     (written last, in a committed transaction, to every partition: whatever precedes them is
     decided by then)."""
@@ -79,7 +81,7 @@ def read_committed(cluster: OdradekCluster, topic: str, partitions: int, until: 
     return values
 
 
-def test_committed_and_aborted_across_brokers(cluster: OdradekCluster) -> None:
+def test_committed_and_aborted_across_brokers(cluster: Cluster) -> None:
     topic, partitions = "txn-spread", 3
     create_topic(cluster, topic, partitions)
     leaders = {cluster.leader_of(topic, p) for p in range(partitions)}
@@ -109,7 +111,7 @@ def test_committed_and_aborted_across_brokers(cluster: OdradekCluster) -> None:
     assert sorted(seen) == sorted(committed + ends)
 
 
-def test_a_timed_out_transaction_is_aborted_on_every_broker(cluster: OdradekCluster) -> None:
+def test_a_timed_out_transaction_is_aborted_on_every_broker(cluster: Cluster) -> None:
     topic, partitions = "txn-timeout", 3
     create_topic(cluster, topic, partitions)
     stalled = Producer(
@@ -128,7 +130,7 @@ def test_a_timed_out_transaction_is_aborted_on_every_broker(cluster: OdradekClus
     assert sorted(read_committed(cluster, topic, partitions, set(ends))) == sorted(ends)
 
 
-def transactional_ends(cluster: OdradekCluster, topic: str, partitions: int) -> list[str]:
+def transactional_ends(cluster: Cluster, topic: str, partitions: int) -> list[str]:
     """One committed ``end-<p>`` record in every partition of ``topic``, from a producer of its own."""
     ends = [f"end-{p}" for p in range(partitions)]
     producer = Producer(
@@ -143,13 +145,13 @@ def transactional_ends(cluster: OdradekCluster, topic: str, partitions: int) -> 
 
 
 def test_a_write_to_a_partition_outside_the_transaction_is_refused_by_its_remote_coordinator(
-    cluster: OdradekCluster,
+    cluster: Cluster,
 ) -> None:
     """KIP-890: the partition's leader asks the coordinator (another broker) before appending."""
     topic = "txn-verify"
     create_topic(cluster, topic, 1)
     leader = cluster.leader_of(topic, 0)
-    with RawClient(cluster.brokers[leader].bootstrap) as client:  # creates __transaction_state
+    with RawClient(cluster.nodes[leader]) as client:  # creates __transaction_state
         client.request(ApiKey.FIND_COORDINATOR, 3, {"key": "verify", "key_type": 1})
     wait_for(lambda: TRANSACTION_STATE_TOPIC in cluster.metadata().topics, what="__transaction_state")
     transactional_id = next(
@@ -160,8 +162,8 @@ def test_a_write_to_a_partition_outside_the_transaction_is_refused_by_its_remote
     )
     coordinator = coordinator_of(cluster, transactional_id)
     with (
-        RawClient(cluster.brokers[coordinator].bootstrap) as to_coordinator,
-        RawClient(cluster.brokers[leader].bootstrap) as to_leader,
+        RawClient(cluster.nodes[coordinator]) as to_coordinator,
+        RawClient(cluster.nodes[leader]) as to_leader,
     ):
         txn = Txn(to_coordinator, transactional_id)
         wait_for(lambda: txn.init() == ErrorCode.NONE, what="the coordinator to load")  # retriable until then
@@ -175,7 +177,7 @@ def test_a_write_to_a_partition_outside_the_transaction_is_refused_by_its_remote
         assert txn.end(commit=True) == ErrorCode.NONE
 
 
-def test_exactly_once_across_the_death_of_the_transaction_coordinator(cluster: OdradekCluster) -> None:
+def test_exactly_once_across_the_death_of_the_transaction_coordinator(cluster: Cluster) -> None:
     source, sink, partitions, inputs = "eos-in", "eos-out", 3, 300
     create_topic(cluster, source, partitions)
     create_topic(cluster, sink, partitions)

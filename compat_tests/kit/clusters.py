@@ -1,17 +1,21 @@
-"""Three-broker clusters for the failover scenarios: start, kill, restart, pause and resume nodes.
+"""Three-broker clusters: start, kill, restart, pause and resume nodes.
 
-``--nodes 3`` makes the suite start a :class:`Cluster` instead of a single broker:
+The one cluster harness of the repository: the compatibility suite's ``--nodes 3`` mode and its
+failover scenarios, the cluster tests of ``tests/cluster/``, the Spark tests and the benchmarks
+start their clusters here.
 
 - ``apache-kafka``: three combined broker+controller KRaft nodes formatted with one cluster id,
   a static quorum (``controller.quorum.voters``) and replicated internal topics;
-- ``odradek``: three ``odradek serve --cluster etcd://...`` brokers sharing a three-node etcd
-  (``compat_tests.kit.etcd_cluster``, imported only when such a cluster is asked for).
+- ``odradek``: three ``odradek serve --cluster etcd://...`` brokers on an etcd: a three-member
+  one of their own (:mod:`compat_tests.kit.etcd_cluster`), or the one a test shares between
+  its clusters (``etcd_endpoints``), each cluster under its own key prefix.
 
 Nodes are driven by signals, as an operator's bad day would: ``kill`` is SIGKILL (no clean
 shutdown, no flushed state), ``start`` restarts a node on its own port and data directory,
 ``pause``/``resume`` are SIGSTOP/SIGCONT (a node that is alive to the kernel but answers nothing,
-like a long GC pause). Like :mod:`compat_tests.brokers`, this module uses no client library:
-leaders are looked up with a raw Metadata request to a live node.
+like a long GC pause). Leaders are looked up with a raw Metadata request to a live node
+(:mod:`compat_tests.kit.raw_protocol`); ``admin()`` and ``metadata()`` give confluent-kafka's
+view, for tests written against its types.
 """
 
 from __future__ import annotations
@@ -19,9 +23,13 @@ from __future__ import annotations
 import signal
 import struct
 import subprocess
+import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from compat_tests.brokers import (
     READY_TIMEOUT_S,
@@ -38,7 +46,12 @@ from compat_tests.brokers import (
     wait_until_ready,
 )
 from compat_tests.kit.etcd_cluster import EtcdCluster, etcd_binary
-from compat_tests.topic_metadata import PartitionState, topic_partitions
+from compat_tests.topic_metadata import PartitionState, topic_partitions, wait_until_every_broker_lists
+
+if TYPE_CHECKING:
+    from confluent_kafka.admin import AdminClient
+
+T = TypeVar("T")
 
 CLUSTER_SIZE = 3
 
@@ -61,6 +74,33 @@ LIVENESS: Mapping[str, str] = {
 controller fences it; an Odradek broker's etcd lease expires): the same keys for both. The
 defaults (9 s, heartbeats every 2 s) make each failover take ~12 s, which the CI rounds would
 pay a dozen times; four missed heartbeats still tolerate a loaded machine."""
+
+
+FAST_FAILOVER: Mapping[str, str] = {
+    "broker.session.timeout.ms": "3000",
+    "broker.heartbeat.interval.ms": "500",
+    "replica.lag.time.max.ms": "5000",
+    "offsets.topic.num.partitions": "6",
+}
+"""What the cluster tests of ``tests/cluster/`` add: failovers within seconds (session 3 s,
+replica lag 5 s), and fewer offsets partitions to place."""
+
+
+def wait_for(condition: Callable[[], T | None], timeout: float = 60.0, what: str = "condition") -> T:
+    """Poll ``condition`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            result = condition()
+        except Exception as exc:  # a broker restarting refuses connections meanwhile
+            result, last = None, exc
+        else:
+            last = None
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}" + (f" (last error: {last})" if last else ""))
+        time.sleep(0.2)
 
 
 class ClusterUnavailable(RuntimeError):
@@ -125,6 +165,21 @@ class Cluster:
         self._launch(node_id)
         wait_until_ready(self.members[node_id].as_broker(), READY_TIMEOUT_S)
 
+    def start_stopped(self) -> None:
+        """Resume every paused node, start every node that is down, and wait until all are registered."""
+        for node_id, node in self.members.items():
+            if node.paused:
+                self.resume(node_id)
+            if not node.running():
+                self.start(node_id)
+        self.wait_all_registered()
+
+    def wait_all_registered(self) -> None:
+        """Wait until every node's Metadata lists every node. A restarted broker answers a moment
+        before the cluster counts it registered, and a topic with three replicas created in
+        between is refused with INVALID_REPLICATION_FACTOR."""
+        wait_until_every_broker_lists(list(self.nodes.values()), len(self.members))
+
     def start_all(self) -> None:
         """Start every node before waiting for any: a KRaft node opens its listener only once
         the quorum, which needs a majority of them, has elected a leader."""
@@ -185,6 +240,34 @@ class Cluster:
     def log_tail(self, node_id: int, lines: int = 40) -> str:
         return self.members[node_id].as_broker().log_tail(lines)
 
+    def admin(self, node_id: int | None = None) -> AdminClient:
+        """A confluent-kafka admin client of one node (or of the whole cluster)."""
+        from confluent_kafka.admin import AdminClient  # the harness itself needs no client library
+
+        return AdminClient(
+            {"bootstrap.servers": self.nodes[node_id] if node_id is not None else self.bootstrap}
+        )
+
+    def metadata(self, node_id: int | None = None) -> Any:
+        """confluent-kafka's ClusterMetadata as one node (or any) answers it."""
+        return self.admin(node_id).list_topics(timeout=10)
+
+    def live_brokers(self, node_id: int | None = None) -> set[int]:
+        """The brokers Metadata lists, as one node (or any) answers it."""
+        return set(self.metadata(node_id).brokers)
+
+    def partition(self, topic: str, partition: int, node_id: int | None = None) -> Any:
+        """confluent-kafka's PartitionMetadata (leader, replicas, isrs) as one node (or any) answers it."""
+        return self.metadata(node_id).topics[topic].partitions[partition]
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.stop()
+
     def stop(self) -> None:
         """SIGKILL every node (the data is thrown away, so a clean shutdown buys nothing and a
         combined KRaft node without its quorum would wait for it), then run the cleanups."""
@@ -222,8 +305,13 @@ def start_kafka_cluster(workdir: Path, overrides: Mapping[str, str] | None = Non
     return _started(Cluster("apache-kafka", members, quorum_on_brokers=True))
 
 
-def start_odradek_cluster(workdir: Path, overrides: Mapping[str, str] | None = None) -> Cluster:
-    """Three ``odradek serve --cluster`` brokers on a three-node etcd; return once all serve."""
+def start_odradek_cluster(
+    workdir: Path, overrides: Mapping[str, str] | None = None, etcd_endpoints: Sequence[str] | None = None
+) -> Cluster:
+    """Three ``odradek serve --cluster`` brokers on the etcd at ``etcd_endpoints``, or on a
+    three-node etcd of their own; return once all serve."""
+    if etcd_endpoints is not None:
+        return _started(Cluster("odradek", _odradek_nodes(workdir, etcd_endpoints, overrides or {}), False))
     if etcd_binary() is None:
         raise ClusterUnavailable("etcd is not installed (Debian package etcd-server)")
     etcd = EtcdCluster(CLUSTER_SIZE)
@@ -242,6 +330,7 @@ def _odradek_nodes(
     """The command line of each Odradek cluster node, on ports and data directories of its own."""
     # etcd://h1:2379,h2:2379 (docs/CLUSTER.md), whether the endpoints carry a scheme or not
     cluster = "etcd://" + ",".join(endpoint.split("://")[-1] for endpoint in etcd_endpoints)
+    prefix = f"/odradek-test-{uuid.uuid4().hex[:12]}"  # clusters sharing an etcd stay apart
     members = {}
     for i, port in enumerate(free_ports(CLUSTER_SIZE), start=1):
         node_dir = workdir / f"node-{i}"
@@ -250,6 +339,7 @@ def _odradek_nodes(
         settings = {
             "node.id": str(i),
             "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "cluster.etcd.prefix": prefix,
             **SUITE_OVERRIDES,
             **REPLICATED,
             **LIVENESS,

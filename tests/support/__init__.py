@@ -1,1 +1,0 @@
-"""Helpers shared by tests, compat_tests and bench: external services the tests start themselves."""
