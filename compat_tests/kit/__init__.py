@@ -2,7 +2,10 @@
 Spark tests and the benchmarks share to reach a broker, Odradek or Apache Kafka.
 
 - :mod:`compat_tests.kit.raw_protocol`: one request and its one answer, on the CLI's
-  ``KafkaConnection`` (readiness, leader look-ups, exact error codes, hand-built batches).
+  ``KafkaConnection`` (readiness, leader look-ups, exact error codes, hand-built batches), and
+  the frames and trio streams of tests that write the bytes themselves.
+- :mod:`compat_tests.kit.in_process`: an Odradek broker in the test's own trio loop
+  (``running_broker``), for tests that reach inside it or write every byte themselves.
 - :mod:`compat_tests.kit.broker_process`: an ``odradek serve`` process that keeps its port and
   data directory across a stop, a kill -9 and a restart (``OdradekProcess``).
 - :mod:`compat_tests.kit.etcd_cluster`: real etcd clusters of one or three members, and

@@ -10,6 +10,7 @@ Kafka-compatible broker (Apache Kafka included), so there is one way to send one
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -66,6 +67,38 @@ def fetch_body(
     body["max_bytes"] = max_bytes
     body["topics"][0]["partitions"][0]["partition_max_bytes"] = max_bytes
     return body
+
+
+async def connect(port: int) -> trio.SocketStream:
+    """A trio stream to the broker on ``port`` of this machine, for tests that run the broker in
+    their own trio loop (:mod:`compat_tests.kit.in_process`) and write frames themselves."""
+    return await trio.open_tcp_stream("127.0.0.1", port)
+
+
+async def receive_exactly(stream: trio.SocketStream, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = await stream.receive_some(size - len(data))
+        if not chunk:
+            raise EOFError(f"connection closed after {len(data)} of {size} bytes")
+        data += chunk
+    return bytes(data)
+
+
+async def receive_frame(stream: trio.SocketStream) -> bytes:
+    """The next response on ``stream``: its correlation id, header and body, without the size."""
+    (size,) = struct.unpack(">i", await receive_exactly(stream, 4))
+    return await receive_exactly(stream, size)
+
+
+async def closed_by_peer(stream: trio.SocketStream) -> bool:
+    """Whether the broker closes ``stream`` within five seconds (reading nothing else from it)."""
+    with trio.move_on_after(5):
+        try:
+            return await stream.receive_some(1) == b""
+        except trio.BrokenResourceError:
+            return True
+    return False
 
 
 class RawClient(KafkaConnection):

@@ -16,9 +16,10 @@ from typing import Any
 import trio
 
 from broker.node.server import Broker
+from compat_tests.kit.in_process import running_broker
 from compat_tests.kit.raw_protocol import RawClient, fetch_body
 from log import PartitionLog
-from tests.broker.test_server import DEADLINE_S, running_broker
+from tests.broker.test_server import DEADLINE_S
 from tests.log.conftest import BASE_TS, append, produced_batch
 from wire.api_keys import ApiKey
 from wire.record_batch import scan_batches

@@ -20,8 +20,9 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from broker.config.config import BrokerConfig, ConfigError
 from broker.node.metrics_http import HEAD_LIMIT, SAMPLES_PER_SLICE, render
 from broker.requests.request_observer import allowed_wait_s
-from compat_tests.kit.raw_protocol import RawClient, make_batch
-from tests.broker.test_server import DEADLINE_S, connect, frame, receive_frame, running_broker
+from compat_tests.kit.in_process import running_broker
+from compat_tests.kit.raw_protocol import RawClient, connect, make_batch, receive_frame, request_frame
+from tests.broker.test_server import DEADLINE_S
 from tests.scrape import Scrape, scrape
 from wire.api_keys import ApiKey
 from wire.codec import encode_request
@@ -56,7 +57,7 @@ async def http_exchange(port: int, request: bytes) -> bytes:
 
 async def api_versions(stream: trio.SocketStream, count: int) -> None:
     for correlation_id in range(count):
-        await stream.send_all(frame(ApiKey.API_VERSIONS, 3, {}, correlation_id))
+        await stream.send_all(request_frame(ApiKey.API_VERSIONS, 3, {}, correlation_id))
         await receive_frame(stream)
 
 
@@ -147,7 +148,7 @@ async def test_request_log_has_one_json_line_per_request(tmp_path: Path, caplog)
         ("ApiVersions", 3, 2),
         ("Metadata", 12, 99),
     ]
-    assert lines[0]["client_id"] == "test-client" and lines[3]["client_id"] == 'evil"\nclient'
+    assert lines[0]["client_id"] == "raw-test" and lines[3]["client_id"] == 'evil"\nclient'
     assert all(line["client"] == f"{local[0]}:{local[1]}" and line["latency_ms"] >= 0 for line in lines)
 
 

@@ -27,7 +27,7 @@ from broker.client.admin_client import KafkaConnection, fetch_body
 from broker.config.config import BrokerConfig, ConfigError
 from broker.node.server import Broker
 from broker.services.replication.peer_connection import PeerConnection
-from tests.broker.test_server import running_broker
+from compat_tests.kit.in_process import running_broker
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 from wire.record_batch import Record, encode_batch, scan_batches

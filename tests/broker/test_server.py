@@ -1,87 +1,24 @@
 """The trio server over real sockets: framing, version negotiation, hostile input.
 
-The broker runs in-process on an ephemeral loopback port; requests are raw frames built
-with the project's codecs so that each test controls the exact bytes on the wire.
+The broker runs in-process on an ephemeral loopback port (:mod:`compat_tests.kit.in_process`);
+requests are raw frames built with the project's codecs (:mod:`compat_tests.kit.raw_protocol`)
+so that each test controls the exact bytes on the wire.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import trio
 
-from broker.config.config import BrokerConfig
-from broker.node.server import Broker, serve
-from log.clock import Clock, wall_clock_ms
+from compat_tests.kit.in_process import running_broker
+from compat_tests.kit.raw_protocol import closed_by_peer, connect, receive_frame, request_frame
 from wire.api_keys import ApiKey
-from wire.codec import decode_response, encode_request
+from wire.codec import decode_response
 from wire.error_codes import ErrorCode
-from wire.header import encode_request_header, request_header_version
 
 DEADLINE_S = 20
-
-
-@asynccontextmanager
-async def running_broker(
-    tmp_path: Path,
-    *,
-    clock: Clock = wall_clock_ms,
-    prepare: Callable[[Broker], object] | None = None,
-    **overrides: str,
-) -> AsyncIterator[tuple[Broker, int]]:
-    """A broker served on an ephemeral port; ``prepare`` runs between its creation and
-    ``serve`` (cluster tests start replication there)."""
-    settings = {"log.dirs": str(tmp_path / "data"), "listeners": "PLAINTEXT://127.0.0.1:0"}
-    settings.update({k.replace("_", "."): v for k, v in overrides.items()})
-    broker = Broker(BrokerConfig.load(overrides=settings, environ={}), clock)
-    if prepare is not None:
-        prepare(broker)
-    try:
-        async with trio.open_nursery() as nursery:
-            listeners = await nursery.start(serve, broker)
-            yield broker, listeners[0].port
-            nursery.cancel_scope.cancel()
-    finally:
-        broker.close()
-
-
-async def connect(port: int) -> trio.SocketStream:
-    return await trio.open_tcp_stream("127.0.0.1", port)
-
-
-def frame(api_key: int, version: int, body: dict, correlation_id: int = 7) -> bytes:
-    header = encode_request_header(
-        api_key, version, correlation_id, "test-client", request_header_version(api_key, version)
-    )
-    payload = header + encode_request(api_key, version, body)
-    return struct.pack(">i", len(payload)) + payload
-
-
-async def receive_exactly(stream: trio.SocketStream, size: int) -> bytes:
-    data = bytearray()
-    while len(data) < size:
-        chunk = await stream.receive_some(size - len(data))
-        if not chunk:
-            raise EOFError(f"connection closed after {len(data)} of {size} bytes")
-        data += chunk
-    return bytes(data)
-
-
-async def receive_frame(stream: trio.SocketStream) -> bytes:
-    (size,) = struct.unpack(">i", await receive_exactly(stream, 4))
-    return await receive_exactly(stream, size)
-
-
-async def closed_by_peer(stream: trio.SocketStream) -> bool:
-    with trio.move_on_after(5):
-        try:
-            return await stream.receive_some(1) == b""
-        except trio.BrokenResourceError:
-            return True
-    return False
 
 
 async def test_api_versions_v3_advertises_what_is_served(tmp_path: Path) -> None:
@@ -89,10 +26,11 @@ async def test_api_versions_v3_advertises_what_is_served(tmp_path: Path) -> None
         async with running_broker(tmp_path) as (_broker, port):
             stream = await connect(port)
             await stream.send_all(
-                frame(
+                request_frame(
                     ApiKey.API_VERSIONS,
                     3,
                     {"client_software_name": "odradek-test", "client_software_version": "1.0"},
+                    correlation_id=7,
                 )
             )
             response = await receive_frame(stream)
@@ -131,7 +69,7 @@ async def test_oversized_frame_closes_only_that_connection(tmp_path: Path) -> No
             hostile = await connect(port)
             await hostile.send_all(struct.pack(">i", 1_000_000_000))
             assert await closed_by_peer(hostile)
-            await bystander.send_all(frame(ApiKey.API_VERSIONS, 0, {}))
+            await bystander.send_all(request_frame(ApiKey.API_VERSIONS, 0, {}))
             body = decode_response(ApiKey.API_VERSIONS, 0, await receive_frame(bystander), 4)
             assert body["error_code"] == ErrorCode.NONE
 
@@ -149,11 +87,11 @@ async def test_garbage_and_unknown_apis_close_the_connection(tmp_path: Path) -> 
                 assert await closed_by_peer(stream)
             # a truncated Metadata body is a decode error, not a crash
             stream = await connect(port)
-            truncated = frame(ApiKey.METADATA, 9, {"topics": [{"name": "t"}]})[:-3]
+            truncated = request_frame(ApiKey.METADATA, 9, {"topics": [{"name": "t"}]})[:-3]
             await stream.send_all(struct.pack(">i", len(truncated) - 4) + truncated[4:])
             assert await closed_by_peer(stream)
             healthy = await connect(port)
-            await healthy.send_all(frame(ApiKey.API_VERSIONS, 0, {}))
+            await healthy.send_all(request_frame(ApiKey.API_VERSIONS, 0, {}))
             assert (
                 decode_response(ApiKey.API_VERSIONS, 0, await receive_frame(healthy), 4)["error_code"]
                 == ErrorCode.NONE
@@ -165,14 +103,14 @@ async def test_pipelined_requests_are_answered_in_order(tmp_path: Path) -> None:
         async with running_broker(tmp_path) as (_broker, port):
             stream = await connect(port)
             burst = b"".join(
-                frame(
+                request_frame(
                     ApiKey.METADATA,
                     12,
                     {"topics": None, "allow_auto_topic_creation": False},
                     correlation_id=i,
                 )
                 if i % 2
-                else frame(ApiKey.API_VERSIONS, 0, {}, correlation_id=i)
+                else request_frame(ApiKey.API_VERSIONS, 0, {}, correlation_id=i)
                 for i in range(50)
             )
             await stream.send_all(burst)
@@ -186,7 +124,7 @@ async def test_connection_limit_is_enforced(tmp_path: Path) -> None:
             first, second = await connect(port), await connect(port)
             third = await connect(port)
             assert await closed_by_peer(third)
-            await first.send_all(frame(ApiKey.API_VERSIONS, 0, {}))
+            await first.send_all(request_frame(ApiKey.API_VERSIONS, 0, {}))
             assert (
                 decode_response(ApiKey.API_VERSIONS, 0, await receive_frame(first), 4)["error_code"]
                 == ErrorCode.NONE

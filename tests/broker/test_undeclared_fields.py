@@ -12,7 +12,9 @@ import trio
 
 from broker.requests.context import RequestContext
 from broker.requests.dispatch import with_throttle
-from tests.broker.test_server import DEADLINE_S, closed_by_peer, connect, frame, running_broker
+from compat_tests.kit.in_process import running_broker
+from compat_tests.kit.raw_protocol import closed_by_peer, connect, request_frame
+from tests.broker.test_server import DEADLINE_S
 from wire.api_keys import ApiKey
 
 
@@ -28,7 +30,7 @@ async def test_an_undeclared_field_closes_the_connection_and_is_logged(tmp_path:
             broker.served[ApiKey.HEARTBEAT] = dataclasses.replace(served, handler=_misspelt_heartbeat)
             stream = await connect(port)
             await stream.send_all(
-                frame(ApiKey.HEARTBEAT, 4, {"group_id": "g", "generation_id": 1, "member_id": "m"})
+                request_frame(ApiKey.HEARTBEAT, 4, {"group_id": "g", "generation_id": 1, "member_id": "m"})
             )
             assert await closed_by_peer(stream)
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import trio
 
+from compat_tests.kit.in_process import running_broker
 from compat_tests.kit.raw_protocol import RawClient, in_thread, make_batch
-from tests.broker.test_server import running_broker
 from wire.error_codes import ErrorCode
 
 FIXED_MS = 978_307_200_000  # 2001-01-01, far from the machine's own clock

@@ -20,10 +20,10 @@ from broker.client.admin_client import PRODUCE_VERSION, produce_body
 from broker.node.server import Broker
 from compat_tests.kit.drivers.base import ConsumerSettings
 from compat_tests.kit.drivers.kafka_python import KafkaPythonDriver
+from compat_tests.kit.in_process import running_broker
 from compat_tests.kit.raw_protocol import RawClient, in_thread, make_batch
 from log.checkpoint import CHECKPOINT_FILE, PartitionCheckpoint
 from log.partition_log import PartitionLog
-from tests.broker.test_server import running_broker
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import trio
 
+from compat_tests.kit.in_process import running_broker
 from compat_tests.kit.raw_protocol import RawClient, in_thread, make_batch
 from log.partition_log import PartitionLog
-from tests.broker.test_server import running_broker
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 from wire.record_batch import decode_records, scan_batches
