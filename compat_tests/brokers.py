@@ -136,6 +136,23 @@ def _ephemeral_port_floor() -> int:
         return 32_768
 
 
+def _port_range() -> tuple[int, int]:
+    """The ports this process picks from: below the ephemeral range, and under pytest-xdist a
+    slice of it per worker.
+
+    A port is free when chosen, but a broker stopped to be restarted leaves its port free for a
+    while; another worker must not pick it meanwhile. Slices keep the workers of one run apart.
+    """
+    low, high = LOWEST_TEST_PORT, max(_ephemeral_port_floor(), LOWEST_TEST_PORT + 1000)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    if worker.startswith("gw") and worker[2:].isdigit() and workers > 1:
+        width = (high - low) // workers
+        low += int(worker[2:]) % workers * width
+        high = low + width
+    return low, high
+
+
 def free_ports(count: int) -> list[int]:
     """Ports that are free right now, below the ephemeral range; all sockets stay bound until
     all are chosen, so they differ.
@@ -144,11 +161,11 @@ def free_ports(count: int) -> list[int]:
     ``bind(0)`` come from the range it also gives outgoing connections, and the clients still
     reconnecting to a stopped broker would take them; ports below that range it never hands out.
     """
-    ceiling = max(_ephemeral_port_floor(), LOWEST_TEST_PORT + 1000)
+    low, high = _port_range()
     with ExitStack() as stack:
         chosen: list[int] = []
         while len(chosen) < count:
-            port = _PORT_CHOICE.randrange(LOWEST_TEST_PORT, ceiling)
+            port = _PORT_CHOICE.randrange(low, high)
             sock = stack.enter_context(socket.socket())
             try:
                 sock.bind(("127.0.0.1", port))

@@ -53,7 +53,8 @@ PARTITIONS = 4
 @pytest.fixture
 def healthy(cluster: Cluster) -> Iterator[Cluster]:
     """The cluster with every node up and registered; whatever a scenario killed or paused is
-    brought back."""
+    brought back, and registered again before the next test: CI runs the produce/consume and
+    group scenarios on the same session cluster after these."""
     wait_until_every_broker_lists(list(cluster.nodes.values()), len(cluster.nodes))
     yield cluster
     for node_id in cluster.nodes:
@@ -62,6 +63,7 @@ def healthy(cluster: Cluster) -> Iterator[Cluster]:
             cluster.resume(node_id)
         if not node.running():
             cluster.start(node_id)
+    wait_until_every_broker_lists(list(cluster.nodes.values()), len(cluster.nodes))
 
 
 @pytest.fixture
@@ -146,6 +148,7 @@ def _assert_isr_size(cluster: Cluster, topic: str, partition: int, size: int) ->
     assert len(state.isr) == size, state
 
 
+@pytest.mark.slow
 def test_leader_failover_under_load_loses_duplicates_and_reorders_nothing(
     healthy: Cluster,
     admin_client: ConfluentAdmin,

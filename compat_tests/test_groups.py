@@ -24,8 +24,20 @@ from compat_tests.kit.drivers.base import (
     ProducerSettings,
     TopicPartition,
 )
+from compat_tests.topic_metadata import wait_until_every_broker_knows
 
 pytestmark = pytest.mark.parametrize("group_protocol", GROUP_PROTOCOLS)
+
+
+def create_known_topic(admin: Driver, topic: str, partitions: int) -> None:
+    """Create ``topic`` and return once the broker's Metadata lists it with a leader for every partition.
+
+    Kafka answers CreateTopics before its broker has applied the topic from the metadata log, even
+    on one node; a consumer that subscribes in between is told the topic is unknown (librdkafka's
+    "Subscribed topic not available", which the confluent-kafka driver raises). On a loaded machine
+    that gap is long enough to hit."""
+    admin.create_topic(topic, partitions)
+    wait_until_every_broker_knows(admin.bootstrap.split(","), topic, partitions)
 
 
 def new_group() -> str:
@@ -34,7 +46,7 @@ def new_group() -> str:
 
 def test_group_rebalance(driver: Driver, admin: Driver, topic: str, group_protocol: str) -> None:
     """One member owns every partition; when a second joins they split them without overlap."""
-    admin.create_topic(topic, 4)
+    create_known_topic(admin, topic, 4)
     everything = {(topic, p) for p in range(4)}
     group = new_group()
     settings = ConsumerSettings(group=group, group_protocol=group_protocol)
@@ -63,7 +75,7 @@ def stable_with(driver: Driver, group: str, members: int) -> GroupDescription:
 
 def test_group_commit_resume(driver: Driver, admin: Driver, topic: str, group_protocol: str) -> None:
     """Offsets committed by one consumer are where the next consumer of the group starts."""
-    admin.create_topic(topic, 1)
+    create_known_topic(admin, topic, 1)
     admin.produce(topic, [Message(f"r{i}".encode(), partition=0) for i in range(10)], ProducerSettings())
     group = new_group()
     settings = ConsumerSettings(group=group, reset="earliest", group_protocol=group_protocol)
@@ -80,7 +92,7 @@ def test_group_commit_resume(driver: Driver, admin: Driver, topic: str, group_pr
 
 def test_group_describe_lag(driver: Driver, admin: Driver, topic: str, group_protocol: str) -> None:
     """A live group is Stable with its member's partitions; lag is latest minus committed."""
-    admin.create_topic(topic, 2)
+    create_known_topic(admin, topic, 2)
     admin.produce(topic, [Message(b"x", partition=i % 2) for i in range(10)], ProducerSettings())
     group = new_group()
     settings = ConsumerSettings(group=group, reset="earliest", group_protocol=group_protocol)

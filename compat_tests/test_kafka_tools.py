@@ -96,6 +96,7 @@ def test_configs_topic(run, admin: Driver, topic: str) -> None:
     assert "retention.ms" not in ok(run(CONFIGS, "--describe", *entity))
 
 
+@pytest.mark.slow
 def test_configs_broker_dynamic(run, admin: Driver, topic: str) -> None:
     """Dynamic broker configs: the cluster default and this node's value apply at once, are
     described with their sources, and keys Kafka keeps static are refused in Kafka's words."""
@@ -169,6 +170,7 @@ def test_configs_broker_replication_defaults(run) -> None:
         assert f"{key}={value} sensitive=false synonyms={{DEFAULT_CONFIG:{key}={value}}}" in described
 
 
+@pytest.mark.slow
 def test_configs_group(run) -> None:
     """GROUP config resources (KIP-848): set, describe, range-checked, deleted."""
     group = ["--entity-type", "groups", "--entity-name", f"tools-{uuid.uuid4().hex[:8]}"]
@@ -199,6 +201,7 @@ def test_configs_group(run) -> None:
     assert "consumer.session.timeout.ms=50000" in described
 
 
+@pytest.mark.slow
 def test_consumer_groups(run, admin: Driver, topic: str) -> None:
     """kafka-consumer-groups: list, describe, reset (datetime, shift), delete offsets, delete."""
     admin.create_topic(topic, 2)
@@ -424,6 +427,7 @@ def test_configs_broker_loggers(run) -> None:
         ok(run(CONFIGS, "--alter", *node, "--add-config", f"root={before.group(1)}"))
 
 
+@pytest.mark.slow
 def test_configs_client_quotas(run) -> None:
     """kafka-configs on users and clients (DescribeClientQuotas, AlterClientQuotas): quotas
     set, described per entity, refused in Kafka's words, removed."""

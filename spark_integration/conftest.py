@@ -3,6 +3,10 @@
 Starting a JVM with the Kafka connector takes tens of seconds on this machine, so the session is
 shared and every test isolates itself with its own freshly named topics and directories.
 
+Under pytest-xdist every test that uses the SparkSession is put in one ``xdist_group`` (run with
+``--dist loadgroup``, as CI does), so one worker starts one Spark JVM for all of them instead of
+each worker starting its own.
+
 Broker choice: ``--bootstrap HOST:PORT`` uses a running broker; otherwise ``--broker`` starts one
 through :mod:`compat_tests.brokers` (Odradek by default, ``apache-kafka`` for the reference).
 """
@@ -42,6 +46,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             group.addoption(flag, **options)
         except ValueError:
             continue
+
+
+SPARK_GROUP = "spark-session"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests that share the SparkSession share a worker (the mark means nothing without xdist)."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group(SPARK_GROUP))
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,8 @@ import pyspark
 from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
+from compat_tests.maven import file_lock
+
 IVY_SETTINGS = Path(__file__).with_name("ivysettings.xml")
 
 LOCAL_CONF: Mapping[str, str] = {
@@ -59,7 +61,10 @@ def build_session(app_name: str) -> SparkSession:
     for key, value in LOCAL_CONF.items():
         builder = builder.config(key, value)
     try:
-        session = builder.getOrCreate()
+        # One Ivy resolution at a time: two JVMs starting at once (parallel test workers, a job
+        # beside the tests) would both write the shared Ivy cache; the second then finds it warm.
+        with file_lock(ivy_dir().parent / "ivy.lock"):
+            session = builder.getOrCreate()
     except PySparkRuntimeError as exc:
         raise RuntimeError(
             f"Spark did not start with {connector_coordinate()}; the JVM output above says why "

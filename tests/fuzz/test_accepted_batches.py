@@ -20,6 +20,7 @@ SEED = int(os.environ.get("ODRADEK_FUZZ_SEED", "20261129"))
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_every_accepted_batch_is_read_back_by_every_client(tmp_path: Path) -> None:
     report = run(tmp_path, SEED, range(ROUND_BATCHES))
     summary = report.summary()

@@ -109,6 +109,7 @@ def test_scenarios_execute(
     assert committed(shared_broker, group) == {("scenarios", 0): expected, ("scenarios", 1): 5}
 
 
+@pytest.mark.slow
 def test_all_topics_and_scope_errors(shared_broker: OdradekProcess) -> None:
     prepare(shared_broker, "scope-a", "scope-group", partitions=1)
     assert (

@@ -48,6 +48,7 @@ def admin(shared_broker: OdradekProcess) -> Iterator[ConfluentAdmin]:
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("codec", CODECS)
 @pytest.mark.parametrize("client_name", list(CLIENTS))
+@pytest.mark.slow
 def test_roundtrip_100k_keyed_records(
     shared_broker: OdradekProcess, admin: ConfluentAdmin, records: list[Record], client_name: str, codec: str
 ) -> None:

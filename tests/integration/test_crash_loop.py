@@ -15,6 +15,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from compat_tests.kit.broker_process import OdradekProcess
 from compat_tests.kit.raw_protocol import RawClient
 from tests.integration.test_crash_recovery import (
@@ -27,6 +29,7 @@ from tests.integration.test_crash_recovery import (
 ROUNDS = int(os.environ.get("ODRADEK_CRASH_ROUNDS", "5"))
 
 
+@pytest.mark.slow
 def test_repeated_kills_during_produce(tmp_path: Path) -> None:
     seed = int(os.environ.get("ODRADEK_CRASH_SEED", time.time_ns() % 1_000_000))
     rng = random.Random(seed)

@@ -364,6 +364,7 @@ def produce_and_time_acks(bootstrap: str, topic: str, count: int) -> list[float]
     return latencies
 
 
+@pytest.mark.slow
 def test_ten_thousand_idle_connections_stay_cheap(tmp_path: Path) -> None:
     """Each idle connection must cost well under 32 KB while normal clients keep being acked."""
     process = OdradekProcess(

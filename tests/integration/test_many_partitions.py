@@ -82,6 +82,7 @@ def values_read_back(client: RawClient, topic: str, partition: int) -> list[byte
     ]
 
 
+@pytest.mark.slow
 def test_fifty_thousand_partitions_are_created_start_and_serve_within_1024_descriptors(
     workdir: Path,
 ) -> None:

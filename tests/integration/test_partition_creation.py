@@ -113,6 +113,7 @@ def answered_during(bootstrap: str, admin_request: Callable[[KafkaConnection], N
     return answered
 
 
+@pytest.mark.slow
 def test_other_clients_are_served_while_ten_thousand_partitions_come_and_go(workdir: Path) -> None:
     broker = OdradekProcess(workdir).start()
     try:
@@ -136,6 +137,7 @@ def test_other_clients_are_served_while_ten_thousand_partitions_come_and_go(work
         broker.stop()
 
 
+@pytest.mark.slow
 def test_a_creation_whose_client_hangs_up_is_still_completed(workdir: Path) -> None:
     """The broker cancels requests of clients that closed their connection; a creation the
     registry already lists must finish anyway, or partitions would be listed but not served."""
@@ -160,6 +162,7 @@ def test_a_creation_whose_client_hangs_up_is_still_completed(workdir: Path) -> N
         broker.stop()
 
 
+@pytest.mark.slow
 def test_a_topic_recreated_while_its_deletion_runs_keeps_its_new_partitions(tmp_path: Path) -> None:
     """DeleteTopics removes directories in a worker thread after the registry forgot the topic;
     a CreateTopics of the same name meanwhile must wait for it, not race it for the directories.
@@ -192,6 +195,7 @@ def delete_topic_quietly(bootstrap: str, topic: str) -> None:
 
 
 @pytest.mark.parametrize("how", ["CreateTopics", "CreatePartitions"])
+@pytest.mark.slow
 def test_kill_during_a_big_creation_leaves_registry_and_disk_in_agreement(workdir: Path, how: str) -> None:
     broker = OdradekProcess(workdir).start()
     wanted = 5_000

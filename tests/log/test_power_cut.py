@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
@@ -164,6 +165,9 @@ class PowerCutModel(OnDiskLogMachine):
 
 
 TestPowerCut = PowerCutModel.TestCase
+# CPU-bound (~45 s of CPU): its deadline is for a hang, and on a loaded machine (CI runs the
+# suites side by side) it gets a fraction of a core.
+TestPowerCut.pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 TestPowerCut.settings = settings(max_examples=EXAMPLES, stateful_step_count=40, deadline=None)
 
 
