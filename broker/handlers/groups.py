@@ -28,6 +28,13 @@ from coordinator.records import MemberIdentity
 from coordinator.transactions import TRANSACTION_STATE_TOPIC
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
+from wire.messages import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    FindCoordinatorResponseCoordinators,
+    HeartbeatRequest,
+    HeartbeatResponse,
+)
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
@@ -55,7 +62,9 @@ async def parked(start: Callable[[Responder], None]) -> dict[str, Any]:
 # --- FindCoordinator ---------------------------------------------------------------------
 
 
-async def handle_find_coordinator(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_find_coordinator(
+    ctx: RequestContext, request: FindCoordinatorRequest
+) -> FindCoordinatorResponse:
     """A single node coordinates every group and transactional id; a cluster member answers
     the leader of the key's partition of ``__consumer_offsets`` or ``__transaction_state``,
     creating that topic on first use as Kafka does."""
@@ -65,14 +74,19 @@ async def handle_find_coordinator(ctx: RequestContext, request: dict[str, Any]) 
         await cluster.ensure_internal_topic(KEY_TOPICS[key_type])
     if ctx.api_version >= 4:
         return {
-            "coordinators": [
-                {"key": key} | _coordinator_entry(ctx, key_type, key) for key in request["coordinator_keys"]
-            ]
+            "coordinators": [_coordinator_entry(ctx, key_type, key) for key in request["coordinator_keys"]]
         }
-    return _coordinator_entry(ctx, key_type, request["key"])  # v0-3 answer for the one key at the top level
+    entry = _coordinator_entry(ctx, key_type, request["key"])  # v0-3: the one key's, at the top level
+    return {
+        "error_code": entry["error_code"],
+        "error_message": entry["error_message"],
+        "node_id": entry["node_id"],
+        "host": entry["host"],
+        "port": entry["port"],
+    }
 
 
-def _coordinator_entry(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
+def _coordinator_entry(ctx: RequestContext, key_type: int, key: str) -> FindCoordinatorResponseCoordinators:
     resource = KEY_RESOURCES.get(key_type)
     if resource is not None and not authorized(ctx, resource, key):
         error = (
@@ -89,6 +103,7 @@ def _coordinator_entry(ctx: RequestContext, key_type: int, key: str) -> dict[str
         error = ErrorCode.INVALID_REQUEST
     if error is not ErrorCode.NONE:
         return {
+            "key": key,
             "error_code": error,
             "error_message": error.name,
             "node_id": -1,
@@ -98,6 +113,7 @@ def _coordinator_entry(ctx: RequestContext, key_type: int, key: str) -> dict[str
     node = coordinator_node(ctx, key, KEY_TOPICS[key_type])
     if node is None:
         return {
+            "key": key,
             "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
             "error_message": ErrorCode.COORDINATOR_NOT_AVAILABLE.name,
             "node_id": -1,
@@ -105,6 +121,7 @@ def _coordinator_entry(ctx: RequestContext, key_type: int, key: str) -> dict[str
             "port": -1,
         }
     return {
+        "key": key,
         "error_code": error,
         "error_message": None,
         "node_id": node.node_id,
@@ -176,7 +193,7 @@ async def handle_sync_group(ctx: RequestContext, request: dict[str, Any]) -> dic
     return await parked(lambda respond: coordinator.sync_group(sync, respond))
 
 
-async def handle_heartbeat(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
     if not authorized(ctx, ResourceType.GROUP, request["group_id"]):
         return {"error_code": GROUP_DENIED}
     error = coordinator_of(ctx).heartbeat(
