@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import socket
 import ssl
-import struct
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -37,6 +36,7 @@ from compat_tests.helpers import eventually
 from compat_tests.kafka_tools import CONFIGS, ok, run_tool
 from compat_tests.kit.drivers.base import ConsumerSettings, Message, ProducerSettings
 from compat_tests.kit.drivers.java import JavaDriver, JavaProcess
+from compat_tests.kit.raw_protocol import request_frame
 from compat_tests.kit.secured import (
     SCRAM_USERS,
     ClientSecurity,
@@ -315,15 +315,9 @@ def test_odradek_users_manages_scram_users(secured: Secured) -> None:
     assert too_few.returncode == 1 and "UNACCEPTABLE_CREDENTIAL: Too few iterations" in too_few.stderr
 
 
-def _raw_api_versions() -> bytes:
-    """An ApiVersions v0 request frame (correlation id 7, client id "probe")."""
-    body = struct.pack(">hhih", ApiKey.API_VERSIONS, 0, 7, 5) + b"probe"
-    return struct.pack(">i", len(body)) + body
-
-
 def test_plaintext_on_a_tls_port_is_closed_promptly(secured: Secured) -> None:
     with socket.create_connection(_host_port(secured.broker.addresses["SSL"]), timeout=10) as sock:
-        sock.sendall(_raw_api_versions())
+        sock.sendall(request_frame(ApiKey.API_VERSIONS, 0, {}))
         assert _closed_within(sock, 10)  # after a TLS alert, or none
 
 
@@ -340,8 +334,7 @@ def test_tls_on_a_plaintext_port_is_closed_promptly(secured: Secured) -> None:
 def test_requests_before_authentication_close_the_connection(secured: Secured) -> None:
     """A Metadata request (v1) on a SASL port before SaslHandshake: Kafka closes."""
     with socket.create_connection(_host_port(secured.broker.addresses["SASL_PLAINTEXT"]), timeout=10) as sock:
-        body = struct.pack(">hhih", ApiKey.METADATA, 1, 1, 5) + b"probe" + struct.pack(">i", -1)
-        sock.sendall(struct.pack(">i", len(body)) + body)
+        sock.sendall(request_frame(ApiKey.METADATA, 1, {"topics": None}))
         assert _closed_within(sock, 10)
 
 

@@ -23,7 +23,7 @@ import pytest
 
 from broker.client.admin_client import PRODUCE_VERSION, KafkaConnection, produce_body
 from compat_tests.kit.broker_process import OdradekProcess
-from compat_tests.kit.raw_protocol import RawClient, fetch_body, make_batch
+from compat_tests.kit.raw_protocol import RawClient, fetch_body, make_batch, request_frame
 from wire.api_keys import ApiKey
 from wire.codec import encode_request
 from wire.error_codes import ErrorCode
@@ -341,10 +341,7 @@ def api_versions_from(broker: OdradekProcess, source_ip: str) -> socket.socket:
     has sent an ApiVersions v0 request."""
     host, _, port = broker.bootstrap.rpartition(":")
     sock = socket.create_connection((host, int(port)), timeout=15, source_address=(source_ip, 0))
-    payload = encode_request_header(ApiKey.API_VERSIONS, 0, 1, "conn") + encode_request(
-        ApiKey.API_VERSIONS, 0, {}
-    )
-    sock.sendall(struct.pack(">i", len(payload)) + payload)
+    sock.sendall(request_frame(ApiKey.API_VERSIONS, 0, {}))
     return sock
 
 

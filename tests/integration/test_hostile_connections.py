@@ -23,11 +23,9 @@ from compat_tests.kit.broker_process import OdradekProcess
 from compat_tests.kit.drivers.base import Message, ProducerSettings
 from compat_tests.kit.drivers.confluent import ConfluentDriver
 from compat_tests.kit.hostile import reset
-from compat_tests.kit.raw_protocol import RawClient, fetch_body, make_batch
+from compat_tests.kit.raw_protocol import RawClient, fetch_body, make_batch, request_frame
 from tests.integration.waiting import wait_until
 from wire.api_keys import ApiKey
-from wire.codec import encode_request
-from wire.header import encode_request_header, request_header_version
 
 SETTLE_DEADLINE_S = 20.0
 # Descriptors the broker may hold beyond its baseline once everything settled (a segment
@@ -60,14 +58,6 @@ def rss_bytes(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     raise AssertionError("no VmRSS line")
-
-
-def request_frame(api_key: int, version: int, body: dict, correlation_id: int = 1) -> bytes:
-    header = encode_request_header(
-        api_key, version, correlation_id, "hostile", request_header_version(api_key, version)
-    )
-    payload = header + encode_request(api_key, version, body)
-    return struct.pack(">i", len(payload)) + payload
 
 
 def parked_fetch(topic: str) -> bytes:
