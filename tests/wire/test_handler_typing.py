@@ -2,7 +2,8 @@
 
 A handler-like module is written to a temporary directory three times (as it should be, with
 ``error_code`` misspelt, and without it) and checked by mypy with the repository's own
-configuration (``[tool.mypy]`` in pyproject.toml), as CI's ``mypy`` step checks the handlers.
+configuration (``[tool.mypy]`` in pyproject.toml), as CI's ``mypy`` step checks the handlers;
+then the same mistake is planted in a copy of the real Produce handler.
 """
 
 from __future__ import annotations
@@ -81,6 +82,18 @@ def handlers(tmp_path: Path) -> Path:
 def test_the_handler_as_written_passes(handlers: Path) -> None:
     result = _mypy(handlers, "as_written")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_produce_handler_with_a_misspelt_error_code_fails(tmp_path: Path) -> None:
+    source = (ROOT / "broker" / "handlers" / "produce.py").read_text()
+    appended = '"index": index,\n        "error_code": ErrorCode.NONE,'
+    assert source.count(appended) == 1, "the success answer of append_partition moved"
+    (tmp_path / "produce_as_written.py").write_text(source)
+    (tmp_path / "produce_misspelt.py").write_text(source.replace(appended, appended.replace("error", "eror")))
+    assert _mypy(tmp_path, "produce_as_written").returncode == 0
+    result = _mypy(tmp_path, "produce_misspelt")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert 'Extra key "eror_code" for TypedDict "ProduceResponsePartitionResponses"' in result.stdout
 
 
 def test_a_misspelt_or_missing_error_code_fails(handlers: Path) -> None:
