@@ -28,6 +28,9 @@ from compat_tests.pools import ALL_CLIENTS, JAVA_CLIENTS, BrokerPool, DriverPool
 
 TEST_TIMEOUT_S = 150
 """Per-test deadline (pytest-timeout); client calls are bounded well below it."""
+SLOW_TEST_TIMEOUT_S = 300
+"""The deadline of a test marked ``slow``: the Kafka tools' scenarios start a JVM per command
+(40 to 70 s on a quiet machine), and CI runs this suite beside the others on two cores."""
 CLUSTER_TEST_TIMEOUT_S = 600
 CHAOS_ROUND_TIMEOUT_S = 300
 """A cluster scenario's deadline: restarts and failovers are slow, and the chaos scenario's
@@ -101,7 +104,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # Only this suite's tests: the hook sees every collected item, and the other suites' tests
         # keep pyproject's deadline (a CPU-bound property test outlasts 150 s on a loaded machine).
         if item.get_closest_marker("timeout") is None and SUITE_DIR in item.path.parents:
-            item.add_marker(pytest.mark.timeout(cluster_timeout_s if in_cluster else TEST_TIMEOUT_S))
+            slow = item.get_closest_marker("slow") is not None
+            single_timeout_s = SLOW_TEST_TIMEOUT_S if slow else TEST_TIMEOUT_S
+            item.add_marker(pytest.mark.timeout(cluster_timeout_s if in_cluster else single_timeout_s))
         key = cell_key(item)
         if key is not None:
             matrix.keys[item.nodeid] = key
