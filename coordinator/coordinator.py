@@ -394,7 +394,7 @@ class GroupCoordinator(PartitionedCoordinator):
     def describe_groups(self, group_ids: list[str], missing_is_error: bool = False) -> list[dict[str, Any]]:
         """DescribeGroups: a group that is not a classic group is described as Dead, or with
         ``missing_is_error`` (DescribeGroups v6+, KIP-1043) answered GROUP_ID_NOT_FOUND.
-        Authorized operations are the broker's to add (``broker.requests.authorization``)."""
+        Authorized operations are the broker's to add (``broker.requests.acl_checks``)."""
         return [self._describe_group(group_id, missing_is_error) for group_id in group_ids]
 
     def _describe_group(self, group_id: str, missing_is_error: bool) -> dict[str, Any]:

@@ -41,7 +41,7 @@ class TopicLike(Protocol):
 
 
 class TopicCatalog(Protocol):
-    """The broker's topics, as the coordinator needs them (``broker.state.topics.TopicRegistry``)."""
+    """The broker's topics, as the coordinator needs them (``broker.state.topic_registry.TopicRegistry``)."""
 
     def get(self, name: str) -> TopicLike | None: ...
 

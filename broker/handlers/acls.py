@@ -10,8 +10,8 @@ holds at most ``authorizer.max.acls``.
 
 from __future__ import annotations
 
+from broker.requests.acl_checks import cluster_authorized
 from broker.requests.api_support import Served
-from broker.requests.authorization import cluster_authorized
 from broker.requests.context import RequestContext
 from broker.services.security.acl_model import AclBinding, AclFilter
 from wire.api_keys import ApiKey, api_name

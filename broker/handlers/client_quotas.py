@@ -9,8 +9,8 @@ changes nothing, the others are stored together, durably, before the answer (unl
 
 from __future__ import annotations
 
+from broker.requests.acl_checks import cluster_authorized
 from broker.requests.api_support import Served
-from broker.requests.authorization import cluster_authorized
 from broker.requests.context import RequestContext
 from broker.state.quota_store import (
     MAX_ALTERATIONS,

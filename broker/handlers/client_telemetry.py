@@ -1,5 +1,5 @@
 """GetTelemetrySubscriptions and PushTelemetry (KIP-714): clients fetch their metrics
-subscription and push what it asks for; :mod:`broker.services.telemetry.client_telemetry` answers both.
+subscription and push what it asks for; :mod:`broker.services.telemetry.client_metrics_manager` answers both.
 
 Kafka advertises these two APIs only while a telemetry exporter plugin is configured; Odradek
 always has its own receiver (it counts pushes per client instance), so it always serves them.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
-from broker.services.telemetry.client_telemetry import ClientIdentity
+from broker.services.telemetry.client_metrics_manager import ClientIdentity
 from wire.api_keys import ApiKey
 from wire.messages import (
     GetTelemetrySubscriptionsRequest,

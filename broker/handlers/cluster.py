@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from broker.requests.acl_checks import cluster_operations_field
 from broker.requests.api_support import Served
-from broker.requests.authorization import cluster_operations_field
 from broker.requests.context import RequestContext
 from broker.services.cluster_view import controller_id, live_nodes
 from wire.api_keys import ApiKey

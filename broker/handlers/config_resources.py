@@ -9,8 +9,8 @@ each broker as a BROKER_LOGGER resource, which Odradek does not list.
 
 from __future__ import annotations
 
+from broker.requests.acl_checks import cluster_authorized
 from broker.requests.api_support import Served
-from broker.requests.authorization import cluster_authorized
 from broker.requests.context import RequestContext
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode

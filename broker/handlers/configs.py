@@ -33,8 +33,8 @@ from broker.config.group_configs import (
     group_overrides,
 )
 from broker.config.kafka_dynamic_keys import DYNAMIC_KEYS
+from broker.requests.acl_checks import config_refusal
 from broker.requests.api_support import Served
-from broker.requests.authorization import config_refusal
 from broker.requests.context import RequestContext
 from broker.services import broker_loggers
 from broker.services.telemetry.client_metrics_resources import (

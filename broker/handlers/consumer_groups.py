@@ -7,8 +7,8 @@ back to the classic protocol or report the setting.
 
 from __future__ import annotations
 
+from broker.requests.acl_checks import answer_each, authorized, operations_field, unauthorized_names
 from broker.requests.api_support import Served
-from broker.requests.authorization import answer_each, authorized, operations_field, unauthorized_names
 from broker.requests.context import RequestContext
 from broker.requests.coordinators import client_host, coordinator_of
 from broker.services.security.acl_model import ResourceType

@@ -13,8 +13,8 @@ INVALID_UPDATE_VERSION.
 
 from __future__ import annotations
 
+from broker.requests.acl_checks import cluster_authorized
 from broker.requests.api_support import Served
-from broker.requests.authorization import cluster_authorized
 from broker.requests.context import RequestContext
 from broker.requests.feature_levels import SUPPORTED, finalized_levels
 from wire.api_keys import ApiKey

@@ -27,8 +27,8 @@ from time import perf_counter
 
 import trio
 
+from broker.requests.acl_checks import cluster_authorized
 from broker.requests.api_support import Served
-from broker.requests.authorization import cluster_authorized
 from broker.requests.context import RequestContext
 from broker.requests.error_mapping import error_code_of
 from broker.requests.leader_hints import leader_hint, node_endpoints

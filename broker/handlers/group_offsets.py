@@ -14,8 +14,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from broker.requests.acl_checks import authorized
 from broker.requests.api_support import Served
-from broker.requests.authorization import authorized
 from broker.requests.context import PendingResponse, RequestContext
 from broker.requests.coordinator_writes import (
     answer_when_synced,

@@ -15,8 +15,8 @@ from typing import Any
 
 import trio
 
+from broker.requests.acl_checks import answer_each, authorized, cluster_authorized, operations_field
 from broker.requests.api_support import Served
-from broker.requests.authorization import answer_each, authorized, cluster_authorized, operations_field
 from broker.requests.context import RequestContext
 from broker.requests.coordinators import client_host, coordinator_of, installed
 from broker.services.cluster_view import NodeAddress, node_address

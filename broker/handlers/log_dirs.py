@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 import os
 
+from broker.requests.acl_checks import cluster_authorized
 from broker.requests.api_support import Served
-from broker.requests.authorization import cluster_authorized
 from broker.requests.context import RequestContext
 from log.disk_error_report import describe_os_error
 from wire.api_keys import ApiKey

@@ -12,19 +12,19 @@ retry and find the topic whole, every partition with its leader at once, never a
 
 from __future__ import annotations
 
-from broker.requests.api_support import Served
-from broker.requests.authorization import (
+from broker.requests.acl_checks import (
     authorized,
     cluster_authorized,
     cluster_operations_field,
     operations_field,
 )
+from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
 from broker.services.cluster_view import controller_id, live_nodes, partition_state, topic_complete
 from broker.services.partition_limits import PartitionBudget
 from broker.services.security.acl_model import AclOperation, ResourceType
 from broker.services.topic_admin import NewTopic, TopicError, register_topic_async, validate_new_topic
-from broker.state.topics import TopicInfo, topic_name_error
+from broker.state.topic_registry import TopicInfo, topic_name_error
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 from wire.messages import (

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.requests.acl_checks import cluster_authorized
 from broker.requests.api_support import Served
-from broker.requests.authorization import cluster_authorized
 from broker.requests.context import RequestContext
 from broker.requests.replica_assignment import replica_lists_error
 from broker.services.cluster.etcd_client import EtcdError

@@ -1,28 +1,20 @@
-"""Produce: validate record batches as Kafka's LogValidator does and append them to partition logs.
+"""Produce: Kafka's KafkaApis.handleProduceRequest — check the request, resolve and authorize
+its topics, and have each partition's batch validated (``broker.services.storage.batch_validation``,
+Kafka's LogValidator) and appended (``broker.services.storage.partition_writes``, Kafka's
+ReplicaManager.appendRecords: durability, replication and waiting fetches follow from there).
 
-A batch is checked from its 61-byte header and one CRC-32C (``wire.record_batch.scan_batches``),
-then its records are walked in C (``wire.record_validation``: framing, count, and for
-compressed batches contiguous offsets), after decompressing with a hard bound on the output
-(``wire.bounded_decompress``, 64 x ``max.message.bytes``) so a decompression bomb is refused
-without the memory it asks for.  Any defect refuses the partition's batch and stores nothing;
-an uncompressed batch is then written from the request's own buffer.
-Kafka 4 rules apply: exactly one v2 batch per partition (v3+), Produce v0-2 refused with
-``UNSUPPORTED_VERSION`` (still advertised for old librdkafka feature checks), no appends to
-internal topics, and ``acks=0`` answered with silence — or, on error, a closed connection,
-which is the only way Kafka can tell such a producer something went wrong.  Records are
-decoded in Python only where a topic needs them: a compacted topic refuses records without a
-key (compaction could never decide about them); a topic with its own ``compression.type`` or a
-past bound on timestamps pays for decoding too.
+Any defect refuses the partition's batch and stores nothing; an uncompressed batch is written
+from the request's own buffer. Kafka 4 rules apply: exactly one v2 batch per partition
+(v3+), Produce v0-2 refused with ``UNSUPPORTED_VERSION`` (still advertised for old librdkafka
+feature checks), no appends to internal topics, and ``acks=0`` answered with silence — or, on
+error, a closed connection, which is the only way Kafka can tell such a producer something
+went wrong.
 """
 
 from __future__ import annotations
 
-from functools import partial
-
-import trio
-
+from broker.requests.acl_checks import authorized
 from broker.requests.api_support import Served
-from broker.requests.authorization import authorized
 from broker.requests.context import PendingResponse, RequestContext
 from broker.requests.coordinators import joined_transaction
 from broker.requests.dispatch import CloseConnection
@@ -31,14 +23,18 @@ from broker.requests.leader_hints import leader_hint, node_endpoints
 from broker.requests.partition_requests import leader_epoch_of
 from broker.requests.txn_verification import verified_elsewhere
 from broker.requests.version_rules import FIRST_TOPIC_ID_VERSION
-from broker.services.replication.acks import AckWait, ack_wait, acknowledged, min_isr_refusal
+from broker.services.replication.acks import AckWait, min_isr_refusal
 from broker.services.security.acl_model import ResourceType
-from log.compacted_batch import record_spans
-from log.config import LONG_MAX, LogConfig
+from broker.services.storage.batch_validation import Refused, checked_batch
+from broker.services.storage.partition_writes import (
+    PendingWrites,
+    append_produced,
+    replicated_ack,
+    replication_deadline,
+)
 from log.errors import LogError
 from log.partition_log import PartitionLog
 from wire.api_keys import ApiKey
-from wire.bounded_decompress import decompressed_limit
 from wire.error_codes import ErrorCode
 from wire.messages import (
     ProduceRequest,
@@ -49,9 +45,7 @@ from wire.messages import (
     ProduceResponseResponses,
 )
 from wire.messages import ProduceResponsePartitionResponses as PartitionResponse
-from wire.record_batch import BatchInfo, Compression, encode_batch, records_of_payload, scan_batches
 from wire.record_batch_errors import RecordBatchError, RecordErrors
-from wire.record_validation import checked_payload
 
 MIN_ACCEPTED_VERSION = 3
 FIRST_LEADER_HINT_VERSION = 10  # KIP-951: current_leader and node_endpoints
@@ -59,72 +53,6 @@ FIRST_LEADER_HINT_VERSION = 10  # KIP-951: current_leader and node_endpoints
 
 def partition_error(index: int, code: ErrorCode, message: str | None = None) -> PartitionResponse:
     return {"index": index, "error_code": code, "base_offset": -1, "error_message": message}
-
-
-def timestamp_error(
-    payload: bytes | memoryview, batch: BatchInfo, now_ms: int, config: LogConfig
-) -> str | None:
-    """Kafka's CreateTime bounds (message.timestamp.before/after.max.ms) for every record.
-
-    A LogAppendTime topic ignores the producer's clock entirely.  The future bound holds for
-    every record when it holds for the batch's max timestamp, so by default (no past bound)
-    nothing is decoded; only a topic that sets ``message.timestamp.before.max.ms`` pays for
-    reading each record's timestamp (from ``payload``, the decompressed records), because the
-    header does not carry the minimum.
-    """
-    if config.log_append_time:
-        return None
-    after_max, before_max = config.message_timestamp_after_max_ms, config.message_timestamp_before_max_ms
-    if batch.max_timestamp - now_ms > after_max:
-        return f"Timestamp {batch.max_timestamp} of a record is more than {after_max} ms in the future"
-    if before_max >= LONG_MAX or now_ms - batch.base_timestamp > before_max:
-        oldest = batch.base_timestamp
-    else:
-        oldest = min(span.timestamp for span in record_spans(payload, batch))
-    if now_ms - oldest > before_max:
-        return f"Timestamp {oldest} of a record is more than {before_max} ms in the past"
-    return None
-
-
-TOPIC_CODECS = {
-    "uncompressed": Compression.NONE,
-    "gzip": Compression.GZIP,
-    "snappy": Compression.SNAPPY,
-    "lz4": Compression.LZ4,
-    "zstd": Compression.ZSTD,
-}
-
-
-def recompress(payload: bytes | memoryview, batch: BatchInfo, compression_type: str) -> memoryview | None:
-    """The batch rewritten with the topic's ``compression.type``, or None to keep it as sent.
-
-    Like Kafka, a topic that names a codec stores every batch with it; the default
-    (``producer``) keeps the producer's bytes untouched, which is the only fast path.
-    Producer id, epoch and sequence survive, so idempotence is unaffected.
-    """
-    codec = TOPIC_CODECS.get(compression_type)
-    if codec is None or codec == batch.compression:
-        return None
-    rebuilt = encode_batch(
-        records_of_payload(bytes(payload), batch),
-        compression=codec,
-        transactional=batch.is_transactional,
-        producer_id=batch.producer_id,
-        producer_epoch=batch.producer_epoch,
-        base_sequence=batch.base_sequence,
-        last_offset_delta=batch.last_offset_delta,
-    )
-    return memoryview(rebuilt)
-
-
-def keyless_records(payload: bytes | memoryview, batch: BatchInfo, topic: str, index: int) -> None:
-    """Raise ``RecordErrors`` for the records without a key, as Kafka does on a compacted
-    topic: compaction could never decide about them."""
-    keyless = [i for i, r in enumerate(record_spans(payload, batch)) if r.key is None]
-    if keyless:
-        raise RecordErrors(
-            keyless, f"Compacted topic cannot accept message without key in topic partition {topic}-{index}"
-        )
 
 
 def record_errors_response(index: int, exc: RecordErrors) -> PartitionResponse:
@@ -140,49 +68,6 @@ def record_errors_response(index: int, exc: RecordErrors) -> PartitionResponse:
     return partition_error(index, ErrorCode.INVALID_RECORD, message) | {"record_errors": errors}
 
 
-class Refused(Exception):
-    """A partition's batch is refused with this error code and message (not a batch defect)."""
-
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-def checked_batch(
-    records: memoryview, topic: str, index: int, config: LogConfig, now_ms: int
-) -> tuple[memoryview, list[BatchInfo]]:
-    """The record set to append (the client's, or rewritten in the topic's codec) once every
-    check Kafka makes has passed; raises ``RecordBatchError`` or ``Refused`` otherwise.
-
-    Order as in Kafka's UnifiedLog/LogValidator: one batch, size, header and CRC rules, then
-    the records themselves (decompressed with a bound derived from ``max.message.bytes``,
-    framing and count), then timestamps and keys, then the size of the converted batch.
-    """
-    batches = scan_batches(records)  # exactly one batch, as Kafka requires from Produce v3 on
-    batch = batches[0]
-    too_large(batch, config)
-    payload = checked_payload(records, batch, decompressed_limit(config.max_message_bytes))
-    problem = timestamp_error(payload, batch, now_ms, config)
-    if problem:
-        raise Refused(ErrorCode.INVALID_TIMESTAMP, problem)
-    if config.compact:
-        keyless_records(payload, batch, topic, index)
-    converted = recompress(payload, batch, config.compression_type)
-    if converted is None:
-        return records, batches
-    batches = scan_batches(converted)
-    too_large(batches[0], config)
-    return converted, batches
-
-
-def too_large(batch: BatchInfo, config: LogConfig) -> None:
-    if batch.size > config.max_message_bytes:
-        raise Refused(
-            ErrorCode.MESSAGE_TOO_LARGE,
-            f"The record batch is {batch.size} bytes, larger than max.message.bytes={config.max_message_bytes}",
-        )
-
-
 def append_partition(
     ctx: RequestContext,
     topic: str,
@@ -193,11 +78,10 @@ def append_partition(
     verdict: ErrorCode | None = None,
 ) -> tuple[PartitionResponse, bool]:
     """Validate and append one partition's record set: (partition response, whether its
-    acknowledgement must wait for a sync, see ``broker.services.storage.durability``).  ``verdict``: what the
-    transaction's coordinator on another broker said of a transactional write here
-    (``broker.requests.txn_verification``)."""
-    broker = ctx.broker
-    partition_log = broker.partitions.get(topic, index)
+    acknowledgement must wait for a sync, see ``broker.services.storage.partition_writes``).
+    ``verdict``: what the transaction's coordinator on another broker said of a transactional
+    write here (``broker.requests.txn_verification``)."""
+    partition_log = ctx.broker.partitions.get(topic, index)
     if partition_log is None:
         return partition_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), False
     if records is None or len(records) == 0:
@@ -222,19 +106,13 @@ def append_partition(
             return partition_error(
                 index, error, f"{topic}-{index} is not part of the producer's transaction"
             ), False
+    epoch = leader_epoch_of(ctx.broker, topic, index)
     try:
-        appended = partition_log.append(records, batches, leader_epoch_of(broker, topic, index), now_ms)
+        appended, must_sync = append_produced(
+            ctx.broker, (topic, index), partition_log, records, batches, epoch, now_ms
+        )
     except LogError as exc:
         return partition_error(index, error_code_of(exc), str(exc)), False
-    if broker.replicas is not None:
-        broker.replicas.leader_appended((topic, index), partition_log)
-    must_sync = broker.durability.after_append(
-        (topic, index), partition_log, batches[0].record_count, wrote=not appended.duplicate
-    )
-    if not appended.duplicate:
-        broker.metrics.appended(topic, len(records), sum(batch.record_count for batch in batches))
-    if not must_sync:  # otherwise fetchers are woken when its round makes it visible
-        broker.appends.notify((topic, index))
     return {
         "index": index,
         "error_code": ErrorCode.NONE,
@@ -338,9 +216,7 @@ async def handle_produce(
             ],
         )
     now_ms = ctx.broker.clock()
-    replicas = ctx.broker.replicas
-    # acks=all in a cluster waits for the ISR up to the request's timeout_ms.
-    deadline = trio.current_time() + max(0, request["timeout_ms"]) / 1000 if replicas is not None else 0.0
+    deadline = replication_deadline(ctx.broker, request["timeout_ms"])
     responses: list[tuple[str | None, ProduceResponseResponses]] = []
     must_sync: list[tuple[str, int]] = []
     ack_waits: list[AckWait] = []
@@ -349,6 +225,7 @@ async def handle_produce(
         partitions: list[PartitionResponse] = []
         for partition in topic_data["partition_data"]:
             refused = refusal or topic_refusal
+            key = (name, partition["index"])
             if refused:
                 result = partition_error(partition["index"], *refused)
             elif (replicated := replica_refusal(ctx, name, partition["index"], acks)) is not None:
@@ -361,15 +238,14 @@ async def handle_produce(
                     partition["records"],
                     now_ms,
                     transactional_id,
-                    verdicts.get((name, partition["index"])),
+                    verdicts.get(key),
                 )
                 if wait:
-                    must_sync.append((name, partition["index"]))
-                if replicas is not None and acks == -1 and result["error_code"] == ErrorCode.NONE:
-                    key = (name, partition["index"])
-                    acked_log = ctx.broker.partitions.get(*key)
-                    if acked_log is not None:  # appended just now
-                        ack_waits.append(ack_wait(key, acked_log))
+                    must_sync.append(key)
+                if result["error_code"] == ErrorCode.NONE and (
+                    acked := replicated_ack(ctx.broker, key, acks)
+                ):
+                    ack_waits.append(acked)
             if result["error_code"] != ErrorCode.NONE:
                 failed = True
             partitions.append(result)
@@ -381,22 +257,15 @@ async def handle_produce(
         responses.append((name, topic_response))
     if not must_sync and not ack_waits:
         return _answer(ctx, acks, responses, failed)
-    durability = ctx.broker.durability
-    ticket = durability.ticket(must_sync) if must_sync else None
+    pending = PendingWrites(ctx.broker, must_sync, ack_waits, deadline)
 
-    async def after_sync() -> ProduceResponse | None:
-        unsynced = await durability.wait(ticket) if ticket is not None else set()
-        for topic, index in unsynced:
-            _replace(responses, topic, partition_error(index, ErrorCode.KAFKA_STORAGE_ERROR, "fsync failed"))
-        waits = [wait for wait in ack_waits if wait.key not in unsynced]
-        unacknowledged = await acknowledged(replicas, waits, deadline) if waits and replicas else {}
-        for (topic, index), code in unacknowledged.items():
-            _replace(responses, topic, partition_error(index, code))
-        return _answer(ctx, acks, responses, failed or bool(unsynced) or bool(unacknowledged))
+    async def after_writes() -> ProduceResponse | None:
+        failures = await pending.failures()
+        for (topic, index), (code, message) in failures.items():
+            _replace(responses, topic, partition_error(index, code, message))
+        return _answer(ctx, acks, responses, failed or bool(failures))
 
-    if ticket is not None and not ack_waits:
-        return PendingResponse(after_sync, partial(durability.done, ticket))
-    return PendingResponse(after_sync)
+    return PendingResponse(after_writes, pending.ready)
 
 
 def _replace(

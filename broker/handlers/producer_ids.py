@@ -10,8 +10,8 @@ epoch, which fences older instances (:mod:`coordinator.transactions`).
 
 from __future__ import annotations
 
+from broker.requests.acl_checks import authorized, authorized_on_any, cluster_authorized
 from broker.requests.api_support import Served
-from broker.requests.authorization import authorized, authorized_on_any, cluster_authorized
 from broker.requests.context import RequestContext
 from broker.requests.coordinator_writes import durably
 from broker.requests.coordinators import error_for, transactions_of

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections import Counter
 
 from broker.config.config_defs import TOPIC_CONFIGS
+from broker.requests.acl_checks import authorized, cluster_authorized, unauthorized_names
 from broker.requests.api_support import Served
-from broker.requests.authorization import authorized, cluster_authorized, unauthorized_names
 from broker.requests.context import RequestContext
 from broker.requests.error_mapping import error_code_of
 from broker.requests.partition_requests import replica_error
@@ -28,7 +28,7 @@ from broker.services.topic_admin import (
     register_topic_async,
     validate_new_topic,
 )
-from broker.state.topics import INTERNAL_TOPICS, TopicInfo
+from broker.state.topic_registry import INTERNAL_TOPICS, TopicInfo
 from log.errors import LogError
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+from broker.requests.acl_checks import answer_each, authorized, cluster_authorized, unauthorized_names
 from broker.requests.api_support import Served
-from broker.requests.authorization import answer_each, authorized, cluster_authorized, unauthorized_names
 from broker.requests.context import PendingResponse, RequestContext
 from broker.requests.coordinator_writes import (
     answer_when_synced,

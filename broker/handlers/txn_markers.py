@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import trio
 
+from broker.requests.acl_checks import cluster_authorized
 from broker.requests.api_support import Served
-from broker.requests.authorization import cluster_authorized
 from broker.requests.context import RequestContext
 from broker.requests.coordinator_writes import replicated_writes
-from broker.services.coordinators.txn_markers import REQUEST_TIMEOUT_S, TxnKey, write_local_marker
+from broker.services.coordinators.marker_channel import REQUEST_TIMEOUT_S, TxnKey, write_local_marker
 from broker.services.replication.acks import acknowledged
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode

@@ -35,7 +35,7 @@ from broker.services.cluster.node import ClusterNode
 from broker.services.coordinators.group_timers import install_group_coordinator
 from broker.services.coordinators.txn_coordinator import install_transaction_coordinator
 from broker.services.metrics import BrokerMetrics
-from broker.services.quotas.client_quotas import ClientQuotas
+from broker.services.quotas.quota_manager import ClientQuotas
 from broker.services.quotas.quota_rate import Windows
 from broker.services.replication.manager import ReplicaManager
 from broker.services.replication.ports import ClusterPorts
@@ -48,12 +48,12 @@ from broker.services.storage.durability import Durability
 from broker.services.storage.fetch_sessions import FetchSessionCache
 from broker.services.storage.log_maintenance import run_log_maintenance
 from broker.services.storage.partitions import PartitionStore
+from broker.services.telemetry.client_metrics_manager import ClientTelemetry
 from broker.services.telemetry.client_software import ClientSoftware
-from broker.services.telemetry.client_telemetry import ClientTelemetry
 from broker.state.client_metrics_store import SubscriptionStore
-from broker.state.producer_ids import ProducerIdAllocator
+from broker.state.producer_id_allocator import ProducerIdAllocator
 from broker.state.quota_store import QuotaStore
-from broker.state.topics import TopicRegistry
+from broker.state.topic_registry import TopicRegistry
 from coordinator.coordinator import GroupCoordinator
 from coordinator.offsets_topic import OFFSETS_TOPIC
 from coordinator.partitioned import PartitionedCoordinator

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
-from broker.requests.authorization import unauthorized_names
+from broker.requests.acl_checks import unauthorized_names
 from broker.requests.context import PendingResponse, RequestContext
 from broker.services.replication.acks import AckWait, acknowledged
 from broker.services.security.acl_model import ResourceType

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from broker.requests.api_ranges import ApiSupport
     from broker.services.cluster.node import ClusterNode
     from broker.services.metrics import BrokerMetrics
-    from broker.services.quotas.client_quotas import ClientQuotas
+    from broker.services.quotas.quota_manager import ClientQuotas
     from broker.services.replication.manager import ReplicaManager
     from broker.services.security.acl_store import AclStore
     from broker.services.security.authorizer import Authorizer
@@ -29,10 +29,10 @@ if TYPE_CHECKING:
     from broker.services.storage.durability import Durability
     from broker.services.storage.fetch_sessions import FetchSessionCache
     from broker.services.storage.partitions import PartitionStore
+    from broker.services.telemetry.client_metrics_manager import ClientTelemetry
     from broker.services.telemetry.client_software import ClientSoftware
-    from broker.services.telemetry.client_telemetry import ClientTelemetry
-    from broker.state.producer_ids import ProducerIdAllocator
-    from broker.state.topics import TopicRegistry
+    from broker.state.producer_id_allocator import ProducerIdAllocator
+    from broker.state.topic_registry import TopicRegistry
     from coordinator.coordinator import GroupCoordinator
     from coordinator.partitioned import PartitionedCoordinator
     from coordinator.transactions import TransactionCoordinator

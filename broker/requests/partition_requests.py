@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.requests.authorization import authorized
+from broker.requests.acl_checks import authorized
 from broker.services.security.acl_model import ResourceType
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from broker.requests.context import RequestContext
     from broker.requests.node_services import NodeServices
-    from broker.state.topics import TopicInfo
+    from broker.state.topic_registry import TopicInfo
     from log.partition_log import PartitionLog
 
 
@@ -63,7 +63,7 @@ def find_partition(
     cluster_trusted: bool = False,
 ) -> tuple[PartitionLog, TopicInfo] | ErrorCode:
     """The partition's log and topic, or the error Kafka answers first: the API's operation
-    refused on the topic (``broker.requests.authorization``), unknown partition, then a fenced or
+    refused on the topic (``broker.requests.acl_checks``), unknown partition, then a fenced or
     unknown leader epoch or (in a cluster) another leader, then an offline log directory. ``cluster_trusted``: the caller's
     cluster operation (CLUSTER_ACTION) already covers every topic."""
     if not cluster_trusted and not authorized(ctx, ResourceType.TOPIC, topic):

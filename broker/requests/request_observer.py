@@ -30,7 +30,7 @@ from wire.header import RequestHeader
 
 if TYPE_CHECKING:
     from broker.services.metrics import BrokerMetrics
-    from broker.state.topics import TopicRegistry
+    from broker.state.topic_registry import TopicRegistry
 
 request_log = logging.getLogger("odradek.requests")
 

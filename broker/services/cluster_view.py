@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from broker.config.config import BrokerConfig, Listener
-    from broker.services.cluster.metadata import ClusterMetadata
-    from broker.state.topics import TopicInfo
+    from broker.services.cluster.cluster_metadata import ClusterMetadata
+    from broker.state.topic_registry import TopicInfo
 
 
 class PartitionState(NamedTuple):

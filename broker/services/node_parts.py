@@ -17,17 +17,19 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from broker.config.config import BrokerConfig, Listener
+    from broker.services.metrics import BrokerMetrics
     from broker.services.replication.manager import ReplicaManager
     from broker.services.storage.appends import AppendNotifier
     from broker.services.storage.durability import Durability
     from broker.services.storage.partitions import PartitionStore
-    from broker.state.topics import TopicRegistry
+    from broker.state.topic_registry import TopicRegistry
     from coordinator.partitioned import PartitionedCoordinator
     from log.clock import Clock
 
 
 class LogsNode(Protocol):
-    """Who the node is, its settings, and its partitions with what follows an append."""
+    """Who the node is, its settings, and its partitions with what follows an append
+    (``broker.services.storage.partition_writes``)."""
 
     config: BrokerConfig
     clock: Clock
@@ -36,6 +38,7 @@ class LogsNode(Protocol):
     partitions: PartitionStore
     appends: AppendNotifier
     durability: Durability
+    metrics: BrokerMetrics
     replicas: ReplicaManager | None  # cluster mode, once replication started
 
 

@@ -23,7 +23,7 @@ from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from broker.config.config import BrokerConfig
-    from broker.state.topics import TopicRegistry
+    from broker.state.topic_registry import TopicRegistry
 
 PER_REQUEST_KEY = "max.partitions.per.request"
 PER_BROKER_KEY = "max.partitions.per.broker"

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from broker.config.config import ConfigError, check_value
 from broker.config.config_defs import TOPIC_CONFIGS
-from broker.state.topics import topic_name_error
+from broker.state.topic_registry import topic_name_error
 from log.config import LogConfig
 from log.errors import InvalidConfigError
 from wire.error_codes import ErrorCode
@@ -15,7 +15,7 @@ from wire.error_codes import ErrorCode
 if TYPE_CHECKING:
     from broker.config.config import BrokerConfig
     from broker.services.storage.partitions import PartitionStore
-    from broker.state.topics import TopicInfo, TopicRegistry
+    from broker.state.topic_registry import TopicInfo, TopicRegistry
 
 
 class TopicError(Exception):

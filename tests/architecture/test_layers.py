@@ -56,7 +56,9 @@ def test_a_planted_upward_import_fails(tmp_path: Path) -> None:
 
 
 def test_a_handler_importing_another_fails(tmp_path: Path) -> None:
-    root = planted_copy(tmp_path, "broker.handlers.produce", "from broker.handlers.fetch import HANDLERS as _")
+    root = planted_copy(
+        tmp_path, "broker.handlers.produce", "from broker.handlers.fetch import HANDLERS as _"
+    )
     result = lint_imports(root)
     assert result.returncode != 0
     assert "a handler module imports no other handler module" in result.stdout

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from broker.handlers import load_handlers
-from broker.requests.authorization import CHECKS, operation_for
+from broker.requests.acl_checks import CHECKS, operation_for
 from broker.services.security.acl_model import AclOperation, ResourceType
 from wire.api_keys import ApiKey
 

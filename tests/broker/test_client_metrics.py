@@ -13,8 +13,8 @@ from broker.config.client_metrics_config import (
     parse_list,
     parse_subscription,
 )
+from broker.services.telemetry.client_metrics_manager import ClientIdentity, ClientTelemetry, Offer
 from broker.services.telemetry.client_software import UNKNOWN, ClientSoftware, Software
-from broker.services.telemetry.client_telemetry import ClientIdentity, ClientTelemetry, Offer
 from broker.state.client_metrics_store import MAX_STORED_BYTES, MAX_SUBSCRIPTIONS, SubscriptionStore
 from tests.integration.fast_disk import fast_scratch_dir
 from wire.error_codes import ErrorCode

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from broker.services.quotas.client_quotas import ClientQuotas
+from broker.services.quotas.quota_manager import ClientQuotas
 from broker.services.quotas.quota_rate import Rate, TokenBucket, Windows
 from broker.state.quota_store import Alteration, QuotaStore
 

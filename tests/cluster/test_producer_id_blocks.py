@@ -8,9 +8,9 @@ import uuid
 
 import trio
 
+from broker.services.cluster.cluster_metadata import ClusterMetadata, take_producer_id_block
 from broker.services.cluster.etcd_client import EtcdClient
 from broker.services.cluster.layout import Layout
-from broker.services.cluster.metadata import ClusterMetadata, take_producer_id_block
 from broker.services.cluster.producer_id_blocks import ProducerIdBlocks
 
 BLOCK = 10

@@ -18,7 +18,11 @@ from typing import Any
 import pytest
 
 from broker.client.admin_client import KafkaConnection
-from broker.services.telemetry.client_telemetry import MAX_IDENTITY_BYTES, MAX_INSTANCES, instance_id_text
+from broker.services.telemetry.client_metrics_manager import (
+    MAX_IDENTITY_BYTES,
+    MAX_INSTANCES,
+    instance_id_text,
+)
 from compat_tests.kit.broker_process import OdradekProcess
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode

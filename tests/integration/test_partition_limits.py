@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from broker.state.topics import TopicRegistry
+from broker.state.topic_registry import TopicRegistry
 from compat_tests.kit.broker_process import OdradekProcess
 from compat_tests.kit.raw_protocol import RawClient, make_batch
 from wire.api_keys import ApiKey

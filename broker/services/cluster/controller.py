@@ -24,11 +24,11 @@ from dataclasses import replace
 
 import trio
 
+from broker.services.cluster.cluster_metadata import ClusterMetadata
 from broker.services.cluster.etcd_client import Compare, EtcdError, Get, Put
 from broker.services.cluster.image import Change
 from broker.services.cluster.layout import ControllerRecord, PartitionRecord, decode_controller, encode
 from broker.services.cluster.membership import Membership
-from broker.services.cluster.metadata import ClusterMetadata
 from broker.services.cluster.reassignment import complete_reassignment
 
 log = logging.getLogger(__name__)

@@ -55,7 +55,6 @@ class ClusterImage:
     """Brokers, controller, topics and partition states, kept by ``apply``."""
 
     def __init__(self, layout: Layout) -> None:
-        self._layout = layout
         self._root = layout.prefix()
         self.revision = 0
         self.cluster_id: str | None = None
@@ -81,16 +80,6 @@ class ClusterImage:
     @property
     def controller_id(self) -> int:
         return self.controller.record.node_id if self.controller is not None else -1
-
-    def partitions_of(self, topic: str) -> list[tuple[int, Versioned[PartitionRecord]]]:
-        record = self.topic(topic)
-        if record is None:
-            return []
-        return [
-            (p, found)
-            for p in range(record.partitions)
-            if (found := self.partitions.get((topic, p))) is not None
-        ]
 
     # ---------------------------------------------------------------------------------------
     # Applying etcd's keys

@@ -22,9 +22,9 @@ from collections.abc import Callable
 
 import trio
 
+from broker.services.cluster.cluster_metadata import ClusterMetadata
 from broker.services.cluster.etcd_client import EtcdError
 from broker.services.cluster.layout import BrokerRecord, encode
-from broker.services.cluster.metadata import ClusterMetadata
 
 log = logging.getLogger(__name__)
 

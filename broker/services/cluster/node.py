@@ -15,11 +15,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from broker.config.config import ConfigError, parse_security_protocol_map, with_default
+from broker.services.cluster.cluster_metadata import ClusterMetadata, MetadataConflict, take_producer_id_block
 from broker.services.cluster.controller import Controller, elect, preferred
 from broker.services.cluster.etcd_client import EtcdClient, EtcdError, parse_endpoints
 from broker.services.cluster.layout import BrokerRecord, Endpoint, Layout, PartitionRecord, TopicRecord
 from broker.services.cluster.membership import Membership
-from broker.services.cluster.metadata import ClusterMetadata, MetadataConflict, take_producer_id_block
 from broker.services.cluster.peer_requests import PeerRequests
 from broker.services.cluster.producer_id_blocks import ProducerIdBlocks
 from broker.services.cluster.reassignment import cancel_reassignment, start_reassignment
@@ -32,7 +32,7 @@ from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from broker.services.node_parts import ClusterHost
-    from broker.state.topics import TopicInfo
+    from broker.state.topic_registry import TopicInfo
 
 log = logging.getLogger(__name__)
 

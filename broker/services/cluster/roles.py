@@ -22,7 +22,7 @@ from broker.services.cluster.image import Change
 from broker.services.cluster.layout import PartitionRecord
 
 if TYPE_CHECKING:
-    from broker.services.cluster.metadata import ClusterMetadata
+    from broker.services.cluster.cluster_metadata import ClusterMetadata
     from broker.services.node_parts import ClusterHost
 
 log = logging.getLogger(__name__)

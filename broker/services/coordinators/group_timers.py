@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from broker.config.group_configs import group_overrides
+from broker.services.storage import partition_writes
 from broker.services.topic_admin import NewTopic, create_topic
 from coordinator.config import CoordinatorConfig
 from coordinator.coordinator import GroupCoordinator
@@ -32,6 +33,7 @@ from log.partition_log import PartitionLog
 
 if TYPE_CHECKING:
     from broker.services.coordinators.host import CoordinatorHost
+    from broker.services.node_parts import LogsNode
 
 log = logging.getLogger(__name__)
 
@@ -66,18 +68,14 @@ def internal_topic_storage(
     )
 
 
-def announce_append(broker: CoordinatorHost, key: tuple[str, int]) -> None:
-    """A coordinator wrote to ``key``: have it synced under the flush policy, and wake fetchers."""
+def announce_append(broker: LogsNode, key: tuple[str, int]) -> None:
+    """A coordinator wrote to ``key``: have it replicated, synced under the flush policy, and
+    wake fetchers. Its write may wait for a sync: an OffsetCommit waits for that itself, the
+    coordinator's other writes (group metadata, expiry, transaction state and markers) have the
+    next round run without a waiter (until then it stays hidden from consumers)."""
     written = broker.partitions.get(*key)
-    if written is not None and broker.replicas is not None:
-        broker.replicas.leader_appended(key, written)  # followers replicate it; acks wait for them
-    if written is not None and broker.durability.after_append(key, written, 1, wrote=True):
-        # Hidden until synced; an OffsetCommit waits for that itself, the coordinator's other
-        # writes (group metadata, expiry, transaction state and markers) have the next round
-        # run without a waiter.
+    if written is not None and partition_writes.announce_append(broker, key, written, 1):
         broker.durability.sync_soon()
-    else:
-        broker.appends.notify(key)
 
 
 def create_group_coordinator(broker: CoordinatorHost) -> GroupCoordinator:

@@ -11,17 +11,23 @@ from broker.services.node_parts import LogsNode
 if TYPE_CHECKING:
     from broker.config.dynamic_config import DynamicConfigs
     from broker.services.cluster.node import ClusterNode
-    from broker.state.producer_ids import ProducerIdAllocator
+    from broker.state.producer_id_allocator import ProducerIdAllocator
     from coordinator.coordinator import GroupCoordinator
     from coordinator.transactions import TransactionCoordinator
 
 
-class CoordinatorHost(LogsNode, Protocol):
+class MarkedNode(LogsNode, Protocol):
+    """What writing a transaction marker into a local partition reads: the logs, and the
+    group coordinator, which applies a marker in ``__consumer_offsets`` to its offsets."""
+
+    coordinator: GroupCoordinator | None
+
+
+class CoordinatorHost(MarkedNode, Protocol):
     """What hosting the group and transaction coordinators reads and sets."""
 
     cluster: ClusterNode | None
     dynamic_configs: DynamicConfigs
     producer_ids: ProducerIdAllocator
-    coordinator: GroupCoordinator | None
     transactions: TransactionCoordinator | None
     background_tasks: list[Callable[[], Awaitable[None]]]

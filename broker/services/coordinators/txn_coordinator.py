@@ -7,7 +7,7 @@ share one: on a single node the broker's own, in a cluster blocks reserved in et
 the partition logs (this node leads every partition, so Kafka's WriteTxnMarkers round trip is
 a local call); in a cluster the coordinator serves the transactional ids of the
 ``__transaction_state`` partitions this broker leads, and the marker channel
-(``broker.services.coordinators.txn_markers``) writes markers here or sends them to the other partitions' leaders.
+(``broker.services.coordinators.marker_channel``) writes markers here or sends them to the other partitions' leaders.
 A marker for ``__consumer_offsets`` goes through the group coordinator, which applies or drops
 the transaction's offsets when it writes it.
 """
@@ -19,7 +19,7 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from broker.services.coordinators.group_timers import internal_topic_storage, start_coordinator
-from broker.services.coordinators.txn_markers import MARKED, MarkerChannel, TxnKey, write_local_marker
+from broker.services.coordinators.marker_channel import MARKED, MarkerChannel, TxnKey, write_local_marker
 from coordinator.config import TransactionConfig
 from coordinator.log_storage import COORDINATOR_EPOCH
 from coordinator.transactions import TRANSACTION_STATE_TOPIC, TransactionCoordinator, TxnError

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from broker.services.replication.ports import ClusterPorts
     from broker.services.storage.appends import AppendNotifier
     from broker.services.storage.partitions import PartitionStore
-    from broker.state.topics import TopicRegistry
+    from broker.state.topic_registry import TopicRegistry
     from log.clock import Clock
     from log.partition_log import PartitionLog
 

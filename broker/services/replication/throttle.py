@@ -21,7 +21,7 @@ from broker.services.quotas.quota_rate import Rate, Windows
 if TYPE_CHECKING:
     from broker.config.config import BrokerConfig
     from broker.services.replication.ports import ClusterPorts
-    from broker.state.topics import TopicRegistry
+    from broker.state.topic_registry import TopicRegistry
 
 PartitionKey = tuple[str, int]
 

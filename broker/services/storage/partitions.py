@@ -5,7 +5,7 @@ config overrides.  This module joins the two: it computes each topic's effective
 ``LogConfig`` (broker defaults under topic overrides, as Kafka resolves them) and opens,
 creates and deletes the logs of registered topics.
 
-Registry and disk: the registry (``broker.state.topics``) is written first, then the directories
+Registry and disk: the registry (``broker.state.topic_registry``) is written first, then the directories
 are created (or deleted).  A crash in between leaves partitions the registry lists but the disk
 lacks, which start-up creates, or directories the registry does not list (a deletion cut
 short), which start-up removes when they never held a record and otherwise renames
@@ -34,7 +34,7 @@ from log.partition_log import PartitionLog
 
 if TYPE_CHECKING:
     from broker.config.config import BrokerConfig
-    from broker.state.topics import TopicInfo, TopicRegistry
+    from broker.state.topic_registry import TopicInfo, TopicRegistry
     from log.clock import Clock
 
 log = logging.getLogger(__name__)

@@ -38,7 +38,7 @@ from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from broker.services.cluster.peer_requests import PeerRequests
-    from broker.services.coordinators.host import CoordinatorHost
+    from broker.services.coordinators.host import CoordinatorHost, MarkedNode
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class TxnKey(NamedTuple):
     coordinator_epoch: int = COORDINATOR_EPOCH
 
 
-def write_local_marker(broker: CoordinatorHost, txn: TxnKey, tp: TopicPartition) -> ErrorCode:
+def write_local_marker(broker: MarkedNode, txn: TxnKey, tp: TopicPartition) -> ErrorCode:
     """The marker of ``txn`` appended to ``tp`` here: NONE, UNKNOWN_TOPIC_OR_PARTITION (the
     topic is gone: nothing to mark), NOT_LEADER_OR_FOLLOWER (in a cluster, another broker leads
     it), or the log's refusal (KAFKA_STORAGE_ERROR, INVALID_PRODUCER_EPOCH, ...)."""

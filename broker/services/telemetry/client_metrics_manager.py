@@ -133,7 +133,6 @@ class PushCounts:
 
     pushes: int = 0
     bytes_received: int = 0  # as sent, compressed
-    bytes_decompressed: int = 0
 
 
 @dataclass(slots=True)
@@ -328,7 +327,6 @@ class ClientTelemetry:
         counts = instance.counts
         counts.pushes += 1
         counts.bytes_received += len(payload)
-        counts.bytes_decompressed += len(data)
         log.debug(
             "client telemetry pushed by client instance %s: %d bytes (%d as sent; client id %r, %s %s "
             "from %s; %d pushes, %d bytes as sent so far%s)",
