@@ -157,7 +157,7 @@ class OdradekLauncher:
 
 class ApacheKafkaLauncher:
     """Apache Kafka 4.x as one KRaft node (broker and controller), from the jars the compat
-    suite resolves from Maven (``compat_tests.brokers``), with the same ``--override`` settings
+    suite resolves from Maven (``compat_tests.kit.brokers``), with the same ``--override`` settings
     as Odradek where both know the key (e.g. ``log.flush.interval.messages``).
 
     KRaft storage must be formatted before the first start, so the command is a short shell
@@ -175,7 +175,7 @@ class ApacheKafkaLauncher:
         return None if shutil.which("java") else "java is not installed"
 
     def command(self, port: int, data_dir: Path) -> list[str]:
-        from compat_tests.brokers import KAFKA_HEAP, KAFKA_SINGLE_NODE, kafka_jars, random_cluster_id
+        from compat_tests.kit.brokers import KAFKA_HEAP, KAFKA_SINGLE_NODE, kafka_jars, random_cluster_id
         from compat_tests.maven import classpath
 
         controller = free_port()

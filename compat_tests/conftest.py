@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from compat_tests.brokers import BROKER_KINDS, RunningBroker, kafka_jars, kafka_tools_jars
 from compat_tests.chaos import CI_CHAOS_ROUNDS
 from compat_tests.helpers import eventually
+from compat_tests.kit.brokers import BROKER_KINDS, RunningBroker, kafka_jars, kafka_tools_jars
 from compat_tests.kit.clusters import CLUSTER_SIZE, Cluster
 from compat_tests.kit.drivers.base import Driver
 from compat_tests.kit.drivers.java import build_java_client

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from compat_tests.brokers import RunningBroker, start_broker
+from compat_tests.kit.brokers import RunningBroker, start_broker
 from compat_tests.kit.clusters import CLUSTER_KINDS, Cluster, ClusterUnavailable
 from compat_tests.kit.drivers.base import Driver
 from compat_tests.kit.drivers.catalog import PYTHON_DRIVERS

@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 import time
 
-from compat_tests.brokers import kafka_jvm, kafka_tools_jars
+from compat_tests.kit.brokers import kafka_jvm, kafka_tools_jars
 from compat_tests.kit.drivers.java import JAVA_CLIENT_VERSIONS, build_java_client
 
 

@@ -6,7 +6,7 @@ with ``allow.everyone.if.no.acl.found=true`` and is reached over PLAINTEXT, wher
 and groups to ANONYMOUS with ACLs and checks Kafka's answers (TOPIC_AUTHORIZATION_FAILED,
 GROUP_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED, hidden topics).  Apache Kafka needs
 its own controller and inter-broker traffic to be a super user for that (see
-:func:`compat_tests.brokers.kafka_authorizer_listeners`).  ACLs reach Kafka's brokers through
+:func:`compat_tests.kit.brokers.kafka_authorizer_listeners`).  ACLs reach Kafka's brokers through
 its metadata log a moment after CreateAcls answers, so effects are awaited with ``eventually``.
 """
 
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from compat_tests.brokers import RunningBroker, kafka_tools_jars
 from compat_tests.helpers import eventually, poll_for_error, poll_until
+from compat_tests.kit.brokers import RunningBroker, kafka_tools_jars
 from compat_tests.kit.drivers import base
 from compat_tests.kit.drivers.admin import Acl, Admin
 from compat_tests.kit.drivers.base import ClientError, Driver, ErrorKind, Message, ProducerSettings

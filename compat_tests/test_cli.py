@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import uuid
 
-from compat_tests.brokers import RunningBroker, odradek_cli
 from compat_tests.helpers import eventually, poll_until
+from compat_tests.kit.brokers import RunningBroker, odradek_cli
 from compat_tests.kit.drivers.base import ConsumerSettings, Driver, Message, ProducerSettings
 from compat_tests.pools import BrokerPool, DriverPool
 

@@ -21,14 +21,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from compat_tests.brokers import (
+from compat_tests.helpers import eventually
+from compat_tests.kit.brokers import (
     KAFKA_VERSION,
     TELEMETRY_REPORTER,
     RunningBroker,
     start_apache_kafka,
     start_odradek,
 )
-from compat_tests.helpers import eventually
 from compat_tests.kit.drivers.java import JavaDriver
 from compat_tests.maven import SLF4J_BINDING, classpath, resolve_jars
 from compat_tests.pools import JAVA_CLIENTS, DriverPool

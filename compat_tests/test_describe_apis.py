@@ -15,7 +15,7 @@ import pytest
 from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
 
-from compat_tests.brokers import RunningBroker
+from compat_tests.kit.brokers import RunningBroker
 from compat_tests.kit.drivers.base import Driver, Message, ProducerSettings
 from compat_tests.kit.drivers.kafka_python_api import TIMEOUT_MS
 

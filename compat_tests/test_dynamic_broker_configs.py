@@ -20,8 +20,8 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 from confluent_kafka.admin import ResourceType as RdResourceType
 
-from compat_tests.brokers import RunningBroker
 from compat_tests.helpers import eventually
+from compat_tests.kit.brokers import RunningBroker
 from compat_tests.kit.drivers.kafka_python import KafkaPythonAdmin
 
 OK = ("NONE", None)

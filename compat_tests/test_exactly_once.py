@@ -11,8 +11,8 @@ import uuid
 
 import pytest
 
-from compat_tests.brokers import RunningBroker
 from compat_tests.helpers import poll_until
+from compat_tests.kit.brokers import RunningBroker
 from compat_tests.kit.drivers.base import ConsumerSettings, Driver, Message, ProducerSettings
 from compat_tests.kit.eos_loop import Service
 

@@ -13,8 +13,8 @@ from contextlib import closing
 
 import pytest
 
-from compat_tests.brokers import RunningBroker
 from compat_tests.helpers import poll_until
+from compat_tests.kit.brokers import RunningBroker
 from compat_tests.kit.drivers.base import ConsumerSettings, Driver, Message, ProducerSettings
 from compat_tests.kit.drivers.kafka_python import FetchAnswer, RawFetcher, raw_fetch
 

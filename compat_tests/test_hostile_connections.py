@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from compat_tests.brokers import RunningBroker
+from compat_tests.kit.brokers import RunningBroker
 from compat_tests.kit.drivers.base import Message, ProducerSettings
 from compat_tests.kit.hostile import HealthyClient, HostileConnections, Target, harm, summary
 from compat_tests.pools import DriverPool

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from compat_tests.brokers import RunningBroker
 from compat_tests.helpers import eventually
 from compat_tests.kafka_tools import CONFIGS, ToolRun, ok, run_tool
+from compat_tests.kit.brokers import RunningBroker
 from compat_tests.kit.drivers.base import (
     ClientError,
     Driver,

@@ -36,8 +36,8 @@ from confluent_kafka.admin import (
 )
 from kafka.structs import OffsetAndMetadata
 
-from compat_tests.brokers import RunningBroker, start_broker
 from compat_tests.helpers import eventually
+from compat_tests.kit.brokers import RunningBroker, start_broker
 from compat_tests.kit.drivers.base import ClientError, ConsumerSettings
 from compat_tests.kit.drivers.java import JAVA_CLIENT_VERSIONS, JavaDriver, JavaProcess
 from compat_tests.kit.secured import ClientSecurity, TlsFiles, make_tls_files

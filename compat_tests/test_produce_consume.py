@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from compat_tests.brokers import RunningBroker
 from compat_tests.helpers import now_ms, poll_until
+from compat_tests.kit.brokers import RunningBroker
 from compat_tests.kit.drivers import base
 from compat_tests.kit.drivers.base import Driver, Message, ProducerSettings, Received
 from compat_tests.kit.record_writers import writers_at

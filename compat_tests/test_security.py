@@ -30,10 +30,10 @@ from confluent_kafka.admin import (
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaTopicPartition
 
-from compat_tests.brokers import RunningBroker, odradek_cli
 from compat_tests.conftest import selected_clients
 from compat_tests.helpers import eventually
 from compat_tests.kafka_tools import CONFIGS, ok, run_tool
+from compat_tests.kit.brokers import RunningBroker, odradek_cli
 from compat_tests.kit.drivers.base import ConsumerSettings, Message, ProducerSettings
 from compat_tests.kit.drivers.java import JavaDriver, JavaProcess
 from compat_tests.kit.raw_protocol import request_frame

@@ -8,7 +8,7 @@ Under pytest-xdist every test that uses the SparkSession is put in one ``xdist_g
 each worker starting its own.
 
 Broker choice: ``--bootstrap HOST:PORT`` uses a running broker; otherwise ``--broker`` starts one
-through :mod:`compat_tests.brokers` (Odradek by default, ``apache-kafka`` for the reference).
+through :mod:`compat_tests.kit.brokers` (Odradek by default, ``apache-kafka`` for the reference).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from pyspark.sql import SparkSession
 
-from compat_tests.brokers import BROKER_KINDS, running_broker
+from compat_tests.kit.brokers import BROKER_KINDS, running_broker
 from spark_integration.publish import create_topic
 from spark_integration.session import build_session
 

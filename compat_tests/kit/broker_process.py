@@ -1,6 +1,6 @@
 """An ``odradek serve`` subprocess that tests can stop, kill -9 and restart.
 
-Unlike :func:`compat_tests.brokers.start_odradek`, the data directory and port survive a restart,
+Unlike :func:`compat_tests.kit.brokers.start_odradek`, the data directory and port survive a restart,
 so clients reconnect to the same address and the broker must recover what it stored.
 """
 
@@ -11,7 +11,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from compat_tests.brokers import RunningBroker, free_ports, odradek_command, wait_until_ready
+from compat_tests.kit.brokers import RunningBroker, free_ports, odradek_command, wait_until_ready
 
 
 class OdradekProcess:

@@ -31,7 +31,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-from compat_tests.brokers import (
+from compat_tests.kit.brokers import (
     READY_TIMEOUT_S,
     SUITE_OVERRIDES,
     RunningBroker,

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from compat_tests.brokers import die_with_parent, free_ports
+from compat_tests.kit.brokers import die_with_parent, free_ports
 
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0

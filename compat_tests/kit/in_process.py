@@ -4,7 +4,7 @@ For tests that reach inside the broker while it serves (its partitions' logs, it
 replication) or that must control every byte on the wire (:mod:`compat_tests.kit.raw_protocol`:
 ``connect``, ``request_frame``, ``receive_frame``). The other launchers start processes:
 :mod:`compat_tests.kit.broker_process` (Odradek, restartable on its port and data) and
-:mod:`compat_tests.brokers` (Odradek or Apache Kafka).
+:mod:`compat_tests.kit.brokers` (Odradek or Apache Kafka).
 """
 
 from __future__ import annotations

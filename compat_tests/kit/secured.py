@@ -22,7 +22,7 @@ import pytest
 import trustme
 from cryptography.hazmat.primitives import serialization
 
-from compat_tests.brokers import RunningBroker, start_broker
+from compat_tests.kit.brokers import RunningBroker, start_broker
 
 SECURED_LISTENERS = {"SSL": "SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT", "SASL_SSL": "SASL_SSL"}
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")

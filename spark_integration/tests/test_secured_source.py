@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
-from compat_tests.brokers import RunningBroker, odradek_cli
+from compat_tests.kit.brokers import RunningBroker, odradek_cli
 from compat_tests.kit.secured import PLAIN_USERS, ClientSecurity, TlsFiles, start_secured_broker
 from spark_integration.publish import create_topic
 from spark_integration.tests.support import numbered_records, produce, spark_records

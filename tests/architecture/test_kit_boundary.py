@@ -15,11 +15,6 @@ import pytest
 
 KIT = "compat_tests.kit"
 
-NOT_YET_IN_THE_KIT = {"compat_tests.brokers"}
-"""Modules ``tests/`` may still import directly: the launchers of ``compat_tests/brokers.py``
-(``start_odradek``, ``odradek_command``, ``free_ports``, ...) move into the kit once the work in
-progress on that file (per-worker port ranges for pytest-xdist) has landed."""
-
 
 @pytest.fixture(scope="module")
 def graph() -> grimp.ImportGraph:
@@ -44,7 +39,7 @@ def test_tests_import_the_compat_suite_only_through_the_kit(graph: grimp.ImportG
     outside = [
         (module, target)
         for module, target in imports_between(graph, "tests", "compat_tests")
-        if not in_package(target, KIT) and target not in NOT_YET_IN_THE_KIT
+        if not in_package(target, KIT)
     ]
     assert outside == [], "tests/ must import compat_tests through compat_tests.kit"
 

@@ -16,7 +16,7 @@ import trustme
 
 from broker.config.config import BrokerConfig, ConfigError
 from broker.services.security.listener_security import SecurityProtocol, build_listener_security
-from compat_tests.brokers import odradek_command
+from compat_tests.kit.brokers import odradek_command
 
 PLAIN_JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'
 

@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import NewTopic
 
-from compat_tests.brokers import odradek_command
+from compat_tests.kit.brokers import odradek_command
 from compat_tests.kit.clusters import FAST_FAILOVER, Cluster, start_odradek_cluster, wait_for
 from compat_tests.kit.raw_protocol import RawClient, make_batch
 

@@ -25,7 +25,7 @@ from broker.services.cluster.etcd_client import (
     parse_endpoints,
     prefix_end,
 )
-from compat_tests.brokers import free_ports
+from compat_tests.kit.brokers import free_ports
 from compat_tests.kit.etcd_cluster import EtcdCluster
 
 TIMEOUT_S = 30

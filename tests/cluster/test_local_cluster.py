@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from compat_tests.brokers import free_ports, odradek_command
+from compat_tests.kit.brokers import free_ports, odradek_command
 from compat_tests.kit.fixtures import require_etcd
 
 

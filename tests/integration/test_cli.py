@@ -7,9 +7,9 @@ import socket
 import struct
 import threading
 
-from compat_tests.brokers import free_ports
-from compat_tests.brokers import odradek_cli as odradek
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.brokers import free_ports
+from compat_tests.kit.brokers import odradek_cli as odradek
 from compat_tests.kit.drivers.base import ConsumerSettings, Message, ProducerSettings
 from compat_tests.kit.drivers.confluent import ConfluentDriver
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from compat_tests.brokers import odradek_cli as odradek
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.brokers import odradek_cli as odradek
 
 
 def configs(broker: OdradekProcess, *args: str) -> list[dict]:

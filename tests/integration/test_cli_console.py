@@ -14,9 +14,9 @@ import subprocess
 import pytest
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
-from compat_tests.brokers import odradek_cli as odradek
-from compat_tests.brokers import odradek_command
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.brokers import odradek_cli as odradek
+from compat_tests.kit.brokers import odradek_command
 from compat_tests.kit.drivers.base import Message, ProducerSettings
 from compat_tests.kit.drivers.confluent import ConfluentDriver
 

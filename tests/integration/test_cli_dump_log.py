@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from broker.cli.dump import BATCH_HEADERS
-from compat_tests.brokers import odradek_cli as odradek
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.brokers import odradek_cli as odradek
 from compat_tests.kit.drivers.base import Message, ProducerSettings
 from compat_tests.kit.drivers.confluent import ConfluentDriver
 

@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 import pytest
 
 from broker.cli.group_offsets import parse_datetime_ms
-from compat_tests.brokers import odradek_cli as odradek
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.brokers import odradek_cli as odradek
 from compat_tests.kit.drivers.base import ConsumerSettings
 from compat_tests.kit.drivers.confluent import ConfluentAdmin, ConfluentDriver
 

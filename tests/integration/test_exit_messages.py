@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from broker.client.admin_client import PRODUCE_VERSION, produce_body
-from compat_tests.brokers import odradek_command
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.brokers import odradek_command
 from compat_tests.kit.raw_protocol import RawClient, make_batch
 from tests.integration.waiting import wait_until
 from wire.api_keys import ApiKey

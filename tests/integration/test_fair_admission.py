@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from compat_tests.brokers import RunningBroker, start_odradek
+from compat_tests.kit.brokers import RunningBroker, start_odradek
 from compat_tests.kit.drivers.base import Message, ProducerSettings
 from compat_tests.kit.drivers.confluent import ConfluentDriver
 from compat_tests.kit.hostile import ATTACKS, HealthyClient, HostileConnections, Target, harm, summary

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from compat_tests.brokers import free_ports
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.brokers import free_ports
 from compat_tests.kit.drivers.base import Message, ProducerSettings
 from compat_tests.kit.drivers.confluent import ConfluentClient, ConfluentDriver
 from compat_tests.kit.history import Writer

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from compat_tests.brokers import free_ports
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.brokers import free_ports
 from compat_tests.kit.drivers.base import ConsumerSettings
 from compat_tests.kit.drivers.confluent import ConfluentAdmin, ConfluentClient
 from compat_tests.kit.drivers.kafka_python import KafkaPythonDriver

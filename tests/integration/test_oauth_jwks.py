@@ -20,7 +20,7 @@ from kafka import KafkaProducer
 from kafka.errors import KafkaError
 from kafka.net.sasl.oauth import AbstractTokenProvider
 
-from compat_tests.brokers import RunningBroker, start_odradek
+from compat_tests.kit.brokers import RunningBroker, start_odradek
 from compat_tests.kit.secured import TlsFiles, make_tls_files
 
 ISSUER, AUDIENCE = "https://issuer.example", "kafka"

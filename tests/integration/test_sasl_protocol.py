@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from broker.client.admin_client import KafkaConnection
-from compat_tests.brokers import RunningBroker, start_odradek
 from compat_tests.kit.broker_process import OdradekProcess
+from compat_tests.kit.brokers import RunningBroker, start_odradek
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 

@@ -214,7 +214,7 @@ def kafka_tools_jars(version: str = KAFKA_VERSION) -> Path:
     )
 
 
-TELEMETRY_RECORDER = Path(__file__).resolve().parent / "java" / "TelemetryRecorder.java"
+TELEMETRY_RECORDER = Path(__file__).resolve().parents[1] / "java" / "TelemetryRecorder.java"
 TELEMETRY_REPORTER: Mapping[str, str] = {"metric.reporters": "TelemetryRecorder"}
 """The override that makes Apache Kafka serve client telemetry (KIP-714): it advertises
 GetTelemetrySubscriptions and PushTelemetry only while a reporter exporting client telemetry is
