@@ -1,5 +1,10 @@
 """Fetch: hand out whole record batches from partition logs, long-polling for new data.
 
+The handler resolves the fetch's partitions (sessions, topic ids, authorization, leader
+epochs), reads each through ``broker.services.storage.partition_reads`` (Kafka's
+ReplicaManager.readFromLog: consumers and followers, isolation, divergence, KIP-74 limits)
+and waits, shapes and throttles the answer.
+
 Batches go out exactly as they sit in the segment files, never decoded: the response carries
 file regions that the connection sends with ``os.sendfile`` (a response's first 64 KiB are
 read into it instead, fewer system calls than regions for the small fetches of a consumer
@@ -30,23 +35,25 @@ import trio
 from broker.requests.acl_checks import cluster_authorized
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
-from broker.requests.error_mapping import error_code_of
 from broker.requests.leader_hints import leader_hint, node_endpoints
 from broker.requests.partition_requests import find_partition
 from broker.requests.version_rules import FIRST_TOPIC_ID_VERSION, READ_COMMITTED
-from broker.services.replication.divergence import diverging_epoch
 from broker.services.storage.fetch_sessions import INVALID_SESSION_ID, Answer, SessionKey, SessionPartition
 from broker.services.storage.file_region import INLINE_RESPONSE_BYTES, FileRegion
+from broker.services.storage.partition_reads import (
+    FetchPosition,
+    ReadRefused,
+    follower_fetched,
+    read_partition,
+)
 from broker.state.quota_store import CONSUMER_BYTE_RATE
-from log.errors import LogError
-from log.partition_log import FileSlice, PartitionLog
+from log.partition_log import FileSlice
 from wire.api_keys import ApiKey
 from wire.codec import encode_response_parts
 from wire.error_codes import ErrorCode
 from wire.messages import (
     FetchRequest,
     FetchResponse,
-    FetchResponseDivergingEpoch,
     FetchResponsePartitions,
     FetchResponseResponses,
 )
@@ -191,85 +198,49 @@ class FetchPlan:
                     refused["current_leader"] = hint
             return refused
         partition_log, _info = found
-        offset = target.fetch_offset
-        diverging = self._follower_fetched(target, partition_log) if self.follower_id >= 0 else None
-        high_watermark = partition_log.high_watermark
-        last_stable = partition_log.last_stable_offset
-        log_start = partition_log.log_start_offset
-        if isinstance(diverging, ErrorCode) and diverging != ErrorCode.OFFSET_OUT_OF_RANGE:
-            return partition_error(index, diverging)
-        if (
-            diverging is ErrorCode.OFFSET_OUT_OF_RANGE
-            or offset < log_start
-            or offset > partition_log.log_end_offset
-        ):
-            return partition_error(index, ErrorCode.OFFSET_OUT_OF_RANGE, high_watermark, log_start)
-        budget = min(target.max_bytes, self.max_bytes - bytes_so_far)
-        records: bytes | FileSlice = b""
-        aborted: list[tuple[int, int]] = []
         key = (topic, index)
-        if self.follower_id >= 0:  # followers replicate what consumers may not read yet
-            readable_end = upto = partition_log.log_end_offset
-            if self.replicas is not None and self.replicas.leader_holds_back(key, self.follower_id):
-                readable_end = offset  # a throttled reassignment copy over its rate: nothing now
-        else:
-            readable_end, upto = (last_stable if self.read_committed else high_watermark), None
-        if offset < readable_end and (budget > 0 or bytes_so_far == 0) and not diverging:
-            try:
-                if self.read_committed:
-                    slices, found_aborted = partition_log.read_committed(offset, max(budget, 1))
-                else:
-                    slices, found_aborted = partition_log.read_slices(offset, max(budget, 1), upto), []
-            except LogError as exc:
-                return partition_error(index, error_code_of(exc), high_watermark, log_start)
-            # One read stays within one segment (one slice); the client fetches the rest next.
-            if slices and not (bytes_so_far > 0 and slices[0].length > budget):
-                records = slices[0]  # KIP-74: only the first non-empty partition may exceed limits
-                aborted = found_aborted
-                if self.follower_id >= 0 and self.replicas is not None:
-                    self.replicas.leader_served(key, self.follower_id, records.length)
-        if self.incremental and not records and not diverging and target.was_told(high_watermark, log_start):
+        diverging = None
+        if self.follower_id >= 0 and self.replicas is not None:
+            position = FetchPosition(
+                target.fetch_offset, target.current_leader_epoch, target.last_fetched_epoch
+            )
+            diverging, urgent = follower_fetched(
+                self.replicas, key, self.follower_id, position, partition_log
+            )
+            self._urgent = self._urgent or urgent
+        read = read_partition(
+            partition_log,
+            key,
+            target.fetch_offset,
+            min(target.max_bytes, self.max_bytes - bytes_so_far),
+            bytes_so_far == 0,
+            read_committed=self.read_committed,
+            follower=self.follower_id,
+            replicas=self.replicas,
+            diverging=diverging,
+        )
+        if isinstance(read, ReadRefused):
+            return partition_error(index, *read)
+        told = target.was_told(read.high_watermark, read.log_start)
+        if self.incremental and not read.records and read.diverging is None and told:
             return None
         answer: FetchResponsePartitions = {
             "partition_index": index,
             "error_code": ErrorCode.NONE,
-            "high_watermark": high_watermark,
-            "last_stable_offset": last_stable,
-            "log_start_offset": log_start,
+            "high_watermark": read.high_watermark,
+            "last_stable_offset": read.last_stable,
+            "log_start_offset": read.log_start,
             "aborted_transactions": (
-                [{"producer_id": pid, "first_offset": first} for pid, first in aborted]
+                [{"producer_id": pid, "first_offset": first} for pid, first in read.aborted]
                 if self.read_committed
                 else None
             ),
             "preferred_read_replica": -1,
-            "records": records,
+            "records": read.records,
         }
-        if diverging:
-            answer["diverging_epoch"] = diverging
+        if read.diverging is not None:
+            answer["diverging_epoch"] = read.diverging
         return answer
-
-    def _follower_fetched(
-        self, target: SessionPartition, partition_log: PartitionLog
-    ) -> FetchResponseDivergingEpoch | ErrorCode | None:
-        """A follower's fetch of a partition this broker leads: its diverging epoch if its log
-        parted from ours, an error for a replica this partition does not have (Kafka's
-        UNKNOWN_LEADER_EPOCH when the fetch names an epoch, else NOT_LEADER_OR_FOLLOWER) or an
-        offset out of range; else None, after recording its position (which may move the high
-        watermark and the ISR)."""
-        replicas, key = self.replicas, (target.topic or "", target.partition)
-        state = replicas.leader(key) if replicas is not None else None
-        if replicas is None or state is None:
-            return None
-        if self.follower_id not in state.followers:
-            named_epoch = target.current_leader_epoch >= 0
-            return ErrorCode.UNKNOWN_LEADER_EPOCH if named_epoch else ErrorCode.NOT_LEADER_OR_FOLLOWER
-        offset = target.fetch_offset
-        diverging = diverging_epoch(partition_log, state.leader_epoch, target.last_fetched_epoch, offset)
-        if diverging is None and partition_log.log_start_offset <= offset <= partition_log.log_end_offset:
-            replicas.follower_fetched(key, self.follower_id, offset, partition_log)
-        told = state.followers[self.follower_id].tell_high_watermark(partition_log.high_watermark)
-        self._urgent = self._urgent or told or isinstance(diverging, dict)
-        return diverging
 
 
 def topic_responses(
