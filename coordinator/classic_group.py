@@ -15,13 +15,16 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TypeVar
 
 from coordinator.consumer_protocol import subscribed_topics
 from coordinator.records import GroupMetadata, MemberIdentity, MemberMetadata, OffsetAndMetadata
 from wire.error_codes import ErrorCode
+from wire.messages import JoinGroupResponse, JoinGroupResponseMembers, SyncGroupResponse
 
-Responder = Callable[[dict[str, Any]], None]
+JoinResponder = Callable[[JoinGroupResponse], None]
+SyncResponder = Callable[[SyncGroupResponse], None]
+_Response = TypeVar("_Response", JoinGroupResponse, SyncGroupResponse)
 Protocols = list[tuple[str, bytes]]
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
@@ -65,8 +68,8 @@ class ClassicMember:
     protocol_type: str
     protocols: Protocols
     assignment: bytes = b""
-    join_responder: Responder | None = None
-    sync_responder: Responder | None = None
+    join_responder: JoinResponder | None = None
+    sync_responder: SyncResponder | None = None
     # A member that has not yet received a JoinGroup response cannot heartbeat, so its
     # "session" is the new-member join timeout instead (Kafka's isNew).
     is_new: bool = False
@@ -100,7 +103,7 @@ class ClassicMember:
         """A parked JoinGroup/SyncGroup counts as a heartbeat, except for new members."""
         return not self.is_new and (self.awaiting_join or self.awaiting_sync)
 
-    def park_join(self, responder: Responder | None) -> None:
+    def park_join(self, responder: JoinResponder | None) -> None:
         """Hold ``responder`` until the join phase completes.
 
         A JoinGroup that replaces one still parked (a client retrying on a new connection)
@@ -110,24 +113,24 @@ class ClassicMember:
         if previous is not responder:
             _respond(previous, join_error(ErrorCode.REBALANCE_IN_PROGRESS, self.identity.member_id))
 
-    def park_sync(self, responder: Responder) -> None:
+    def park_sync(self, responder: SyncResponder) -> None:
         """Hold ``responder`` until the leader's assignment arrives (see :meth:`park_join`)."""
         previous, self.sync_responder = self.sync_responder, responder
         if previous is not responder:
             _respond(previous, sync_error(ErrorCode.REBALANCE_IN_PROGRESS))
 
-    def complete_join(self, response: dict[str, Any]) -> bool:
+    def complete_join(self, response: JoinGroupResponse) -> bool:
         """Answer the parked JoinGroup, if any; whether there was one."""
         responder, self.join_responder = self.join_responder, None
         return _respond(responder, response)
 
-    def complete_sync(self, response: dict[str, Any]) -> bool:
+    def complete_sync(self, response: SyncGroupResponse) -> bool:
         """Answer the parked SyncGroup, if any; whether there was one."""
         responder, self.sync_responder = self.sync_responder, None
         return _respond(responder, response)
 
 
-def _respond(responder: Responder | None, response: dict[str, Any]) -> bool:
+def _respond(responder: Callable[[_Response], None] | None, response: _Response) -> bool:
     """Deliver ``response`` to a parked request; False when nothing was parked."""
     if responder is None:
         return False
@@ -135,7 +138,7 @@ def _respond(responder: Responder | None, response: dict[str, Any]) -> bool:
     return True
 
 
-def join_error(code: ErrorCode, member_id: str = UNKNOWN_MEMBER_ID) -> dict[str, Any]:
+def join_error(code: ErrorCode, member_id: str = UNKNOWN_MEMBER_ID) -> JoinGroupResponse:
     """A JoinGroup response carrying only an error (Kafka leaves the other fields default)."""
     return {
         "error_code": code,
@@ -148,7 +151,7 @@ def join_error(code: ErrorCode, member_id: str = UNKNOWN_MEMBER_ID) -> dict[str,
     }
 
 
-def sync_error(code: ErrorCode) -> dict[str, Any]:
+def sync_error(code: ErrorCode) -> SyncGroupResponse:
     return {"error_code": code, "protocol_type": None, "protocol_name": None, "assignment": b""}
 
 
@@ -249,7 +252,7 @@ class ClassicGroup:
     def is_leader(self, member_id: str) -> bool:
         return self.leader_id == member_id
 
-    def add(self, member: ClassicMember, join_responder: Responder | None = None) -> None:
+    def add(self, member: ClassicMember, join_responder: JoinResponder | None = None) -> None:
         if member.identity.group_instance_id is not None:
             self.static_members[member.identity.group_instance_id] = member.identity.member_id
         if not self.members:
@@ -278,7 +281,7 @@ class ClassicGroup:
         member: ClassicMember,
         protocols: Protocols,
         rejoined_as: MemberIdentity,
-        join_responder: Responder | None,
+        join_responder: JoinResponder | None,
     ) -> None:
         """A known member joined again: it takes the protocols and timeouts it now asks for,
         and keeps its ids, client id and host (Kafka's ``updateMember``)."""
@@ -369,7 +372,7 @@ class ClassicGroup:
         self.subscribed_topics = self.compute_subscribed_topics()
         self.pending_sync_members.clear()
 
-    def join_members(self) -> list[dict[str, Any]]:
+    def join_members(self) -> list[JoinGroupResponseMembers]:
         """The member list the leader receives in its JoinGroup response."""
         return [
             {

@@ -21,7 +21,6 @@ import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from coordinator.classic_group import (
     UNKNOWN_MEMBER_ID,
@@ -29,14 +28,21 @@ from coordinator.classic_group import (
     ClassicMember,
     GroupError,
     GroupState,
+    JoinResponder,
     Protocols,
-    Responder,
+    SyncResponder,
     join_error,
     sync_error,
 )
 from coordinator.group_protocol import GroupProtocol
 from coordinator.records import GroupMetadataKey, MemberIdentity, Record, encode_group_metadata
 from wire.error_codes import ErrorCode
+from wire.messages import (
+    JoinGroupResponse,
+    JoinGroupResponseMembers,
+    LeaveGroupResponseMembers,
+    SyncGroupResponse,
+)
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +117,7 @@ class ClassicGroups(GroupProtocol[ClassicGroup]):
 
     # --- JoinGroup -----------------------------------------------------------------------
 
-    def join(self, request: JoinRequest, respond: Responder) -> None:
+    def join(self, request: JoinRequest, respond: JoinResponder) -> None:
         group = self.group(request.group_id)
         if group is None:
             if request.identity.member_id != UNKNOWN_MEMBER_ID:
@@ -138,7 +144,7 @@ class ClassicGroups(GroupProtocol[ClassicGroup]):
             return (member is not None and member.awaiting_join) or group.awaiting_join_count() < limit
         return member is not None or len(group.members) < limit
 
-    def _join_new_member(self, group: ClassicGroup, request: JoinRequest, respond: Responder) -> None:
+    def _join_new_member(self, group: ClassicGroup, request: JoinRequest, respond: JoinResponder) -> None:
         if group.is_in(DEAD):
             respond(join_error(ErrorCode.COORDINATOR_NOT_AVAILABLE))
             return
@@ -161,7 +167,9 @@ class ClassicGroups(GroupProtocol[ClassicGroup]):
         else:
             self._add_member_and_rebalance(group, request, member_id, respond)
 
-    def _join_existing_member(self, group: ClassicGroup, request: JoinRequest, respond: Responder) -> None:
+    def _join_existing_member(
+        self, group: ClassicGroup, request: JoinRequest, respond: JoinResponder
+    ) -> None:
         member_id = request.identity.member_id
         if group.is_in(DEAD):
             respond(join_error(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id))
@@ -203,9 +211,9 @@ class ClassicGroups(GroupProtocol[ClassicGroup]):
         self,
         group: ClassicGroup,
         member_id: str,
-        members: list[dict[str, Any]],
+        members: list[JoinGroupResponseMembers],
         skip_assignment: bool = False,
-    ) -> dict[str, Any]:
+    ) -> JoinGroupResponse:
         return {
             "error_code": ErrorCode.NONE,
             "generation_id": group.generation_id,
@@ -218,7 +226,7 @@ class ClassicGroups(GroupProtocol[ClassicGroup]):
         }
 
     def _add_member_and_rebalance(
-        self, group: ClassicGroup, request: JoinRequest, member_id: str, respond: Responder
+        self, group: ClassicGroup, request: JoinRequest, member_id: str, respond: JoinResponder
     ) -> None:
         member = ClassicMember(
             identity=dataclasses.replace(request.identity, member_id=member_id),
@@ -238,7 +246,7 @@ class ClassicGroups(GroupProtocol[ClassicGroup]):
         self._maybe_prepare_rebalance_or_complete_join(group)
 
     def _update_member_and_rebalance(
-        self, group: ClassicGroup, member: ClassicMember, request: JoinRequest, respond: Responder
+        self, group: ClassicGroup, member: ClassicMember, request: JoinRequest, respond: JoinResponder
     ) -> None:
         group.update_member(member, request.protocols, request.identity, respond)
         self._maybe_prepare_rebalance_or_complete_join(group)
@@ -249,7 +257,7 @@ class ClassicGroups(GroupProtocol[ClassicGroup]):
         request: JoinRequest,
         old_member_id: str,
         new_member_id: str,
-        respond: Responder,
+        respond: JoinResponder,
     ) -> None:
         """A static member rejoined without its member id (typically after a restart)."""
         previous_leader = group.leader_id
@@ -431,7 +439,7 @@ class ClassicGroups(GroupProtocol[ClassicGroup]):
 
     # --- SyncGroup -----------------------------------------------------------------------
 
-    def sync(self, request: SyncRequest, respond: Responder) -> None:
+    def sync(self, request: SyncRequest, respond: SyncResponder) -> None:
         if request.api_version >= 5 and (request.protocol_type is None or request.protocol_name is None):
             # From v5 on both are mandatory (Kafka checks this before looking at the group).
             respond(sync_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
@@ -561,14 +569,14 @@ class ClassicGroups(GroupProtocol[ClassicGroup]):
 
     def leave(
         self, group_id: str, leaving: list[tuple[str, str | None]]
-    ) -> tuple[ErrorCode, list[dict[str, Any]]]:
+    ) -> tuple[ErrorCode, list[LeaveGroupResponseMembers]]:
         """Remove members (member id, group instance id); returns (group error, per-member)."""
         group = self.group(group_id)
         if group is None:
             return ErrorCode.NONE, [_leave_result(m, i, ErrorCode.UNKNOWN_MEMBER_ID) for m, i in leaving]
         if group.is_in(DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
-        results = []
+        results: list[LeaveGroupResponseMembers] = []
         removed = False
         for member_id, instance_id in leaving:
             code = self._leave_one(group, member_id, instance_id)
@@ -618,7 +626,7 @@ class ClassicGroups(GroupProtocol[ClassicGroup]):
         group.transition_to(DEAD, self._clock())
 
 
-def _sync_response(group: ClassicGroup, member: ClassicMember, error: ErrorCode) -> dict[str, Any]:
+def _sync_response(group: ClassicGroup, member: ClassicMember, error: ErrorCode) -> SyncGroupResponse:
     """The member's SyncGroup answer; with an error Kafka leaves the protocol out."""
     ok = error is ErrorCode.NONE
     return {
@@ -633,5 +641,5 @@ def _inconsistent(requested: str | None, actual: str | None) -> bool:
     return requested is not None and actual is not None and requested != actual
 
 
-def _leave_result(member_id: str, instance_id: str | None, code: ErrorCode) -> dict[str, Any]:
+def _leave_result(member_id: str, instance_id: str | None, code: ErrorCode) -> LeaveGroupResponseMembers:
     return {"member_id": member_id, "group_instance_id": instance_id, "error_code": code}

@@ -19,7 +19,15 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple, Protocol
 
-from coordinator.classic_group import ClassicGroup, GroupError, GroupState, Responder, join_error, sync_error
+from coordinator.classic_group import (
+    ClassicGroup,
+    GroupError,
+    GroupState,
+    JoinResponder,
+    SyncResponder,
+    join_error,
+    sync_error,
+)
 from coordinator.classic_protocol import ClassicGroups, JoinRequest, SyncRequest
 from coordinator.config import CoordinatorConfig
 from coordinator.consumer_group import ConsumerGroup
@@ -29,7 +37,7 @@ from coordinator.consumer_heartbeat import (
     described_error,
     heartbeat_response,
 )
-from coordinator.offsets import Offsets, Producer, TopicCatalog, topics_with_error
+from coordinator.offsets import CommitTopic, Offsets, Producer, TopicCatalog, TopicErrors, topics_with_error
 from coordinator.partitioned import PartitionedCoordinator
 from coordinator.records import (
     GroupMetadataKey,
@@ -44,7 +52,17 @@ from coordinator.records import (
 from log.errors import KafkaStorageError, LogError
 from wire.error_codes import ErrorCode
 from wire.errors import DecodeError
-from wire.messages import ConsumerGroupDescribeResponseGroups, ConsumerGroupHeartbeatResponse
+from wire.messages import (
+    ConsumerGroupDescribeResponseGroups,
+    ConsumerGroupHeartbeatResponse,
+    DeleteGroupsResponseResults,
+    DescribeGroupsResponseGroups,
+    LeaveGroupResponseMembers,
+    ListGroupsResponseGroups,
+    OffsetDeleteRequestTopics,
+    OffsetFetchRequestTopics,
+    OffsetFetchResponseGroups,
+)
 
 log = logging.getLogger(__name__)
 
@@ -238,7 +256,7 @@ class GroupCoordinator(PartitionedCoordinator):
 
     # --- classic group membership --------------------------------------------------------
 
-    def join_group(self, request: JoinRequest, respond: Responder) -> None:
+    def join_group(self, request: JoinRequest, respond: JoinResponder) -> None:
         error = self._membership_error(request.group_id)
         if error is ErrorCode.NONE and not (
             self.config.group_min_session_timeout_ms
@@ -256,7 +274,7 @@ class GroupCoordinator(PartitionedCoordinator):
             return
         self.classic.join(request, respond)
 
-    def sync_group(self, request: SyncRequest, respond: Responder) -> None:
+    def sync_group(self, request: SyncRequest, respond: SyncResponder) -> None:
         error = self._membership_error(request.group_id)
         if error is not ErrorCode.NONE:
             respond(sync_error(error))
@@ -277,7 +295,7 @@ class GroupCoordinator(PartitionedCoordinator):
 
     def leave_group(
         self, group_id: str, members: list[tuple[str, str | None]]
-    ) -> tuple[ErrorCode, list[dict[str, Any]]]:
+    ) -> tuple[ErrorCode, list[LeaveGroupResponseMembers]]:
         error = self._membership_error(group_id)
         if error is not ErrorCode.NONE:
             return error, []
@@ -299,10 +317,10 @@ class GroupCoordinator(PartitionedCoordinator):
         member_id: str,
         group_instance_id: str | None,
         retention_time_ms: int,
-        topics: list[dict[str, Any]],
+        topics: Sequence[CommitTopic],
         api_version: int,
         producer: Producer | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[TopicErrors]:
         """OffsetCommit (and TxnOffsetCommit, given the ``producer`` whose transaction the
         commit joins): response topics with an error code per partition."""
         valid, unknown = self.offsets.unknown_partitions(topics)
@@ -337,11 +355,11 @@ class GroupCoordinator(PartitionedCoordinator):
     def fetch_offsets(
         self,
         group_id: str,
-        topics: list[dict[str, Any]] | None,
+        topics: Sequence[OffsetFetchRequestTopics] | None,
         member_id: str | None = None,
         member_epoch: int = -1,
         require_stable: bool = False,
-    ) -> dict[str, Any]:
+    ) -> OffsetFetchResponseGroups:
         """OffsetFetch for one group (``topics`` None = every committed partition).
 
         A member of a consumer group (OffsetFetch v9+) is checked against its epoch, so a
@@ -364,8 +382,8 @@ class GroupCoordinator(PartitionedCoordinator):
         }
 
     def delete_offsets(
-        self, group_id: str, topics: list[dict[str, Any]]
-    ) -> tuple[ErrorCode, list[dict[str, Any]]]:
+        self, group_id: str, topics: Sequence[OffsetDeleteRequestTopics]
+    ) -> tuple[ErrorCode, list[TopicErrors]]:
         """OffsetDelete: (group-level error, response topics)."""
         error = self._membership_error(group_id)
         if error is not ErrorCode.NONE:
@@ -391,14 +409,16 @@ class GroupCoordinator(PartitionedCoordinator):
 
     # --- administration ------------------------------------------------------------------
 
-    def describe_groups(self, group_ids: list[str], missing_is_error: bool = False) -> list[dict[str, Any]]:
+    def describe_groups(
+        self, group_ids: list[str], missing_is_error: bool = False
+    ) -> list[DescribeGroupsResponseGroups]:
         """DescribeGroups: a group that is not a classic group is described as Dead, or with
         ``missing_is_error`` (DescribeGroups v6+, KIP-1043) answered GROUP_ID_NOT_FOUND.
         Authorized operations are the broker's to add (``broker.requests.acl_checks``)."""
         return [self._describe_group(group_id, missing_is_error) for group_id in group_ids]
 
-    def _describe_group(self, group_id: str, missing_is_error: bool) -> dict[str, Any]:
-        described: dict[str, Any] = {
+    def _describe_group(self, group_id: str, missing_is_error: bool) -> DescribeGroupsResponseGroups:
+        described: DescribeGroupsResponseGroups = {
             "error_code": self.availability(group_id),
             "group_id": group_id,
             "group_state": GroupState.DEAD.value,
@@ -412,31 +432,29 @@ class GroupCoordinator(PartitionedCoordinator):
         if not isinstance(group, ClassicGroup):
             if missing_is_error:
                 what = "not found" if group is None else "is not a classic group"
-                described.update(
-                    error_code=ErrorCode.GROUP_ID_NOT_FOUND,
-                    error_message=f"Group {group_id} {what}.",
-                )
+                described["error_code"] = ErrorCode.GROUP_ID_NOT_FOUND
+                described["error_message"] = f"Group {group_id} {what}."
             return described
         stable = group.is_in(GroupState.STABLE)
-        described.update(
-            group_state=group.state.value,
-            protocol_type=group.protocol_type or "",
-            protocol_data=(group.protocol_name or "") if stable else "",
-            members=[
-                {
-                    "member_id": member.identity.member_id,
-                    "group_instance_id": member.identity.group_instance_id,
-                    "client_id": member.identity.client_id,
-                    "client_host": member.identity.client_host,
-                    "member_metadata": member.metadata(group.protocol_name or "") if stable else b"",
-                    "member_assignment": member.assignment,
-                }
-                for member in group.members.values()
-            ],
-        )
+        described["group_state"] = group.state.value
+        described["protocol_type"] = group.protocol_type or ""
+        described["protocol_data"] = (group.protocol_name or "") if stable else ""
+        described["members"] = [
+            {
+                "member_id": member.identity.member_id,
+                "group_instance_id": member.identity.group_instance_id,
+                "client_id": member.identity.client_id,
+                "client_host": member.identity.client_host,
+                "member_metadata": member.metadata(group.protocol_name or "") if stable else b"",
+                "member_assignment": member.assignment,
+            }
+            for member in group.members.values()
+        ]
         return described
 
-    def list_groups(self, states: list[str], types: list[str]) -> tuple[ErrorCode, list[dict[str, Any]]]:
+    def list_groups(
+        self, states: list[str], types: list[str]
+    ) -> tuple[ErrorCode, list[ListGroupsResponseGroups]]:
         """ListGroups with Kafka's case-insensitive state and type filters."""
         if not self._started:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
@@ -444,7 +462,7 @@ class GroupCoordinator(PartitionedCoordinator):
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
         wanted_states = {state.strip().lower() for state in states}
         wanted_types = {kind.strip().lower() for kind in types}
-        listed = []
+        listed: list[ListGroupsResponseGroups] = []
         for group_id, group in self._groups.items():
             state = group.state.value
             kind = CONSUMER_GROUP_TYPE if isinstance(group, ConsumerGroup) else CLASSIC_GROUP_TYPE
@@ -462,7 +480,7 @@ class GroupCoordinator(PartitionedCoordinator):
             )
         return ErrorCode.NONE, listed
 
-    def delete_groups(self, group_ids: list[str]) -> list[dict[str, Any]]:
+    def delete_groups(self, group_ids: list[str]) -> list[DeleteGroupsResponseResults]:
         """DeleteGroups: only Empty groups, together with all their committed offsets."""
         return [{"group_id": group_id, "error_code": self._delete_group(group_id)} for group_id in group_ids]
 

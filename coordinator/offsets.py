@@ -13,8 +13,8 @@ consumers) answers UNSTABLE_OFFSET_COMMIT for those partitions, as Kafka does (K
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Protocol, TypeVar
 
 from coordinator.records import (
     NO_LEADER_EPOCH,
@@ -24,6 +24,15 @@ from coordinator.records import (
     encode_offset_commit,
 )
 from wire.error_codes import ErrorCode
+from wire.messages import (
+    OffsetCommitResponsePartitions,
+    OffsetDeleteRequestTopics,
+    OffsetFetchRequestTopics,
+    OffsetFetchResponseGroupsTopics,
+    OffsetFetchResponsePartitions,
+    TxnOffsetCommitRequestTopics,
+    WriteTxnMarkersResponseTopics,
+)
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +41,12 @@ Producer = tuple[int, int]
 """(producer id, epoch) of a transactional write."""
 OffsetWriter = Callable[[str, list[Record], Producer | None], ErrorCode]
 INVALID_OFFSET = -1
+
+CommitTopic = TxnOffsetCommitRequestTopics
+"""A topic of an OffsetCommit or TxnOffsetCommit request (OffsetCommit's also has an id)."""
+TopicErrors = WriteTxnMarkersResponseTopics
+"""A response topic with an error code per partition: OffsetCommit, TxnOffsetCommit, OffsetDelete."""
+_Requested = TypeVar("_Requested", CommitTopic, OffsetDeleteRequestTopics)
 
 
 class TopicLike(Protocol):
@@ -129,24 +144,21 @@ class Offsets:
 
     # --- OffsetCommit --------------------------------------------------------------------
 
-    def unknown_partitions(
-        self, topics: list[dict[str, Any]]
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def unknown_partitions(self, topics: Sequence[_Requested]) -> tuple[list[_Requested], list[TopicErrors]]:
         """Split request topics into (existing, response entries for unknown ones).
 
         Kafka checks this in the request handler, before the coordinator sees the request:
         offsets for topics or partitions that do not exist are refused per partition.
         """
-        valid: list[dict[str, Any]] = []
-        unknown: list[dict[str, Any]] = []
+        valid: list[_Requested] = []
+        unknown: list[TopicErrors] = []
         for topic in topics:
             info = self._topics.get(topic["name"])
             count = info.partitions if info is not None else 0
-            good, bad = [], []
-            for partition in topic["partitions"]:
-                (good if 0 <= partition["partition_index"] < count else bad).append(partition)
+            good = [p for p in topic["partitions"] if 0 <= p["partition_index"] < count]
+            bad = [p["partition_index"] for p in topic["partitions"] if not 0 <= p["partition_index"] < count]
             if good:
-                valid.append({**topic, "partitions": good})
+                valid.append(topic | {"partitions": good})
             if bad:
                 unknown.append(_topic_result(topic["name"], bad, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
         return valid, unknown
@@ -155,9 +167,9 @@ class Offsets:
         self,
         group_id: str,
         retention_time_ms: int,
-        topics: list[dict[str, Any]],
+        topics: Sequence[CommitTopic],
         producer: Producer | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[TopicErrors]:
         """Store offsets of existing partitions for a validated committer; response topics.
 
         With ``producer`` the commit is part of that producer's transaction (pending).
@@ -167,13 +179,15 @@ class Offsets:
         expire = now + retention_time_ms if retention_time_ms >= 0 else None
         records: list[Record] = []
         applied: list[tuple[OffsetCommitKey, OffsetAndMetadata]] = []
-        response = []
+        response: list[TopicErrors] = []
         for topic in topics:
-            results = []
+            results: list[OffsetCommitResponsePartitions] = []
             for partition in topic["partitions"]:
                 metadata = partition.get("committed_metadata")
                 if metadata is not None and len(metadata) > self._metadata_max_bytes:
-                    results.append(_partition_result(partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
+                    results.append(
+                        _partition_result(partition["partition_index"], ErrorCode.OFFSET_METADATA_TOO_LARGE)
+                    )
                     continue
                 key = OffsetCommitKey(group_id, topic["name"], partition["partition_index"])
                 value = OffsetAndMetadata(
@@ -185,7 +199,7 @@ class Offsets:
                 )
                 records.append(encode_offset_commit(key, value))
                 applied.append((key, value))
-                results.append(_partition_result(partition, ErrorCode.NONE))
+                results.append(_partition_result(partition["partition_index"], ErrorCode.NONE))
             response.append({"name": topic["name"], "partitions": results})
         if records:
             error = self._write(group_id, records, producer)
@@ -203,10 +217,10 @@ class Offsets:
     def fetch(
         self,
         group_id: str,
-        topics: list[dict[str, Any]] | None,
+        topics: Sequence[OffsetFetchRequestTopics] | None,
         group_exists: bool,
         require_stable: bool = False,
-    ) -> list[dict[str, Any]]:
+    ) -> list[OffsetFetchResponseGroupsTopics]:
         """Committed offsets of the requested partitions (all of them when ``topics`` is None).
 
         Partitions without a commit get offset -1 and no error, which consumers read as "use
@@ -217,13 +231,13 @@ class Offsets:
         committed = self._by_group.get(group_id, {}) if group_exists else {}
         unstable = self._unstable(group_id) if require_stable else set()
 
-        def fetched(topic: str, partition: int) -> dict[str, Any]:
+        def fetched(topic: str, partition: int) -> OffsetFetchResponsePartitions:
             if (topic, partition) in unstable:
                 return _fetched(partition, None) | {"error_code": ErrorCode.UNSTABLE_OFFSET_COMMIT}
             return _fetched(partition, committed.get((topic, partition)))
 
         if topics is None:
-            by_topic: dict[str, list[dict[str, Any]]] = {}
+            by_topic: dict[str, list[OffsetFetchResponsePartitions]] = {}
             for topic, partition in [*committed, *(unstable - committed.keys())]:
                 by_topic.setdefault(topic, []).append(fetched(topic, partition))
             return [{"name": name, "partitions": partitions} for name, partitions in by_topic.items()]
@@ -237,23 +251,25 @@ class Offsets:
 
     # --- OffsetDelete --------------------------------------------------------------------
 
-    def delete(self, group: OffsetGroup, group_id: str, topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def delete(
+        self, group: OffsetGroup, group_id: str, topics: Sequence[OffsetDeleteRequestTopics]
+    ) -> list[TopicErrors]:
         """Drop commits of partitions the group no longer consumes (KIP-496)."""
         records: list[Record] = []
         keys: list[OffsetCommitKey] = []
-        response = []
+        response: list[TopicErrors] = []
         committed = self._by_group.get(group_id, {})
         for topic in topics:
             name = topic["name"]
             if group.is_subscribed_to(name):
-                response.append(_topic_result(name, topic["partitions"], ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))
+                response.append(_topic_result(name, _indexes(topic), ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))
                 continue
             for partition in topic["partitions"]:
                 if (name, partition["partition_index"]) in committed:
                     key = OffsetCommitKey(group_id, name, partition["partition_index"])
                     records.append(encode_offset_commit(key, None))
                     keys.append(key)
-            response.append(_topic_result(name, topic["partitions"], ErrorCode.NONE))
+            response.append(_topic_result(name, _indexes(topic), ErrorCode.NONE))
         if records:
             error = self._write(group_id, records, None)
             if error is not ErrorCode.NONE:
@@ -304,7 +320,7 @@ class Offsets:
         ]
 
 
-def _fetched(partition: int, value: OffsetAndMetadata | None) -> dict[str, Any]:
+def _fetched(partition: int, value: OffsetAndMetadata | None) -> OffsetFetchResponsePartitions:
     if value is None:
         return {
             "partition_index": partition,
@@ -322,14 +338,20 @@ def _fetched(partition: int, value: OffsetAndMetadata | None) -> dict[str, Any]:
     }
 
 
-def _partition_result(partition: dict[str, Any], code: ErrorCode) -> dict[str, Any]:
-    return {"partition_index": partition["partition_index"], "error_code": code}
+def _partition_result(index: int, code: ErrorCode) -> OffsetCommitResponsePartitions:
+    return {"partition_index": index, "error_code": code}
 
 
-def topics_with_error(topics: list[dict[str, Any]], code: ErrorCode) -> list[dict[str, Any]]:
+def _indexes(topic: CommitTopic | OffsetDeleteRequestTopics) -> list[int]:
+    return [partition["partition_index"] for partition in topic["partitions"]]
+
+
+def topics_with_error(
+    topics: Iterable[CommitTopic | OffsetDeleteRequestTopics], code: ErrorCode
+) -> list[TopicErrors]:
     """Response topics answering every requested partition with ``code``."""
-    return [_topic_result(topic["name"], topic["partitions"], code) for topic in topics]
+    return [_topic_result(topic["name"], _indexes(topic), code) for topic in topics]
 
 
-def _topic_result(name: str, partitions: list[dict[str, Any]], code: ErrorCode) -> dict[str, Any]:
-    return {"name": name, "partitions": [_partition_result(p, code) for p in partitions]}
+def _topic_result(name: str, indexes: Iterable[int], code: ErrorCode) -> TopicErrors:
+    return {"name": name, "partitions": [_partition_result(index, code) for index in indexes]}

@@ -10,35 +10,50 @@ topic without an id any more (deleted) is left out of a fetch of everything.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TypeVar
 
 from broker.requests.acl_checks import authorized
 from broker.requests.api_support import Served
 from broker.requests.context import PendingResponse, RequestContext
 from broker.requests.coordinator_writes import (
     answer_when_synced,
-    partition_errors,
     replicated_writes,
     split_authorized_topics,
 )
 from broker.requests.coordinators import coordinator_of
 from broker.services.security.acl_model import ResourceType
 from coordinator.coordinator import GroupCoordinator
-from coordinator.offsets import topics_with_error
+from coordinator.offsets import TopicErrors, topics_with_error
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
+from wire.messages import (
+    OffsetCommitRequest,
+    OffsetCommitRequestTopics,
+    OffsetCommitResponse,
+    OffsetCommitResponseTopics,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetFetchRequest,
+    OffsetFetchRequestGroups,
+    OffsetFetchRequestGroupsTopics,
+    OffsetFetchRequestTopics,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroups,
+    OffsetFetchResponseGroupsTopics,
+    OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopics,
+)
 
-if TYPE_CHECKING:
-    pass
+_ById = TypeVar("_ById", OffsetCommitRequestTopics, OffsetFetchRequestGroupsTopics)
+_Answered = TypeVar("_Answered", OffsetCommitResponseTopics, OffsetFetchResponseGroupsTopics)
 
 
-def _by_name(
-    ctx: RequestContext, topics: list[dict[str, Any]]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _by_name(ctx: RequestContext, topics: list[_ById]) -> tuple[list[_ById], list[_ById]]:
     """Request topics named by id (v10+) with their names added, and those whose id is unknown."""
-    known, unknown = [], []
+    known: list[_ById] = []
+    unknown: list[_ById] = []
     for topic in topics:
         info = ctx.broker.topics.by_id(topic["topic_id"])
         if info is None:
@@ -48,9 +63,9 @@ def _by_name(
     return known, unknown
 
 
-def _with_ids(ctx: RequestContext, topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _with_ids(ctx: RequestContext, topics: list[_Answered]) -> list[_Answered]:
     """Response topics with their ids added; topics that have no id (deleted) are left out."""
-    found = []
+    found: list[_Answered] = []
     for topic in topics:
         info = ctx.broker.topics.get(topic["name"])
         if info is not None:
@@ -58,13 +73,28 @@ def _with_ids(ctx: RequestContext, topics: list[dict[str, Any]]) -> list[dict[st
     return found
 
 
-_NO_OFFSET = {"committed_offset": -1, "committed_leader_epoch": -1, "metadata": ""}
-"""What OffsetFetch answers for a partition without an offset, beside its error."""
+def _commit_topics(topics: list[TopicErrors]) -> list[OffsetCommitResponseTopics]:
+    """The coordinator's answer as OffsetCommit's topics (whose name v10+ leaves out)."""
+    return [{"name": topic["name"], "partitions": topic["partitions"]} for topic in topics]
+
+
+def _no_offsets(indexes: list[int], code: ErrorCode) -> list[OffsetFetchResponsePartitions]:
+    """What OffsetFetch answers for partitions refused with ``code``: no offset, beside the error."""
+    return [
+        {
+            "partition_index": index,
+            "committed_offset": -1,
+            "committed_leader_epoch": -1,
+            "metadata": "",
+            "error_code": code,
+        }
+        for index in indexes
+    ]
 
 
 async def handle_offset_commit(
-    ctx: RequestContext, request: dict[str, Any]
-) -> dict[str, Any] | PendingResponse:
+    ctx: RequestContext, request: OffsetCommitRequest
+) -> OffsetCommitResponse | PendingResponse:
     """Commit through the coordinator; under ``flush.messages`` the answer waits for the sync of
     the ``__consumer_offsets`` write, as Kafka's does for its append."""
     durability = ctx.broker.durability
@@ -72,28 +102,36 @@ async def handle_offset_commit(
         _by_name(ctx, request["topics"]) if ctx.api_version >= 10 else (request["topics"], [])
     )
     if not authorized(ctx, ResourceType.GROUP, request["group_id"]):
-        denied = partition_errors(requested, "partitions", ErrorCode.GROUP_AUTHORIZATION_FAILED, "name")
+        denied = _commit_topics(topics_with_error(requested, ErrorCode.GROUP_AUTHORIZATION_FAILED))
         return {"topics": _with_ids(ctx, denied) if ctx.api_version >= 10 else denied}
-    requested, refused = split_authorized_topics(ctx, requested, "partitions")
+    requested, refused = split_authorized_topics(ctx, requested)
     with durability.collecting() as must_sync, replicated_writes(ctx.broker) as acks:
-        topics = (
-            coordinator_of(ctx).commit_offsets(
-                group_id=request["group_id"],
-                generation_id=request.get("generation_id_or_member_epoch", -1),
-                member_id=request.get("member_id", ""),
-                group_instance_id=request.get("group_instance_id"),
-                retention_time_ms=request.get("retention_time_ms", -1),
-                topics=requested,
-                api_version=ctx.api_version,
-            )
-            + refused
+        committed = coordinator_of(ctx).commit_offsets(
+            group_id=request["group_id"],
+            generation_id=request.get("generation_id_or_member_epoch", -1),
+            member_id=request.get("member_id", ""),
+            group_instance_id=request.get("group_instance_id"),
+            retention_time_ms=request.get("retention_time_ms", -1),
+            topics=requested,
+            api_version=ctx.api_version,
         )
+    topics = _commit_topics(committed + topics_with_error(refused, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
     if ctx.api_version >= 10:
-        topics = _with_ids(ctx, topics) + partition_errors(unknown, "partitions", ErrorCode.UNKNOWN_TOPIC_ID)
-    return answer_when_synced(ctx, must_sync, topics, acks)
+        topics = _with_ids(ctx, topics) + [
+            {
+                "topic_id": topic["topic_id"],
+                "partitions": [
+                    {"partition_index": p["partition_index"], "error_code": ErrorCode.UNKNOWN_TOPIC_ID}
+                    for p in topic["partitions"]
+                ],
+            }
+            for topic in unknown
+        ]
+    answer: OffsetCommitResponse = {"topics": topics}
+    return answer_when_synced(ctx, must_sync, answer, acks)
 
 
-async def handle_offset_fetch(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
     coordinator = coordinator_of(ctx)
     if ctx.api_version >= 10:
         return {
@@ -126,31 +164,32 @@ async def handle_offset_fetch(ctx: RequestContext, request: dict[str, Any]) -> d
     error = result["error_code"]
     if ctx.api_version < 2 and error is not ErrorCode.NONE:
         # No group-level error before v2: every requested partition carries it.
-        requested = [
-            {"name": t["name"], "partitions": [{"partition_index": p} for p in t["partition_indexes"]]}
+        failed: list[OffsetFetchResponseTopics] = [
+            {"name": t["name"], "partitions": _no_offsets(t["partition_indexes"], ErrorCode(error))}
             for t in request["topics"] or []
         ]
-        failed = topics_with_error(requested, error)
-        for topic in failed:
-            for partition in topic["partitions"]:
-                partition.update(committed_offset=-1, committed_leader_epoch=-1, metadata="")
         return {"topics": failed}
-    return {"topics": result["topics"], "error_code": error}
+    topics: list[OffsetFetchResponseTopics] = [
+        {"name": t["name"], "partitions": t["partitions"]} for t in result["topics"]
+    ]
+    return {"topics": topics, "error_code": error}
 
 
 def _fetch_group_offsets(
     coordinator: GroupCoordinator,
-    group: dict[str, Any],
-    topics: list[dict[str, Any]] | None,
+    group: OffsetFetchRequestGroups,
+    topics: Sequence[OffsetFetchRequestTopics] | None,
     require_stable: bool,
-) -> dict[str, Any]:
+) -> OffsetFetchResponseGroups:
     """One group's committed offsets, for a v8+ OffsetFetch that names several groups."""
     return coordinator.fetch_offsets(
         group["group_id"], topics, group["member_id"], group["member_epoch"], require_stable
     )
 
 
-def _fetch_offsets_by_id(ctx: RequestContext, group: dict[str, Any], require_stable: bool) -> dict[str, Any]:
+def _fetch_offsets_by_id(
+    ctx: RequestContext, group: OffsetFetchRequestGroups, require_stable: bool
+) -> OffsetFetchResponseGroups:
     """One group of an OffsetFetch v10+, whose topics are named by id."""
     requested, unknown = _by_name(ctx, group["topics"]) if group["topics"] is not None else (None, [])
     result = authorized_fetch(
@@ -162,18 +201,23 @@ def _fetch_offsets_by_id(ctx: RequestContext, group: dict[str, Any], require_sta
         ),
     )
     if result["error_code"] is ErrorCode.NONE:
-        result["topics"] = _with_ids(ctx, result["topics"]) + partition_errors(
-            unknown, "partition_indexes", ErrorCode.UNKNOWN_TOPIC_ID, answer=_NO_OFFSET
-        )
+        unknown_ids: list[OffsetFetchResponseGroupsTopics] = [
+            {
+                "topic_id": t["topic_id"],
+                "partitions": _no_offsets(t["partition_indexes"], ErrorCode.UNKNOWN_TOPIC_ID),
+            }
+            for t in unknown
+        ]
+        result["topics"] = _with_ids(ctx, result["topics"]) + unknown_ids
     return result
 
 
 def authorized_fetch(
     ctx: RequestContext,
     group_id: str,
-    topics: list[dict[str, Any]] | None,
-    fetch: Callable[[list[dict[str, Any]] | None], dict[str, Any]],
-) -> dict[str, Any]:
+    topics: Sequence[OffsetFetchRequestTopics] | None,
+    fetch: Callable[[Sequence[OffsetFetchRequestTopics] | None], OffsetFetchResponseGroups],
+) -> OffsetFetchResponseGroups:
     """One group's OffsetFetch as Kafka authorizes it: DESCRIBE on the group, else
     GROUP_AUTHORIZATION_FAILED; named topics the principal may not describe answer
     TOPIC_AUTHORIZATION_FAILED, and a fetch of every topic leaves them out."""
@@ -183,19 +227,27 @@ def authorized_fetch(
         result = fetch(None)
         result["topics"] = [t for t in result["topics"] if authorized(ctx, ResourceType.TOPIC, t["name"])]
         return result
-    allowed, refused = split_authorized_topics(ctx, topics, "partition_indexes", _NO_OFFSET)
+    allowed, refused = split_authorized_topics(ctx, topics)
     result = fetch(allowed)
     if result["error_code"] is ErrorCode.NONE:
-        result["topics"] = result["topics"] + refused
+        result["topics"] = result["topics"] + [
+            {
+                "name": t["name"],
+                "partitions": _no_offsets(t["partition_indexes"], ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+            }
+            for t in refused
+        ]
     return result
 
 
-async def handle_offset_delete(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_offset_delete(ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
     if not authorized(ctx, ResourceType.GROUP, request["group_id"]):
         return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "topics": []}
-    allowed, refused = split_authorized_topics(ctx, request["topics"], "partitions")
+    allowed, refused = split_authorized_topics(ctx, request["topics"])
     error, topics = coordinator_of(ctx).delete_offsets(request["group_id"], allowed)
-    return {"error_code": error, "topics": topics + refused if error is ErrorCode.NONE else topics}
+    if error is ErrorCode.NONE:
+        topics = topics + topics_with_error(refused, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    return {"error_code": error, "topics": topics}
 
 
 HANDLERS = {

@@ -11,7 +11,7 @@ Kafka does while the request is in flight.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar
 
 import trio
 
@@ -21,7 +21,7 @@ from broker.requests.context import RequestContext
 from broker.requests.coordinators import client_host, coordinator_of, installed
 from broker.services.cluster_view import NodeAddress, node_address
 from broker.services.security.acl_model import AclOperation, ResourceType
-from coordinator.classic_group import Responder, join_error, sync_error
+from coordinator.classic_group import join_error, sync_error
 from coordinator.classic_protocol import JoinRequest, SyncRequest
 from coordinator.offsets_topic import OFFSETS_TOPIC
 from coordinator.records import MemberIdentity
@@ -29,11 +29,25 @@ from coordinator.transactions import TRANSACTION_STATE_TOPIC
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 from wire.messages import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DeleteGroupsResponseResults,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    DescribeGroupsResponseGroups,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     FindCoordinatorResponseCoordinators,
     HeartbeatRequest,
     HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
 )
 
 GROUP_KEY_TYPE = 0
@@ -44,13 +58,15 @@ KEY_TOPICS = {GROUP_KEY_TYPE: OFFSETS_TOPIC, TRANSACTION_KEY_TYPE: TRANSACTION_S
 """The internal topic whose partition leaders coordinate each kind of key."""
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 
+_Answer = TypeVar("_Answer", JoinGroupResponse, SyncGroupResponse)
 
-async def parked(start: Callable[[Responder], None]) -> dict[str, Any]:
+
+async def parked(start: Callable[[Callable[[_Answer], None]], None]) -> _Answer:
     """Run a coordinator call that answers through a responder, and wait for the answer."""
     answered = trio.Event()
-    box: list[dict[str, Any]] = []
+    box: list[_Answer] = []
 
-    def respond(body: dict[str, Any]) -> None:
+    def respond(body: _Answer) -> None:
         box.append(body)
         answered.set()
 
@@ -146,7 +162,7 @@ def coordinator_node(ctx: RequestContext, key: str, topic: str) -> NodeAddress |
 # --- membership --------------------------------------------------------------------------
 
 
-async def handle_join_group(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_join_group(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
     version = ctx.api_version
     if not authorized(ctx, ResourceType.GROUP, request["group_id"]):
         return join_error(GROUP_DENIED) | {"protocol_name": None if version >= 7 else ""}
@@ -176,7 +192,7 @@ async def handle_join_group(ctx: RequestContext, request: dict[str, Any]) -> dic
     return response
 
 
-async def handle_sync_group(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
     if not authorized(ctx, ResourceType.GROUP, request["group_id"]):
         return sync_error(GROUP_DENIED)
     sync = SyncRequest(
@@ -202,7 +218,7 @@ async def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> He
     return {"error_code": error}
 
 
-async def handle_leave_group(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
     if not authorized(ctx, ResourceType.GROUP, request["group_id"]):
         return {"error_code": GROUP_DENIED, "members": []}
     if ctx.api_version >= 3:
@@ -212,14 +228,14 @@ async def handle_leave_group(ctx: RequestContext, request: dict[str, Any]) -> di
     error, members = coordinator_of(ctx).leave_group(request["group_id"], leaving)
     if ctx.api_version < 3 and error is ErrorCode.NONE and members:
         # Before the batch form the single member's error is the response's error.
-        error = members[0]["error_code"]
+        return {"error_code": members[0]["error_code"], "members": members}
     return {"error_code": error, "members": members}
 
 
 # --- administration ----------------------------------------------------------------------
 
 
-def denied_group(group_id: str) -> dict[str, Any]:
+def denied_group(group_id: str) -> DescribeGroupsResponseGroups:
     """A DescribeGroups entry for a group the principal may not describe."""
     return {
         "error_code": GROUP_DENIED,
@@ -231,7 +247,9 @@ def denied_group(group_id: str) -> dict[str, Any]:
     }
 
 
-async def handle_describe_groups(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_describe_groups(
+    ctx: RequestContext, request: DescribeGroupsRequest
+) -> DescribeGroupsResponse:
     with_operations = bool(request.get("include_authorized_operations"))
     groups = answer_each(
         ctx,
@@ -248,7 +266,7 @@ async def handle_describe_groups(ctx: RequestContext, request: dict[str, Any]) -
     return {"groups": groups}
 
 
-async def handle_list_groups(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
     error, groups = coordinator_of(ctx).list_groups(
         request.get("states_filter") or [], request.get("types_filter") or []
     )
@@ -260,7 +278,12 @@ async def handle_list_groups(ctx: RequestContext, request: dict[str, Any]) -> di
     return {"error_code": error, "groups": groups}
 
 
-async def handle_delete_groups(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+def denied_deletion(group_id: str) -> DeleteGroupsResponseResults:
+    """A DeleteGroups result for a group the principal may not delete."""
+    return {"group_id": group_id, "error_code": GROUP_DENIED}
+
+
+async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
     # Kafka answers each distinct group once.
     group_ids = list(dict.fromkeys(request["groups_names"]))
     results = answer_each(
@@ -268,7 +291,7 @@ async def handle_delete_groups(ctx: RequestContext, request: dict[str, Any]) -> 
         ResourceType.GROUP,
         group_ids,
         coordinator_of(ctx).delete_groups,
-        lambda group_id: {"group_id": group_id, "error_code": GROUP_DENIED},
+        denied_deletion,
     )
     return {"results": results}
 

@@ -41,6 +41,8 @@ from wire.messages import (
     AddPartitionsToTxnResponseTopicResults,
     EndTxnRequest,
     EndTxnResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
 )
 
 FIRST_BATCHED_ADD_PARTITIONS_VERSION = 4
@@ -178,8 +180,8 @@ async def handle_add_offsets_to_txn(
 
 
 async def handle_txn_offset_commit(
-    ctx: RequestContext, request: dict[str, Any]
-) -> dict[str, Any] | PendingResponse:
+    ctx: RequestContext, request: TxnOffsetCommitRequest
+) -> TxnOffsetCommitResponse | PendingResponse:
     """Offsets written inside the producer's transaction, applied when it commits.
 
     The group's partition must have joined the transaction (AddOffsetsToTxn, or this request
@@ -204,22 +206,22 @@ async def handle_txn_offset_commit(
     if error is not ErrorCode.NONE:
         return {"throttle_time_ms": 0, "topics": topics_with_error(request["topics"], error)}
     durability = ctx.broker.durability
-    allowed, refused = split_authorized_topics(ctx, request["topics"], "partitions")
+    allowed, refused = split_authorized_topics(ctx, request["topics"])
     with durability.collecting() as must_sync, replicated_writes(ctx.broker) as acks:
-        topics = (
-            groups.commit_offsets(
-                group_id=group_id,
-                generation_id=request.get("generation_id", -1),
-                member_id=request.get("member_id", ""),
-                group_instance_id=request.get("group_instance_id"),
-                retention_time_ms=-1,
-                topics=allowed,
-                api_version=ctx.api_version,
-                producer=producer,
-            )
-            + refused
+        committed = groups.commit_offsets(
+            group_id=group_id,
+            generation_id=request.get("generation_id", -1),
+            member_id=request.get("member_id", ""),
+            group_instance_id=request.get("group_instance_id"),
+            retention_time_ms=-1,
+            topics=allowed,
+            api_version=ctx.api_version,
+            producer=producer,
         )
-    return answer_when_synced(ctx, must_sync, topics, acks)
+    answer: TxnOffsetCommitResponse = {
+        "topics": committed + topics_with_error(refused, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    }
+    return answer_when_synced(ctx, must_sync, answer, acks)
 
 
 # --- EndTxn ------------------------------------------------------------------------------

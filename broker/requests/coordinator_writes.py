@@ -4,16 +4,16 @@ Kafka's coordinators append with acks=all and answer after the append; here an o
 a TxnOffsetCommit or a transaction call is answered once its ``__consumer_offsets`` /
 ``__transaction_state`` appends are synced where the flush policy says so
 (``broker.services.storage.durability``) and, in a cluster, held by the in-sync replicas; a
-failed write is answered with the error Kafka's coordinators translate it to. Also the
-per-partition error shapes of the offset APIs, which both commits use.
+failed write is answered with the error Kafka's coordinators translate it to. Also the split of
+an offset API's topics by the topic operation, which both commits use.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 import trio
 
@@ -24,49 +24,30 @@ from broker.services.security.acl_model import ResourceType
 from broker.services.storage.durability import SyncTicket
 from coordinator.transactions import TxnError
 from wire.error_codes import ErrorCode
+from wire.messages import OffsetCommitResponse, TxnOffsetCommitResponse
 
 if TYPE_CHECKING:
     from broker.requests.node_services import NodeServices
 
 
-def partition_errors(
-    topics: list[dict[str, Any]],
-    partitions_key: str,
-    code: ErrorCode,
-    key: str = "topic_id",
-    answer: dict[str, Any] | None = None,
-) -> list[dict[str, Any]]:
-    """``code`` (with ``answer``'s fields) for every partition of these request topics, which
-    are named by ``key``: UNKNOWN_TOPIC_ID for unknown ids, TOPIC_AUTHORIZATION_FAILED."""
-    return [
-        {
-            key: topic[key],
-            "partitions": [
-                {
-                    "partition_index": p["partition_index"] if isinstance(p, dict) else p,
-                    "error_code": code,
-                    **(answer or {}),
-                }
-                for p in topic[partitions_key]
-            ],
-        }
-        for topic in topics
-    ]
+class NamedTopic(TypedDict):
+    """What every offset API's request topic has: its name."""
+
+    name: str
+
+
+_Topic = TypeVar("_Topic", bound=NamedTopic)
 
 
 def split_authorized_topics(
-    ctx: RequestContext,
-    topics: list[dict[str, Any]],
-    partitions_key: str,
-    answer: dict[str, Any] | None = None,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The request topics the API's topic operation allows, and the refused ones answered."""
+    ctx: RequestContext, topics: Sequence[_Topic]
+) -> tuple[list[_Topic], list[_Topic]]:
+    """The request topics the API's topic operation allows, and the refused ones (which the
+    API answers TOPIC_AUTHORIZATION_FAILED)."""
     denied = unauthorized_names(ctx, ResourceType.TOPIC, (t["name"] for t in topics))
     allowed = [t for t in topics if t["name"] not in denied]
     refused = [t for t in topics if t["name"] in denied]
-    return allowed, partition_errors(
-        refused, partitions_key, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "name", answer
-    )
+    return allowed, refused
 
 
 @contextmanager
@@ -87,26 +68,29 @@ _COMMIT_ERRORS = {
 }
 
 
+_Commit = TypeVar("_Commit", OffsetCommitResponse, TxnOffsetCommitResponse)
+
+
 def answer_when_synced(
-    ctx: RequestContext, must_sync: list[Any], topics: list[dict[str, Any]], acks: list[AckWait]
-) -> dict[str, Any] | PendingResponse:
-    """``{"topics": topics}`` of an offset commit, once the ``__consumer_offsets`` appends it
-    made are synced where the policy says so (``must_sync``, from ``durability.collecting``)
-    and, in a cluster, replicated to the in-sync replicas (``acks``, within
-    ``offsets.commit.timeout.ms``)."""
+    ctx: RequestContext, must_sync: list[Any], answer: _Commit, acks: list[AckWait]
+) -> _Commit | PendingResponse:
+    """The ``answer`` of an offset commit, once the ``__consumer_offsets`` appends it made are
+    synced where the policy says so (``must_sync``, from ``durability.collecting``) and, in a
+    cluster, replicated to the in-sync replicas (``acks``, within ``offsets.commit.timeout.ms``);
+    a failed write is every partition's error that had none."""
     if not must_sync and not acks:
-        return {"topics": topics}
+        return answer
     ticket = ctx.broker.durability.ticket(must_sync) if must_sync else None
     timeout_s = ctx.broker.config.get_int("offsets.commit.timeout.ms") / 1000
 
-    async def after_sync() -> dict[str, Any]:
+    async def after_sync() -> _Commit:
         failure = await coordinator_writes_failure(ctx, ticket, acks, timeout_s)
         if failure is not None:
-            for topic in topics:
+            for topic in answer["topics"]:
                 for partition in topic["partitions"]:
                     if partition["error_code"] == ErrorCode.NONE:
                         partition["error_code"] = failure
-        return {"topics": topics}
+        return answer
 
     if ticket is not None and not acks:
         return PendingResponse(after_sync, partial(ctx.broker.durability.done, ticket))
