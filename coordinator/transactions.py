@@ -49,6 +49,10 @@ from coordinator.txn_metadata import (
 from log.errors import KafkaStorageError, LogError
 from wire.error_codes import ErrorCode
 from wire.errors import DecodeError
+from wire.messages import (
+    DescribeTransactionsResponseTransactionStates,
+    ListTransactionsResponseTransactionStates,
+)
 
 log = logging.getLogger(__name__)
 
@@ -446,7 +450,7 @@ class TransactionCoordinator(PartitionedCoordinator):
 
     # --- DescribeTransactions / ListTransactions -----------------------------------------
 
-    def describe(self, transactional_id: str) -> dict[str, Any]:
+    def describe(self, transactional_id: str) -> DescribeTransactionsResponseTransactionStates:
         """One DescribeTransactions entry."""
         error = self.availability(transactional_id)
         metadata = self._txns.get(transactional_id)
@@ -478,7 +482,7 @@ class TransactionCoordinator(PartitionedCoordinator):
 
     def list_transactions(
         self, states: list[str], producer_ids: list[int], min_duration_ms: int, pattern: str | None
-    ) -> tuple[ErrorCode, list[str], list[dict[str, Any]]]:
+    ) -> tuple[ErrorCode, list[str], list[ListTransactionsResponseTransactionStates]]:
         """ListTransactions: (error, unknown state filters, matching transactions).
 
         Filters combine with AND; an empty filter matches everything; ``min_duration_ms`` (-1:
@@ -499,7 +503,7 @@ class TransactionCoordinator(PartitionedCoordinator):
         except re.error:
             return ErrorCode.INVALID_REGULAR_EXPRESSION, unknown, []
         now = self._clock()
-        listed = [
+        listed: list[ListTransactionsResponseTransactionStates] = [
             {
                 "transactional_id": metadata.transactional_id,
                 "producer_id": metadata.producer_id,

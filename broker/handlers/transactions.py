@@ -13,7 +13,6 @@ for it and OPERATION_NOT_ATTEMPTED for the rest, as Kafka answers.
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
 
 from broker.requests.acl_checks import answer_each, authorized, cluster_authorized, unauthorized_names
 from broker.requests.api_support import Served
@@ -39,8 +38,13 @@ from wire.messages import (
     AddPartitionsToTxnResponse,
     AddPartitionsToTxnResponseResultsByTransaction,
     AddPartitionsToTxnResponseTopicResults,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    DescribeTransactionsResponseTransactionStates,
     EndTxnRequest,
     EndTxnResponse,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
     TxnOffsetCommitRequest,
     TxnOffsetCommitResponse,
 )
@@ -257,27 +261,40 @@ async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> EndTxnR
 # --- DescribeTransactions / ListTransactions ---------------------------------------------
 
 
-async def handle_describe_transactions(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+def denied_transaction(transactional_id: str) -> DescribeTransactionsResponseTransactionStates:
+    """A DescribeTransactions entry the principal may not see: Kafka's defaults beside the error."""
+    return {
+        "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        "transactional_id": transactional_id,
+        "transaction_state": "",
+        "transaction_timeout_ms": 0,
+        "transaction_start_time_ms": 0,
+        "producer_id": 0,
+        "producer_epoch": 0,
+        "topics": [],
+    }
+
+
+async def handle_describe_transactions(
+    ctx: RequestContext, request: DescribeTransactionsRequest
+) -> DescribeTransactionsResponse:
     coordinator = transactions_of(ctx)
     states = answer_each(
         ctx,
         ResourceType.TRANSACTIONAL_ID,
         request["transactional_ids"],
         lambda allowed: [coordinator.describe(txn_id) for txn_id in allowed],
-        lambda txn_id: {
-            "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-            "transactional_id": txn_id,
-        },
+        denied_transaction,
     )
     for state in states:
         # Only the partitions of topics the principal may describe.
-        state["topics"] = [
-            t for t in state.get("topics", []) if authorized(ctx, ResourceType.TOPIC, t["topic"])
-        ]
+        state["topics"] = [t for t in state["topics"] if authorized(ctx, ResourceType.TOPIC, t["topic"])]
     return {"throttle_time_ms": 0, "transaction_states": states}
 
 
-async def handle_list_transactions(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_list_transactions(
+    ctx: RequestContext, request: ListTransactionsRequest
+) -> ListTransactionsResponse:
     error, unknown, listed = transactions_of(ctx).list_transactions(
         request["state_filters"],
         request["producer_id_filters"],
