@@ -1,7 +1,7 @@
 """Settings for every test suite of the repository (unit, compatibility and Spark tests).
 
 Tests marked ``slow`` (25 s or more on the 2-core machine) run first. Nothing is deselected by
-it: under pytest-xdist (CI runs the main suite with ``-n 3``) the longest tests then start at
+it: under pytest-xdist (CI runs the main suite with ``-n 2``) the longest tests then start at
 once on the workers instead of forming the tail of the run while the other workers idle.
 """
 
