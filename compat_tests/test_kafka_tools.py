@@ -207,7 +207,14 @@ def test_consumer_groups(run, admin: Driver, topic: str) -> None:
     admin.create_topic(topic, 2)
     produce(admin, topic, 40, 2)
     group = f"tools-group-{uuid.uuid4().hex[:8]}"
-    consumed = ok(run(TOOLS + "ConsumerPerformance", "--topic", topic, "--messages", "40", "--group", group))
+    # ConsumerPerformance gives up after --timeout ms without a record (10 s by default): a slow
+    # first rebalance on a loaded machine would end it with 0 records consumed.
+    consumed = ok(
+        run(
+            TOOLS + "ConsumerPerformance",
+            *("--topic", topic, "--messages", "40", "--group", group, "--timeout", "120000"),
+        )
+    )
     assert consumed.strip().splitlines()[-1].split(", ")[4] == "40"
 
     def committed() -> None:
@@ -303,7 +310,9 @@ def test_perf_and_verifiable_clients(run, admin: Driver, topic: str) -> None:
         )
     )
     assert re.search(r"^500 records sent, ", sent, re.M)
-    consumed = ok(run(TOOLS + "ConsumerPerformance", "--topic", topic, "--messages", "500"))
+    consumed = ok(
+        run(TOOLS + "ConsumerPerformance", "--topic", topic, "--messages", "500", "--timeout", "120000")
+    )
     assert consumed.strip().splitlines()[-1].split(", ")[4] == "500"
     produced = ok(run(TOOLS + "VerifiableProducer", "--topic", topic, "--max-messages", "20"))
     events = [json.loads(line) for line in produced.splitlines() if line.startswith("{")]
