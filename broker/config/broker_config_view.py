@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from broker.config.config import BrokerConfig
 from broker.config.config_defs import BROKER_CONFIGS, LIVE_BROKER_KEYS, ConfigSource, ConfigType
 from broker.config.dynamic_rules import base_key
 from broker.config.kafka_dynamic_keys import DYNAMIC_KEYS, LISTENER_MECHANISM_KEYS
+from wire.messages import DescribeConfigsResponseConfigs, DescribeConfigsResponseSynonyms
 
 UNKNOWN_TYPE = 0  # Kafka's ConfigType.UNKNOWN, for a custom key
 NO_EFFECT = (
@@ -59,13 +59,15 @@ def key_facts(key: str) -> KeyFacts:
     return KeyFacts(UNKNOWN_TYPE, None, sensitive=True, read_only=True)
 
 
-def _synonym(name: str, value: str | None, source: ConfigSource, sensitive: bool) -> dict[str, Any]:
+def _synonym(
+    name: str, value: str | None, source: ConfigSource, sensitive: bool
+) -> DescribeConfigsResponseSynonyms:
     return {"name": name, "value": None if sensitive else value, "source": source}
 
 
 def _entry(
-    key: str, value: str | None, source: ConfigSource, synonyms: list[dict[str, Any]]
-) -> dict[str, Any]:
+    key: str, value: str | None, source: ConfigSource, synonyms: list[DescribeConfigsResponseSynonyms]
+) -> DescribeConfigsResponseConfigs:
     facts = key_facts(key)
     return {
         "name": key,
@@ -79,7 +81,7 @@ def _entry(
     }
 
 
-def _chain(config: BrokerConfig, key: str) -> list[dict[str, Any]]:
+def _chain(config: BrokerConfig, key: str) -> list[DescribeConfigsResponseSynonyms]:
     """Kafka's synonyms of a key: its own layers, then for a per-listener key the
     listener-less key's (``brokerConfigSynonyms(name, true)``)."""
     sensitive = key_facts(key).sensitive
@@ -92,7 +94,7 @@ def _chain(config: BrokerConfig, key: str) -> list[dict[str, Any]]:
     ]
 
 
-def node_entry(config: BrokerConfig, key: str, with_synonyms: bool) -> dict[str, Any]:
+def node_entry(config: BrokerConfig, key: str, with_synonyms: bool) -> DescribeConfigsResponseConfigs:
     """One key of this node's resource: where it is set, the value it is set to."""
     source = config.source(key)
     value = config.configured(key) if source in DYNAMIC_SOURCES else config.get(key)
@@ -107,7 +109,7 @@ def node_keys(config: BrokerConfig) -> list[str]:
 
 def describe_node(
     config: BrokerConfig, keys: Iterable[str] | None, with_synonyms: bool
-) -> list[dict[str, Any]]:
+) -> list[DescribeConfigsResponseConfigs]:
     """This node's resource: every key, or those of ``keys`` it has."""
     listed = node_keys(config)
     wanted = listed if keys is None else [key for key in listed if key in set(keys)]
@@ -116,11 +118,11 @@ def describe_node(
 
 def describe_default(
     config: BrokerConfig, keys: Iterable[str] | None, with_synonyms: bool
-) -> list[dict[str, Any]]:
+) -> list[DescribeConfigsResponseConfigs]:
     """The cluster-wide default resource: only the keys it sets."""
     source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
     wanted = None if keys is None else set(keys)
-    entries = []
+    entries: list[DescribeConfigsResponseConfigs] = []
     for key, value in sorted(config.dynamic_default.items()):
         if wanted is None or key in wanted:
             synonyms = [_synonym(key, value, source, key_facts(key).sensitive)] if with_synonyms else []

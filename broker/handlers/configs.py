@@ -14,6 +14,7 @@ configs (:mod:`broker.config.config.group_configs`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from broker.config.broker_config_view import describe_default, describe_node
@@ -41,10 +42,25 @@ from broker.services.telemetry.client_metrics_resources import (
     CLIENT_METRICS,
     alter_client_metrics,
     describe_client_metrics,
+    replace_client_metrics,
 )
 from broker.services.topic_admin import TopicError, set_topic_configs_async, validate_configs
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
+from wire.messages import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    AlterConfigsResponseResponses,
+    CreateTopicsRequestConfigs,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    DescribeConfigsResponseConfigs,
+    DescribeConfigsResponseResults,
+    DescribeConfigsResponseSynonyms,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsRequestConfigs,
+    IncrementalAlterConfigsResponse,
+)
 
 TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 _KAFKA_DEFAULTS = BrokerConfig({})  # what each key would be with an empty server.properties
@@ -53,15 +69,27 @@ BROKER_KEY_TYPES: dict[str, Any] = {**DYNAMIC_KEYS, **BROKER_CONFIGS}
 """Every broker key with a known type, for APPEND/SUBTRACT (Kafka's broker knows them all)."""
 
 
+@dataclass(frozen=True)
+class Replacement:
+    """A resource's configs in the legacy AlterConfigs: the whole new set."""
+
+    configs: list[CreateTopicsRequestConfigs]
+
+
+Changes = list[IncrementalAlterConfigsRequestConfigs] | Replacement
+"""What an alter request does to one resource: IncrementalAlterConfigs' operations, or a
+replacement."""
+
+
 def config_entry(
     name: str,
     value: str | None,
-    source: ConfigSource,
+    source: int,  # a ConfigSource, or a synonym's (the wire's int)
     type_: ConfigType,
     doc: str,
-    synonyms: list[dict[str, Any]],
+    synonyms: list[DescribeConfigsResponseSynonyms],
     read_only: bool,
-) -> dict[str, Any]:
+) -> DescribeConfigsResponseConfigs:
     return {
         "name": name,
         "value": value,
@@ -74,11 +102,13 @@ def config_entry(
     }
 
 
-def synonym(name: str, value: str | None, source: ConfigSource) -> dict[str, Any]:
+def synonym(name: str, value: str | None, source: ConfigSource) -> DescribeConfigsResponseSynonyms:
     return {"name": name, "value": value, "source": source}
 
 
-def chained_entry(key: str, chain: list[dict[str, Any]], definition: Any, synonyms: bool) -> dict[str, Any]:
+def chained_entry(
+    key: str, chain: list[DescribeConfigsResponseSynonyms], definition: Any, synonyms: bool
+) -> DescribeConfigsResponseConfigs:
     """A writable key described by its synonym chain: the value and source are the chain's first."""
     top = chain[0]
     return config_entry(
@@ -88,7 +118,7 @@ def chained_entry(key: str, chain: list[dict[str, Any]], definition: Any, synony
 
 def describe_topic(
     ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool
-) -> list[dict[str, Any]]:
+) -> list[DescribeConfigsResponseConfigs]:
     broker_config = ctx.broker.config
     info = ctx.broker.topics.get(name)
     overrides = info.configs if info else {}
@@ -96,7 +126,7 @@ def describe_topic(
     for key, definition in sorted(TOPIC_CONFIGS.items()):
         if keys is not None and key not in keys:
             continue
-        chain = []
+        chain: list[DescribeConfigsResponseSynonyms] = []
         if key in overrides:
             chain.append(synonym(key, overrides[key], ConfigSource.DYNAMIC_TOPIC_CONFIG))
         broker_key = definition.broker_synonym
@@ -113,7 +143,7 @@ def describe_topic(
 
 def describe_broker(
     ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool
-) -> list[dict[str, Any]]:
+) -> list[DescribeConfigsResponseConfigs]:
     """This node's every key, or for the cluster-wide default resource only the keys it sets."""
     if name == DEFAULT_ENTITY:
         return describe_default(ctx.broker.config, keys, synonyms)
@@ -122,7 +152,7 @@ def describe_broker(
 
 def describe_broker_logger(
     ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool
-) -> list[dict[str, Any]]:
+) -> list[DescribeConfigsResponseConfigs]:
     """Every logger's effective level (Kafka: every log4j logger's)."""
     source = ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG
     return [
@@ -133,7 +163,7 @@ def describe_broker_logger(
 
 def describe_group(
     ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool
-) -> list[dict[str, Any]]:
+) -> list[DescribeConfigsResponseConfigs]:
     """Every group key: the group's own value (DYNAMIC_GROUP_CONFIG) over the broker's default."""
     config = ctx.broker.config
     overrides = ctx.broker.dynamic_configs.groups.get(name, {})
@@ -167,9 +197,11 @@ def resource_error(ctx: RequestContext, resource_type: int, name: str) -> tuple[
     return ErrorCode.INVALID_REQUEST, f"Config resource type {resource_type} is not supported"
 
 
-async def handle_describe_configs(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_describe_configs(
+    ctx: RequestContext, request: DescribeConfigsRequest
+) -> DescribeConfigsResponse:
     synonyms = bool(request.get("include_synonyms"))
-    results = []
+    results: list[DescribeConfigsResponseResults] = []
     for resource in request["resources"]:
         kind, name, keys = (
             resource["resource_type"],
@@ -180,15 +212,17 @@ async def handle_describe_configs(ctx: RequestContext, request: dict[str, Any]) 
             store, documentation = ctx.broker.client_telemetry.store, bool(request["include_documentation"])
             results.append(describe_client_metrics(store, name, keys, synonyms, documentation))
             continue
-        result: dict[str, Any] = {
+        result: DescribeConfigsResponseResults = {
             "resource_type": kind,
             "resource_name": name,
+            "error_code": ErrorCode.NONE,
             "error_message": None,
             "configs": [],
         }
         problem = config_refusal(ctx, kind, name) or resource_error(ctx, kind, name)
         if problem is not None:
-            results.append(result | {"error_code": problem[0], "error_message": problem[1]})
+            result["error_code"], result["error_message"] = problem
+            results.append(result)
             continue
         describe = {
             TOPIC: describe_topic,
@@ -196,8 +230,8 @@ async def handle_describe_configs(ctx: RequestContext, request: dict[str, Any]) 
             BROKER_LOGGER: describe_broker_logger,
             GROUP: describe_group,
         }[kind]
-        configs = describe(ctx, name, keys, synonyms)
-        results.append(result | {"error_code": ErrorCode.NONE, "configs": configs})
+        result["configs"] = describe(ctx, name, keys, synonyms)
+        results.append(result)
     return {"throttle_time_ms": 0, "results": results}
 
 
@@ -218,7 +252,10 @@ def list_refusal(kind: int, key: str, op: int, types: Mapping[str, Any]) -> Topi
 
 
 def apply_incremental(
-    kind: int, current: dict[str, str], changes: list[dict[str, Any]], types: Mapping[str, Any]
+    kind: int,
+    current: dict[str, str],
+    changes: list[IncrementalAlterConfigsRequestConfigs],
+    types: Mapping[str, Any],
 ) -> dict[str, str]:
     """Kafka's SET / DELETE / APPEND / SUBTRACT on a resource's configs. Lists are comma-separated,
     and one the resource does not set starts from the key's default (appending ``compact`` to an
@@ -277,21 +314,19 @@ def keep_internal_topic_compacted(name: str, updated: dict[str, str]) -> None:
 
 
 def updated_configs(
-    current: dict[str, str], resource: dict[str, Any], incremental: bool, types: Mapping[str, Any]
+    kind: int, current: dict[str, str], changes: Changes, types: Mapping[str, Any]
 ) -> dict[str, str]:
     """A resource's configs after the request: changed in place (incremental) or replaced."""
-    if incremental:
-        return apply_incremental(resource["resource_type"], current, resource["configs"], types)
-    return {c["name"]: c["value"] for c in resource["configs"] if c["value"] is not None}
+    if isinstance(changes, Replacement):
+        return {c["name"]: value for c in changes.configs if (value := c["value"]) is not None}
+    return apply_incremental(kind, current, changes, types)
 
 
-async def alter_topic(
-    ctx: RequestContext, name: str, resource: dict[str, Any], incremental: bool, commit: bool
-) -> None:
+async def alter_topic(ctx: RequestContext, name: str, changes: Changes, commit: bool) -> None:
     info = ctx.broker.topics.get(name)
     if info is None:  # resource_error just found it, and nothing awaited since
         raise RuntimeError(f"topic {name} vanished between its check and its use")
-    updated = updated_configs(info.configs, resource, incremental, TOPIC_CONFIGS)
+    updated = updated_configs(TOPIC, info.configs, changes, TOPIC_CONFIGS)
     validate_configs(updated)
     if info.internal:
         keep_internal_topic_compacted(name, updated)
@@ -299,26 +334,22 @@ async def alter_topic(
         await set_topic_configs_async(ctx.broker, info, updated)
 
 
-async def alter_broker(
-    ctx: RequestContext, name: str, resource: dict[str, Any], incremental: bool, commit: bool
-) -> None:
+async def alter_broker(ctx: RequestContext, name: str, changes: Changes, commit: bool) -> None:
     """Change the cluster-wide default (``name == ""``) or this node's dynamic layer, live."""
     broker = ctx.broker
     dynamic = broker.dynamic_configs
-    updated = updated_configs(dynamic.layer(name), resource, incremental, BROKER_KEY_TYPES)
+    updated = updated_configs(BROKER, dynamic.layer(name), changes, BROKER_KEY_TYPES)
     dynamic.candidate(broker.config, name, updated)
     if commit:
         dynamic.commit(broker.config, name, updated)
         broker.partitions.reconfigure_all()
 
 
-async def alter_group(
-    ctx: RequestContext, name: str, resource: dict[str, Any], incremental: bool, commit: bool
-) -> None:
+async def alter_group(ctx: RequestContext, name: str, changes: Changes, commit: bool) -> None:
     """Change a group's KIP-848 configs; its next heartbeat uses them."""
     broker = ctx.broker
     groups = broker.dynamic_configs.groups
-    updated = updated_configs(groups.get(name, {}), resource, incremental, GROUP_CONFIGS)
+    updated = updated_configs(GROUP, groups.get(name, {}), changes, GROUP_CONFIGS)
     check_group_configs(broker.config, updated)
     if updated and name not in groups and len(groups) >= MAX_CONFIGURED_GROUPS:
         raise DynamicConfigError(
@@ -331,58 +362,68 @@ async def alter_group(
             broker.coordinator.consumer.group_configs[name] = group_overrides(updated)
 
 
-async def alter_broker_logger(
-    ctx: RequestContext, name: str, resource: dict[str, Any], incremental: bool, commit: bool
-) -> None:
+async def alter_broker_logger(ctx: RequestContext, name: str, changes: Changes, commit: bool) -> None:
     """Set or unset log levels at once (not kept across a restart, as in Kafka)."""
-    if not incremental:
+    if isinstance(changes, Replacement):
         raise DynamicConfigError(
             "AlterConfigs does not support the BROKER_LOGGER resource type; use IncrementalAlterConfigs"
         )
-    broker_loggers.check_changes(resource["configs"])
+    broker_loggers.check_changes(changes)
     if commit:
-        broker_loggers.apply_changes(resource["configs"])
+        broker_loggers.apply_changes(changes)
 
 
 _ALTER = {TOPIC: alter_topic, BROKER: alter_broker, BROKER_LOGGER: alter_broker_logger, GROUP: alter_group}
 
 
-async def alter(ctx: RequestContext, request: dict[str, Any], incremental: bool) -> dict[str, Any]:
-    responses = []
-    for resource in request["resources"]:
-        kind, name = resource["resource_type"], resource["resource_name"]
-        if kind == CLIENT_METRICS:
-            store = ctx.broker.client_telemetry.store
-            responses.append(alter_client_metrics(store, resource, incremental, request["validate_only"]))
-            continue
-        result = {
-            "resource_type": kind,
-            "resource_name": name,
-            "error_code": ErrorCode.NONE,
-            "error_message": None,
-        }
-        problem: tuple[ErrorCode, str | None] | None = config_refusal(ctx, kind, name) or resource_error(
-            ctx, kind, name
+async def alter(
+    ctx: RequestContext, kind: int, name: str, changes: Changes, validate_only: bool
+) -> AlterConfigsResponseResponses:
+    """One resource of an AlterConfigs or IncrementalAlterConfigs request, answered."""
+    if kind == CLIENT_METRICS:
+        store = ctx.broker.client_telemetry.store
+        if isinstance(changes, Replacement):
+            return replace_client_metrics(store, name, changes.configs, validate_only)
+        return alter_client_metrics(store, name, changes, validate_only)
+    result: AlterConfigsResponseResponses = {
+        "resource_type": kind,
+        "resource_name": name,
+        "error_code": ErrorCode.NONE,
+        "error_message": None,
+    }
+    problem: tuple[ErrorCode, str | None] | None = config_refusal(ctx, kind, name) or resource_error(
+        ctx, kind, name
+    )
+    if problem is None:
+        try:
+            await _ALTER[kind](ctx, name, changes, not validate_only)
+        except TopicError as exc:
+            problem = exc.code, exc.message
+        except DynamicConfigError as exc:
+            problem = exc.code, str(exc)
+    if problem is not None:
+        result["error_code"], result["error_message"] = problem
+    return result
+
+
+async def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
+    responses = [
+        await alter(
+            ctx, r["resource_type"], r["resource_name"], Replacement(r["configs"]), request["validate_only"]
         )
-        if problem is None:
-            try:
-                await _ALTER[kind](ctx, name, resource, incremental, not request["validate_only"])
-            except TopicError as exc:
-                problem = exc.code, exc.message
-            except DynamicConfigError as exc:
-                problem = exc.code, str(exc)
-        if problem is not None:
-            result |= {"error_code": problem[0], "error_message": problem[1]}
-        responses.append(result)
+        for r in request["resources"]
+    ]
     return {"throttle_time_ms": 0, "responses": responses}
 
 
-async def handle_alter_configs(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    return await alter(ctx, request, incremental=False)
-
-
-async def handle_incremental_alter_configs(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    return await alter(ctx, request, incremental=True)
+async def handle_incremental_alter_configs(
+    ctx: RequestContext, request: IncrementalAlterConfigsRequest
+) -> IncrementalAlterConfigsResponse:
+    responses = [
+        await alter(ctx, r["resource_type"], r["resource_name"], r["configs"], request["validate_only"])
+        for r in request["resources"]
+    ]
+    return {"throttle_time_ms": 0, "responses": responses}
 
 
 HANDLERS = {

@@ -10,10 +10,10 @@ level again, and levels are not kept across a restart.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from broker.config.dynamic_config import DynamicConfigError
 from wire.error_codes import ErrorCode
+from wire.messages import IncrementalAlterConfigsRequestConfigs
 
 ROOT = "root"
 TRACE = 5  # Python has no TRACE level; Kafka's sits below DEBUG
@@ -53,7 +53,7 @@ def describe_levels(keys: list[str] | None) -> list[tuple[str, str]]:
     return [(name, level_name(_logger(name).getEffectiveLevel())) for name in names]
 
 
-def check_changes(changes: list[dict[str, Any]]) -> None:
+def check_changes(changes: list[IncrementalAlterConfigsRequestConfigs]) -> None:
     """Refuse what Kafka's ConfigAdminManager refuses for BROKER_LOGGER, in its words."""
     loggers = set(known_loggers())
     for change in changes:
@@ -76,8 +76,10 @@ def check_changes(changes: list[dict[str, Any]]) -> None:
             )
 
 
-def apply_changes(changes: list[dict[str, Any]]) -> None:
+def apply_changes(changes: list[IncrementalAlterConfigsRequestConfigs]) -> None:
     """Set or unset levels; checked by :func:`check_changes` first."""
     for change in changes:
         logger = _logger(change["name"])
-        logger.setLevel(LEVELS[change["value"]] if change["config_operation"] == SET else logging.NOTSET)
+        logger.setLevel(
+            LEVELS[change["value"] or ""] if change["config_operation"] == SET else logging.NOTSET
+        )

@@ -11,12 +11,19 @@ replaces the whole set.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 from broker.config.client_metrics_config import KEYS, ClientMetricsConfigError
 from broker.config.config_defs import ConfigSource
 from broker.state.client_metrics_store import SubscriptionStore
 from wire.error_codes import ErrorCode
+from wire.messages import (
+    AlterConfigsResponseResponses,
+    CreateTopicsRequestConfigs,
+    DescribeConfigsResponseConfigs,
+    DescribeConfigsResponseResults,
+    IncrementalAlterConfigsRequestConfigs,
+)
 
 CLIENT_METRICS = 16
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -25,16 +32,21 @@ _OPERATION_NAMES = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
 def describe_client_metrics(
     store: SubscriptionStore, name: str, keys: list[str] | None, synonyms: bool, documentation: bool
-) -> dict[str, Any]:
+) -> DescribeConfigsResponseResults:
     """One DescribeConfigs result for the subscription ``name`` (no keys named: all of them)."""
-    result: dict[str, Any] = {"resource_type": CLIENT_METRICS, "resource_name": name, "configs": []}
+    result: DescribeConfigsResponseResults = {
+        "resource_type": CLIENT_METRICS,
+        "resource_name": name,
+        "error_code": ErrorCode.NONE,
+        "error_message": "",
+        "configs": [],
+    }
     if not name:
-        return result | {
-            "error_code": ErrorCode.INVALID_REQUEST,
-            "error_message": "Client metrics subscription name must not be empty",
-        }
+        result["error_code"] = ErrorCode.INVALID_REQUEST
+        result["error_message"] = "Client metrics subscription name must not be empty"
+        return result
     values = store.values(name)
-    entries = []
+    entries: list[DescribeConfigsResponseConfigs] = []
     for key, definition in sorted(KEYS.items()):
         if keys and key not in keys:
             continue
@@ -53,14 +65,17 @@ def describe_client_metrics(
                 "documentation": definition.doc if documentation else None,
             }
         )
-    return result | {"error_code": ErrorCode.NONE, "error_message": "", "configs": entries}
+    result["configs"] = entries
+    return result
 
 
 def _null_value(key: str) -> ClientMetricsConfigError:
     return ClientMetricsConfigError(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {key}")
 
 
-def _incremental(current: dict[str, str], changes: list[dict[str, Any]]) -> dict[str, str]:
+def _incremental(
+    current: dict[str, str], changes: list[IncrementalAlterConfigsRequestConfigs]
+) -> dict[str, str]:
     if len({change["name"] for change in changes}) != len(changes):
         raise ClientMetricsConfigError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
     updated = dict(current)
@@ -82,34 +97,50 @@ def _incremental(current: dict[str, str], changes: list[dict[str, Any]]) -> dict
     return updated
 
 
-def _replacement(configs: list[dict[str, Any]]) -> dict[str, str]:
+def _replacement(configs: list[CreateTopicsRequestConfigs]) -> dict[str, str]:
     """The legacy AlterConfigs: the keys given are the whole subscription."""
+    replaced: dict[str, str] = {}
     for config in configs:
-        if config["value"] is None:
+        value = config["value"]
+        if value is None:
             raise _null_value(config["name"])
-    return {config["name"]: config["value"] for config in configs}
+        replaced[config["name"]] = value
+    return replaced
 
 
 def alter_client_metrics(
-    store: SubscriptionStore, resource: dict[str, Any], incremental: bool, validate_only: bool
-) -> dict[str, Any]:
-    """One (Incremental)AlterConfigs response entry for a subscription; stores the change."""
-    name = resource["resource_name"]
-    result = {
+    store: SubscriptionStore,
+    name: str,
+    changes: list[IncrementalAlterConfigsRequestConfigs],
+    validate_only: bool,
+) -> AlterConfigsResponseResponses:
+    """One IncrementalAlterConfigs response entry for a subscription; stores the change."""
+    return _alter(store, name, lambda: _incremental(store.values(name), changes), validate_only)
+
+
+def replace_client_metrics(
+    store: SubscriptionStore, name: str, configs: list[CreateTopicsRequestConfigs], validate_only: bool
+) -> AlterConfigsResponseResponses:
+    """One (legacy) AlterConfigs response entry for a subscription; stores the new set."""
+    return _alter(store, name, lambda: _replacement(configs), validate_only)
+
+
+def _alter(
+    store: SubscriptionStore, name: str, updated: Callable[[], dict[str, str]], validate_only: bool
+) -> AlterConfigsResponseResponses:
+    result: AlterConfigsResponseResponses = {
         "resource_type": CLIENT_METRICS,
         "resource_name": name,
         "error_code": ErrorCode.NONE,
         "error_message": None,
     }
     try:
-        if incremental:
-            values = _incremental(store.values(name), resource["configs"])
-        else:
-            values = _replacement(resource["configs"])
+        values = updated()
         if validate_only:
             store.check(name, values)
         else:
             store.put(name, values)
     except ClientMetricsConfigError as exc:
-        return result | {"error_code": exc.code, "error_message": exc.message}
+        result["error_code"] = exc.code
+        result["error_message"] = exc.message
     return result
