@@ -11,8 +11,6 @@ replica list naming another broker is INVALID_REPLICA_ASSIGNMENT. ``kafka-leader
 
 from __future__ import annotations
 
-from typing import Any
-
 from broker.requests.acl_checks import cluster_authorized
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
@@ -21,6 +19,21 @@ from broker.services.cluster.etcd_client import EtcdError
 from broker.services.cluster.reassignment import target_replicas
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
+from wire.messages import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsRequestPartitions,
+    AlterPartitionReassignmentsResponse,
+    AlterPartitionReassignmentsResponsePartitions,
+    AlterPartitionReassignmentsResponseResponses,
+    DescribeLogDirsRequestTopics,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    ElectLeadersResponsePartitionResult,
+    ElectLeadersResponseReplicaElectionResults,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+    ListPartitionReassignmentsResponsePartitions,
+)
 
 ELECTION_NOT_NEEDED_MESSAGE = "Leader election not needed for topic partition."
 PREFERRED, UNCLEAN = 0, 1  # ElectLeaders election_type
@@ -36,7 +49,9 @@ def missing_partition(ctx: RequestContext, topic: str, partition: int) -> str | 
     return None
 
 
-async def _election(ctx: RequestContext, election_type: int, topic: str, partition: int) -> dict[str, Any]:
+async def _election(
+    ctx: RequestContext, election_type: int, topic: str, partition: int
+) -> ElectLeadersResponsePartitionResult:
     missing = missing_partition(ctx, topic, partition)
     if missing is not None:
         return {
@@ -66,7 +81,7 @@ async def _election(ctx: RequestContext, election_type: int, topic: str, partiti
     return {"partition_id": partition, "error_code": code, "error_message": message}
 
 
-async def handle_elect_leaders(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_elect_leaders(ctx: RequestContext, request: ElectLeadersRequest) -> ElectLeadersResponse:
     if not cluster_authorized(ctx):
         return {
             "throttle_time_ms": 0,
@@ -80,7 +95,7 @@ async def handle_elect_leaders(ctx: RequestContext, request: dict[str, Any]) -> 
         wanted_partitions = [
             {"topic": t.name, "partitions": list(range(t.partitions))} for t in ctx.broker.topics.all()
         ]
-        results = [
+        results: list[ElectLeadersResponseReplicaElectionResults] = [
             {"topic": wanted["topic"], "partition_result": elected}
             for wanted in wanted_partitions
             if (elected := [r for r in await _elections(ctx, election_type, wanted) if r["error_code"] == 0])
@@ -93,15 +108,21 @@ async def handle_elect_leaders(ctx: RequestContext, request: dict[str, Any]) -> 
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "replica_election_results": results}
 
 
-async def _elections(ctx: RequestContext, election_type: int, wanted: dict[str, Any]) -> list[dict[str, Any]]:
+async def _elections(
+    ctx: RequestContext, election_type: int, wanted: DescribeLogDirsRequestTopics
+) -> list[ElectLeadersResponsePartitionResult]:
     return [await _election(ctx, election_type, wanted["topic"], p) for p in wanted["partitions"]]
 
 
 async def _reassignment(
-    ctx: RequestContext, topic: str, wanted: dict[str, Any], allow_rf_change: bool
-) -> dict[str, Any]:
+    ctx: RequestContext,
+    topic: str,
+    wanted: AlterPartitionReassignmentsRequestPartitions,
+    allow_rf_change: bool,
+) -> AlterPartitionReassignmentsResponsePartitions:
     partition, replicas = wanted["partition_index"], wanted["replicas"]
-    code, message = ErrorCode.NONE, None
+    code: ErrorCode = ErrorCode.NONE
+    message: str | None = None
     cluster = ctx.broker.cluster
     if missing_partition(ctx, topic, partition) is not None:
         code, message = (
@@ -134,11 +155,11 @@ async def _reassignment(
 
 
 async def handle_alter_partition_reassignments(
-    ctx: RequestContext, request: dict[str, Any]
-) -> dict[str, Any]:
+    ctx: RequestContext, request: AlterPartitionReassignmentsRequest
+) -> AlterPartitionReassignmentsResponse:
     allowed = cluster_authorized(ctx)
     allow_rf_change = request.get("allow_replication_factor_change", True)
-    responses = []
+    responses: list[AlterPartitionReassignmentsResponseResponses] = []
     for topic in request["topics"] if allowed else []:
         partitions = [
             await _reassignment(ctx, topic["name"], p, allow_rf_change) for p in topic["partitions"]
@@ -153,7 +174,9 @@ async def handle_alter_partition_reassignments(
     }
 
 
-async def handle_list_partition_reassignments(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_list_partition_reassignments(
+    ctx: RequestContext, request: ListPartitionReassignmentsRequest
+) -> ListPartitionReassignmentsResponse:
     """Ongoing reassignments (a single node never has one: each completes when asked for)."""
     if not cluster_authorized(ctx):
         return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": None, "topics": []}
@@ -163,7 +186,7 @@ async def handle_list_partition_reassignments(ctx: RequestContext, request: dict
     if wanted is not None:
         asked = {(t["name"], p) for t in wanted for p in t["partition_indexes"]}
         ongoing = [entry for entry in ongoing if (entry[0], entry[1]) in asked]
-    topics: dict[str, list[dict[str, Any]]] = {}
+    topics: dict[str, list[ListPartitionReassignmentsResponsePartitions]] = {}
     for topic, partition, record in ongoing:
         topics.setdefault(topic, []).append(
             {
