@@ -59,9 +59,16 @@ class ConsumerMember:
     def is_reconciled_to(self, assignment_epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == assignment_epoch
 
-    def with_epoch(self, epoch: int, **changes: object) -> ConsumerMember:
+    def with_epoch(
+        self, epoch: int, state: MemberState, assigned: Assignment, pending_revocation: Assignment
+    ) -> ConsumerMember:
         return dataclasses.replace(
-            self, member_epoch=epoch, previous_member_epoch=self.member_epoch, **changes
+            self,
+            member_epoch=epoch,
+            previous_member_epoch=self.member_epoch,
+            state=state,
+            assigned=assigned,
+            pending_revocation=pending_revocation,
         )
 
     def held_partitions(self) -> Iterator[tuple[TopicId, int]]:

@@ -18,7 +18,6 @@ import dataclasses
 import logging
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
 
 from coordinator.assignors import ASSIGNORS, Assignment, MemberSpec, TopicId
 from coordinator.consumer_group import (
@@ -35,8 +34,10 @@ from coordinator.offsets import TopicCatalog
 from coordinator.topic_regex import InvalidTopicRegex, compile_topic_regex, matches
 from wire.error_codes import ErrorCode
 from wire.messages import (
+    ConsumerGroupDescribeResponseAssignment,
     ConsumerGroupDescribeResponseGroups,
     ConsumerGroupDescribeResponseMembers,
+    ConsumerGroupDescribeResponseTopicPartitions,
     ConsumerGroupHeartbeatResponse,
 )
 
@@ -176,7 +177,7 @@ class ConsumerGroups(GroupProtocol[ConsumerGroup]):
     def _assignors(self) -> list[str]:
         return [name for name in self._config.consumer_assignors if name in ASSIGNORS]
 
-    def _heartbeat(self, request: HeartbeatRequest) -> dict[str, Any]:
+    def _heartbeat(self, request: HeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
         joining = request.member_epoch == 0
         group = self.group(request.group_id)
         if group is None:
@@ -370,7 +371,7 @@ class ConsumerGroups(GroupProtocol[ConsumerGroup]):
 
     # --- leaving, fencing and timers -----------------------------------------------------
 
-    def _leave(self, request: HeartbeatRequest) -> dict[str, Any]:
+    def _leave(self, request: HeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
         group = self.group(request.group_id)
         if group is None:
             raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {request.member_id} is unknown.")
@@ -471,8 +472,8 @@ class ConsumerGroups(GroupProtocol[ConsumerGroup]):
             "member_type": CONSUMER_MEMBER_TYPE,
         }
 
-    def _described_assignment(self, assignment: Assignment) -> dict[str, Any]:
-        entries = []
+    def _described_assignment(self, assignment: Assignment) -> ConsumerGroupDescribeResponseAssignment:
+        entries: list[ConsumerGroupDescribeResponseTopicPartitions] = []
         for topic_id, partitions in sorted(assignment.items()):
             info = self._topics.by_id(topic_id)
             entries.append(
