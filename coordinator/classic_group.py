@@ -15,16 +15,18 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 from coordinator.consumer_protocol import subscribed_topics
 from coordinator.records import GroupMetadata, MemberIdentity, MemberMetadata, OffsetAndMetadata
 from wire.error_codes import ErrorCode
-from wire.messages import JoinGroupResponse, JoinGroupResponseMembers, SyncGroupResponse
 
-JoinResponder = Callable[[JoinGroupResponse], None]
-SyncResponder = Callable[[SyncGroupResponse], None]
-_Response = TypeVar("_Response", JoinGroupResponse, SyncGroupResponse)
+if TYPE_CHECKING:
+    from wire.messages import JoinGroupResponse, JoinGroupResponseMembers, SyncGroupResponse
+
+JoinResponder: TypeAlias = "Callable[[JoinGroupResponse], None]"
+SyncResponder: TypeAlias = "Callable[[SyncGroupResponse], None]"
+_Response = TypeVar("_Response", "JoinGroupResponse", "SyncGroupResponse")
 Protocols = list[tuple[str, bytes]]
 
 CONSUMER_PROTOCOL_TYPE = "consumer"

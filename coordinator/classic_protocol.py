@@ -21,6 +21,7 @@ import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from coordinator.classic_group import (
     UNKNOWN_MEMBER_ID,
@@ -37,12 +38,14 @@ from coordinator.classic_group import (
 from coordinator.group_protocol import GroupProtocol
 from coordinator.records import GroupMetadataKey, MemberIdentity, Record, encode_group_metadata
 from wire.error_codes import ErrorCode
-from wire.messages import (
-    JoinGroupResponse,
-    JoinGroupResponseMembers,
-    LeaveGroupResponseMembers,
-    SyncGroupResponse,
-)
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        JoinGroupResponse,
+        JoinGroupResponseMembers,
+        LeaveGroupResponseMembers,
+        SyncGroupResponse,
+    )
 
 log = logging.getLogger(__name__)
 

@@ -18,6 +18,7 @@ import dataclasses
 import logging
 import uuid
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from coordinator.assignors import ASSIGNORS, Assignment, MemberSpec, TopicId
 from coordinator.consumer_group import (
@@ -33,13 +34,15 @@ from coordinator.group_protocol import GroupProtocol
 from coordinator.offsets import TopicCatalog
 from coordinator.topic_regex import InvalidTopicRegex, compile_topic_regex, matches
 from wire.error_codes import ErrorCode
-from wire.messages import (
-    ConsumerGroupDescribeResponseAssignment,
-    ConsumerGroupDescribeResponseGroups,
-    ConsumerGroupDescribeResponseMembers,
-    ConsumerGroupDescribeResponseTopicPartitions,
-    ConsumerGroupHeartbeatResponse,
-)
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        ConsumerGroupDescribeResponseAssignment,
+        ConsumerGroupDescribeResponseGroups,
+        ConsumerGroupDescribeResponseMembers,
+        ConsumerGroupDescribeResponseTopicPartitions,
+        ConsumerGroupHeartbeatResponse,
+    )
 
 log = logging.getLogger(__name__)
 

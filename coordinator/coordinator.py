@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from coordinator.classic_group import (
     ClassicGroup,
@@ -52,17 +52,19 @@ from coordinator.records import (
 from log.errors import KafkaStorageError, LogError
 from wire.error_codes import ErrorCode
 from wire.errors import DecodeError
-from wire.messages import (
-    ConsumerGroupDescribeResponseGroups,
-    ConsumerGroupHeartbeatResponse,
-    DeleteGroupsResponseResults,
-    DescribeGroupsResponseGroups,
-    LeaveGroupResponseMembers,
-    ListGroupsResponseGroups,
-    OffsetDeleteRequestTopics,
-    OffsetFetchRequestTopics,
-    OffsetFetchResponseGroups,
-)
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        ConsumerGroupDescribeResponseGroups,
+        ConsumerGroupHeartbeatResponse,
+        DeleteGroupsResponseResults,
+        DescribeGroupsResponseGroups,
+        LeaveGroupResponseMembers,
+        ListGroupsResponseGroups,
+        OffsetDeleteRequestTopics,
+        OffsetFetchRequestTopics,
+        OffsetFetchResponseGroups,
+    )
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar
 
 from coordinator.records import (
     NO_LEADER_EPOCH,
@@ -24,15 +24,17 @@ from coordinator.records import (
     encode_offset_commit,
 )
 from wire.error_codes import ErrorCode
-from wire.messages import (
-    OffsetCommitResponsePartitions,
-    OffsetDeleteRequestTopics,
-    OffsetFetchRequestTopics,
-    OffsetFetchResponseGroupsTopics,
-    OffsetFetchResponsePartitions,
-    TxnOffsetCommitRequestTopics,
-    WriteTxnMarkersResponseTopics,
-)
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        OffsetCommitResponsePartitions,
+        OffsetDeleteRequestTopics,
+        OffsetFetchRequestTopics,
+        OffsetFetchResponseGroupsTopics,
+        OffsetFetchResponsePartitions,
+        TxnOffsetCommitRequestTopics,
+        WriteTxnMarkersResponseTopics,
+    )
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +44,11 @@ Producer = tuple[int, int]
 OffsetWriter = Callable[[str, list[Record], Producer | None], ErrorCode]
 INVALID_OFFSET = -1
 
-CommitTopic = TxnOffsetCommitRequestTopics
+CommitTopic: TypeAlias = "TxnOffsetCommitRequestTopics"
 """A topic of an OffsetCommit or TxnOffsetCommit request (OffsetCommit's also has an id)."""
-TopicErrors = WriteTxnMarkersResponseTopics
+TopicErrors: TypeAlias = "WriteTxnMarkersResponseTopics"
 """A response topic with an error code per partition: OffsetCommit, TxnOffsetCommit, OffsetDelete."""
-_Requested = TypeVar("_Requested", CommitTopic, OffsetDeleteRequestTopics)
+_Requested = TypeVar("_Requested", "CommitTopic", "OffsetDeleteRequestTopics")
 
 
 class TopicLike(Protocol):

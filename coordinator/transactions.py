@@ -24,7 +24,7 @@ import dataclasses
 import logging
 import re
 from collections.abc import Callable, Collection, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.config import TransactionConfig
 from coordinator.coordinator import CoordinatorStorage, StoredRecord
@@ -49,10 +49,12 @@ from coordinator.txn_metadata import (
 from log.errors import KafkaStorageError, LogError
 from wire.error_codes import ErrorCode
 from wire.errors import DecodeError
-from wire.messages import (
-    DescribeTransactionsResponseTransactionStates,
-    ListTransactionsResponseTransactionStates,
-)
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        DescribeTransactionsResponseTransactionStates,
+        ListTransactionsResponseTransactionStates,
+    )
 
 log = logging.getLogger(__name__)
 

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from broker.config.config import BrokerConfig
 from broker.config.config_defs import BROKER_CONFIGS, LIVE_BROKER_KEYS, ConfigSource, ConfigType
 from broker.config.dynamic_rules import base_key
 from broker.config.kafka_dynamic_keys import DYNAMIC_KEYS, LISTENER_MECHANISM_KEYS
-from wire.messages import DescribeConfigsResponseConfigs, DescribeConfigsResponseSynonyms
+
+if TYPE_CHECKING:
+    from wire.messages import DescribeConfigsResponseConfigs, DescribeConfigsResponseSynonyms
 
 UNKNOWN_TYPE = 0  # Kafka's ConfigType.UNKNOWN, for a custom key
 NO_EFFECT = (

@@ -10,25 +10,29 @@ holds at most ``authorizer.max.acls``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from broker.requests.acl_checks import cluster_authorized
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
 from broker.services.security.acl_model import AclBinding, AclFilter
 from wire.api_keys import ApiKey, api_name
 from wire.error_codes import ErrorCode
-from wire.messages import (
-    CreateAclsRequest,
-    CreateAclsResponse,
-    CreateAclsResponseResults,
-    DeleteAclsRequest,
-    DeleteAclsResponse,
-    DeleteAclsResponseFilterResults,
-    DeleteAclsResponseMatchingAcls,
-    DescribeAclsRequest,
-    DescribeAclsResponse,
-    DescribeAclsResponseAcls,
-    DescribeAclsResponseResources,
-)
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        CreateAclsRequest,
+        CreateAclsResponse,
+        CreateAclsResponseResults,
+        DeleteAclsRequest,
+        DeleteAclsResponse,
+        DeleteAclsResponseFilterResults,
+        DeleteAclsResponseMatchingAcls,
+        DescribeAclsRequest,
+        DescribeAclsResponse,
+        DescribeAclsResponseAcls,
+        DescribeAclsResponseResources,
+    )
 
 MAX_ACLS_PER_REQUEST = 10_000
 """Kafka's ``MAX_RECORDS_PER_USER_OP``: ACLs one CreateAcls or DeleteAcls may change."""

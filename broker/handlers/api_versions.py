@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
 from broker.requests.feature_levels import add_api_versions_features
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.messages import ApiVersionsRequest, ApiVersionsResponse
+
+if TYPE_CHECKING:
+    from wire.messages import ApiVersionsRequest, ApiVersionsResponse
 
 # KIP-511: client software name and version must look like this, or Kafka answers INVALID_REQUEST.
 _SOFTWARE_FIELD = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")

@@ -9,6 +9,8 @@ changes nothing, the others are stored together, durably, before the answer (unl
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from broker.requests.acl_checks import cluster_authorized
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
@@ -22,15 +24,17 @@ from broker.state.quota_store import (
 )
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.messages import (
-    AlterClientQuotasRequest,
-    AlterClientQuotasResponse,
-    AlterClientQuotasResponseEntries,
-    DescribeClientQuotasRequest,
-    DescribeClientQuotasResponse,
-    DescribeClientQuotasResponseEntity,
-    DescribeClientQuotasResponseEntries,
-)
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        AlterClientQuotasRequest,
+        AlterClientQuotasResponse,
+        AlterClientQuotasResponseEntries,
+        DescribeClientQuotasRequest,
+        DescribeClientQuotasResponse,
+        DescribeClientQuotasResponseEntity,
+        DescribeClientQuotasResponseEntries,
+    )
 
 _CLUSTER_DENIED = "Cluster authorization failed."  # Kafka's message for CLUSTER_AUTHORIZATION_FAILED
 

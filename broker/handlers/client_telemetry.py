@@ -7,16 +7,20 @@ always has its own receiver (it counts pushes per client instance), so it always
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
 from broker.services.telemetry.client_metrics_manager import ClientIdentity
 from wire.api_keys import ApiKey
-from wire.messages import (
-    GetTelemetrySubscriptionsRequest,
-    GetTelemetrySubscriptionsResponse,
-    PushTelemetryRequest,
-    PushTelemetryResponse,
-)
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        GetTelemetrySubscriptionsRequest,
+        GetTelemetrySubscriptionsResponse,
+        PushTelemetryRequest,
+        PushTelemetryResponse,
+    )
 
 
 def client_identity(ctx: RequestContext) -> ClientIdentity:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from broker.requests.acl_checks import cluster_operations_field
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
 from broker.services.cluster_view import controller_id, live_nodes
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.messages import DescribeClusterRequest, DescribeClusterResponse
+
+if TYPE_CHECKING:
+    from wire.messages import DescribeClusterRequest, DescribeClusterResponse
 
 BROKERS_ENDPOINT = 1  # KIP-919 endpoint type; 2 (controllers) is not served by a broker
 

@@ -9,12 +9,16 @@ each broker as a BROKER_LOGGER resource, which Odradek does not list.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from broker.requests.acl_checks import cluster_authorized
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.messages import ListConfigResourcesRequest, ListConfigResourcesResponse
+
+if TYPE_CHECKING:
+    from wire.messages import ListConfigResourcesRequest, ListConfigResourcesResponse
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 SUPPORTED_TYPES = (GROUP, CLIENT_METRICS, BROKER_LOGGER, BROKER, TOPIC)  # Kafka's listing order

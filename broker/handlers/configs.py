@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from broker.config.broker_config_view import describe_default, describe_node
 from broker.config.config import BrokerConfig, default_value
@@ -47,20 +47,22 @@ from broker.services.telemetry.client_metrics_resources import (
 from broker.services.topic_admin import TopicError, set_topic_configs_async, validate_configs
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.messages import (
-    AlterConfigsRequest,
-    AlterConfigsResponse,
-    AlterConfigsResponseResponses,
-    CreateTopicsRequestConfigs,
-    DescribeConfigsRequest,
-    DescribeConfigsResponse,
-    DescribeConfigsResponseConfigs,
-    DescribeConfigsResponseResults,
-    DescribeConfigsResponseSynonyms,
-    IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsRequestConfigs,
-    IncrementalAlterConfigsResponse,
-)
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        AlterConfigsRequest,
+        AlterConfigsResponse,
+        AlterConfigsResponseResponses,
+        CreateTopicsRequestConfigs,
+        DescribeConfigsRequest,
+        DescribeConfigsResponse,
+        DescribeConfigsResponseConfigs,
+        DescribeConfigsResponseResults,
+        DescribeConfigsResponseSynonyms,
+        IncrementalAlterConfigsRequest,
+        IncrementalAlterConfigsRequestConfigs,
+        IncrementalAlterConfigsResponse,
+    )
 
 TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 _KAFKA_DEFAULTS = BrokerConfig({})  # what each key would be with an empty server.properties
@@ -76,7 +78,7 @@ class Replacement:
     configs: list[CreateTopicsRequestConfigs]
 
 
-Changes = list[IncrementalAlterConfigsRequestConfigs] | Replacement
+Changes: TypeAlias = "list[IncrementalAlterConfigsRequestConfigs] | Replacement"
 """What an alter request does to one resource: IncrementalAlterConfigs' operations, or a
 replacement."""
 

@@ -7,6 +7,8 @@ back to the classic protocol or report the setting.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from broker.requests.acl_checks import answer_each, authorized, operations_field, unauthorized_names
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
@@ -15,12 +17,14 @@ from broker.services.security.acl_model import ResourceType
 from coordinator.consumer_heartbeat import HeartbeatRequest, described_error
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.messages import (
-    ConsumerGroupDescribeRequest,
-    ConsumerGroupDescribeResponse,
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
-)
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        ConsumerGroupDescribeRequest,
+        ConsumerGroupDescribeResponse,
+        ConsumerGroupHeartbeatRequest,
+        ConsumerGroupHeartbeatResponse,
+    )
 
 
 def _enabled(ctx: RequestContext) -> bool:

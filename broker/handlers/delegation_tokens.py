@@ -8,21 +8,25 @@ both: on PLAINTEXT listeners and to anonymous TLS clients DELEGATION_TOKEN_REQUE
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
 from broker.services.security.authentication import ANONYMOUS
 from broker.services.security.listener_security import SecurityProtocol
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.messages import (
-    CreateDelegationTokenRequest,
-    CreateDelegationTokenResponse,
-    DescribeDelegationTokenRequest,
-    DescribeDelegationTokenResponse,
-    ExpireDelegationTokenRequest,
-    RenewDelegationTokenRequest,
-    RenewDelegationTokenResponse,
-)
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        CreateDelegationTokenRequest,
+        CreateDelegationTokenResponse,
+        DescribeDelegationTokenRequest,
+        DescribeDelegationTokenResponse,
+        ExpireDelegationTokenRequest,
+        RenewDelegationTokenRequest,
+        RenewDelegationTokenResponse,
+    )
 
 
 def refusal(ctx: RequestContext) -> ErrorCode:

@@ -13,18 +13,22 @@ INVALID_UPDATE_VERSION.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from broker.requests.acl_checks import cluster_authorized
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
 from broker.requests.feature_levels import SUPPORTED, finalized_levels
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.messages import (
-    UpdateFeaturesRequest,
-    UpdateFeaturesRequestFeatureUpdates,
-    UpdateFeaturesResponse,
-    UpdateFeaturesResponseResults,
-)
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        UpdateFeaturesRequest,
+        UpdateFeaturesRequestFeatureUpdates,
+        UpdateFeaturesResponse,
+        UpdateFeaturesResponseResults,
+    )
 
 
 def _update_error(ctx: RequestContext, update: UpdateFeaturesRequestFeatureUpdates) -> str | None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from time import perf_counter
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -51,12 +52,14 @@ from log.partition_log import FileSlice
 from wire.api_keys import ApiKey
 from wire.codec import encode_response_parts
 from wire.error_codes import ErrorCode
-from wire.messages import (
-    FetchRequest,
-    FetchResponse,
-    FetchResponsePartitions,
-    FetchResponseResponses,
-)
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        FetchRequest,
+        FetchResponse,
+        FetchResponsePartitions,
+        FetchResponseResponses,
+    )
 
 FIRST_LEADER_HINT_VERSION = 16  # KIP-951: current_leader and node_endpoints
 ZERO_UUID = bytes(16)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from broker.requests.acl_checks import authorized
 from broker.requests.api_support import Served
@@ -28,26 +28,28 @@ from coordinator.coordinator import GroupCoordinator
 from coordinator.offsets import TopicErrors, topics_with_error
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.messages import (
-    OffsetCommitRequest,
-    OffsetCommitRequestTopics,
-    OffsetCommitResponse,
-    OffsetCommitResponseTopics,
-    OffsetDeleteRequest,
-    OffsetDeleteResponse,
-    OffsetFetchRequest,
-    OffsetFetchRequestGroups,
-    OffsetFetchRequestGroupsTopics,
-    OffsetFetchRequestTopics,
-    OffsetFetchResponse,
-    OffsetFetchResponseGroups,
-    OffsetFetchResponseGroupsTopics,
-    OffsetFetchResponsePartitions,
-    OffsetFetchResponseTopics,
-)
 
-_ById = TypeVar("_ById", OffsetCommitRequestTopics, OffsetFetchRequestGroupsTopics)
-_Answered = TypeVar("_Answered", OffsetCommitResponseTopics, OffsetFetchResponseGroupsTopics)
+if TYPE_CHECKING:
+    from wire.messages import (
+        OffsetCommitRequest,
+        OffsetCommitRequestTopics,
+        OffsetCommitResponse,
+        OffsetCommitResponseTopics,
+        OffsetDeleteRequest,
+        OffsetDeleteResponse,
+        OffsetFetchRequest,
+        OffsetFetchRequestGroups,
+        OffsetFetchRequestGroupsTopics,
+        OffsetFetchRequestTopics,
+        OffsetFetchResponse,
+        OffsetFetchResponseGroups,
+        OffsetFetchResponseGroupsTopics,
+        OffsetFetchResponsePartitions,
+        OffsetFetchResponseTopics,
+    )
+
+_ById = TypeVar("_ById", "OffsetCommitRequestTopics", "OffsetFetchRequestGroupsTopics")
+_Answered = TypeVar("_Answered", "OffsetCommitResponseTopics", "OffsetFetchResponseGroupsTopics")
 
 
 def _by_name(ctx: RequestContext, topics: list[_ById]) -> tuple[list[_ById], list[_ById]]:

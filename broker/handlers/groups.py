@@ -11,7 +11,7 @@ Kafka does while the request is in flight.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import trio
 
@@ -28,27 +28,29 @@ from coordinator.records import MemberIdentity
 from coordinator.transactions import TRANSACTION_STATE_TOPIC
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.messages import (
-    DeleteGroupsRequest,
-    DeleteGroupsResponse,
-    DeleteGroupsResponseResults,
-    DescribeGroupsRequest,
-    DescribeGroupsResponse,
-    DescribeGroupsResponseGroups,
-    FindCoordinatorRequest,
-    FindCoordinatorResponse,
-    FindCoordinatorResponseCoordinators,
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
-    ListGroupsRequest,
-    ListGroupsResponse,
-    SyncGroupRequest,
-    SyncGroupResponse,
-)
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        DeleteGroupsRequest,
+        DeleteGroupsResponse,
+        DeleteGroupsResponseResults,
+        DescribeGroupsRequest,
+        DescribeGroupsResponse,
+        DescribeGroupsResponseGroups,
+        FindCoordinatorRequest,
+        FindCoordinatorResponse,
+        FindCoordinatorResponseCoordinators,
+        HeartbeatRequest,
+        HeartbeatResponse,
+        JoinGroupRequest,
+        JoinGroupResponse,
+        LeaveGroupRequest,
+        LeaveGroupResponse,
+        ListGroupsRequest,
+        ListGroupsResponse,
+        SyncGroupRequest,
+        SyncGroupResponse,
+    )
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
@@ -58,7 +60,7 @@ KEY_TOPICS = {GROUP_KEY_TYPE: OFFSETS_TOPIC, TRANSACTION_KEY_TYPE: TRANSACTION_S
 """The internal topic whose partition leaders coordinate each kind of key."""
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 
-_Answer = TypeVar("_Answer", JoinGroupResponse, SyncGroupResponse)
+_Answer = TypeVar("_Answer", "JoinGroupResponse", "SyncGroupResponse")
 
 
 async def parked(start: Callable[[Callable[[_Answer], None]], None]) -> _Answer:

@@ -8,18 +8,22 @@ where the next epoch began, one newer than ours (or UNDEFINED) is unknown: -1/-1
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from broker.requests.acl_checks import cluster_authorized
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
 from broker.requests.partition_requests import find_partition, leader_epoch_of
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.messages import (
-    OffsetForLeaderEpochRequest,
-    OffsetForLeaderEpochRequestPartitions,
-    OffsetForLeaderEpochResponse,
-    OffsetForLeaderEpochResponsePartitions,
-)
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        OffsetForLeaderEpochRequest,
+        OffsetForLeaderEpochRequestPartitions,
+        OffsetForLeaderEpochResponse,
+        OffsetForLeaderEpochResponsePartitions,
+    )
 
 
 def end_offset(

@@ -10,6 +10,8 @@ read_committed): the offset it answers must be one the consumer can fetch.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
 from broker.requests.error_mapping import error_code_of
@@ -19,12 +21,14 @@ from log.errors import LogError
 from log.partition_log import PartitionLog
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.messages import (
-    ListOffsetsRequest,
-    ListOffsetsRequestPartitions,
-    ListOffsetsResponse,
-    ListOffsetsResponsePartitions,
-)
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        ListOffsetsRequest,
+        ListOffsetsRequestPartitions,
+        ListOffsetsResponse,
+        ListOffsetsResponsePartitions,
+    )
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_TIERED = -1, -2, -3, -4, -5
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import TYPE_CHECKING
 
 from broker.requests.acl_checks import cluster_authorized
 from broker.requests.api_support import Served
@@ -17,12 +18,14 @@ from broker.requests.context import RequestContext
 from log.disk_error_report import describe_os_error
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.messages import (
-    DescribeLogDirsRequest,
-    DescribeLogDirsResponse,
-    DescribeLogDirsResponsePartitions,
-    DescribeLogDirsResponseResults,
-)
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        DescribeLogDirsRequest,
+        DescribeLogDirsResponse,
+        DescribeLogDirsResponsePartitions,
+        DescribeLogDirsResponseResults,
+    )
 
 log = logging.getLogger(__name__)
 

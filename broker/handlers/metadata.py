@@ -12,6 +12,8 @@ retry and find the topic whole, every partition with its leader at once, never a
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from broker.requests.acl_checks import (
     authorized,
     cluster_authorized,
@@ -27,17 +29,19 @@ from broker.services.topic_admin import NewTopic, TopicError, register_topic_asy
 from broker.state.topic_registry import TopicInfo, topic_name_error
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.messages import (
-    DescribeTopicPartitionsRequest,
-    DescribeTopicPartitionsResponse,
-    DescribeTopicPartitionsResponseNextCursor,
-    DescribeTopicPartitionsResponsePartitions,
-    DescribeTopicPartitionsResponseTopics,
-    MetadataRequest,
-    MetadataResponse,
-    MetadataResponsePartitions,
-    MetadataResponseTopics,
-)
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        DescribeTopicPartitionsRequest,
+        DescribeTopicPartitionsResponse,
+        DescribeTopicPartitionsResponseNextCursor,
+        DescribeTopicPartitionsResponsePartitions,
+        DescribeTopicPartitionsResponseTopics,
+        MetadataRequest,
+        MetadataResponse,
+        MetadataResponsePartitions,
+        MetadataResponseTopics,
+    )
 
 ZERO_UUID = bytes(16)
 FIRST_VERSION_WITH_TOPIC_IDS = 12

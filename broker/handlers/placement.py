@@ -11,6 +11,8 @@ replica list naming another broker is INVALID_REPLICA_ASSIGNMENT. ``kafka-leader
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from broker.requests.acl_checks import cluster_authorized
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
@@ -19,21 +21,23 @@ from broker.services.cluster.etcd_client import EtcdError
 from broker.services.cluster.reassignment import target_replicas
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.messages import (
-    AlterPartitionReassignmentsRequest,
-    AlterPartitionReassignmentsRequestPartitions,
-    AlterPartitionReassignmentsResponse,
-    AlterPartitionReassignmentsResponsePartitions,
-    AlterPartitionReassignmentsResponseResponses,
-    DescribeLogDirsRequestTopics,
-    ElectLeadersRequest,
-    ElectLeadersResponse,
-    ElectLeadersResponsePartitionResult,
-    ElectLeadersResponseReplicaElectionResults,
-    ListPartitionReassignmentsRequest,
-    ListPartitionReassignmentsResponse,
-    ListPartitionReassignmentsResponsePartitions,
-)
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        AlterPartitionReassignmentsRequest,
+        AlterPartitionReassignmentsRequestPartitions,
+        AlterPartitionReassignmentsResponse,
+        AlterPartitionReassignmentsResponsePartitions,
+        AlterPartitionReassignmentsResponseResponses,
+        DescribeLogDirsRequestTopics,
+        ElectLeadersRequest,
+        ElectLeadersResponse,
+        ElectLeadersResponsePartitionResult,
+        ElectLeadersResponseReplicaElectionResults,
+        ListPartitionReassignmentsRequest,
+        ListPartitionReassignmentsResponse,
+        ListPartitionReassignmentsResponsePartitions,
+    )
 
 ELECTION_NOT_NEEDED_MESSAGE = "Leader election not needed for topic partition."
 PREFERRED, UNCLEAN = 0, 1  # ElectLeaders election_type

@@ -13,6 +13,8 @@ went wrong.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from broker.requests.acl_checks import authorized
 from broker.requests.api_support import Served
 from broker.requests.context import PendingResponse, RequestContext
@@ -36,16 +38,18 @@ from log.errors import LogError
 from log.partition_log import PartitionLog
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.messages import (
-    ProduceRequest,
-    ProduceRequestTopicData,
-    ProduceResponse,
-    ProduceResponseNodeEndpoints,
-    ProduceResponseRecordErrors,
-    ProduceResponseResponses,
-)
-from wire.messages import ProduceResponsePartitionResponses as PartitionResponse
 from wire.record_batch_errors import RecordBatchError, RecordErrors
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        ProduceRequest,
+        ProduceRequestTopicData,
+        ProduceResponse,
+        ProduceResponseNodeEndpoints,
+        ProduceResponseRecordErrors,
+        ProduceResponseResponses,
+    )
+    from wire.messages import ProduceResponsePartitionResponses as PartitionResponse
 
 MIN_ACCEPTED_VERSION = 3
 FIRST_LEADER_HINT_VERSION = 10  # KIP-951: current_leader and node_endpoints

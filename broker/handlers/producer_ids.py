@@ -10,6 +10,8 @@ epoch, which fences older instances (:mod:`coordinator.transactions`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from broker.requests.acl_checks import authorized, authorized_on_any, cluster_authorized
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
@@ -20,13 +22,15 @@ from broker.services.security.acl_model import AclOperation, ResourceType
 from coordinator.transactions import TxnError
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.messages import (
-    DescribeProducersRequest,
-    DescribeProducersResponse,
-    DescribeProducersResponsePartitions,
-    InitProducerIdRequest,
-    InitProducerIdResponse,
-)
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        DescribeProducersRequest,
+        DescribeProducersResponse,
+        DescribeProducersResponsePartitions,
+        InitProducerIdRequest,
+        InitProducerIdResponse,
+    )
 
 
 def _refusal(ctx: RequestContext, transactional_id: str | None) -> ErrorCode | None:

@@ -10,19 +10,22 @@ listed endpoint is its client listener (it has no separate controller listener).
 from __future__ import annotations
 
 import base64
+from typing import TYPE_CHECKING
 
 from broker.requests.acl_checks import cluster_authorized
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.messages import (
-    DescribeQuorumRequest,
-    DescribeQuorumResponse,
-    DescribeQuorumResponseCurrentVoters,
-    DescribeQuorumResponsePartitions,
-    DescribeQuorumResponseTopics,
-)
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        DescribeQuorumRequest,
+        DescribeQuorumResponse,
+        DescribeQuorumResponseCurrentVoters,
+        DescribeQuorumResponsePartitions,
+        DescribeQuorumResponseTopics,
+    )
 
 METADATA_TOPIC = "__cluster_metadata"
 LEADER_EPOCH = 0  # the one leader there has ever been

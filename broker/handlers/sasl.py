@@ -9,6 +9,8 @@ guessing as Kafka's delayed close does.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import trio
 
 from broker.requests.api_support import Served
@@ -16,12 +18,14 @@ from broker.requests.context import RequestContext
 from broker.services.security.mechanism import AuthenticationFailed
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.messages import (
-    SaslAuthenticateRequest,
-    SaslAuthenticateResponse,
-    SaslHandshakeRequest,
-    SaslHandshakeResponse,
-)
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        SaslAuthenticateRequest,
+        SaslAuthenticateResponse,
+        SaslHandshakeRequest,
+        SaslHandshakeResponse,
+    )
 
 
 async def handle_sasl_handshake(ctx: RequestContext, request: SaslHandshakeRequest) -> SaslHandshakeResponse:

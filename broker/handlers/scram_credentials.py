@@ -9,6 +9,7 @@ codes and messages.
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from broker.requests.acl_checks import cluster_authorized
 from broker.requests.api_support import Served
@@ -16,17 +17,19 @@ from broker.requests.context import RequestContext
 from broker.services.security.scram import MAX_ITERATIONS, MECHANISM_TYPES, MIN_ITERATIONS, ScramCredential
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.messages import (
-    AlterUserScramCredentialsRequest,
-    AlterUserScramCredentialsRequestDeletions,
-    AlterUserScramCredentialsRequestUpsertions,
-    AlterUserScramCredentialsResponse,
-    AlterUserScramCredentialsResponseResults,
-    DescribeUserScramCredentialsRequest,
-    DescribeUserScramCredentialsResponse,
-    DescribeUserScramCredentialsResponseCredentialInfos,
-    DescribeUserScramCredentialsResponseResults,
-)
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        AlterUserScramCredentialsRequest,
+        AlterUserScramCredentialsRequestDeletions,
+        AlterUserScramCredentialsRequestUpsertions,
+        AlterUserScramCredentialsResponse,
+        AlterUserScramCredentialsResponseResults,
+        DescribeUserScramCredentialsRequest,
+        DescribeUserScramCredentialsResponse,
+        DescribeUserScramCredentialsResponseCredentialInfos,
+        DescribeUserScramCredentialsResponseResults,
+    )
 
 _MECHANISM_NAMES = {number: name for name, number in MECHANISM_TYPES.items()}
 MAX_SALT_BYTES = 1024

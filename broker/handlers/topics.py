@@ -9,6 +9,7 @@ duplicate names in one request rejected with INVALID_REQUEST.
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from broker.config.config_defs import TOPIC_CONFIGS
 from broker.requests.acl_checks import authorized, cluster_authorized, unauthorized_names
@@ -32,25 +33,27 @@ from broker.state.topic_registry import INTERNAL_TOPICS, TopicInfo
 from log.errors import LogError
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.messages import (
-    CreatePartitionsRequest,
-    CreatePartitionsRequestTopics,
-    CreatePartitionsResponse,
-    CreatePartitionsResponseResults,
-    CreateTopicsRequest,
-    CreateTopicsRequestAssignments,
-    CreateTopicsRequestTopics,
-    CreateTopicsResponse,
-    CreateTopicsResponseConfigs,
-    CreateTopicsResponseTopics,
-    DeleteRecordsRequest,
-    DeleteRecordsRequestPartitions,
-    DeleteRecordsResponse,
-    DeleteRecordsResponsePartitions,
-    DeleteTopicsRequest,
-    DeleteTopicsResponse,
-    DeleteTopicsResponseResponses,
-)
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        CreatePartitionsRequest,
+        CreatePartitionsRequestTopics,
+        CreatePartitionsResponse,
+        CreatePartitionsResponseResults,
+        CreateTopicsRequest,
+        CreateTopicsRequestAssignments,
+        CreateTopicsRequestTopics,
+        CreateTopicsResponse,
+        CreateTopicsResponseConfigs,
+        CreateTopicsResponseTopics,
+        DeleteRecordsRequest,
+        DeleteRecordsRequestPartitions,
+        DeleteRecordsResponse,
+        DeleteRecordsResponsePartitions,
+        DeleteTopicsRequest,
+        DeleteTopicsResponse,
+        DeleteTopicsResponseResponses,
+    )
 
 ZERO_UUID = bytes(16)
 

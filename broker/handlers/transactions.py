@@ -13,6 +13,7 @@ for it and OPERATION_NOT_ATTEMPTED for the rest, as Kafka answers.
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import TYPE_CHECKING
 
 from broker.requests.acl_checks import answer_each, authorized, cluster_authorized, unauthorized_names
 from broker.requests.api_support import Served
@@ -30,24 +31,26 @@ from coordinator.offsets_topic import OFFSETS_TOPIC
 from coordinator.transactions import TxnError
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.messages import (
-    AddOffsetsToTxnRequest,
-    AddOffsetsToTxnResponse,
-    AddPartitionsToTxnRequest,
-    AddPartitionsToTxnRequestTopics,
-    AddPartitionsToTxnResponse,
-    AddPartitionsToTxnResponseResultsByTransaction,
-    AddPartitionsToTxnResponseTopicResults,
-    DescribeTransactionsRequest,
-    DescribeTransactionsResponse,
-    DescribeTransactionsResponseTransactionStates,
-    EndTxnRequest,
-    EndTxnResponse,
-    ListTransactionsRequest,
-    ListTransactionsResponse,
-    TxnOffsetCommitRequest,
-    TxnOffsetCommitResponse,
-)
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        AddOffsetsToTxnRequest,
+        AddOffsetsToTxnResponse,
+        AddPartitionsToTxnRequest,
+        AddPartitionsToTxnRequestTopics,
+        AddPartitionsToTxnResponse,
+        AddPartitionsToTxnResponseResultsByTransaction,
+        AddPartitionsToTxnResponseTopicResults,
+        DescribeTransactionsRequest,
+        DescribeTransactionsResponse,
+        DescribeTransactionsResponseTransactionStates,
+        EndTxnRequest,
+        EndTxnResponse,
+        ListTransactionsRequest,
+        ListTransactionsResponse,
+        TxnOffsetCommitRequest,
+        TxnOffsetCommitResponse,
+    )
 
 FIRST_BATCHED_ADD_PARTITIONS_VERSION = 4
 FIRST_END_TXN_EPOCH_BUMP_VERSION = 5

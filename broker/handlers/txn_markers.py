@@ -10,6 +10,8 @@ go through the group coordinator, which applies or drops the transaction's offse
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import trio
 
 from broker.requests.acl_checks import cluster_authorized
@@ -20,7 +22,9 @@ from broker.services.coordinators.marker_channel import REQUEST_TIMEOUT_S, TxnKe
 from broker.services.replication.acks import acknowledged
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+
+if TYPE_CHECKING:
+    from wire.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
 
 async def handle_write_txn_markers(

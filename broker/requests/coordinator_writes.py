@@ -24,10 +24,10 @@ from broker.services.security.acl_model import ResourceType
 from broker.services.storage.durability import SyncTicket
 from coordinator.transactions import TxnError
 from wire.error_codes import ErrorCode
-from wire.messages import OffsetCommitResponse, TxnOffsetCommitResponse
 
 if TYPE_CHECKING:
     from broker.requests.node_services import NodeServices
+    from wire.messages import OffsetCommitResponse, TxnOffsetCommitResponse
 
 
 class NamedTopic(TypedDict):
@@ -68,7 +68,7 @@ _COMMIT_ERRORS = {
 }
 
 
-_Commit = TypeVar("_Commit", OffsetCommitResponse, TxnOffsetCommitResponse)
+_Commit = TypeVar("_Commit", "OffsetCommitResponse", "TxnOffsetCommitResponse")
 
 
 def answer_when_synced(

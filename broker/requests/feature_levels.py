@@ -3,8 +3,12 @@ UpdateFeatures checks against them."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from broker.requests.context import RequestContext
-from wire.messages import ApiVersionsResponse
+
+if TYPE_CHECKING:
+    from wire.messages import ApiVersionsResponse
 
 FINALIZED_EPOCH = 0  # levels never change while the broker runs
 

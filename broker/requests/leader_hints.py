@@ -11,12 +11,12 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from wire.error_codes import ErrorCode
-from wire.messages import ProduceResponseCurrentLeader as CurrentLeader
-from wire.messages import ProduceResponseNodeEndpoints as NodeEndpoint
 
 if TYPE_CHECKING:
     from broker.requests.context import RequestContext
     from broker.services.replication.manager import ReplicaManager
+    from wire.messages import ProduceResponseCurrentLeader as CurrentLeader
+    from wire.messages import ProduceResponseNodeEndpoints as NodeEndpoint
 
 HINTED_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH})
 

@@ -10,10 +10,13 @@ level again, and levels are not kept across a restart.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from broker.config.dynamic_config import DynamicConfigError
 from wire.error_codes import ErrorCode
-from wire.messages import IncrementalAlterConfigsRequestConfigs
+
+if TYPE_CHECKING:
+    from wire.messages import IncrementalAlterConfigsRequestConfigs
 
 ROOT = "root"
 TRACE = 5  # Python has no TRACE level; Kafka's sits below DEBUG

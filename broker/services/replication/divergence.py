@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from wire.error_codes import ErrorCode
-from wire.messages import FetchResponseDivergingEpoch
 
 if TYPE_CHECKING:
     from log.partition_log import PartitionLog
+    from wire.messages import FetchResponseDivergingEpoch
 
 UNDEFINED = -1
 

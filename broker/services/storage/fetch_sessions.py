@@ -25,12 +25,14 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from log.clock import Clock, wall_clock_ms
 from wire.error_codes import ErrorCode
-from wire.messages import FetchResponsePartitions
 from wire.primitives import INT32_MAX
+
+if TYPE_CHECKING:
+    from wire.messages import FetchResponsePartitions
 
 INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0
@@ -41,7 +43,7 @@ long may be replaced at once; one younger than this cannot be evicted."""
 
 SessionKey = tuple[Any, int]
 """A partition in a session: (topic id, or name before Fetch 13; partition index)."""
-Answer = tuple["SessionPartition", FetchResponsePartitions, int]
+Answer = tuple["SessionPartition", "FetchResponsePartitions", int]
 """A partition read for a Fetch: what was asked, its response, and how many record bytes it carries."""
 
 

@@ -34,6 +34,7 @@ import struct
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from crc32c import crc32c
 
@@ -41,14 +42,16 @@ from broker.config.client_metrics_config import ALL_METRICS, DEFAULT_INTERVAL_MS
 from broker.state.client_metrics_store import SubscriptionStore
 from log.clock import Clock
 from wire.error_codes import ErrorCode
-from wire.messages import (
-    GetTelemetrySubscriptionsRequest,
-    GetTelemetrySubscriptionsResponse,
-    PushTelemetryRequest,
-    PushTelemetryResponse,
-)
 from wire.record_batch import Compression, decompress
 from wire.record_batch_errors import CorruptRecordError, DecompressionLimitError
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        GetTelemetrySubscriptionsRequest,
+        GetTelemetrySubscriptionsResponse,
+        PushTelemetryRequest,
+        PushTelemetryResponse,
+    )
 
 log = logging.getLogger(__name__)
 

@@ -12,18 +12,21 @@ replaces the whole set.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from broker.config.client_metrics_config import KEYS, ClientMetricsConfigError
 from broker.config.config_defs import ConfigSource
 from broker.state.client_metrics_store import SubscriptionStore
 from wire.error_codes import ErrorCode
-from wire.messages import (
-    AlterConfigsResponseResponses,
-    CreateTopicsRequestConfigs,
-    DescribeConfigsResponseConfigs,
-    DescribeConfigsResponseResults,
-    IncrementalAlterConfigsRequestConfigs,
-)
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        AlterConfigsResponseResponses,
+        CreateTopicsRequestConfigs,
+        DescribeConfigsResponseConfigs,
+        DescribeConfigsResponseResults,
+        IncrementalAlterConfigsRequestConfigs,
+    )
 
 CLIENT_METRICS = 16
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
