@@ -11,12 +11,12 @@ and noisy (CPU time of this process, the minimum over ``--rounds``).
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Callable
+from functools import partial
 from operator import attrgetter
 
 from aiokafka.record.default_records import DefaultRecordBatch
 
+from bench.cpu_timing import cpu_seconds_per_call
 from wire.record_batch import HEADER_SIZE, BatchInfo, Record, encode_batch, scan_batches
 from wire.record_validation import validate_records
 
@@ -73,23 +73,20 @@ def validation(batch: memoryview, info: BatchInfo) -> None:
     validate_records(batch, info, batch[HEADER_SIZE:])
 
 
-def _seconds(check: Callable[[memoryview, BatchInfo], None], batch: memoryview, repeat: int) -> float:
-    info = scan_batches(batch)[0]  # the header and CRC checks come before, and are not measured
-    started = time.process_time()
-    for _ in range(repeat):
-        check(batch, info)
-    return (time.process_time() - started) / repeat
-
-
 def measure(rounds: int, repeat: int) -> dict[str, tuple[float, float]]:
     """Shape -> (reader walk, validation), ms per MB of records, best of ``rounds``."""
     batches = {name: memoryview(bytes(encode_batch(records))) for name, records in SHAPES.items()}
     best = {name: [float("inf"), float("inf")] for name in batches}
+    # the header and CRC checks come before validation, and are not measured
+    infos = {name: scan_batches(batch)[0] for name, batch in batches.items()}
     for _ in range(rounds):
         for name, batch in batches.items():
             per_mb = 1e3 * _MB / (len(batch) - HEADER_SIZE)
             for column, check in enumerate((reader_walk, validation)):
-                best[name][column] = min(best[name][column], _seconds(check, batch, repeat) * per_mb)
+                best[name][column] = min(
+                    best[name][column],
+                    cpu_seconds_per_call(partial(check, batch, infos[name]), repeat) * per_mb,
+                )
     return {name: (walk, checked) for name, (walk, checked) in best.items()}
 
 

@@ -12,10 +12,10 @@ microseconds per response and their ratio. Encoding is measured as the broker do
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Callable
+from functools import partial
 from typing import Any
 
+from bench.cpu_timing import cpu_seconds_per_call
 from wire.api_keys import ApiKey
 from wire.codegen import generate
 from wire.schemas import ALL_APIS
@@ -117,13 +117,6 @@ CASES: list[tuple[str, ApiKey, int, dict[str, Any]]] = [
 ]
 
 
-def _seconds(encode: Callable[[dict[str, Any]], list[Any]], message: dict[str, Any], repeat: int) -> float:
-    started = time.process_time()
-    for _ in range(repeat):
-        encode(message)
-    return (time.process_time() - started) / repeat
-
-
 def measure(rounds: int, budget_s: float) -> dict[str, tuple[float, float]]:
     """Case -> (lenient, strict) microseconds per response, best of ``rounds``."""
     best: dict[str, list[float]] = {label: [float("inf"), float("inf")] for label, *_ in CASES}
@@ -134,14 +127,16 @@ def measure(rounds: int, budget_s: float) -> dict[str, tuple[float, float]]:
     # As many encodings per timing as fit in ``budget_s``, so small and large responses are
     # timed over a similar span.
     repeats = {
-        label: max(1, int(budget_s / max(_seconds(encoders[label][0], message, 3), 1e-7)))
+        label: max(
+            1, int(budget_s / max(cpu_seconds_per_call(partial(encoders[label][0], message), 3), 1e-7))
+        )
         for label, _, _, message in CASES
     }
     for _ in range(rounds):
         for label, _, _, message in CASES:
             for column, encode in enumerate(encoders[label]):
                 best[label][column] = min(
-                    best[label][column], _seconds(encode, message, repeats[label]) * 1e6
+                    best[label][column], cpu_seconds_per_call(partial(encode, message), repeats[label]) * 1e6
                 )
     return {label: (lenient, strict) for label, (lenient, strict) in best.items()}
 
