@@ -9,6 +9,7 @@ for the broker's error code.
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,8 +17,8 @@ from typing import ClassVar, Self
 
 import pytest
 
-from compat_tests.kit.drivers.base import Driver, GroupDescription, GroupListing, TopicPartition
-from compat_tests.topic_metadata import wait_until_every_broker_knows
+from compat_tests.kit.drivers.base import ClientError, Driver, GroupDescription, GroupListing, TopicPartition
+from compat_tests.topic_metadata import PROPAGATION_TIMEOUT_S, wait_until_every_broker_knows
 
 Replicas = int | list[list[int]]
 """A new topic's replication: a replication factor, or each partition's replicas by broker id."""
@@ -91,13 +92,35 @@ class Admin(ABC):
 
         ``assignments`` lists each partition's replicas by broker id (a manual assignment, which
         Kafka takes instead of a replication factor); ``partitions`` is then its length.
-        Against a cluster (several bootstrap addresses) it returns once every broker knows the
-        topic, as Kafka's own tests wait (see :mod:`compat_tests.topic_metadata`)."""
+        It returns once the broker knows the topic, as Kafka's own tests wait (see
+        :mod:`compat_tests.topic_metadata`): even a single Apache Kafka node answers CreateTopics
+        when its controller has committed the topic, a moment before its broker side serves it
+        (a DescribeConfigs in between gets UNKNOWN_TOPIC_OR_PARTITION). Against a cluster
+        (several bootstrap addresses) it waits for every broker."""
         replicas = replication_factor if assignments is None else [list(r) for r in assignments]
         self._create_topic(topic, partitions, replicas, dict(configs or {}), validate_only)
+        if validate_only:
+            return
         addresses = self.bootstrap.split(",")
-        if len(addresses) > 1 and not validate_only:
+        if len(addresses) > 1:
             wait_until_every_broker_knows(addresses, topic, partitions)
+        else:
+            self._wait_until_known(topic)
+
+    def _wait_until_known(self, topic: str) -> None:
+        """Describe ``topic`` until the broker stops answering UNKNOWN_TOPIC_OR_PARTITION.
+
+        Through this client's own connection, so that it works on every listener (TLS, SASL);
+        any other refusal (an admin not allowed to describe) ends the wait at once."""
+        deadline = time.monotonic() + PROPAGATION_TIMEOUT_S
+        while True:
+            try:
+                self.describe_topic(topic)
+                return
+            except ClientError as exc:
+                if exc.error != "UNKNOWN_TOPIC_OR_PARTITION" or time.monotonic() >= deadline:
+                    return
+            time.sleep(0.05)
 
     @abstractmethod
     def _create_topic(
