@@ -51,6 +51,7 @@ from broker.services.storage.partitions import PartitionStore
 from broker.services.telemetry.client_metrics_manager import ClientTelemetry
 from broker.services.telemetry.client_software import ClientSoftware
 from broker.state.client_metrics_store import SubscriptionStore
+from broker.state.documents import DataDirectory, Documents
 from broker.state.producer_id_allocator import ProducerIdAllocator
 from broker.state.quota_store import QuotaStore
 from broker.state.topic_registry import TopicRegistry
@@ -127,6 +128,9 @@ class Broker:
         etcd_endpoints = config.get("cluster.etcd.endpoints")
         # A cluster member (docs/CLUSTER.md) or, unset, a single node with no other server.
         self.cluster: ClusterNode | None = ClusterNode(self, etcd_endpoints) if etcd_endpoints else None
+        # ACLs, credentials, quotas, subscriptions, dynamic configs: files of a single node, or
+        # shared by every broker of a cluster through etcd (broker/state/documents.py).
+        self.documents: Documents = self.cluster.documents if self.cluster else DataDirectory(self.data_dir)
         self.acls: AclStore | None = open_acl_store(config, self.data_dir)
         self.authorizer: Authorizer | None = self.acls.authorizer if self.acls else None
         self.partitions = PartitionStore(

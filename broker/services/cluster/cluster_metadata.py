@@ -108,6 +108,7 @@ class ClusterMetadata:
         keys = {layout.broker(n) for n in image.brokers}
         keys |= {layout.topic(t) for t in image.topics}
         keys |= {layout.partition(t, p) for t, p in image.partitions}
+        keys |= {layout.document(name) for name in image.documents}
         if image.controller is not None:
             keys.add(layout.controller)
         return keys

@@ -44,7 +44,8 @@ class Versioned(Generic[R]):
 @dataclass(frozen=True, slots=True)
 class Change:
     """One key that changed: its kind (``broker``, ``controller``, ``topic``, ``partition``,
-    ``cluster``) and its name parts (a node id, a topic name, a topic and partition)."""
+    ``cluster``, ``document``) and its name parts (a node id, a topic name, a topic and
+    partition, a document's name)."""
 
     kind: str
     name: tuple[str | int, ...]
@@ -52,7 +53,7 @@ class Change:
 
 
 class ClusterImage:
-    """Brokers, controller, topics and partition states, kept by ``apply``."""
+    """Brokers, controller, topics, partition states and shared documents, kept by ``apply``."""
 
     def __init__(self, layout: Layout) -> None:
         self._root = layout.prefix()
@@ -62,6 +63,7 @@ class ClusterImage:
         self.controller: Versioned[ControllerRecord] | None = None
         self.topics: dict[str, Versioned[TopicRecord]] = {}
         self.partitions: dict[tuple[str, int], Versioned[PartitionRecord]] = {}
+        self.documents: dict[str, Versioned[bytes]] = {}
 
     # ---------------------------------------------------------------------------------------
     # Reading
@@ -118,6 +120,9 @@ class ClusterImage:
             key = (topic, int(index))
             _store(self.partitions, key, value, decode_partition, revision)
             return Change("partition", key, deleted)
+        if kind == "shared" and rest:
+            _store(self.documents, rest, value, bytes, revision)
+            return Change("document", (rest,), deleted)
         return None
 
 

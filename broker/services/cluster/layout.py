@@ -89,6 +89,7 @@ class Layout:
         self.brokers = self._key("brokers/")
         self.topics = self._key("topics/")
         self.partitions = self._key("partitions/")
+        self.documents = self._key("shared/")
 
     def _key(self, name: str) -> bytes:
         return (self.root + name).encode()
@@ -101,6 +102,11 @@ class Layout:
 
     def partition(self, topic: str, partition: int) -> bytes:
         return self.partitions + f"{topic}/{partition}".encode()
+
+    def document(self, name: str) -> bytes:
+        """A document every broker shares (ACLs, credentials, quotas, ...), named as a single
+        node's file of it (``acls.json``)."""
+        return self.documents + name.encode()
 
     def prefix(self) -> bytes:
         return self.root.encode()

@@ -18,6 +18,7 @@ from broker.config.config import ConfigError, parse_security_protocol_map, with_
 from broker.services.cluster.cluster_metadata import ClusterMetadata, MetadataConflict, take_producer_id_block
 from broker.services.cluster.controller import Controller, elect, preferred
 from broker.services.cluster.etcd_client import EtcdClient, EtcdError, parse_endpoints
+from broker.services.cluster.etcd_documents import EtcdDocuments
 from broker.services.cluster.layout import BrokerRecord, Endpoint, Layout, PartitionRecord, TopicRecord
 from broker.services.cluster.membership import Membership
 from broker.services.cluster.peer_requests import PeerRequests
@@ -70,6 +71,7 @@ class ClusterNode:
             config.get_int("leader.imbalance.per.broker.percentage"),
         )
         self.roles = Roles(broker, self.metadata)
+        self.documents = EtcdDocuments(self.metadata)
         self._inter_broker_listener = (
             config.get("inter.broker.listener.name") or config.advertised_listeners[0].name
         )
