@@ -115,8 +115,12 @@ async def run_broker(broker: Broker) -> None:
             )
             async for signum in signals:
                 log.info("received %s, shutting down", signal.Signals(signum).name)
+                if broker.cluster is not None:
+                    await broker.cluster.controlled_shutdown()
                 nursery.cancel_scope.cancel()
                 break
+        if broker.cluster is not None:
+            await broker.cluster.leave()
 
 
 def lone_bind_failure(group: BaseExceptionGroup) -> BindFailure | None:

@@ -136,6 +136,25 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "broker.heartbeat.interval.ms", T.INT, "2000", "Interval of a cluster member's heartbeats."
         ),
         ConfigDef(
+            "controlled.shutdown.enable",
+            T.BOOLEAN,
+            "true",
+            "On SIGTERM, have the controller move this broker's leaderships and ISR places first.",
+        ),
+        ConfigDef(
+            "controlled.shutdown.max.retries",
+            T.INT,
+            "3",
+            "Kafka 3.x's bound of a controlled shutdown (Kafka 4 dropped it with ZooKeeper): attempts "
+            "before the broker stops anyway.",
+        ),
+        ConfigDef(
+            "controlled.shutdown.retry.backoff.ms",
+            T.LONG,
+            "5000",
+            "How long each controlled shutdown attempt waits for the controller (Kafka 3.x's key).",
+        ),
+        ConfigDef(
             "auto.leader.rebalance.enable", T.BOOLEAN, "true", "Move leaderships back to preferred replicas."
         ),
         ConfigDef(

@@ -58,28 +58,44 @@ def _alive(*nodes: int):
 
 def test_dead_leader_replaced_by_first_live_isr_member_with_a_new_epoch() -> None:
     record = PartitionRecord(1, 4, 9, (1, 2, 3), (1, 2, 3))
-    changed = elect(record, _alive(2, 3), unclean=False)
+    changed = elect(record, _alive(2, 3), _alive(2, 3), unclean=False)
     assert changed == PartitionRecord(2, 5, 10, (1, 2, 3), (2, 3))
 
 
 def test_dead_follower_leaves_the_isr_without_a_new_leader_epoch() -> None:
     record = PartitionRecord(1, 4, 9, (1, 2, 3), (1, 2, 3))
-    assert elect(record, _alive(1, 2), unclean=False) == PartitionRecord(1, 4, 10, (1, 2, 3), (1, 2))
-    assert elect(record, _alive(1, 2, 3), unclean=False) is None
+    assert elect(record, _alive(1, 2), _alive(1, 2), unclean=False) == PartitionRecord(
+        1, 4, 10, (1, 2, 3), (1, 2)
+    )
+    assert elect(record, _alive(1, 2, 3), _alive(1, 2, 3), unclean=False) is None
 
 
 def test_no_live_isr_member_leaves_the_partition_offline_keeping_the_last_claim() -> None:
     record = PartitionRecord(1, 4, 9, (1, 2, 3), (1,))
-    offline = elect(record, _alive(2, 3), unclean=False)
+    offline = elect(record, _alive(2, 3), _alive(2, 3), unclean=False)
     assert offline == PartitionRecord(-1, 5, 10, (1, 2, 3), (1,))
-    assert elect(offline, _alive(2, 3), unclean=False) is None
+    assert elect(offline, _alive(2, 3), _alive(2, 3), unclean=False) is None
     # the last ISR member comes back: it leads again
-    assert elect(offline, _alive(1, 2, 3), unclean=False) == PartitionRecord(1, 6, 11, (1, 2, 3), (1,))
+    assert elect(offline, _alive(1, 2, 3), _alive(1, 2, 3), unclean=False) == PartitionRecord(
+        1, 6, 11, (1, 2, 3), (1,)
+    )
+
+
+def test_a_broker_shutting_down_hands_over_leadership_and_isr_place_where_another_is_in_sync() -> None:
+    eligible, alive = _alive(2, 3), _alive(1, 2, 3)  # 1 is in a controlled shutdown
+    led = PartitionRecord(1, 4, 9, (1, 2, 3), (1, 2, 3))
+    assert elect(led, eligible, alive, unclean=False) == PartitionRecord(2, 5, 10, (1, 2, 3), (2, 3))
+    followed = PartitionRecord(2, 4, 9, (1, 2, 3), (2, 1))
+    assert elect(followed, eligible, alive, unclean=False) == PartitionRecord(2, 4, 10, (1, 2, 3), (2,))
+    # the last in-sync replica keeps leading until it actually stops: nothing goes offline early
+    alone = PartitionRecord(1, 4, 9, (1, 2, 3), (1,))
+    assert elect(alone, eligible, alive, unclean=False) is None
+    assert elect(alone, eligible, alive, unclean=True) is None
 
 
 def test_unclean_election_takes_any_live_replica() -> None:
     record = PartitionRecord(-1, 5, 10, (1, 2, 3), (1,))
-    assert elect(record, _alive(3), unclean=True) == PartitionRecord(3, 6, 11, (1, 2, 3), (3,))
+    assert elect(record, _alive(3), _alive(3), unclean=True) == PartitionRecord(3, 6, 11, (1, 2, 3), (3,))
 
 
 def test_preferred_leader_returns_once_in_sync() -> None:
@@ -87,10 +103,13 @@ def test_preferred_leader_returns_once_in_sync() -> None:
     assert preferred(record, _alive(1, 2, 3)) is None  # not in the ISR yet
     back = PartitionRecord(2, 5, 11, (1, 2, 3), (2, 3, 1))
     assert preferred(back, _alive(1, 2, 3)) == PartitionRecord(1, 6, 12, (1, 2, 3), (2, 3, 1))
+    assert preferred(back, _alive(2, 3)) is None  # 1 is shutting down
 
 
 def test_records_round_trip_through_json() -> None:
-    broker = BrokerRecord(2, (Endpoint("PLAINTEXT", "h", 9092, "PLAINTEXT"),), "r1", "abc")
+    broker = BrokerRecord(
+        2, (Endpoint("PLAINTEXT", "h", 9092, "PLAINTEXT"),), "r1", "abc", shutting_down=True
+    )
     topic = TopicRecord("t", uuid.uuid4().bytes, 3, {"cleanup.policy": "compact"})
     partition = PartitionRecord(2, 1, 3, (2, 3), (2,))
     assert decode_broker(encode(broker)) == broker

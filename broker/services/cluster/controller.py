@@ -10,6 +10,9 @@ controller change and periodically:
 - a partition whose leader is not alive gets the first live replica of its ISR as leader, or with
   ``unclean.leader.election.enable`` any live replica, or none (-1) until one returns; dead
   brokers leave the ISR, except the last member, which keeps its claim to lead;
+- a broker in a controlled shutdown (its record says ``shutting_down``) is relieved the same way
+  while it still runs: its leaderships go to other in-sync replicas and it leaves the ISRs,
+  wherever another in-sync replica exists;
 - an offline partition (-1) is led again by the first of its ISR to come back;
 - with ``auto.leader.rebalance.enable``, a broker leading too few of its preferred partitions
   (more than ``leader.imbalance.per.broker.percentage`` of them led elsewhere) gets them back
@@ -36,18 +39,27 @@ log = logging.getLogger(__name__)
 RETRY_S = 0.5
 
 
-def elect(record: PartitionRecord, alive: Callable[[int], bool], unclean: bool) -> PartitionRecord | None:
-    """The partition's next state if its leadership or ISR must change, else None."""
-    live_isr = tuple(r for r in record.isr if alive(r))
-    if record.leader >= 0 and alive(record.leader):
+def elect(
+    record: PartitionRecord, eligible: Callable[[int], bool], alive: Callable[[int], bool], unclean: bool
+) -> PartitionRecord | None:
+    """The partition's next state if its leadership or ISR must change, else None.
+
+    ``eligible`` brokers may lead and stay in the ISR; ``alive`` ones include those in a
+    controlled shutdown, which hand their leaderships and ISR places to eligible ones where
+    there are any, and otherwise keep them until they stop (Kafka's controller does the same:
+    a partition is not taken offline before its last in-sync replica has actually gone)."""
+    live_isr = tuple(r for r in record.isr if eligible(r))
+    if record.leader >= 0 and eligible(record.leader):
         if live_isr != record.isr and live_isr:
             return _changed(record, record.leader, live_isr)
         return None
     candidates = [r for r in record.replicas if r in live_isr]
     if candidates:
         return _changed(record, candidates[0], live_isr)
+    if record.leader >= 0 and alive(record.leader):
+        return None  # led by a broker shutting down that no in-sync replica can relieve
     if unclean:
-        live = [r for r in record.replicas if alive(r)]
+        live = [r for r in record.replicas if eligible(r)]
         if live:
             log.warning("unclean leader election: %d leads with records the old ISR may not have", live[0])
             return _changed(record, live[0], (live[0],))
@@ -57,10 +69,10 @@ def elect(record: PartitionRecord, alive: Callable[[int], bool], unclean: bool) 
     return _changed(record, -1, record.isr[-1:])
 
 
-def preferred(record: PartitionRecord, alive: Callable[[int], bool]) -> PartitionRecord | None:
-    """Leadership back to the first replica, when it is alive, in sync and not leading."""
+def preferred(record: PartitionRecord, eligible: Callable[[int], bool]) -> PartitionRecord | None:
+    """Leadership back to the first replica, when it is eligible, in sync and not leading."""
     first = record.replicas[0]
-    if record.leader != first and alive(first) and first in record.isr:
+    if record.leader != first and eligible(first) and first in record.isr:
         return _changed(record, first, record.isr)
     return None
 
@@ -167,9 +179,9 @@ class Controller:
         for (topic, partition), found in list(image.partitions.items()):
             if image.topic(topic) is None:
                 continue
-            changed = elect(found.record, image.alive, self._unclean(topic)) or complete_reassignment(
-                found.record
-            )
+            changed = elect(
+                found.record, image.eligible, image.alive, self._unclean(topic)
+            ) or complete_reassignment(found.record)
             if changed is not None:
                 await self._write(topic, partition, changed, found.mod_revision)
 
@@ -188,7 +200,7 @@ class Controller:
                 continue
             for topic, partition in keys:
                 found = image.partitions.get((topic, partition))
-                changed = preferred(found.record, image.alive) if found is not None else None
+                changed = preferred(found.record, image.eligible) if found is not None else None
                 if changed is not None:
                     await self._write(topic, partition, changed, found.mod_revision)
 

@@ -71,6 +71,11 @@ class ClusterImage:
     def alive(self, node_id: int) -> bool:
         return node_id in self.brokers
 
+    def eligible(self, node_id: int) -> bool:
+        """Alive and not in a controlled shutdown: may lead, and may join an ISR."""
+        found = self.brokers.get(node_id)
+        return found is not None and not found.record.shutting_down
+
     def partition(self, topic: str, partition: int) -> PartitionRecord | None:
         found = self.partitions.get((topic, partition))
         return found.record if found is not None else None

@@ -36,6 +36,9 @@ class BrokerRecord:
     endpoints: tuple[Endpoint, ...]
     rack: str | None
     incarnation: str
+    shutting_down: bool = False
+    """In a controlled shutdown: alive, but neither to lead nor to join an ISR (Kafka's
+    controlled-shutdown broker state)."""
 
     def endpoint(self, listener: str) -> Endpoint | None:
         return next((e for e in self.endpoints if e.listener == listener), None)
@@ -135,6 +138,7 @@ def encode(record: object) -> bytes:
             ],
             "rack": record.rack,
             "incarnation": record.incarnation,
+            "shutting_down": record.shutting_down,
         }
     elif isinstance(record, PartitionRecord):
         body = {
@@ -173,7 +177,13 @@ def decode_broker(value: bytes) -> BrokerRecord:
         Endpoint(str(e["listener"]), str(e["host"]), int(e["port"]), str(e["security_protocol"]))
         for e in body["endpoints"]
     )
-    return BrokerRecord(int(body["id"]), endpoints, body.get("rack"), str(body["incarnation"]))
+    return BrokerRecord(
+        int(body["id"]),
+        endpoints,
+        body.get("rack"),
+        str(body["incarnation"]),
+        bool(body.get("shutting_down", False)),
+    )
 
 
 def decode_controller(value: bytes) -> ControllerRecord:

@@ -72,6 +72,21 @@ class Membership:
             "registered in the cluster as incarnation %s (lease ttl %d s)", self.incarnation, self._ttl_s
         )
 
+    async def reannounce(self) -> None:
+        """Write this broker's record again under its lease (it changed: a controlled shutdown)."""
+        if not self.lease_id:
+            return
+        client, key = self._metadata.client, self._metadata.layout.broker(self._record_of("").node_id)
+        revision = await client.put(key, encode(self._record_of(self.incarnation)), lease=self.lease_id)
+        await self._metadata.caught_up(revision)
+
+    async def leave(self) -> None:
+        """Revoke the lease, so the record vanishes now rather than a session timeout later
+        (call once heartbeats have stopped, or they would register the broker again)."""
+        if self.lease_id:
+            await self._metadata.client.lease_revoke(self.lease_id)
+            self.lease_id = 0
+
     async def run(self) -> None:
         """Heartbeat until cancelled; fence and re-register when the lease is lost."""
         unreachable_since: float | None = None

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+import trio
+
 from broker.config.config import ConfigError, parse_security_protocol_map, with_default
 from broker.services.cluster.cluster_metadata import ClusterMetadata, MetadataConflict, take_producer_id_block
 from broker.services.cluster.controller import Controller, elect, preferred
@@ -76,6 +78,7 @@ class ClusterNode:
             config.get("inter.broker.listener.name") or config.advertised_listeners[0].name
         )
         self._started = False
+        self._shutting_down = False
         # Requests to other brokers (transaction markers and verification), one connection each.
         self.peers = PeerRequests(self.endpoint_of, f"broker-{broker.node_id}")
         self.producer_ids = ProducerIdBlocks(
@@ -117,7 +120,9 @@ class ClusterNode:
             Endpoint(a.name, a.host, broker.endpoint_for(a.name).port, protocols.get(a.name, a.name))
             for a in broker.config.advertised_listeners
         )
-        return BrokerRecord(broker.node_id, endpoints, broker.config.get("broker.rack"), incarnation)
+        return BrokerRecord(
+            broker.node_id, endpoints, broker.config.get("broker.rack"), incarnation, self._shutting_down
+        )
 
     def _unclean(self, topic: str) -> bool:
         info = self._broker.topics.get(topic)
@@ -145,7 +150,8 @@ class ClusterNode:
         """Kafka's AlterPartition, as a conditional write: only the leader of the current epoch,
         and only over the partition state it last saw, may change the ISR; and, as Kafka's
         controller refuses it (KIP-841), a broker that is not alive never joins it (the
-        controller took it out when it died: its last fetch position says nothing now)."""
+        controller took it out when it died: its last fetch position says nothing now), nor
+        one in a controlled shutdown (INELIGIBLE_REPLICA in Kafka)."""
         image = self.metadata.image
         found = image.partitions.get((topic, partition))
         if found is None:
@@ -156,7 +162,7 @@ class ClusterNode:
             or current.leader_epoch != leader_epoch
             or current.partition_epoch != partition_epoch
             or not set(new_isr) <= set(current.replicas)
-            or not all(image.alive(node) for node in set(new_isr) - set(current.isr))
+            or not all(image.eligible(node) for node in set(new_isr) - set(current.isr))
         ):
             return False, current.partition_epoch
         changed = replace(current, partition_epoch=partition_epoch + 1, isr=tuple(new_isr))
@@ -194,12 +200,12 @@ class ClusterNode:
         if unclean:
             if record.leader >= 0 and image.alive(record.leader):
                 return ErrorCode.ELECTION_NOT_NEEDED
-            changed = elect(record, image.alive, unclean=True)
+            changed = elect(record, image.eligible, image.alive, unclean=True)
             missing = ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
         else:
             if record.leader == record.replicas[0]:
                 return ErrorCode.ELECTION_NOT_NEEDED
-            changed = preferred(record, image.alive)
+            changed = preferred(record, image.eligible)
             missing = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
         if changed is None or changed.leader < 0:
             return missing
@@ -330,6 +336,64 @@ class ClusterNode:
         except TopicError as exc:
             if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
                 log.warning("cannot create %s yet: %s", name, exc.message)
+
+    # ---------------------------------------------------------------------------------------
+    # Controlled shutdown
+
+    async def controlled_shutdown(self) -> None:
+        """Kafka's controlled shutdown, before this broker stops serving (``odradek serve`` on
+        SIGTERM): its record says it is shutting down, the controller (perhaps this broker)
+        moves its leaderships to other in-sync replicas and takes it out of the ISRs, and it
+        waits until nothing is left to move, so clients move on with one metadata refresh
+        instead of waiting out a session timeout. Bounded by ``controlled.shutdown.max.retries``
+        attempts of ``controlled.shutdown.retry.backoff.ms`` each; then it stops anyway, as
+        Kafka's broker does, and its partitions fail over as after a crash."""
+        config = self._broker.config
+        if not config.get_bool("controlled.shutdown.enable") or not self.membership.registered.is_set():
+            return
+        self._shutting_down = True
+        attempts = max(1, config.get_int("controlled.shutdown.max.retries"))
+        backoff_s = config.get_int("controlled.shutdown.retry.backoff.ms") / 1000
+        started = trio.current_time()
+        for attempt in range(1, attempts + 1):
+            with trio.move_on_after(backoff_s):
+                try:
+                    await self.membership.reannounce()
+                except EtcdError as exc:
+                    log.warning("controlled shutdown attempt %d: etcd did not take it (%s)", attempt, exc)
+                    await trio.sleep_forever()  # until this attempt's time is up
+                await self._until_handed_over()
+                log.info("controlled shutdown: leaderships moved in %.2f s", trio.current_time() - started)
+                return
+        log.warning(
+            "controlled shutdown incomplete after %d attempts: still holding %s; stopping anyway",
+            attempts,
+            ", ".join(f"{t}-{p}" for t, p in self._held()) or "nothing",
+        )
+
+    def _held(self) -> list[tuple[str, int]]:
+        """Partitions whose leadership or ISR place this broker must still hand over: those the
+        controller would still change about it."""
+        image, me = self.metadata.image, self._broker.node_id
+        return [
+            key
+            for key, found in image.partitions.items()
+            if (found.record.leader == me or me in found.record.isr)
+            and elect(found.record, image.eligible, image.alive, unclean=False) is not None
+        ]
+
+    async def _until_handed_over(self) -> None:
+        while self._held():
+            await self.metadata.caught_up(self.metadata.image.revision + 1)
+
+    async def leave(self) -> None:
+        """Leave the cluster at once (the serving tasks have stopped): without this the record
+        would linger for a session timeout. Best effort: a lease etcd does not revoke expires."""
+        try:
+            with trio.move_on_after(2):
+                await self.membership.leave()
+        except EtcdError as exc:
+            log.info("leaving the cluster: the lease will expire on its own (%s)", exc)
 
     async def aclose(self) -> None:
         await self.client.aclose()
