@@ -4,20 +4,29 @@ For trying the cluster mode and for development: every broker is an ``odradek se
 with its own data directory and log file under one directory, so stopping and starting it again
 (same command) keeps the data.  Ctrl-C stops everything.  Production clusters run one
 ``odradek serve --cluster ...`` per machine instead (README, "A cluster").
+
+A rolling restart (``odradek local-cluster --rolling-restart``, or SIGHUP to the running
+``local-cluster``) restarts the brokers one at a time as an operator would: SIGTERM (a controlled
+shutdown: the controller moves the broker's leaderships away first), start it again, and wait
+until every partition has all its replicas in sync before the next, so that acks=all producers
+never lack the in-sync replicas they need.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from broker.cli.table import render_table
+from broker.client.admin_client import KafkaConnection
 
 READY_TIMEOUT_S = 60.0
 
@@ -31,12 +40,96 @@ def add_local_cluster_command(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--port", type=int, default=9092, help="the first broker's port; the others follow")
     parser.add_argument("--etcd", help="use this etcd (etcd://host:port,...) instead of starting one")
     parser.add_argument("--etcd-port", type=int, default=2379, help="client port of the etcd it starts")
+    parser.add_argument(
+        "--rolling-restart",
+        action="store_true",
+        help="restart the brokers of the local cluster running in --data-dir one at a time, then exit",
+    )
     parser.set_defaults(run=run_local_cluster)
 
 
+PID_FILE = "local-cluster.pid"
+IN_SYNC_TIMEOUT_S = 300.0
+
+
+def request_rolling_restart(base: Path) -> None:
+    """Ask the ``local-cluster`` running in ``base`` for a rolling restart (SIGHUP)."""
+    try:
+        pid = int((base / PID_FILE).read_text())
+        os.kill(pid, signal.SIGHUP)
+    except (OSError, ValueError) as exc:
+        raise SystemExit(
+            f"odradek: no local cluster runs in {base} ({exc}); start one with odradek local-cluster"
+        ) from None
+    print(f"rolling restart requested; the local-cluster process (pid {pid}) prints its progress")
+
+
+def _all_in_sync(address: str, brokers: int) -> bool:
+    """Whether the broker at ``address`` lists every broker, and every partition with all its
+    replicas in its ISR."""
+    try:
+        with KafkaConnection(address, timeout=5) as connection:
+            answer = connection.metadata()
+    except OSError:
+        return False
+    partitions = [p for t in answer["topics"] for p in t["partitions"]]
+    return len(answer["brokers"]) == brokers and all(
+        sorted(p["isr_nodes"]) == sorted(p["replica_nodes"]) for p in partitions
+    )
+
+
+def _wait_in_sync(address: str, brokers: int) -> None:
+    deadline = time.monotonic() + IN_SYNC_TIMEOUT_S
+    while not _all_in_sync(address, brokers):
+        if time.monotonic() > deadline:
+            raise SystemExit(
+                f"odradek: replicas not back in sync after {IN_SYNC_TIMEOUT_S:.0f} s; see the logs"
+            )
+        time.sleep(0.5)
+
+
+@dataclass
+class LocalBroker:
+    """One broker of the local cluster: its command line, address and running process."""
+
+    node: int
+    address: str
+    command: list[str]
+    log_path: Path
+    process: subprocess.Popen[bytes]
+
+    def restart(self, brokers: int) -> float:
+        """Stop it with SIGTERM (a controlled shutdown), start it again, wait until the cluster
+        is back in sync; the seconds it took."""
+        started = time.monotonic()
+        self.process.terminate()
+        self.process.wait(timeout=120)
+        self.process = _start(self.command, self.log_path)
+        _wait_for_port(int(self.address.rsplit(":", 1)[1]), self.process, self.log_path)
+        _wait_in_sync(self.address, brokers)
+        return time.monotonic() - started
+
+
+def rolling_restart(brokers: list[LocalBroker]) -> None:
+    """Restart ``brokers`` one at a time, each once the cluster is fully in sync."""
+    _wait_in_sync(brokers[0].address, len(brokers))
+    for broker in brokers:
+        print(f"restarting broker {broker.node} ({broker.address}) ...", file=sys.stderr, flush=True)
+        took = broker.restart(len(brokers))
+        print(f"broker {broker.node} back and in sync after {took:.1f} s", file=sys.stderr, flush=True)
+    print("rolling restart done", file=sys.stderr, flush=True)
+
+
 def _start(command: list[str], log_path: Path) -> subprocess.Popen[bytes]:
+    """Start a process with no signal blocked: a broker restarted while this process waits
+    for signals (which it blocks) would inherit the mask and never see its SIGTERM."""
     with log_path.open("ab") as log_file:
-        return subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
+        return subprocess.Popen(
+            command,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK, ()),
+        )
 
 
 def _wait_for_port(port: int, process: subprocess.Popen[bytes], log_path: Path) -> None:
@@ -78,8 +171,12 @@ def _start_etcd(base: Path, port: int) -> tuple[subprocess.Popen[bytes], str]:
 
 def run_local_cluster(args: argparse.Namespace) -> None:
     base = Path(args.data_dir).resolve()
+    if args.rolling_restart:
+        request_rolling_restart(base)
+        return
     base.mkdir(parents=True, exist_ok=True)
     processes: list[subprocess.Popen[bytes]] = []
+    brokers: list[LocalBroker] = []
     try:
         endpoints = args.etcd
         if endpoints is None:
@@ -95,24 +192,31 @@ def run_local_cluster(args: argparse.Namespace) -> None:
             internal_replicas = str(min(3, args.brokers))  # Kafka's default where the brokers allow it
             for key in ("offsets.topic.replication.factor", "transaction.state.log.replication.factor"):
                 command += ["--override", f"{key}={internal_replicas}"]
-            processes.append(_start(command, log_path))
+            brokers.append(
+                LocalBroker(node, f"127.0.0.1:{port}", command, log_path, _start(command, log_path))
+            )
             rows.append((node, f"127.0.0.1:{port}", str(data), str(log_path)))
-        for (_, address, _, log_path), process in zip(rows, processes[-len(rows) :], strict=True):
-            print(f"waiting for {address} ...", file=sys.stderr)
-            _wait_for_port(int(address.rsplit(":", 1)[1]), process, Path(log_path))
+        for broker in brokers:
+            print(f"waiting for {broker.address} ...", file=sys.stderr)
+            _wait_for_port(int(broker.address.rsplit(":", 1)[1]), broker.process, broker.log_path)
         print(render_table(["node", "address", "data", "log"], rows))
         print(
-            f"\netcd: {endpoints}\nbootstrap.servers={','.join(row[1] for row in rows)}\nCtrl-C stops the cluster.",
+            f"\netcd: {endpoints}\nbootstrap.servers={','.join(row[1] for row in rows)}\n"
+            "Ctrl-C stops the cluster; odradek local-cluster --rolling-restart restarts it broker by broker.",
             flush=True,  # a pipe buffers: whoever waits for the table gets it now
         )
+        (base / PID_FILE).write_text(str(os.getpid()))
         # Blocked only now, so the children (started above) keep their default handlers.
         stop_signals = {signal.SIGINT, signal.SIGTERM}
-        signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
-        signal.sigwait(stop_signals)
+        signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals | {signal.SIGHUP})
+        while signal.sigwait(stop_signals | {signal.SIGHUP}) == signal.SIGHUP:
+            rolling_restart(brokers)
         print("stopping the cluster ...", file=sys.stderr)
     except KeyboardInterrupt:  # Ctrl-C while it was still starting: stop what was started
         print("stopping the cluster ...", file=sys.stderr)
     finally:
+        (base / PID_FILE).unlink(missing_ok=True)
+        processes += [broker.process for broker in brokers]
         for process in reversed(processes):
             if process.poll() is None:
                 process.terminate()
