@@ -3,9 +3,10 @@
 All three need the cluster operation the authorization table names (ALTER to change, DESCRIBE
 to list) and answer SECURITY_DISABLED when no authorizer is configured.  New ACLs are
 validated as the KRaft controller does, with its messages; a change is stored durably before
-it is answered (``broker.services.security.acl_store``).  One request creates or removes at most
-``MAX_ACLS_PER_REQUEST`` ACLs (Kafka's controller bound for one operation), and the broker
-holds at most ``authorizer.max.acls``.
+it is answered (``broker.services.security.acl_store``), and one that cannot be stored is
+answered REQUEST_TIMED_OUT, as Kafka does when its controller cannot commit in time.  One
+request creates or removes at most ``MAX_ACLS_PER_REQUEST`` ACLs (Kafka's controller bound for
+one operation), and the broker holds at most ``authorizer.max.acls``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from broker.requests.acl_checks import cluster_authorized
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
 from broker.services.security.acl_model import AclBinding, AclFilter
+from broker.state.documents import DocumentUnavailable
 from wire.api_keys import ApiKey, api_name
 from wire.error_codes import ErrorCode
 
@@ -92,6 +94,7 @@ async def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) ->
     def add(current: list[AclBinding]) -> list[AclBinding]:
         acls = dict.fromkeys(current)
         for index, binding in wanted:
+            results[index] = _OK  # (again, when a cluster reruns the change on newer ACLs)
             if binding in acls:
                 continue  # Kafka keeps one copy and reports success
             if len(acls) >= store.max_acls:
@@ -104,7 +107,11 @@ async def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) ->
         return list(acls)
 
     if wanted:
-        await store.update(add)
+        try:
+            await store.update(add)
+        except DocumentUnavailable as exc:
+            for index, _ in wanted:
+                results[index] = _error(ErrorCode.REQUEST_TIMED_OUT, str(exc))
     return {"throttle_time_ms": 0, "results": results}
 
 
@@ -177,12 +184,13 @@ async def handle_delete_acls(ctx: RequestContext, request: DeleteAclsRequest) ->
             "filter_results": [_filter_result(*refusal, []) for _ in request["filters"]] if refusal else [],
         }
     filters = [AclFilter.from_request(f) for f in request["filters"]]
+    problems = [acl_filter.validation_error() for acl_filter in filters]
     results: list[DeleteAclsResponseFilterResults] = []
 
     def remove(current: list[AclBinding]) -> list[AclBinding]:
+        results.clear()  # (filled again when a cluster reruns the change on newer ACLs)
         doomed: set[AclBinding] = set()
-        for acl_filter in filters:
-            invalid = acl_filter.validation_error()
+        for acl_filter, invalid in zip(filters, problems, strict=True):
             matched = [] if invalid else [acl for acl in current if acl_filter.matches(acl)]
             if len(doomed.union(matched)) > MAX_ACLS_PER_REQUEST:
                 invalid = f"Cannot remove more than {MAX_ACLS_PER_REQUEST} acls in a single delete operation."
@@ -195,7 +203,15 @@ async def handle_delete_acls(ctx: RequestContext, request: DeleteAclsRequest) ->
             )
         return [acl for acl in current if acl not in doomed]
 
-    await store.update(remove)
+    try:
+        await store.update(remove)
+    except DocumentUnavailable as exc:
+        results = [
+            _filter_result(ErrorCode.INVALID_REQUEST, invalid, [])
+            if invalid
+            else _filter_result(ErrorCode.REQUEST_TIMED_OUT, str(exc), [])
+            for invalid in problems
+        ]
     return {"throttle_time_ms": 0, "filter_results": results}
 
 

@@ -4,7 +4,8 @@ Describe needs DESCRIBE_CONFIGS on the cluster (Kafka's KafkaApis), Alter needs 
 on it (ControllerApis); the filters, validation and messages are the controller's
 (``broker.state.quota_store``).  An alteration is checked per entity: an entity with an error
 changes nothing, the others are stored together, durably, before the answer (unless
-``validate_only``).
+``validate_only``); when they cannot be stored they are answered REQUEST_TIMED_OUT, as Kafka
+does when its controller cannot commit in time.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 from broker.requests.acl_checks import cluster_authorized
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
+from broker.state.documents import DocumentUnavailable
 from broker.state.quota_store import (
     MAX_ALTERATIONS,
     Alteration,
@@ -105,10 +107,11 @@ async def handle_alter_client_quotas(
         results.append(_result(entry["entity"], ErrorCode.NONE, None))
     if valid and not request["validate_only"]:
         try:
-            await ctx.broker.quotas.alter(valid)
-        except QuotaError as exc:
+            await ctx.broker.quotas.store.apply(valid)
+        except (QuotaError, DocumentUnavailable) as exc:
+            code = exc.code if isinstance(exc, QuotaError) else ErrorCode.REQUEST_TIMED_OUT
             results = [
-                r if r["error_code"] != ErrorCode.NONE else _result(r["entity"], exc.code, str(exc))
+                r if r["error_code"] != ErrorCode.NONE else _result(r["entity"], code, str(exc))
                 for r in results
             ]
     return {"throttle_time_ms": 0, "entries": results}

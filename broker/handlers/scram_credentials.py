@@ -3,7 +3,8 @@
 What ``kafka-configs --alter --add-config 'SCRAM-SHA-512=[password=...]' --entity-type users``
 sends: the admin client salts and hashes the password itself, the broker derives and keeps
 StoredKey/ServerKey (``broker.services.security.scram_store``).  Every error is per user, with Kafka's
-codes and messages.
+codes and messages; changes that cannot be stored are answered REQUEST_TIMED_OUT, as Kafka does
+when its controller cannot commit in time.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from broker.requests.acl_checks import cluster_authorized
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
 from broker.services.security.scram import MAX_ITERATIONS, MECHANISM_TYPES, MIN_ITERATIONS, ScramCredential
+from broker.state.documents import DocumentUnavailable
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
@@ -156,7 +158,11 @@ async def handle_alter(
             mechanism, bytes(upsertion["salt"]), bytes(upsertion["salted_password"]), upsertion["iterations"]
         )
     if upserts or deletions:
-        await store.apply(upserts, deletions)
+        try:
+            await store.apply(upserts, deletions)
+        except DocumentUnavailable as exc:
+            for name, _ in (*upserts, *deletions):
+                errors[name] = (ErrorCode.REQUEST_TIMED_OUT, str(exc))
     results = [_result(name, *errors[name]) if name in errors else _result(name) for name in counts]
     return {"throttle_time_ms": 0, "results": results}
 

@@ -39,7 +39,7 @@ from broker.services.quotas.quota_manager import ClientQuotas
 from broker.services.quotas.quota_rate import Windows
 from broker.services.replication.manager import ReplicaManager
 from broker.services.replication.ports import ClusterPorts
-from broker.services.security.acl_store import AclStore, open_acl_store
+from broker.services.security.acl_store import ACL_FILE, AclStore, open_acl_store
 from broker.services.security.authorizer import Authorizer
 from broker.services.security.listener_security import build_listener_security
 from broker.services.security.scram_store import ScramCredentialStore
@@ -131,13 +131,15 @@ class Broker:
         # ACLs, credentials, quotas, subscriptions, dynamic configs: files of a single node, or
         # shared by every broker of a cluster through etcd (broker/state/documents.py).
         self.documents: Documents = self.cluster.documents if self.cluster else DataDirectory(self.data_dir)
-        self.acls: AclStore | None = open_acl_store(config, self.data_dir)
+        self.acls: AclStore | None = open_acl_store(config, self.documents.open(ACL_FILE))
         self.authorizer: Authorizer | None = self.acls.authorizer if self.acls else None
         self.partitions = PartitionStore(
             config, self.topics, clock, [str(d) for d in dirs], create_missing=self.cluster is None
         )
         self.producer_ids = ProducerIdAllocator(self.data_dir)
-        self.scram_credentials = ScramCredentialStore(self.data_dir)
+        self.scram_credentials: ScramCredentialStore = ScramCredentialStore(
+            self.documents.open(ScramCredentialStore.FILE_NAME, mode=ScramCredentialStore.FILE_MODE)
+        )
         self.appends = AppendNotifier()
         self.metrics = BrokerMetrics()
         self.fetch_sessions = FetchSessionCache(
@@ -151,7 +153,7 @@ class Broker:
             max(1, config.get_int("quota.window.num")),
             max(1, config.get_int("quota.window.size.seconds")) * 1000,
         )
-        self.quotas = ClientQuotas(QuotaStore(self.data_dir), windows, clock)
+        self.quotas = ClientQuotas(QuotaStore(self.documents.open(QuotaStore.FILE_NAME)), windows, clock)
         self.client_telemetry = ClientTelemetry(
             SubscriptionStore(self.data_dir), config.get_int("telemetry.max.bytes"), clock
         )

@@ -1,9 +1,9 @@
-"""Client quotas as set by AlterClientQuotas, kept durably in the data directory.
+"""Client quotas as set by AlterClientQuotas, kept durably in a document.
 
 Kafka's controller keeps quota records in its metadata log (``ClientQuotaControlManager``);
-a single Odradek node keeps the same map, entity -> {key: value}, in
-``<log.dir>/client-quotas.json``, replaced atomically (temporary file, fsync, rename,
-directory fsync) on every change and read back at start-up.
+Odradek keeps the same map, entity -> {key: value}, in the ``client-quotas.json`` document
+(``broker.state.documents``): a file of a single node's data directory, or one etcd key every
+broker of a cluster watches, so all enforce the same quotas.  Every change rewrites it whole.
 
 An entity is a set of (type, name) components; a ``None`` name is the type's default entity
 (``--entity-default``).  Validation follows the controller, with its messages: the entity
@@ -12,7 +12,7 @@ each combination accepts and their types (LONG byte rates, DOUBLE percentages an
 connection rates).  Describe matching follows Kafka's ``ClientQuotasImage.describe``.
 
 Kafka bounds neither the entities nor one request's alterations; every change here rewrites the
-whole file, so both are bounded (:data:`MAX_ENTITIES`, :data:`MAX_STORED_BYTES`,
+whole document, so both are bounded (:data:`MAX_ENTITIES`, :data:`MAX_STORED_BYTES`,
 :data:`MAX_ALTERATIONS`).
 """
 
@@ -20,18 +20,18 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypedDict
 
-import trio
-
-from log.checkpoint import write_atomically
+from broker.state.documents import Document, DocumentUnavailable
 from log.config import LONG_MAX
 from wire.error_codes import ErrorCode
 from wire.primitives import INT32_MAX
+
+log = logging.getLogger(__name__)
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 PRODUCER_BYTE_RATE = "producer_byte_rate"
@@ -51,9 +51,9 @@ USER_CLIENT_KEYS = {
 IP_KEYS = {CONNECTION_CREATION_RATE: _INT}
 
 MAX_ENTITIES = 100_000
-"""Odradek-specific: entities holding quotas (the file is rewritten on each change)."""
+"""Odradek-specific: entities holding quotas (the document is rewritten on each change)."""
 MAX_STORED_BYTES = 16 << 20
-"""Odradek-specific: the quota file's size (names are up to 32 KiB each)."""
+"""Odradek-specific: the quota document's size (names are up to 32 KiB each)."""
 MAX_ALTERATIONS = 10_000
 """Kafka's controller bound for one operation (``MAX_RECORDS_PER_USER_OP``), per request."""
 
@@ -170,23 +170,46 @@ def alteration_of(entry: Mapping[str, Any]) -> Alteration:
     return Alteration(entity, changes)
 
 
+Quotas = dict[Entity, dict[str, float]]
+
+
+def encode_quotas(quotas: Quotas) -> bytes:
+    document = {
+        "entities": [
+            {"entity": [list(component) for component in entity], "values": values}
+            for entity, values in quotas.items()
+        ]
+    }
+    return json.dumps(document, indent=1).encode()
+
+
+def decode_quotas(data: bytes | None) -> Quotas:
+    """The stored quotas (None: none yet); malformed content raises ValueError."""
+    if data is None:
+        return {}
+    try:
+        return {
+            tuple(sorted((t, n) for t, n in saved["entity"])): {
+                k: float(v) for k, v in saved["values"].items()
+            }
+            for saved in json.loads(data)["entities"]
+        }
+    except (TypeError, KeyError, AttributeError) as exc:
+        raise ValueError(f"malformed client quotas ({exc!r})") from exc
+
+
 class QuotaStore:
-    """Quota values by entity; ``version`` is bumped on every change so lookups cache safely."""
+    """Quota values by entity; ``version`` is bumped on every change so lookups cache safely,
+    and ``on_change`` callbacks run after it (a change may come from another broker)."""
 
     FILE_NAME = "client-quotas.json"
 
-    def __init__(self, directory: Path) -> None:
-        self._path = directory / self.FILE_NAME
-        self._quotas: dict[Entity, dict[str, float]] = {}
-        self._writing = trio.Lock()
-        self._stored_bytes = 0
+    def __init__(self, document: Document) -> None:
+        self._document = document
+        self._quotas = decode_quotas(document.current())
         self.version = 0
-        if self._path.exists():
-            data = self._path.read_bytes()
-            self._stored_bytes = len(data)
-            for saved in json.loads(data)["entities"]:
-                entity = tuple(sorted((t, n) for t, n in saved["entity"]))
-                self._quotas[entity] = {k: float(v) for k, v in saved["values"].items()}
+        self.on_change: list[Callable[[], None]] = []
+        document.listen(self._adopt)
 
     def __len__(self) -> int:
         return len(self._quotas)
@@ -200,11 +223,20 @@ class QuotaStore:
         return None if values is None else values.get(key)
 
     async def apply(self, alterations: list[Alteration]) -> None:
-        """Make the changes and store them durably (in a worker thread); past the bounds
+        """Make the changes and store them; they are enforced once stored.  Past the bounds
         (:data:`MAX_ENTITIES`, :data:`MAX_STORED_BYTES`) nothing changes.  Changes never
-        interleave."""
-        async with self._writing:
-            updated = {entity: dict(values) for entity, values in self._quotas.items()}
+        interleave, and each applies to the quotas stored before it (in a cluster, maybe
+        another broker's newer ones)."""
+
+        def change(data: bytes | None) -> bytes:
+            try:
+                updated = decode_quotas(data)
+            except ValueError as exc:  # overwriting what cannot be read would lose every quota
+                raise DocumentUnavailable(
+                    f"the stored client quotas ({self._document.name}) cannot be read ({exc}); "
+                    "restore them, then retry"
+                ) from exc
+            stored_entities = len(updated)
             for alteration in alterations:
                 values = updated.setdefault(alteration.entity, {})
                 for key, value in alteration.changes.items():
@@ -214,26 +246,38 @@ class QuotaStore:
                         values[key] = value
                 if not values:
                     del updated[alteration.entity]
-            if len(updated) > max(MAX_ENTITIES, len(self._quotas)):
+            if len(updated) > max(MAX_ENTITIES, stored_entities):
                 raise QuotaError(
                     f"This broker keeps quotas for at most {MAX_ENTITIES} entities (Odradek-specific)",
                     ErrorCode.POLICY_VIOLATION,
                 )
-            document = {
-                "entities": [
-                    {"entity": [list(component) for component in entity], "values": values}
-                    for entity, values in updated.items()
-                ]
-            }
-            data = json.dumps(document, indent=1).encode()
-            if len(data) > max(MAX_STORED_BYTES, self._stored_bytes):
+            encoded = encode_quotas(updated)
+            if len(encoded) > max(MAX_STORED_BYTES, len(data or b"")):
                 raise QuotaError(
                     f"Client quotas would take more than {MAX_STORED_BYTES} bytes (Odradek-specific)",
                     ErrorCode.POLICY_VIOLATION,
                 )
-            await trio.to_thread.run_sync(write_atomically, str(self._path), data)
-            self._quotas, self._stored_bytes = updated, len(data)
-            self.version += 1
+            return encoded
+
+        await self._document.replace(change)
+
+    def _adopt(self, data: bytes | None) -> None:
+        """Enforce the document's new quotas; unreadable ones (another broker's) change nothing."""
+        try:
+            quotas = decode_quotas(data)
+        except ValueError as exc:
+            log.error(
+                "the new %s cannot be read (%s); the quotas read before stay in force",
+                self._document.name,
+                exc,
+            )
+            return
+        if quotas == self._quotas:
+            return
+        self._quotas = quotas
+        self.version += 1
+        for changed in self.on_change:
+            changed()
 
     def describe(
         self, components: list[FilterComponent], strict: bool

@@ -13,6 +13,7 @@ from broker.services.security.acl_model import PatternType as P
 from broker.services.security.acl_model import ResourceType as R
 from broker.services.security.acl_store import ACL_FILE, decode_acls, encode_acls, open_acl_store
 from broker.services.security.authorizer import STANDARD_AUTHORIZER, Authorizer, parse_super_users
+from broker.state.documents import FileDocument
 
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
 ALICE, BOB = "User:alice", "User:bob"
@@ -213,7 +214,7 @@ def test_stored_acls_round_trip_and_refuse_garbage() -> None:
 def test_start_up_refuses_an_unknown_authorizer_or_an_unreadable_acl_file(tmp_path: Path) -> None:
     def store(class_name: str) -> object:
         config = BrokerConfig.load(overrides={"authorizer.class.name": class_name}, environ={})
-        return open_acl_store(config, tmp_path)
+        return open_acl_store(config, FileDocument(tmp_path / ACL_FILE))
 
     assert store("") is None
     with pytest.raises(SystemExit, match="AclAuthorizer is not supported"):

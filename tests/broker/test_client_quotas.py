@@ -10,6 +10,7 @@ import trio
 
 from broker.services.quotas.quota_manager import ClientQuotas
 from broker.services.quotas.quota_rate import Rate, TokenBucket, Windows
+from broker.state.documents import FileDocument
 from broker.state.quota_store import Alteration, QuotaStore
 
 KAFKA_WINDOWS = Windows(samples=11, size_ms=1000)
@@ -39,10 +40,14 @@ def test_samples_older_than_every_window_are_forgotten() -> None:
     assert rate.measure(11_000) == (0.0, 10_000)
 
 
+def quota_store(tmp_path: Path) -> QuotaStore:
+    return QuotaStore(FileDocument(tmp_path / QuotaStore.FILE_NAME))
+
+
 def quotas(tmp_path: Path, *entries: tuple[dict[str, str | None], str, float]) -> ClientQuotas:
-    manager = ClientQuotas(QuotaStore(tmp_path), KAFKA_WINDOWS, lambda: 0)  # all at one instant
+    manager = ClientQuotas(quota_store(tmp_path), KAFKA_WINDOWS, lambda: 0)  # all at one instant
     trio.run(
-        manager.alter,
+        manager.store.apply,
         [Alteration(tuple(sorted(entity.items())), {key: value}) for entity, key, value in entries],
     )
     return manager
@@ -108,7 +113,7 @@ def test_request_time_is_a_percentage_throttled_at_most_one_window(tmp_path: Pat
 
 def test_quotas_are_read_back_from_the_data_directory(tmp_path: Path) -> None:
     quotas(tmp_path, ({"user": "alice"}, "request_percentage", 12.5))
-    reopened = QuotaStore(tmp_path)
+    reopened = quota_store(tmp_path)
     assert reopened.value((("user", "alice"),), "request_percentage") == 12.5
     assert reopened.keys() == {"request_percentage"}
 

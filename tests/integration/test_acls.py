@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from broker.client.admin_client import KafkaConnection
+from broker.services.security.acl_model import AclOperation, AclPermissionType, PatternType, ResourceType
 from compat_tests.kit.broker_process import OdradekProcess
 from compat_tests.kit.drivers.admin import Acl
 from compat_tests.kit.drivers.base import ClientError, ErrorKind
@@ -146,3 +148,70 @@ def test_offset_for_leader_epoch_trusts_cluster_action(open_broker: OdradekProce
             None
         ]
         assert leader_epoch_errors(open_broker.bootstrap, topic) == [ErrorCode.TOPIC_AUTHORIZATION_FAILED]
+
+
+def test_changes_that_cannot_be_stored_are_answered_request_timed_out(open_broker: OdradekProcess) -> None:
+    """What Kafka answers when its controller cannot commit in time, for ACLs, SCRAM
+    credentials and client quotas alike; the broker serves on and takes them once it can."""
+    blocked = [
+        open_broker.data_dir / f"{name}.tmp"
+        for name in ("acls.json", "scram-credentials.json", "client-quotas.json")
+    ]
+    for path in blocked:
+        path.mkdir()  # where each document's new content would be written first
+    acl = {
+        "resource_type": ResourceType.TOPIC,
+        "resource_name": "t",
+        "resource_pattern_type": PatternType.LITERAL,
+        "principal": "User:bob",
+        "host": "*",
+        "operation": AclOperation.READ,
+        "permission_type": AclPermissionType.ALLOW,
+    }
+    every_acl = {
+        "resource_type_filter": ResourceType.ANY,
+        "resource_name_filter": None,
+        "pattern_type_filter": PatternType.ANY,
+        "principal_filter": None,
+        "host_filter": None,
+        "operation": AclOperation.ANY,
+        "permission_type": AclPermissionType.ANY,
+    }
+    upsertion = {
+        "name": "bob",
+        "mechanism": 1,
+        "iterations": 4096,
+        "salt": b"s" * 16,
+        "salted_password": b"p" * 32,
+    }
+    quota = {
+        "entity": [{"entity_type": "user", "entity_name": "bob"}],
+        "ops": [{"key": "producer_byte_rate", "value": 1000.0, "remove": False}],
+    }
+
+    def timed_out(result: dict[str, Any]) -> bool:
+        return (
+            result["error_code"] == ErrorCode.REQUEST_TIMED_OUT
+            and "cannot be written" in result["error_message"]
+        )
+
+    with KafkaConnection(open_broker.bootstrap) as connection:
+        created = connection.request(
+            ApiKey.CREATE_ACLS, 2, {"creations": [acl, {**acl, "resource_name": ""}]}
+        )
+        assert timed_out(created["results"][0])
+        assert created["results"][1]["error_code"] == ErrorCode.INVALID_REQUEST
+        deleted = connection.request(ApiKey.DELETE_ACLS, 2, {"filters": [every_acl]})
+        assert timed_out(deleted["filter_results"][0])
+        altered = connection.request(
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, {"deletions": [], "upsertions": [upsertion]}
+        )
+        assert timed_out(altered["results"][0])
+        quotas = connection.request(
+            ApiKey.ALTER_CLIENT_QUOTAS, 1, {"entries": [quota], "validate_only": False}
+        )
+        assert timed_out(quotas["entries"][0])
+        for path in blocked:
+            path.rmdir()
+        created = connection.request(ApiKey.CREATE_ACLS, 2, {"creations": [acl]})
+        assert created["results"] == [{"error_code": ErrorCode.NONE, "error_message": None}]

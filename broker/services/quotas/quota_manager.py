@@ -39,7 +39,6 @@ from broker.state.quota_store import (
     PRODUCER_BYTE_RATE,
     REQUEST_PERCENTAGE,
     USER,
-    Alteration,
     Entity,
     QuotaStore,
 )
@@ -95,13 +94,11 @@ class ClientQuotas:
         self._limits: dict[tuple[str, str, str], tuple[Tags, float] | None] = {}
         self.enabled: frozenset[str] = frozenset()
         self._refresh()
-
-    async def alter(self, alterations: list[Alteration]) -> None:
-        """Store the changes durably, then enforce them."""
-        await self.store.apply(alterations)
-        self._refresh()
+        store.on_change.append(self._refresh)
 
     def _refresh(self) -> None:
+        """Enforce the store's quotas from now on (they may have changed through another broker):
+        the keys they hold, and no limit looked up under the ones before."""
         self._limits.clear()
         self.enabled = self.store.keys()
 
