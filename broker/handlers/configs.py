@@ -6,7 +6,9 @@ value, the cluster-wide dynamic default, the static one), else the default (DEFA
 and with ``include_synonyms`` the whole chain.  BROKER resources are this node (``"1"``) or
 the cluster-wide default (``""``); every key Kafka lets change at runtime
 (``broker/config/kafka_dynamic_keys.py``) changes here too, with Kafka's checks and messages, and is
-kept in the data directory (:mod:`broker.config.config.dynamic_config`); those Odradek applies
+kept in a document (:mod:`broker.state.dynamic_config_store`: a single node's file, or shared by
+every broker of a cluster; one that cannot take a change now answers REQUEST_TIMED_OUT, as Kafka
+does when its controller does not commit a change in time); those Odradek applies
 (``LIVE_BROKER_KEYS``) take effect at once (:mod:`broker.config.config.broker_config_view` shows them).  GROUP resources (type 32) carry KIP-848 group
 configs (:mod:`broker.config.config.group_configs`).
 """
@@ -27,12 +29,7 @@ from broker.config.config_defs import (
     ConfigType,
 )
 from broker.config.dynamic_config import DEFAULT_ENTITY, DynamicConfigError
-from broker.config.group_configs import (
-    GROUP_CONFIGS,
-    MAX_CONFIGURED_GROUPS,
-    check_group_configs,
-    group_overrides,
-)
+from broker.config.group_configs import GROUP_CONFIGS
 from broker.config.kafka_dynamic_keys import DYNAMIC_KEYS
 from broker.requests.acl_checks import config_refusal
 from broker.requests.api_support import Served
@@ -45,6 +42,7 @@ from broker.services.telemetry.client_metrics_resources import (
     replace_client_metrics,
 )
 from broker.services.topic_admin import TopicError, set_topic_configs_async, validate_configs
+from broker.state.documents import DocumentUnavailable
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
@@ -337,31 +335,22 @@ async def alter_topic(ctx: RequestContext, name: str, changes: Changes, commit: 
 
 
 async def alter_broker(ctx: RequestContext, name: str, changes: Changes, commit: bool) -> None:
-    """Change the cluster-wide default (``name == ""``) or this node's dynamic layer, live."""
-    broker = ctx.broker
-    dynamic = broker.dynamic_configs
-    updated = updated_configs(BROKER, dynamic.layer(name), changes, BROKER_KEY_TYPES)
-    dynamic.candidate(broker.config, name, updated)
-    if commit:
-        dynamic.commit(broker.config, name, updated)
-        broker.partitions.reconfigure_all()
+    """Change the cluster-wide default (``name == ""``) or this node's dynamic layer; it applies
+    once stored (in a cluster, on every broker)."""
+    await ctx.broker.dynamic_configs.alter_broker(
+        name,
+        lambda current: updated_configs(BROKER, current, changes, BROKER_KEY_TYPES),
+        validate_only=not commit,
+    )
 
 
 async def alter_group(ctx: RequestContext, name: str, changes: Changes, commit: bool) -> None:
     """Change a group's KIP-848 configs; its next heartbeat uses them."""
-    broker = ctx.broker
-    groups = broker.dynamic_configs.groups
-    updated = updated_configs(GROUP, groups.get(name, {}), changes, GROUP_CONFIGS)
-    check_group_configs(broker.config, updated)
-    if updated and name not in groups and len(groups) >= MAX_CONFIGURED_GROUPS:
-        raise DynamicConfigError(
-            f"At most {MAX_CONFIGURED_GROUPS} groups may have configs; delete some group's configs first",
-            ErrorCode.POLICY_VIOLATION,
-        )
-    if commit:
-        broker.dynamic_configs.commit_group(name, updated)
-        if broker.coordinator is not None:
-            broker.coordinator.consumer.group_configs[name] = group_overrides(updated)
+    await ctx.broker.dynamic_configs.alter_group(
+        name,
+        lambda current: updated_configs(GROUP, current, changes, GROUP_CONFIGS),
+        validate_only=not commit,
+    )
 
 
 async def alter_broker_logger(ctx: RequestContext, name: str, changes: Changes, commit: bool) -> None:
@@ -385,8 +374,8 @@ async def alter(
     if kind == CLIENT_METRICS:
         store = ctx.broker.client_telemetry.store
         if isinstance(changes, Replacement):
-            return replace_client_metrics(store, name, changes.configs, validate_only)
-        return alter_client_metrics(store, name, changes, validate_only)
+            return await replace_client_metrics(store, name, changes.configs, validate_only)
+        return await alter_client_metrics(store, name, changes, validate_only)
     result: AlterConfigsResponseResponses = {
         "resource_type": kind,
         "resource_name": name,
@@ -403,6 +392,8 @@ async def alter(
             problem = exc.code, exc.message
         except DynamicConfigError as exc:
             problem = exc.code, str(exc)
+        except DocumentUnavailable as exc:  # as Kafka answers a change its controller did not commit in time
+            problem = ErrorCode.REQUEST_TIMED_OUT, str(exc)
     if problem is not None:
         result["error_code"], result["error_message"] = problem
     return result

@@ -19,7 +19,6 @@ from pathlib import Path
 import trio
 
 from broker.config.config import BrokerConfig, Listener
-from broker.config.dynamic_config import DynamicConfigs
 from broker.handlers import load_handlers
 from broker.network.accept import ConnectionLimits, accept_loop, default_max_connections
 from broker.network.bind_failure import bind_failure
@@ -39,7 +38,7 @@ from broker.services.quotas.quota_manager import ClientQuotas
 from broker.services.quotas.quota_rate import Windows
 from broker.services.replication.manager import ReplicaManager
 from broker.services.replication.ports import ClusterPorts
-from broker.services.security.acl_store import ACL_FILE, AclStore, open_acl_store
+from broker.services.security.acl_store import AclStore, open_acl_store
 from broker.services.security.authorizer import Authorizer
 from broker.services.security.listener_security import build_listener_security
 from broker.services.security.scram_store import ScramCredentialStore
@@ -52,6 +51,7 @@ from broker.services.telemetry.client_metrics_manager import ClientTelemetry
 from broker.services.telemetry.client_software import ClientSoftware
 from broker.state.client_metrics_store import SubscriptionStore
 from broker.state.documents import DataDirectory, Documents
+from broker.state.dynamic_config_store import DynamicConfigStore
 from broker.state.producer_id_allocator import ProducerIdAllocator
 from broker.state.quota_store import QuotaStore
 from broker.state.topic_registry import TopicRegistry
@@ -119,8 +119,6 @@ class Broker:
         for directory in dirs:
             directory.mkdir(parents=True, exist_ok=True)
         self.data_dir = dirs[0]
-        self.dynamic_configs = DynamicConfigs.load(self.data_dir)
-        self.dynamic_configs.apply_at_start(config)
         self.cluster_id, self.directory_id = _load_identity(
             self.data_dir, self.node_id, config.get("cluster.id")
         )
@@ -131,15 +129,17 @@ class Broker:
         # ACLs, credentials, quotas, subscriptions, dynamic configs: files of a single node, or
         # shared by every broker of a cluster through etcd (broker/state/documents.py).
         self.documents: Documents = self.cluster.documents if self.cluster else DataDirectory(self.data_dir)
-        self.acls: AclStore | None = open_acl_store(config, self.documents.open(ACL_FILE))
+        # Under ``config`` from here on a single node; a cluster's arrive with its metadata, which
+        # ``ClusterNode.start`` loads before the listeners serve.
+        self.dynamic_configs = DynamicConfigStore(self.documents.open(DynamicConfigStore.FILE_NAME), config)
+        self.acls: AclStore | None = open_acl_store(config, self.data_dir)
         self.authorizer: Authorizer | None = self.acls.authorizer if self.acls else None
         self.partitions = PartitionStore(
             config, self.topics, clock, [str(d) for d in dirs], create_missing=self.cluster is None
         )
+        self.dynamic_configs.on_change.append(self.partitions.reconfigure_all)  # new log defaults
         self.producer_ids = ProducerIdAllocator(self.data_dir)
-        self.scram_credentials: ScramCredentialStore = ScramCredentialStore(
-            self.documents.open(ScramCredentialStore.FILE_NAME, mode=ScramCredentialStore.FILE_MODE)
-        )
+        self.scram_credentials = ScramCredentialStore(self.data_dir)
         self.appends = AppendNotifier()
         self.metrics = BrokerMetrics()
         self.fetch_sessions = FetchSessionCache(
@@ -153,9 +153,11 @@ class Broker:
             max(1, config.get_int("quota.window.num")),
             max(1, config.get_int("quota.window.size.seconds")) * 1000,
         )
-        self.quotas = ClientQuotas(QuotaStore(self.documents.open(QuotaStore.FILE_NAME)), windows, clock)
+        self.quotas = ClientQuotas(QuotaStore(self.data_dir), windows, clock)
         self.client_telemetry = ClientTelemetry(
-            SubscriptionStore(self.data_dir), config.get_int("telemetry.max.bytes"), clock
+            SubscriptionStore(self.documents.open(SubscriptionStore.FILE_NAME)),
+            config.get_int("telemetry.max.bytes"),
+            clock,
         )
         self.served: dict[ApiKey, Served] = load_handlers()
         self.supported: dict[ApiKey, ApiSupport] = supported_apis(self.served)

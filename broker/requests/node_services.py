@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from broker.config.config import BrokerConfig, Listener
-    from broker.config.dynamic_config import DynamicConfigs
     from broker.requests.api_ranges import ApiSupport
     from broker.services.cluster.node import ClusterNode
     from broker.services.metrics import BrokerMetrics
@@ -31,6 +30,7 @@ if TYPE_CHECKING:
     from broker.services.storage.partitions import PartitionStore
     from broker.services.telemetry.client_metrics_manager import ClientTelemetry
     from broker.services.telemetry.client_software import ClientSoftware
+    from broker.state.dynamic_config_store import DynamicConfigStore
     from broker.state.producer_id_allocator import ProducerIdAllocator
     from broker.state.topic_registry import TopicRegistry
     from coordinator.coordinator import GroupCoordinator
@@ -43,14 +43,14 @@ if TYPE_CHECKING:
 class NodeServices(Protocol):
     """The node as requests see it."""
 
-    # Who this node is, and its settings (some change live: ``DynamicConfigs``).
+    # Who this node is, and its settings (some change live: ``DynamicConfigStore``).
     config: BrokerConfig
     clock: Clock
     node_id: int
     cluster_id: str
     directory_id: str
     data_dir: Path
-    dynamic_configs: DynamicConfigs
+    dynamic_configs: DynamicConfigStore
     listener_security: dict[str, ListenerSecurity]
     # Topics and their partition logs: appends, reads, durability, replication.
     topics: TopicRegistry

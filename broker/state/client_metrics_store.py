@@ -1,13 +1,13 @@
-"""The client metrics subscriptions of this broker, kept durably in its data directory.
+"""The client metrics subscriptions, kept durably in a document.
 
-Kafka keeps CLIENT_METRICS config resources in its metadata log; a single Odradek node keeps
-them in ``<log.dir>/odradek-client-metrics.json``, replaced atomically (temporary file, fsync,
-rename, directory fsync) on every change, so a crash leaves the old or the new set and an
-acknowledged change survives a power cut.  The values are stored as the operator gave them
-and parsed again at start-up.
+Kafka keeps CLIENT_METRICS config resources in its metadata log; Odradek keeps them in the
+``odradek-client-metrics.json`` document (:mod:`broker.state.documents`): a file in a single
+node's data directory, or one etcd key every broker of a cluster watches, so every broker offers
+clients the same subscriptions.  The values are stored as the operator gave them and parsed
+again wherever the document is read.
 
 Kafka bounds neither the number of subscriptions nor their size.  Here every change rewrites
-the whole file and every new client instance is matched against every subscription, so both
+the whole document and every new client instance is matched against every subscription, so both
 are bounded (:data:`MAX_SUBSCRIPTIONS`, :data:`MAX_STORED_BYTES`); a change that would pass
 them is refused with POLICY_VIOLATION and nothing is stored.
 """
@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
-from pathlib import Path
+from collections.abc import Callable, Mapping
+from functools import partial
 
 from broker.config.client_metrics_config import (
     ClientMetricsConfigError,
     Subscription,
     parse_subscription,
 )
-from log.checkpoint import write_atomically
+from broker.state.documents import Document, DocumentUnavailable
 from wire.error_codes import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,11 @@ log = logging.getLogger(__name__)
 MAX_SUBSCRIPTIONS = 1024
 """Odradek-specific: each new client instance is matched against every subscription."""
 MAX_STORED_BYTES = 1 << 20
-"""Odradek-specific: the names and values stored (as JSON), all rewritten on each change."""
+"""Odradek-specific: the document's size (it is rewritten whole on each change)."""
+
+Values = dict[str, str]
+Update = Callable[[Values], Values]
+"""A subscription's new keys from its current ones (none: it is removed)."""
 
 
 class SubscriptionStore:
@@ -40,82 +44,108 @@ class SubscriptionStore:
 
     FILE_NAME = "odradek-client-metrics.json"
 
-    def __init__(self, directory: Path) -> None:
-        self._path = directory / self.FILE_NAME
-        self._values: dict[str, dict[str, str]] = {}
+    def __init__(self, document: Document) -> None:
+        self._document = document
+        self._values: dict[str, Values] = {}
         self._parsed: dict[str, Subscription] = {}
-        self._stored_bytes = 0  # the entries' share of the file, kept as they change
         self.version = 0
         """Bumped on every change, so client instances know to match again (Kafka's
         ``subscriptionUpdateVersion``)."""
-        if self._path.exists():
-            document = json.loads(self._path.read_text(encoding="utf-8"))
-            for name, values in document.get("subscriptions", {}).items():
-                self._values[name] = dict(values)
-                self._parsed[name] = parse_subscription(name, values)
-                self._stored_bytes += _entry_bytes(name, values)
+        self._adopt(document.current())
+        document.listen(self._adopt)
 
     def names(self) -> list[str]:
         return sorted(self._values)
 
-    def values(self, name: str) -> dict[str, str]:
+    def values(self, name: str) -> Values:
         """The keys set on ``name`` (empty for a subscription that does not exist)."""
         return dict(self._values.get(name, {}))
 
     def subscriptions(self) -> list[Subscription]:
         return list(self._parsed.values())
 
-    def check(self, name: str, values: Mapping[str, str]) -> Subscription | None:
-        """Validate ``values`` as the new content of ``name``; None when they remove it."""
-        if not values:
-            parse_subscription(name, values)  # still refuses an empty name
-            return None
-        subscription = parse_subscription(name, values)
-        if name not in self._values and len(self._values) >= MAX_SUBSCRIPTIONS:
-            raise ClientMetricsConfigError(
-                ErrorCode.POLICY_VIOLATION,
-                f"This broker keeps at most {MAX_SUBSCRIPTIONS} client metrics subscriptions "
-                "(Odradek-specific); delete one first",
-            )
-        if self._stored_bytes_with(name, values) > MAX_STORED_BYTES:
+    async def alter(self, name: str, update: Update, *, validate_only: bool = False) -> None:
+        """Store ``update`` of ``name``'s keys (checked as Kafka does, then by the bounds); it
+        applies to the keys stored before it (in a cluster, maybe another broker's newer ones)."""
+        change = partial(self._change, name, update)
+        if validate_only:
+            change(self._document.current())
+        else:
+            await self._document.replace(change)
+
+    def _change(self, name: str, update: Update, current: bytes | None) -> bytes:
+        try:
+            stored = _decode(current)
+        except ValueError as exc:  # overwriting what cannot be read would lose every subscription
+            raise DocumentUnavailable(
+                f"the stored client metrics subscriptions ({self._document.name}) cannot be read "
+                f"({exc}); restore them, then retry"
+            ) from exc
+        values = update(stored.pop(name, {}))
+        parse_subscription(name, values)  # also refuses an empty name when removing
+        if values:
+            if len(stored) >= MAX_SUBSCRIPTIONS:
+                raise ClientMetricsConfigError(
+                    ErrorCode.POLICY_VIOLATION,
+                    f"This broker keeps at most {MAX_SUBSCRIPTIONS} client metrics subscriptions "
+                    "(Odradek-specific); delete one first",
+                )
+            stored[name] = values
+        encoded = _encode(stored)
+        # A document already past the bound (an older Odradek counted only the entries) may shrink.
+        if len(encoded) > max(MAX_STORED_BYTES, len(current or b"")):
             raise ClientMetricsConfigError(
                 ErrorCode.POLICY_VIOLATION,
                 f"Client metrics subscriptions would take more than {MAX_STORED_BYTES} bytes "
                 "(Odradek-specific)",
             )
-        return subscription
+        return encoded
 
-    def put(self, name: str, values: Mapping[str, str]) -> None:
-        """Store ``values`` as ``name``'s keys (validated by :meth:`check`); none deletes it.
-
-        The file is written first: a disk error leaves both it and this store as they were.
-        """
-        subscription = self.check(name, values)
-        if subscription is None and name not in self._values:
+    def _adopt(self, content: bytes | None) -> None:
+        """Offer the document's subscriptions; content that cannot be read or holds one Kafka
+        would refuse (another broker's, a hand-edited file) changes nothing."""
+        try:
+            stored = _decode(content)
+            parsed = {  # an unchanged subscription keeps its compiled patterns
+                name: self._parsed[name]
+                if self._values.get(name) == values
+                else parse_subscription(name, values)
+                for name, values in stored.items()
+            }
+        except (ValueError, ClientMetricsConfigError) as exc:
+            log.error(
+                "the new %s cannot be used (%s); the client metrics subscriptions read before stay",
+                self._document.name,
+                exc,
+            )
             return
-        stored = {key: value for key, value in self._values.items() if key != name}
-        if subscription is not None:
-            stored[name] = dict(values)
-        write_atomically(str(self._path), self._document(stored))
-        self._stored_bytes = self._stored_bytes_with(name, values)
-        self._values = stored
-        if subscription is None:
-            del self._parsed[name]
-            log.info("removed client metrics subscription %r", name)
-        else:
-            self._parsed[name] = subscription
-            log.info("client metrics subscription %r is now %s", name, dict(values))
+        changed = sorted(
+            name for name in stored.keys() | self._values.keys() if stored.get(name) != self._values.get(name)
+        )
+        if not changed:
+            return
+        for name in changed:
+            if name in stored:
+                log.info("client metrics subscription %r is now %s", name, stored[name])
+            else:
+                log.info("removed client metrics subscription %r", name)
+        self._values, self._parsed = stored, parsed
         self.version += 1
 
-    def _stored_bytes_with(self, name: str, values: Mapping[str, str]) -> int:
-        """The entries' bytes once ``name`` holds ``values`` (none: once it is gone)."""
-        current = _entry_bytes(name, self._values[name]) if name in self._values else 0
-        return self._stored_bytes - current + (_entry_bytes(name, values) if values else 0)
 
-    @staticmethod
-    def _document(values: Mapping[str, Mapping[str, str]]) -> bytes:
-        return json.dumps({"version": 1, "subscriptions": values}, indent=1, sort_keys=True).encode()
+def _decode(content: bytes | None) -> dict[str, Values]:
+    """The stored subscriptions (None: none yet); malformed content raises ValueError."""
+    if content is None:
+        return {}
+    document = json.loads(content)
+    subscriptions = document.get("subscriptions", {}) if isinstance(document, dict) else None
+    if not isinstance(subscriptions, dict):
+        raise ValueError("no object of subscriptions")
+    for name, values in subscriptions.items():
+        if not isinstance(values, dict) or not all(isinstance(value, str) for value in values.values()):
+            raise ValueError(f"subscription {name!r} is not an object of strings")
+    return subscriptions
 
 
-def _entry_bytes(name: str, values: Mapping[str, str]) -> int:
-    return len(json.dumps({name: values}).encode())
+def _encode(subscriptions: Mapping[str, Values]) -> bytes:
+    return json.dumps({"version": 1, "subscriptions": subscriptions}, indent=1, sort_keys=True).encode()

@@ -4,6 +4,9 @@ the client software table's bound (the broker-level behaviour is in
 
 from __future__ import annotations
 
+import json
+import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,9 +17,10 @@ from broker.config.client_metrics_config import (
     parse_subscription,
 )
 from broker.services.telemetry.client_metrics_manager import ClientIdentity, ClientTelemetry, Offer
+from broker.services.telemetry.client_metrics_resources import alter_client_metrics
 from broker.services.telemetry.client_software import UNKNOWN, ClientSoftware, Software
 from broker.state.client_metrics_store import MAX_STORED_BYTES, MAX_SUBSCRIPTIONS, SubscriptionStore
-from tests.integration.fast_disk import fast_scratch_dir
+from broker.state.documents import DocumentUnavailable, FileDocument
 from wire.error_codes import ErrorCode
 
 
@@ -84,24 +88,32 @@ def test_subscription_ids_depend_on_metrics_interval_and_instance() -> None:
     assert -(2**31) <= base < 2**31
 
 
-def test_the_store_is_bounded_in_count_and_size(tmp_path: Path) -> None:
-    with fast_scratch_dir(tmp_path) as directory:  # a thousand fsynced rewrites: not a disk test
-        check_store_bounds(directory)
+def open_store(directory: Path) -> SubscriptionStore:
+    return SubscriptionStore(FileDocument(directory / SubscriptionStore.FILE_NAME))
 
 
-def check_store_bounds(tmp_path: Path) -> None:
-    store = SubscriptionStore(tmp_path)
-    for number in range(MAX_SUBSCRIPTIONS):
-        store.put(f"s{number}", {"metrics": "m"})
+def keys(values: dict[str, str]) -> Callable[[dict[str, str]], dict[str, str]]:
+    """A change that makes a subscription's keys ``values`` (none: removes it)."""
+    return lambda _current: values
+
+
+async def test_the_store_is_bounded_in_count_and_size(tmp_path: Path) -> None:
+    document = FileDocument(tmp_path / SubscriptionStore.FILE_NAME)
+    store = SubscriptionStore(document)
+    await store.alter("s0", keys({"metrics": "m"}))
+    # The rest at once (a thousand rewrites through the store would take a while).
+    full = {f"s{number}": {"metrics": "m"} for number in range(MAX_SUBSCRIPTIONS)}
+    await document.replace(lambda _: json.dumps({"version": 1, "subscriptions": full}).encode())
+    assert len(store.names()) == MAX_SUBSCRIPTIONS
     with pytest.raises(ClientMetricsConfigError) as too_many:
-        store.put("one-more", {"metrics": "m"})
+        await store.alter("one-more", keys({"metrics": "m"}))
     assert too_many.value.code == ErrorCode.POLICY_VIOLATION
-    store.put("s0", {"metrics": "changed"})  # changing one is still allowed
-    store.put("s1", {})
+    await store.alter("s0", keys({"metrics": "changed"}))  # changing one is still allowed
+    await store.alter("s1", keys({}))
     with pytest.raises(ClientMetricsConfigError) as too_big:
-        store.put("large", {"metrics": "m" * MAX_STORED_BYTES})
+        await store.alter("large", keys({"metrics": "m" * MAX_STORED_BYTES}))
     assert too_big.value.code == ErrorCode.POLICY_VIOLATION
-    reopened = SubscriptionStore(tmp_path)
+    reopened = open_store(tmp_path)
     assert len(reopened.names()) == MAX_SUBSCRIPTIONS - 1
     assert reopened.values("s0") == {"metrics": "changed"} and "large" not in reopened.names()
 
@@ -128,11 +140,11 @@ def test_client_software_is_bounded_in_bytes_too() -> None:
     assert software.of("10.0.0.1:2").name == "c" * 1000 and software.of("10.0.0.1:3").name == "d" * 1000
 
 
-def test_pushes_are_counted_per_instance_on_the_injected_clock(tmp_path: Path) -> None:
+async def test_pushes_are_counted_per_instance_on_the_injected_clock(tmp_path: Path) -> None:
     """What an exporter reads (``instances()``), and the push interval to the millisecond."""
     now = [1_000_000]
-    store = SubscriptionStore(tmp_path)
-    store.put("all", {"metrics": "*", "interval.ms": "1000"})
+    store = open_store(tmp_path)
+    await store.alter("all", keys({"metrics": "*", "interval.ms": "1000"}))
     telemetry = ClientTelemetry(store, 1024, clock=lambda: now[0])
     identity = ClientIdentity("app", "apache-kafka-java", "4.3.1", "127.0.0.1", "50000")
     offer = telemetry.get_subscriptions({"client_instance_id": bytes(16)}, identity)
@@ -153,3 +165,49 @@ def test_pushes_are_counted_per_instance_on_the_injected_clock(tmp_path: Path) -
     assert (instance.counts.pushes, instance.counts.bytes_received) == (1, 5), (
         "an empty push is not a payload"
     )
+
+
+async def test_a_change_through_one_broker_is_offered_by_every_broker_sharing_the_document(
+    tmp_path: Path,
+) -> None:
+    """Two stores over one document play two brokers sharing one etcd key: each offers what the
+    document announces, and only that."""
+    document = FileDocument(tmp_path / SubscriptionStore.FILE_NAME)
+    through, elsewhere = SubscriptionStore(document), SubscriptionStore(document)
+    await through.alter("all", keys({"metrics": "*"}))
+    assert elsewhere.values("all") == {"metrics": "*"} and elsewhere.version == 1
+    await through.alter("all", lambda current: current | {"interval.ms": "1000"})
+    assert [s.interval_ms for s in elsewhere.subscriptions()] == [1000] and elsewhere.version == 2
+    await through.alter("none", keys({}))  # removing what is not there changes nothing
+    assert elsewhere.version == 2
+    assert SubscriptionStore(FileDocument(document.path)).values("all") == {
+        "metrics": "*",
+        "interval.ms": "1000",
+    }
+
+
+async def test_a_bad_document_from_elsewhere_is_logged_and_ignored(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    document = FileDocument(tmp_path / SubscriptionStore.FILE_NAME)
+    store = SubscriptionStore(document)
+    await store.alter("all", keys({"metrics": "*"}))
+    for bad in (b"{not json", b'{"subscriptions": {"fast": {"interval.ms": "1"}}}'):
+        caplog.clear()
+        with caplog.at_level(logging.ERROR):
+            await document.replace(lambda _current, bad=bad: bad)  # another broker's write, say
+        assert "the new odradek-client-metrics.json cannot be used" in caplog.text
+        assert store.names() == ["all"] and store.version == 1
+
+
+async def test_a_document_that_cannot_be_written_changes_nothing(tmp_path: Path) -> None:
+    store = open_store(tmp_path)
+    await store.alter("all", keys({"metrics": "*"}))
+    (tmp_path / f"{SubscriptionStore.FILE_NAME}.tmp").mkdir()  # where the next write would go
+    with pytest.raises(DocumentUnavailable, match="check the disk"):
+        await store.alter("all", keys({}))
+    change = {"name": "metrics", "config_operation": 0, "value": "org.apache"}
+    answer = await alter_client_metrics(store, "other", [change], validate_only=False)
+    assert answer["error_code"] == ErrorCode.REQUEST_TIMED_OUT
+    assert "check the disk" in str(answer["error_message"])
+    assert store.names() == ["all"] and store.version == 1

@@ -91,9 +91,16 @@ def create_group_coordinator(broker: CoordinatorHost) -> GroupCoordinator:
 def install_group_coordinator(broker: CoordinatorHost) -> GroupCoordinator:
     """Set ``broker.coordinator`` and register the task that loads it and drives its timers."""
     coordinator = create_group_coordinator(broker)
-    coordinator.consumer.group_configs.update(
-        (group, group_overrides(configs)) for group, configs in broker.dynamic_configs.groups.items()
-    )
+    stored = broker.dynamic_configs
+
+    def use_group_configs() -> None:
+        """The groups' configs as stored now (in a cluster, maybe changed through another broker)."""
+        group_configs = coordinator.consumer.group_configs
+        group_configs.clear()
+        group_configs.update((group, group_overrides(configs)) for group, configs in stored.groups.items())
+
+    use_group_configs()
+    stored.on_change.append(use_group_configs)
     broker.coordinator = coordinator
     start_coordinator(broker, coordinator, "group coordinator")
     return coordinator

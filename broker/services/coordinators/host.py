@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Protocol
 from broker.services.node_parts import LogsNode
 
 if TYPE_CHECKING:
-    from broker.config.dynamic_config import DynamicConfigs
     from broker.services.cluster.node import ClusterNode
+    from broker.state.dynamic_config_store import DynamicConfigStore
     from broker.state.producer_id_allocator import ProducerIdAllocator
     from coordinator.coordinator import GroupCoordinator
     from coordinator.transactions import TransactionCoordinator
@@ -27,7 +27,7 @@ class CoordinatorHost(MarkedNode, Protocol):
     """What hosting the group and transaction coordinators reads and sets."""
 
     cluster: ClusterNode | None
-    dynamic_configs: DynamicConfigs
+    dynamic_configs: DynamicConfigStore
     producer_ids: ProducerIdAllocator
     transactions: TransactionCoordinator | None
     background_tasks: list[Callable[[], Awaitable[None]]]

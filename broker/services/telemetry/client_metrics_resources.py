@@ -11,12 +11,12 @@ replaces the whole set.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from broker.config.client_metrics_config import KEYS, ClientMetricsConfigError
 from broker.config.config_defs import ConfigSource
-from broker.state.client_metrics_store import SubscriptionStore
+from broker.state.client_metrics_store import SubscriptionStore, Update
+from broker.state.documents import DocumentUnavailable
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
@@ -111,26 +111,29 @@ def _replacement(configs: list[CreateTopicsRequestConfigs]) -> dict[str, str]:
     return replaced
 
 
-def alter_client_metrics(
+async def alter_client_metrics(
     store: SubscriptionStore,
     name: str,
     changes: list[IncrementalAlterConfigsRequestConfigs],
     validate_only: bool,
 ) -> AlterConfigsResponseResponses:
     """One IncrementalAlterConfigs response entry for a subscription; stores the change."""
-    return _alter(store, name, lambda: _incremental(store.values(name), changes), validate_only)
+    return await _alter(store, name, lambda current: _incremental(current, changes), validate_only)
 
 
-def replace_client_metrics(
+async def replace_client_metrics(
     store: SubscriptionStore, name: str, configs: list[CreateTopicsRequestConfigs], validate_only: bool
 ) -> AlterConfigsResponseResponses:
     """One (legacy) AlterConfigs response entry for a subscription; stores the new set."""
-    return _alter(store, name, lambda: _replacement(configs), validate_only)
+    return await _alter(store, name, lambda _: _replacement(configs), validate_only)
 
 
-def _alter(
-    store: SubscriptionStore, name: str, updated: Callable[[], dict[str, str]], validate_only: bool
+async def _alter(
+    store: SubscriptionStore, name: str, update: Update, validate_only: bool
 ) -> AlterConfigsResponseResponses:
+    """The change answered; a document that cannot take it now (etcd unreachable, a cluster's
+    size bound) is REQUEST_TIMED_OUT with what to do, as a change Kafka's controller does not
+    commit in time is."""
     result: AlterConfigsResponseResponses = {
         "resource_type": CLIENT_METRICS,
         "resource_name": name,
@@ -138,12 +141,11 @@ def _alter(
         "error_message": None,
     }
     try:
-        values = updated()
-        if validate_only:
-            store.check(name, values)
-        else:
-            store.put(name, values)
+        await store.alter(name, update, validate_only=validate_only)
     except ClientMetricsConfigError as exc:
         result["error_code"] = exc.code
         result["error_message"] = exc.message
+    except DocumentUnavailable as exc:
+        result["error_code"] = ErrorCode.REQUEST_TIMED_OUT
+        result["error_message"] = str(exc)
     return result
