@@ -38,7 +38,7 @@ from broker.services.quotas.quota_manager import ClientQuotas
 from broker.services.quotas.quota_rate import Windows
 from broker.services.replication.manager import ReplicaManager
 from broker.services.replication.ports import ClusterPorts
-from broker.services.security.acl_store import AclStore, open_acl_store
+from broker.services.security.acl_store import ACL_FILE, AclStore, open_acl_store
 from broker.services.security.authorizer import Authorizer
 from broker.services.security.listener_security import build_listener_security
 from broker.services.security.scram_store import ScramCredentialStore
@@ -132,14 +132,16 @@ class Broker:
         # Under ``config`` from here on a single node; a cluster's arrive with its metadata, which
         # ``ClusterNode.start`` loads before the listeners serve.
         self.dynamic_configs = DynamicConfigStore(self.documents.open(DynamicConfigStore.FILE_NAME), config)
-        self.acls: AclStore | None = open_acl_store(config, self.data_dir)
+        self.acls: AclStore | None = open_acl_store(config, self.documents.open(ACL_FILE))
         self.authorizer: Authorizer | None = self.acls.authorizer if self.acls else None
         self.partitions = PartitionStore(
             config, self.topics, clock, [str(d) for d in dirs], create_missing=self.cluster is None
         )
         self.dynamic_configs.on_change.append(self.partitions.reconfigure_all)  # new log defaults
         self.producer_ids = ProducerIdAllocator(self.data_dir)
-        self.scram_credentials = ScramCredentialStore(self.data_dir)
+        self.scram_credentials: ScramCredentialStore = ScramCredentialStore(
+            self.documents.open(ScramCredentialStore.FILE_NAME, mode=ScramCredentialStore.FILE_MODE)
+        )
         self.appends = AppendNotifier()
         self.metrics = BrokerMetrics()
         self.fetch_sessions = FetchSessionCache(
@@ -153,7 +155,7 @@ class Broker:
             max(1, config.get_int("quota.window.num")),
             max(1, config.get_int("quota.window.size.seconds")) * 1000,
         )
-        self.quotas = ClientQuotas(QuotaStore(self.data_dir), windows, clock)
+        self.quotas = ClientQuotas(QuotaStore(self.documents.open(QuotaStore.FILE_NAME)), windows, clock)
         self.client_telemetry = ClientTelemetry(
             SubscriptionStore(self.documents.open(SubscriptionStore.FILE_NAME)),
             config.get_int("telemetry.max.bytes"),
