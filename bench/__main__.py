@@ -3,7 +3,8 @@
 ``python -m bench scale ...`` runs the many-partitions, many-connections comparison instead
 (``bench.scale``); ``python -m bench replicated ...`` three-broker clusters with RF 3 and
 acks=all (``bench.replicated``); ``python -m bench hostile ...`` a healthy client's latency beside
-hostile connections (``bench.hostile``).
+hostile connections (``bench.hostile``); ``python -m bench rolling-restart`` produce latency while
+a cluster's brokers restart in turn (``bench.rolling_restart``).
 
 Why both brokers in one run: this machine is shared and noisy, so figures from different
 runs do not compare; interleaving the brokers within one run (and --repeat) does. The same
@@ -18,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import NoReturn
 
-from bench import hostile, replicated, scale
+from bench import hostile, replicated, rolling_restart, scale
 from bench.launchers import add_build_option, builds_of, make_launchers, names_of, securities
 from bench.report import add_trial_options, report
 from bench.throughput import Settings, interleave, run_trial
@@ -68,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         return replicated.main(argv[1:])
     if argv[:1] == ["hostile"]:
         return hostile.main(argv[1:])
+    if argv[:1] == ["rolling-restart"]:
+        return rolling_restart.main(argv[1:])
     args = parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-tls-") as certificates:
         return run(args, Path(certificates))

@@ -308,6 +308,12 @@ def wait_until_replicated(cluster: Cluster, topics: Sequence[str]) -> None:
     eventually(replicated, timeout_s=RECOVERY_TIMEOUT_S, interval_s=0.5)
 
 
+def nearest_rank(values: Sequence[float], fraction: float) -> float:
+    """The nearest-rank percentile of ``values`` (0 for none)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered)) - 1))] if ordered else 0.0
+
+
 @dataclass
 class Failovers:
     """Failover times (seconds), one per producer per kill of a leader."""
@@ -315,9 +321,7 @@ class Failovers:
     seconds: list[float] = field(default_factory=list)
 
     def percentile(self, fraction: float) -> float:
-        """Nearest-rank percentile."""
-        ordered = sorted(self.seconds)
-        return ordered[min(len(ordered) - 1, max(0, int(round(fraction * len(ordered))) - 1))]
+        return nearest_rank(self.seconds, fraction)
 
     def __str__(self) -> str:
         if not self.seconds:

@@ -26,6 +26,7 @@ from compat_tests.chaos import (
     ConfluentChaosProducer,
     GroupConsumer,
     Workload,
+    nearest_rank,
     read_all,
     run_rounds,
     wait_until_replicated,
@@ -149,6 +150,61 @@ def _assert_isr_size(cluster: Cluster, topic: str, partition: int, size: int) ->
 
 
 @pytest.mark.slow
+def test_rolling_restart_under_load_fails_no_delivery_and_loses_nothing(
+    healthy: Cluster,
+    admin_client: ConfluentAdmin,
+    topic: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An operator's rolling restart: each broker in turn is stopped with SIGTERM (a controlled
+    shutdown: its leaderships move first), started again and waited for until every replica is
+    back in sync, while two idempotent acks=all producers write and a group consumes. No
+    delivery fails, nothing acknowledged is lost, duplicated or reordered; the produce latency
+    of the records sent meanwhile is reported (``python -m bench rolling-restart`` compares it
+    between brokers)."""
+    replicated_topic(admin_client, healthy, topic)
+    consumer = GroupConsumer(healthy.bootstrap, topic, f"rolling-{uuid.uuid4().hex[:8]}")
+    producers: list[ChaosProducer] = [
+        cls(name, healthy.bootstrap, topic, PARTITIONS) for name, cls in PRODUCERS.items()
+    ]
+    with ExitStack() as consuming:
+        consumer.start()
+        consuming.callback(consumer.stop)
+        with ExitStack() as producing:
+            for producer in producers:
+                producer.start()
+                producing.callback(producer.stop)
+            eventually(lambda: _assert_consuming(consumer, producers), timeout_s=RECOVERY_TIMEOUT_S)
+            began = time.monotonic()
+            for node_id in sorted(healthy.nodes):
+                wait_until_replicated(healthy, [topic, "__consumer_offsets"])
+                healthy.terminate(node_id)
+                healthy.start(node_id)
+            wait_until_replicated(healthy, [topic, "__consumer_offsets"])
+            ended = time.monotonic()
+        latencies = sorted(
+            a.acked_at - a.sent_at for p in producers for a in p.acks if began <= a.sent_at <= ended
+        )
+        with capsys.disabled():
+            print(
+                f"\n[rolling restart] {healthy.kind}: {ended - began:.1f} s, {len(latencies)} records "
+                f"sent meanwhile, produce latency p99 {nearest_rank(latencies, 0.99) * 1000:.0f} ms, "
+                f"max {latencies[-1] * 1000:.0f} ms; failed deliveries: "
+                + ", ".join(f"{p.name} {p.failed} {p.errors[:3]}" for p in producers),
+                flush=True,
+            )
+        assert [p.failed for p in producers] == [0] * len(producers), [p.errors[:3] for p in producers]
+        acked = [a for producer in producers for a in producer.acked()]
+        history = checked(healthy, topic, acked, read_all(healthy.bootstrap, topic, PARTITIONS))
+        assert history.ok, str(history)
+        eventually(lambda: _assert_none_missing(consumer, acked), timeout_s=RECOVERY_TIMEOUT_S, interval_s=1)
+
+
+def _assert_consuming(consumer: GroupConsumer, producers: list[ChaosProducer]) -> None:
+    acked = [a for producer in producers for a in producer.acked()]
+    assert consumer.given_any(acked), "the group has not been given a record yet"
+
+
 def test_leader_failover_under_load_loses_duplicates_and_reorders_nothing(
     healthy: Cluster,
     admin_client: ConfluentAdmin,

@@ -32,6 +32,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from compat_tests.kit.brokers import (
+    KAFKA_AUTHORIZER_SETTINGS,
     READY_TIMEOUT_S,
     SUITE_OVERRIDES,
     RunningBroker,
@@ -76,6 +77,26 @@ defaults (9 s, heartbeats every 2 s) make each failover take ~12 s, which the CI
 pay a dozen times; four missed heartbeats still tolerate a loaded machine."""
 
 
+SCRAM_LISTENER = "SASL_PLAINTEXT"
+SHARED_SECURITY: Mapping[str, str] = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "allow.everyone.if.no.acl.found": "true",
+    "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "SCRAM-SHA-256",
+    "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+    ),
+}
+"""What every cluster node gets so that the state Kafka keeps in its metadata log (ACLs, SCRAM
+credentials, quotas, dynamic configs) can be shown to hold on every broker
+(``compat_tests/test_cluster_shared_state.py``): the StandardAuthorizer, allowing what no ACL
+names (so the other scenarios, which set no ACLs, run as without it), and a SCRAM-SHA-256
+listener (:data:`SCRAM_LISTENER`) beside the PLAINTEXT one the clients of the other scenarios
+use. Kafka's nodes also need their controller and inter-broker listeners to speak SASL as a
+super user (:data:`compat_tests.kit.brokers.KAFKA_AUTHORIZER_SETTINGS`): its authorizer refuses
+the quorum's own requests until it has loaded the metadata; Odradek's brokers replicate over
+PLAINTEXT, which nothing here denies."""
+
+
 FAST_FAILOVER: Mapping[str, str] = {
     "broker.session.timeout.ms": "3000",
     "broker.heartbeat.interval.ms": "500",
@@ -116,6 +137,8 @@ class Node:
     workdir: Path
     command: list[str]
     kind: str
+    scram_address: str = ""
+    """``host:port`` of its :data:`SCRAM_LISTENER` (SCRAM-SHA-256 logins)."""
     process: subprocess.Popen[bytes] | None = None
     paused: bool = False
 
@@ -203,6 +226,14 @@ class Cluster:
             node.process.wait()
         node.paused = False
 
+    def terminate(self, node_id: int, timeout_s: float = 120.0) -> None:
+        """SIGTERM a node and wait until it has exited: an operator's stop, which both brokers
+        answer with a controlled shutdown (leaderships moved away first)."""
+        node = self.members[node_id]
+        if node.process is not None and node.process.poll() is None:
+            node.process.terminate()
+            node.process.wait(timeout_s)
+
     def pause(self, node_id: int) -> None:
         """SIGSTOP a node: its sockets stay open but it answers nothing."""
         self._signal(node_id, signal.SIGSTOP)
@@ -283,25 +314,35 @@ def start_kafka_cluster(workdir: Path, overrides: Mapping[str, str] | None = Non
     """Three combined broker+controller KRaft nodes with a static quorum of all three, one
     cluster id, each with its own ports and log directory; return once all serve."""
     jvm = kafka_jvm()
-    ports = free_ports(2 * CLUSTER_SIZE)
+    ports = free_ports(4 * CLUSTER_SIZE)
     ids = range(1, CLUSTER_SIZE + 1)
-    voters = ",".join(f"{i}@127.0.0.1:{ports[2 * (i - 1) + 1]}" for i in ids)
+    voters = ",".join(f"{i}@127.0.0.1:{ports[4 * (i - 1) + 1]}" for i in ids)
     cluster_id = random_cluster_id()
     members = {}
     for i in ids:
-        broker_port, controller_port = ports[2 * (i - 1)], ports[2 * (i - 1) + 1]
+        broker_port, controller_port, scram_port, internal_port = ports[4 * (i - 1) : 4 * i]
         node_dir = workdir / f"node-{i}"
         node_dir.mkdir(parents=True, exist_ok=True)
         config = kafka_node_config(i, broker_port, controller_port, node_dir / "data")
+        extra = f",{SCRAM_LISTENER}://127.0.0.1:{scram_port},INTERNAL://127.0.0.1:{internal_port}"
+        config["listeners"] += extra
+        config["advertised.listeners"] += extra
+        config["listener.security.protocol.map"] = (
+            f"PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT,{SCRAM_LISTENER}:SASL_PLAINTEXT,INTERNAL:SASL_PLAINTEXT"
+        )
         config["controller.quorum.voters"] = voters
         config.update(REPLICATED)
         config.update(LIVENESS)
+        config.update(KAFKA_AUTHORIZER_SETTINGS)
+        config.update(SHARED_SECURITY)
         config.update(overrides or {})
         properties = node_dir / "server.properties"
         properties.write_text(properties_text(config))
         format_kafka_storage(jvm, properties, cluster_id)
         command = [*jvm, "kafka.Kafka", str(properties)]
-        members[i] = Node(i, f"127.0.0.1:{broker_port}", node_dir, command, "apache-kafka")
+        members[i] = Node(
+            i, f"127.0.0.1:{broker_port}", node_dir, command, "apache-kafka", f"127.0.0.1:{scram_port}"
+        )
     return _started(Cluster("apache-kafka", members, quorum_on_brokers=True))
 
 
@@ -332,22 +373,27 @@ def _odradek_nodes(
     cluster = "etcd://" + ",".join(endpoint.split("://")[-1] for endpoint in etcd_endpoints)
     prefix = f"/odradek-test-{uuid.uuid4().hex[:12]}"  # clusters sharing an etcd stay apart
     members = {}
-    for i, port in enumerate(free_ports(CLUSTER_SIZE), start=1):
+    ports = free_ports(2 * CLUSTER_SIZE)
+    for i in range(1, CLUSTER_SIZE + 1):
+        port, scram_port = ports[2 * (i - 1) : 2 * i]
         node_dir = workdir / f"node-{i}"
         node_dir.mkdir(parents=True, exist_ok=True)
         command = [odradek_command(), "serve", "--cluster", cluster, "--data-dir", str(node_dir / "data")]
         settings = {
             "node.id": str(i),
-            "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{port},{SCRAM_LISTENER}://127.0.0.1:{scram_port}",
+            "listener.security.protocol.map": f"PLAINTEXT:PLAINTEXT,{SCRAM_LISTENER}:SASL_PLAINTEXT",
+            "inter.broker.listener.name": "PLAINTEXT",
             "cluster.etcd.prefix": prefix,
             **SUITE_OVERRIDES,
             **REPLICATED,
             **LIVENESS,
+            **SHARED_SECURITY,
             **overrides,
         }
         for key, value in settings.items():
             command += ["--override", f"{key}={value}"]
-        members[i] = Node(i, f"127.0.0.1:{port}", node_dir, command, "odradek")
+        members[i] = Node(i, f"127.0.0.1:{port}", node_dir, command, "odradek", f"127.0.0.1:{scram_port}")
     return members
 
 
