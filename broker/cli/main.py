@@ -18,6 +18,7 @@ import sys
 import trio
 
 from broker.cli.admin import add_admin_commands
+from broker.cli.cluster_import import add_cluster_import_command
 from broker.cli.configs import add_config_commands
 from broker.cli.console import add_console_commands
 from broker.cli.dump import add_dump_command
@@ -75,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_console_commands(commands)
     add_dump_command(commands)
     add_local_cluster_command(commands)
+    add_cluster_import_command(commands)
     return parser
 
 

@@ -192,6 +192,13 @@ def _decode(content: bytes | None, node: str) -> Saved:
     return Saved(_layer(saved.get("default", {})), _layers(nodes), _layers(saved.get("groups", {})))
 
 
+def keyed_by_node(content: bytes, node_id: int) -> bytes:
+    """A single node's document with its legacy ``"node"`` layer keyed by ``node_id``, as
+    ``odradek cluster-import`` carries it into a cluster (where every broker would otherwise
+    read an unkeyed layer as its own). Malformed content raises ValueError."""
+    return _encode(_decode(content, str(node_id)))
+
+
 def _layers(value: object) -> dict[str, Layer]:
     if not isinstance(value, dict):
         raise ValueError(f"not a JSON object: {value!r:.80}")
