@@ -306,7 +306,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             T.STRING,
             "",
             "org.apache.kafka.metadata.authorizer.StandardAuthorizer switches the built-in "
-            "authorizer on (ACLs kept in acls.json in the data directory); empty, as in Kafka, "
+            "authorizer on (ACLs kept in acls.json in the data directory, or in etcd for a cluster); empty, as in Kafka, "
             "means no authorizer: every request is allowed and the ACL APIs answer SECURITY_DISABLED.",
         ),
         ConfigDef(

@@ -87,7 +87,11 @@ class ClusterMetadata:
                 log.warning("cluster metadata watch fell behind etcd's compaction; reloading it whole")
                 await self._reload()
             except EtcdError as exc:
-                log.error("cluster metadata watch failed (%s); serving the last metadata seen, retrying", exc)
+                log.error(
+                    "cluster metadata watch failed (%s); serving the last metadata seen and enforcing "
+                    "the ACLs, credentials, quotas and configs last seen; retrying",
+                    exc,
+                )
                 await trio.sleep(WATCH_RETRY_S)
 
     async def _reload(self) -> None:
