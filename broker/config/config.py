@@ -27,6 +27,8 @@ from log.config import LogConfig
 from log.errors import InvalidConfigError
 
 ENV_PREFIX = "ODRADEK_"
+RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+"""The one ``replica.selector.class`` Odradek implements (Kafka's name; KIP-392)."""
 
 
 class ConfigError(ValueError):
@@ -230,6 +232,11 @@ class BrokerConfig:
             parse_listeners(self.get("advertised.listeners") or "")
         if self.get("metrics.listener"):
             parse_metrics_listener(self.get("metrics.listener") or "")
+        selector = self.get("replica.selector.class")
+        if selector and selector != RACK_AWARE_SELECTOR:
+            raise ConfigError(
+                f"replica.selector.class={selector} is not available in Odradek; it has {RACK_AWARE_SELECTOR}"
+            )
 
     def get(self, key: str) -> str | None:
         """The effective value of a broker key (explicit, derived, or default)."""

@@ -127,6 +127,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ),
         ConfigDef("broker.rack", T.STRING, None, "Rack of this broker, for rack-aware replica placement."),
         ConfigDef(
+            "replica.selector.class",
+            T.STRING,
+            None,
+            "org.apache.kafka.common.replica.RackAwareReplicaSelector lets consumers fetch from the "
+            "replica in their rack (client.rack, KIP-392); unset, as in Kafka, they read from leaders.",
+        ),
+        ConfigDef(
             "broker.session.timeout.ms",
             T.INT,
             "9000",

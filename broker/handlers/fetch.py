@@ -39,6 +39,8 @@ from broker.requests.context import RequestContext
 from broker.requests.leader_hints import leader_hint, node_endpoints
 from broker.requests.partition_requests import find_partition
 from broker.requests.version_rules import FIRST_TOPIC_ID_VERSION, READ_COMMITTED
+from broker.services.cluster_view import rack_of
+from broker.services.replication.read_replica import preferred_read_replica
 from broker.services.storage.fetch_sessions import INVALID_SESSION_ID, Answer, SessionKey, SessionPartition
 from broker.services.storage.file_region import INLINE_RESPONSE_BYTES, FileRegion
 from broker.services.storage.partition_reads import (
@@ -48,7 +50,7 @@ from broker.services.storage.partition_reads import (
     read_partition,
 )
 from broker.state.quota_store import CONSUMER_BYTE_RATE
-from log.partition_log import FileSlice
+from log.partition_log import FileSlice, PartitionLog
 from wire.api_keys import ApiKey
 from wire.codec import encode_response_parts
 from wire.error_codes import ErrorCode
@@ -62,6 +64,7 @@ if TYPE_CHECKING:
     )
 
 FIRST_LEADER_HINT_VERSION = 16  # KIP-951: current_leader and node_endpoints
+FIRST_RACK_VERSION = 11  # KIP-392: rack_id, preferred_read_replica, fetching from followers
 ZERO_UUID = bytes(16)
 
 
@@ -152,6 +155,11 @@ class FetchPlan:
         self.follower_id = follower_id(request) if self.replicas is not None else -1
         # As Kafka: a follower's fetch needs CLUSTER_ACTION, which then covers every topic.
         self.follower_refused = self.follower_id >= 0 and not cluster_authorized(ctx)
+        # KIP-392: a consumer's Fetch v11+ may be served by a follower, and the leader points a
+        # consumer in another rack to the replica in its own (``replica.selector.class``).
+        self.any_replica = self.follower_id < 0 and ctx.api_version >= FIRST_RACK_VERSION
+        selects = self.any_replica and bool(ctx.broker.config.get("replica.selector.class"))
+        self.client_rack = (request.get("rack_id") or "") if selects and self.replicas is not None else ""
         self._urgent = False  # a follower must hear this read's news now (``read``)
 
     def keys(self) -> list[tuple[str, int]]:
@@ -191,7 +199,12 @@ class FetchPlan:
         if self.follower_refused:
             return partition_error(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         found = find_partition(
-            self.ctx, topic, index, target.current_leader_epoch, cluster_trusted=self.follower_id >= 0
+            self.ctx,
+            topic,
+            index,
+            target.current_leader_epoch,
+            cluster_trusted=self.follower_id >= 0,
+            any_replica=self.any_replica,
         )
         if isinstance(found, ErrorCode):
             refused = partition_error(index, found)
@@ -202,6 +215,15 @@ class FetchPlan:
             return refused
         partition_log, _info = found
         key = (topic, index)
+        elsewhere = self._preferred_elsewhere(key, target.fetch_offset, partition_log)
+        if elsewhere is not None:
+            return {
+                **partition_error(
+                    index, ErrorCode.NONE, partition_log.high_watermark, partition_log.log_start_offset
+                ),
+                "last_stable_offset": partition_log.last_stable_offset,
+                "preferred_read_replica": elsewhere,
+            }
         diverging = None
         if self.follower_id >= 0 and self.replicas is not None:
             position = FetchPosition(
@@ -244,6 +266,24 @@ class FetchPlan:
         if read.diverging is not None:
             answer["diverging_epoch"] = read.diverging
         return answer
+
+    def _preferred_elsewhere(self, key: tuple[str, int], fetch_offset: int, log: PartitionLog) -> int | None:
+        """The follower a consumer in another rack should read ``key`` from (its answer then
+        carries no records, as Kafka's), or None to read here."""
+        replicas = self.replicas
+        state = replicas.leader(key) if replicas is not None and self.client_rack else None
+        if replicas is None or state is None:
+            return None
+        chosen = preferred_read_replica(
+            state,
+            self.client_rack,
+            fetch_offset,
+            log.log_end_offset,
+            self.ctx.broker.clock(),
+            replicas.max_lag_ms,
+            lambda node: rack_of(self.ctx.broker, node),
+        )
+        return None if chosen == state.node_id else chosen
 
 
 def topic_responses(

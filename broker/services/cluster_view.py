@@ -83,6 +83,15 @@ def node_address(broker: ViewedNode, node_id: int, listener_name: str) -> NodeAd
     return next((n for n in live_nodes(broker, listener_name) if n.node_id == node_id), None)
 
 
+def rack_of(broker: ViewedNode, node_id: int) -> str | None:
+    """A live broker's ``broker.rack`` (None: none set, or not alive)."""
+    cluster = broker.cluster
+    if cluster is None:
+        return broker.config.get("broker.rack") if node_id == broker.node_id else None
+    found = cluster.metadata.image.brokers.get(node_id)
+    return found.record.rack if found is not None else None
+
+
 def controller_id(broker: ViewedNode) -> int:
     cluster = broker.cluster
     return broker.node_id if cluster is None else cluster.metadata.image.controller_id

@@ -97,6 +97,19 @@ the quorum's own requests until it has loaded the metadata; Odradek's brokers re
 PLAINTEXT, which nothing here denies."""
 
 
+RACK_AWARE_SELECTOR: Mapping[str, str] = {
+    "replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector",
+}
+"""Every cluster node runs in a rack of its own (``broker.rack`` ``rack-<node id>``, see
+:func:`rack_of`) and lets consumers fetch from the replica in their rack (KIP-392): a consumer
+with ``client.rack`` gets that replica as its preferred read replica."""
+
+
+def rack_of(node_id: int) -> str:
+    """The ``broker.rack`` of cluster node ``node_id``."""
+    return f"rack-{node_id}"
+
+
 FAST_FAILOVER: Mapping[str, str] = {
     "broker.session.timeout.ms": "3000",
     "broker.heartbeat.interval.ms": "500",
@@ -335,6 +348,8 @@ def start_kafka_cluster(workdir: Path, overrides: Mapping[str, str] | None = Non
         config.update(LIVENESS)
         config.update(KAFKA_AUTHORIZER_SETTINGS)
         config.update(SHARED_SECURITY)
+        config.update(RACK_AWARE_SELECTOR)
+        config["broker.rack"] = rack_of(i)
         config.update(overrides or {})
         properties = node_dir / "server.properties"
         properties.write_text(properties_text(config))
@@ -389,6 +404,8 @@ def _odradek_nodes(
             **REPLICATED,
             **LIVENESS,
             **SHARED_SECURITY,
+            **RACK_AWARE_SELECTOR,
+            "broker.rack": rack_of(i),
             **overrides,
         }
         for key, value in settings.items():
