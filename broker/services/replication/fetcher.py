@@ -15,6 +15,7 @@ connection is reopened after the same back-off.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -110,9 +111,13 @@ class LeaderFetcher:
         settings: FetcherSettings,
         partitions: PartitionStore,
         ports: ClusterPorts,
-        throttle: FollowerThrottle | None = None,
+        throttle: FollowerThrottle | None,
+        readable: Callable[[PartitionKey], None],
     ) -> None:
         self.leader_id = leader_id
+        # Wakes consumers' fetches parked on this replica (KIP-392: followers serve consumers)
+        # once the high watermark lets them read more, as Kafka completes its delayed fetches.
+        self._readable = readable
         self._throttle = throttle
         self._settings = settings
         self._logs = partitions
@@ -343,9 +348,12 @@ class LeaderFetcher:
         leader_log_start = answer["log_start_offset"]
         if partition_log.log_start_offset < leader_log_start <= partition_log.log_end_offset:
             partition_log.delete_records(leader_log_start)  # retention or DeleteRecords on the leader
+        readable_before = partition_log.high_watermark
         partition_log.set_replicated_high_watermark(
             min(answer["high_watermark"], partition_log.log_end_offset)
         )
+        if partition_log.high_watermark > readable_before:
+            self._readable(key)
 
     def _out_of_range(
         self,

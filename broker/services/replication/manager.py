@@ -273,7 +273,12 @@ class ReplicaManager:
         fetcher = self._fetchers.get(leader_id)
         if fetcher is None:
             fetcher = LeaderFetcher(
-                leader_id, self._settings, self._partitions, self._ports, self._follower_throttle
+                leader_id,
+                self._settings,
+                self._partitions,
+                self._ports,
+                self._follower_throttle,
+                self._appends.notify,
             )
             self._fetchers[leader_id] = fetcher
             if self._nursery is not None:
