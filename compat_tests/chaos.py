@@ -155,6 +155,13 @@ class ChaosProducer(Worker):
             ]
         return min(times, default=None)
 
+    def ack_times(self, partition: int, since: float) -> list[float]:
+        """When each record of ``partition`` acknowledged at or after ``since`` was acknowledged."""
+        with self._lock:
+            return [
+                a.acked_at for a in self.acks if a.acked.record.partition == partition and a.acked_at >= since
+            ]
+
     def stop(self, timeout_s: float = DELIVERY_TIMEOUT_MS / 1000 + 30) -> None:
         """Stop sending, wait for every outstanding delivery report, close the client."""
         super().stop(timeout_s)
@@ -277,6 +284,11 @@ class GroupConsumer(Worker):
         with self._lock:
             return [a for a in acked if (a.record.partition, a.offset) not in self.seen]
 
+    def given(self) -> set[tuple[int, int]]:
+        """Every (partition, offset) the group has been given so far."""
+        with self._lock:
+            return set(self.seen)
+
     def given_any(self, acked: Sequence[Acked]) -> bool:
         """Whether the group has been given at least one of ``acked``."""
         with self._lock:
@@ -344,6 +356,16 @@ class Workload:
 
     def acked_since(self, moment: float) -> list[Acked]:
         return [a for producer in self.producers for a in producer.acked(since=moment)]
+
+    def clients_report(self) -> str:
+        """What the clients went through: failed deliveries, producer epoch bumps, group errors."""
+        return (
+            "failed deliveries: "
+            + ", ".join(f"{p.name} {p.failed} {p.errors[:3]}" for p in self.producers)
+            + "; producer epoch bumps: "
+            + ", ".join(f"{p.name} {p.epoch_bumps}" for p in self.producers)
+            + f"; group errors {self.group.errors[:5]}"
+        )
 
 
 def kill_and_fail_over(work: Workload, victim: int) -> None:

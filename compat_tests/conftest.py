@@ -24,6 +24,7 @@ from compat_tests.kit.drivers.base import Driver
 from compat_tests.kit.drivers.java import build_java_client
 from compat_tests.matrix import Matrix, cell_key
 from compat_tests.maven import classpath
+from compat_tests.nemesis import FAULTS
 from compat_tests.pools import ALL_CLIENTS, JAVA_CLIENTS, BrokerPool, DriverPool
 
 TEST_TIMEOUT_S = 150
@@ -35,6 +36,9 @@ CLUSTER_TEST_TIMEOUT_S = 600
 CHAOS_ROUND_TIMEOUT_S = 300
 """A cluster scenario's deadline: restarts and failovers are slow, and the chaos scenario's
 grows with ``--chaos-rounds`` (a round takes about a minute on the 2-core machine)."""
+NEMESIS_ROUND_TIMEOUT_S = 300
+"""The nemesis scenario's deadline grows with its rounds (``--nemesis-rounds``; by default one
+per fault): a round takes 30 to 90 s on the 2-core machine, its history check growing with it."""
 
 MATRIX_KEY = pytest.StashKey[Matrix]()
 SUITE_DIR = Path(__file__).resolve().parent
@@ -69,6 +73,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="N",
         help=f"kill/restart rounds of the failover scenario (default {CI_CHAOS_ROUNDS}; 20+ for a long run)",
     )
+    group.addoption(
+        "--nemesis-rounds",
+        type=int,
+        default=None,
+        metavar="N",
+        help="fault rounds of the nemesis scenario, one fault each, in turn "
+        "(default: each fault that can run here once; 100 for the long mode)",
+    )
 
 
 def selected_clients(config: pytest.Config) -> list[str]:
@@ -97,6 +109,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     matrix = config.stash[MATRIX_KEY]
     single = pytest.mark.skip(reason=f"a cluster scenario: run with --nodes {CLUSTER_SIZE}")
     cluster_timeout_s = CLUSTER_TEST_TIMEOUT_S + CHAOS_ROUND_TIMEOUT_S * config.getoption("--chaos-rounds")
+    nemesis_rounds = config.getoption("--nemesis-rounds") or len(FAULTS)
+    nemesis_timeout_s = CLUSTER_TEST_TIMEOUT_S + NEMESIS_ROUND_TIMEOUT_S * nemesis_rounds
     for item in items:
         in_cluster = item.get_closest_marker("cluster") is not None
         if config.getoption("--nodes") == 1 and in_cluster:
@@ -106,7 +120,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.get_closest_marker("timeout") is None and SUITE_DIR in item.path.parents:
             slow = item.get_closest_marker("slow") is not None
             single_timeout_s = SLOW_TEST_TIMEOUT_S if slow else TEST_TIMEOUT_S
-            item.add_marker(pytest.mark.timeout(cluster_timeout_s if in_cluster else single_timeout_s))
+            nemesis = "nemesis_cluster" in getattr(item, "fixturenames", ())
+            in_cluster_timeout_s = nemesis_timeout_s if nemesis else cluster_timeout_s
+            item.add_marker(pytest.mark.timeout(in_cluster_timeout_s if in_cluster else single_timeout_s))
         key = cell_key(item)
         if key is not None:
             matrix.keys[item.nodeid] = key

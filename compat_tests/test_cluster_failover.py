@@ -235,13 +235,7 @@ def test_leader_failover_under_load_loses_duplicates_and_reorders_nothing(
                 producing.callback(producer.stop)
             run_rounds(work, rounds, report, random.Random())
         acked = [a for producer in producers for a in producer.acked()]
-        report(
-            f"{work.failovers}; acknowledged {len(acked)}; failed deliveries: "
-            + ", ".join(f"{p.name} {p.failed} {p.errors[:3]}" for p in producers)
-            + "; producer epoch bumps: "
-            + ", ".join(f"{p.name} {p.epoch_bumps}" for p in producers)
-            + f"; group errors {consumer.errors[:5]}"
-        )
+        report(f"{work.failovers}; acknowledged {len(acked)}; {work.clients_report()}")
         history = checked(healthy, topic, acked, read_all(healthy.bootstrap, topic, PARTITIONS))
         report(str(history))
         assert history.ok, str(history)

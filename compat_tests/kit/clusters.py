@@ -137,6 +137,13 @@ def wait_for(condition: Callable[[], T | None], timeout: float = 60.0, what: str
         time.sleep(0.2)
 
 
+NodeSettings = Callable[[int, Path, Mapping[str, str]], Mapping[str, str]]
+"""A starter's ``per_node`` hook: given a node's id, its data directory and the settings built for
+it, the settings to add or replace on that node alone; for Odradek ``cluster.etcd.endpoints``
+replaces the ``--cluster`` endpoints. :mod:`compat_tests.kit.proxied_clusters` puts each node's
+inter-broker listener and metadata links behind proxies with it."""
+
+
 class ClusterUnavailable(RuntimeError):
     """This kind of broker cannot run as a cluster here; the message says why (a skip reason)."""
 
@@ -323,7 +330,9 @@ class Cluster:
             cleanup()
 
 
-def start_kafka_cluster(workdir: Path, overrides: Mapping[str, str] | None = None) -> Cluster:
+def start_kafka_cluster(
+    workdir: Path, overrides: Mapping[str, str] | None = None, per_node: NodeSettings | None = None
+) -> Cluster:
     """Three combined broker+controller KRaft nodes with a static quorum of all three, one
     cluster id, each with its own ports and log directory; return once all serve."""
     jvm = kafka_jvm()
@@ -351,6 +360,7 @@ def start_kafka_cluster(workdir: Path, overrides: Mapping[str, str] | None = Non
         config.update(RACK_AWARE_SELECTOR)
         config["broker.rack"] = rack_of(i)
         config.update(overrides or {})
+        config.update(per_node(i, node_dir / "data", config) if per_node else {})
         properties = node_dir / "server.properties"
         properties.write_text(properties_text(config))
         format_kafka_storage(jvm, properties, cluster_id)
@@ -362,12 +372,16 @@ def start_kafka_cluster(workdir: Path, overrides: Mapping[str, str] | None = Non
 
 
 def start_odradek_cluster(
-    workdir: Path, overrides: Mapping[str, str] | None = None, etcd_endpoints: Sequence[str] | None = None
+    workdir: Path,
+    overrides: Mapping[str, str] | None = None,
+    etcd_endpoints: Sequence[str] | None = None,
+    per_node: NodeSettings | None = None,
 ) -> Cluster:
     """Three ``odradek serve --cluster`` brokers on the etcd at ``etcd_endpoints``, or on a
     three-node etcd of their own; return once all serve."""
     if etcd_endpoints is not None:
-        return _started(Cluster("odradek", _odradek_nodes(workdir, etcd_endpoints, overrides or {}), False))
+        nodes = _odradek_nodes(workdir, etcd_endpoints, overrides or {}, per_node)
+        return _started(Cluster("odradek", nodes, False))
     if etcd_binary() is None:
         raise ClusterUnavailable("etcd is not installed (Debian package etcd-server)")
     etcd = EtcdCluster(CLUSTER_SIZE)
@@ -381,7 +395,10 @@ def start_odradek_cluster(
 
 
 def _odradek_nodes(
-    workdir: Path, etcd_endpoints: Sequence[str], overrides: Mapping[str, str]
+    workdir: Path,
+    etcd_endpoints: Sequence[str],
+    overrides: Mapping[str, str],
+    per_node: NodeSettings | None = None,
 ) -> dict[int, Node]:
     """The command line of each Odradek cluster node, on ports and data directories of its own."""
     # etcd://h1:2379,h2:2379 (docs/CLUSTER.md), whether the endpoints carry a scheme or not
@@ -393,7 +410,6 @@ def _odradek_nodes(
         port, scram_port = ports[2 * (i - 1) : 2 * i]
         node_dir = workdir / f"node-{i}"
         node_dir.mkdir(parents=True, exist_ok=True)
-        command = [odradek_command(), "serve", "--cluster", cluster, "--data-dir", str(node_dir / "data")]
         settings = {
             "node.id": str(i),
             "listeners": f"PLAINTEXT://127.0.0.1:{port},{SCRAM_LISTENER}://127.0.0.1:{scram_port}",
@@ -408,6 +424,9 @@ def _odradek_nodes(
             "broker.rack": rack_of(i),
             **overrides,
         }
+        settings.update(per_node(i, node_dir / "data", settings) if per_node else {})
+        etcd = settings.pop("cluster.etcd.endpoints", cluster)  # --cluster would win over an override
+        command = [odradek_command(), "serve", "--cluster", etcd, "--data-dir", str(node_dir / "data")]
         for key, value in settings.items():
             command += ["--override", f"{key}={value}"]
         members[i] = Node(i, f"127.0.0.1:{port}", node_dir, command, "odradek", f"127.0.0.1:{scram_port}")

@@ -20,12 +20,27 @@ afterwards (every offset of every partition with its value), and reports:
 
 Records that were written but never acknowledged (the producer gave up, or its answer was lost
 with a broker) may or may not be present: Kafka promises nothing about them either way.
+
+Given the record batches each replica holds (:class:`Batch`, read by
+:mod:`compat_tests.kit.replica_logs`), it also judges the leaders that wrote them. Every batch
+carries the epoch of the leader that appended it, and a leader's epoch is unique to it, so:
+
+- **epoch regressions**: along a replica's log the epochs never decrease (a batch of an older
+  epoch after a newer one is a deposed leader's write that a replica kept), and every batch has
+  an epoch;
+- **diverged**: where two replicas both hold an offset, they hold the same batch (offsets,
+  epoch and CRC, which covers the records). Two leaders that both accepted acks=all writes in
+  one epoch would leave the replicas with different batches under one epoch, or the survivor's
+  batches at offsets the other leader acknowledged (**lost**, found there instead).
+
+And given what a consumer group was given (``consumed``), **unconsumed**: acknowledged records
+the group never got, though it must converge to every one of them.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 SEPARATOR = ":"
@@ -69,6 +84,19 @@ class Writer:
     sequence: int
 
 
+@dataclass(frozen=True, order=True)
+class Batch:
+    """One record batch as a replica holds it: its partition and offsets, the epoch of the leader
+    that appended it, and its CRC (which covers everything from the attributes on, records
+    included, but not the epoch)."""
+
+    partition: int
+    base_offset: int
+    last_offset: int
+    leader_epoch: int
+    crc: int
+
+
 @dataclass(frozen=True)
 class Acked:
     """A record a producer was told is written, at ``offset`` of its partition."""
@@ -102,18 +130,37 @@ class Report:
     """The writers known for the places of records found more than once."""
     reordered: list[tuple[int, RecordId, RecordId]] = field(default_factory=list)
     """(partition, earlier record, later record) where the later offset has a lower sequence."""
+    epoch_regressions: list[tuple[int, Batch | None, Batch]] = field(default_factory=list)
+    """(replica, previous batch, batch) where the batch's epoch is below the previous one's, or
+    (replica, None, batch) for a batch without an epoch."""
+    diverged: list[tuple[int, int, Batch, Batch | None]] = field(default_factory=list)
+    """(replica, other replica, batch of the first, what the other holds there (None: no batch
+    starts at that offset)) where both hold the offset."""
+    unconsumed: list[Acked] = field(default_factory=list)
+    """Acknowledged records the consumer group was not given."""
     acked: int = 0
     read: int = 0
+    batches: int = 0
+    """Batches compared, over every replica."""
 
     @property
     def ok(self) -> bool:
-        return not (self.lost or self.duplicated or self.reordered)
+        return not (
+            self.lost
+            or self.duplicated
+            or self.reordered
+            or self.epoch_regressions
+            or self.diverged
+            or self.unconsumed
+        )
 
     def __str__(self) -> str:
         lines = [
             f"{self.acked} acknowledged, {self.read} read: {len(self.lost)} lost, "
             f"{len(self.duplicated)} duplicated, {len(self.reordered)} reordered, "
-            f"{len(self.resent)} resent as new records"
+            f"{len(self.resent)} resent as new records; {self.batches} batches: "
+            f"{len(self.epoch_regressions)} epoch regressions, {len(self.diverged)} diverged; "
+            f"{len(self.unconsumed)} not consumed by the group"
         ]
         lines += [f"lost {a.record} acked at offset {a.offset}" for a in self.lost[:10]]
         lines += [f"  offset {a.offset} holds {v!r}" for a, v in list(self.found_instead.items())[:10]]
@@ -122,6 +169,9 @@ class Report:
         ]
         lines += [f"resent {r} at {self._written(places)}" for r, places in list(self.resent.items())[:10]]
         lines += [f"partition {p}: {a} before {b}" for p, a, b in self.reordered[:10]]
+        lines += [f"replica {r}: {b} after {before}" for r, before, b in self.epoch_regressions[:10]]
+        lines += [f"replica {r} holds {b}, replica {o} {theirs}" for r, o, b, theirs in self.diverged[:10]]
+        lines += [f"not consumed: {a.record} at offset {a.offset}" for a in self.unconsumed[:10]]
         return "\n".join(lines)
 
     def _written(self, places: list[tuple[int, int]]) -> str:
@@ -145,12 +195,24 @@ def repeated_places(read: Iterable[Read]) -> list[tuple[int, int]]:
 
 
 def check(
-    acked: Iterable[Acked], read: Iterable[Read], writers: Mapping[tuple[int, int], Writer] | None = None
+    acked: Iterable[Acked],
+    read: Iterable[Read],
+    writers: Mapping[tuple[int, int], Writer] | None = None,
+    *,
+    replicas: Mapping[int, Iterable[Batch]] | None = None,
+    consumed: Collection[tuple[int, int]] | None = None,
 ) -> Report:
     """Compare the acknowledged records with everything read back; see the module docstring.
-    ``writers`` gives the writer of (at least) each place :func:`repeated_places` names."""
+    ``writers`` gives the writer of (at least) each place :func:`repeated_places` names;
+    ``replicas`` each replica's batches (by node id), ``consumed`` the (partition, offset)
+    places a consumer group was given."""
     read = list(read)
+    acked = list(acked)
     report = Report(writers=dict(writers or {}), read=len(read))
+    if replicas is not None:
+        _check_epochs(report, {node: sorted(batches) for node, batches in replicas.items()})
+    if consumed is not None:
+        report.unconsumed = [a for a in acked if (a.record.partition, a.offset) not in consumed]
     at = {(r.partition, r.offset): r.value for r in read}
     places = _places(read)
     by_partition: dict[int, list[tuple[int, RecordId]]] = defaultdict(list)
@@ -179,3 +241,33 @@ def check(
                 report.reordered.append((partition, previous, record))
             last[record.producer] = record
     return report
+
+
+def _check_epochs(report: Report, replicas: Mapping[int, list[Batch]]) -> None:
+    """Epochs never decrease along a replica's log; replicas agree where both hold an offset."""
+    for node, batches in replicas.items():
+        report.batches += len(batches)
+        previous: dict[int, Batch] = {}
+        for batch in batches:
+            before = previous.get(batch.partition)
+            if batch.leader_epoch < 0:
+                report.epoch_regressions.append((node, None, batch))
+            elif before is not None and batch.leader_epoch < before.leader_epoch:
+                report.epoch_regressions.append((node, before, batch))
+            previous[batch.partition] = batch
+    ends = {
+        (node, partition): max(b.last_offset for b in batches if b.partition == partition)
+        for node, batches in replicas.items()
+        for partition in {b.partition for b in batches}
+    }
+    starts = {node: {(b.partition, b.base_offset): b for b in batches} for node, batches in replicas.items()}
+    for node, batches in replicas.items():
+        for other in replicas:
+            if other == node:
+                continue
+            for batch in batches:
+                if batch.last_offset > ends.get((other, batch.partition), -1):
+                    continue  # the other replica has not got this far (yet)
+                theirs = starts[other].get((batch.partition, batch.base_offset))
+                if theirs != batch:
+                    report.diverged.append((node, other, batch, theirs))

@@ -3,7 +3,17 @@ is reported, and a clean history (with unacknowledged extras) is not."""
 
 from __future__ import annotations
 
-from compat_tests.kit.history import Acked, Read, RecordId, Writer, check, decode, encode, repeated_places
+from compat_tests.kit.history import (
+    Acked,
+    Batch,
+    Read,
+    RecordId,
+    Writer,
+    check,
+    decode,
+    encode,
+    repeated_places,
+)
 
 
 def rec(producer: str, partition: int, sequence: int) -> RecordId:
@@ -101,3 +111,41 @@ def test_copies_written_as_new_records_are_resent_and_copies_of_one_sequence_dup
     assert not report.ok
     assert check(acked, reads[:4], writers).ok
     assert not check(acked, reads[:4]).ok, "without writers a copy counts as duplicated"
+
+
+def test_replicas_holding_the_same_batches_in_rising_epochs_pass() -> None:
+    """A follower behind the leader is compared on what both hold."""
+    leader = [Batch(0, 0, 4, 0, 11), Batch(0, 5, 5, 0, 12), Batch(0, 6, 9, 2, 13), Batch(1, 0, 0, 1, 14)]
+    report = check([], [], replicas={1: leader, 2: leader[:2], 3: list(reversed(leader))})
+    assert report.ok, str(report)
+    assert report.batches == 10
+
+
+def test_an_older_epoch_after_a_newer_one_and_a_batch_without_epoch_are_regressions() -> None:
+    """A deposed leader's write kept after its successor's, or a batch no leader stamped."""
+    log = [Batch(0, 0, 0, 3, 1), Batch(0, 1, 1, 2, 2), Batch(1, 0, 0, -1, 3)]
+    report = check([], [], replicas={1: log})
+    assert report.epoch_regressions == [(1, log[0], log[1]), (1, None, log[2])]
+    assert not report.ok
+    assert "2 epoch regressions" in str(report)
+
+
+def test_replicas_holding_other_batches_at_one_offset_diverged() -> None:
+    """Two leaders that wrote different records at offset 1 in one epoch: the CRCs differ."""
+    ours, theirs = Batch(0, 1, 1, 4, 99), Batch(0, 1, 1, 4, 77)
+    report = check([], [], replicas={1: [Batch(0, 0, 0, 4, 5), ours], 2: [Batch(0, 0, 0, 4, 5), theirs]})
+    assert report.diverged == [(1, 2, ours, theirs), (2, 1, theirs, ours)]
+    split = check(
+        [], [], replicas={1: [Batch(0, 0, 1, 4, 5)], 2: [Batch(0, 0, 0, 4, 5), Batch(0, 1, 1, 4, 6)]}
+    )
+    assert [(node, other) for node, other, _, _ in split.diverged] == [(1, 2), (2, 1), (2, 1)]
+    assert not report.ok and not split.ok
+
+
+def test_acknowledged_records_the_group_was_not_given_are_unconsumed() -> None:
+    reads = read_back((0, rec("a", 0, 0)), (0, rec("a", 0, 1)))
+    acked = [Acked(rec("a", 0, 0), 0), Acked(rec("a", 0, 1), 1)]
+    assert check(acked, reads, consumed={(0, 0), (0, 1), (1, 0)}).ok
+    report = check(acked, reads, consumed={(0, 0)})
+    assert report.unconsumed == [Acked(rec("a", 0, 1), 1)]
+    assert not report.ok
