@@ -39,11 +39,20 @@ class LogStorage:
 
     ``partition_log(p, create)`` returns the log of ``__consumer_offsets`` partition ``p``,
     creating the topic on first use when ``create`` is true (Kafka, too, creates the topic
-    lazily), and ``on_append(p)`` lets the broker wake fetchers of that partition.
+    lazily); ``leader_epoch(p)`` is the epoch this broker leads ``p`` at, which every write
+    carries, as every leader append does (in a cluster, followers truncate a deposed leader's
+    unreplicated tail by these epochs); ``on_append(p)`` lets the broker wake fetchers of that
+    partition.
     """
 
-    def __init__(self, partition_log: PartitionLogs, on_append: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self,
+        partition_log: PartitionLogs,
+        leader_epoch: Callable[[int], int],
+        on_append: Callable[[int], None] | None = None,
+    ) -> None:
         self._partition_log = partition_log
+        self._leader_epoch = leader_epoch
         self._on_append = on_append
 
     def append(
@@ -58,11 +67,18 @@ class LogStorage:
                 producer_epoch=producer[1] if producer else -1,
             )
         )
-        log.append(batch, scan_batches(batch, from_client=False), 0, now_ms)
+        log.append(batch, scan_batches(batch, from_client=False), self._leader_epoch(partition), now_ms)
         self._appended(partition)
 
     def append_marker(self, partition: int, producer: Producer, commit: bool, now_ms: int) -> None:
-        self._log(partition).append_marker(producer[0], producer[1], commit, COORDINATOR_EPOCH, now_ms)
+        self._log(partition).append_marker(
+            producer[0],
+            producer[1],
+            commit,
+            COORDINATOR_EPOCH,
+            now_ms,
+            leader_epoch=self._leader_epoch(partition),
+        )
         self._appended(partition)
 
     def _log(self, partition: int) -> PartitionLog:

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from broker.requests.acl_checks import cluster_authorized
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
-from broker.requests.partition_requests import find_partition, leader_epoch_of
+from broker.requests.partition_requests import find_partition
+from broker.services.storage.partition_writes import leader_epoch_of
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 

@@ -22,7 +22,6 @@ from broker.requests.coordinators import joined_transaction
 from broker.requests.dispatch import CloseConnection
 from broker.requests.error_mapping import error_code_of
 from broker.requests.leader_hints import leader_hint, node_endpoints
-from broker.requests.partition_requests import leader_epoch_of
 from broker.requests.txn_verification import verified_elsewhere
 from broker.requests.version_rules import FIRST_TOPIC_ID_VERSION
 from broker.services.replication.acks import AckWait, min_isr_refusal
@@ -31,6 +30,7 @@ from broker.services.storage.batch_validation import Refused, checked_batch
 from broker.services.storage.partition_writes import (
     PendingWrites,
     append_produced,
+    leader_epoch_of,
     replicated_ack,
     replication_deadline,
 )

@@ -12,7 +12,6 @@ from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from broker.requests.context import RequestContext
-    from broker.requests.node_services import NodeServices
     from broker.state.topic_registry import TopicInfo
     from log.partition_log import PartitionLog
 
@@ -22,18 +21,6 @@ def leader_epoch_error(requested: int, current: int) -> ErrorCode | None:
     if requested == -1 or requested == current:
         return None
     return ErrorCode.UNKNOWN_LEADER_EPOCH if requested > current else ErrorCode.FENCED_LEADER_EPOCH
-
-
-def leader_epoch_of(broker: NodeServices, topic: str, index: int) -> int:
-    """The partition's current leader epoch as this broker leads it (what appends stamp on
-    batches): the replica's in a cluster, the topic's on a single node (0 for a topic it does
-    not know)."""
-    replicas = broker.replicas
-    state = replicas.leader((topic, index)) if replicas is not None else None
-    if state is not None:
-        return state.leader_epoch
-    info = broker.topics.get(topic)
-    return info.leader_epoch if info else 0
 
 
 def replica_error(

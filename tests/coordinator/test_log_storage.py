@@ -13,6 +13,7 @@ from log.manager import LogManager
 from log.partition_log import PartitionLog
 from tests.coordinator.conftest import FakeClock, Harness, Topics
 from wire.error_codes import ErrorCode as E
+from wire.record_batch import scan_batches
 
 
 def _open_logs(data_dir: Path, config: LogConfig | None = None) -> LogManager:
@@ -26,7 +27,7 @@ def _storage(manager: LogManager) -> LogStorage:
             return manager.get_or_create(OFFSETS_TOPIC, partition)
         return manager.get(OFFSETS_TOPIC, partition)
 
-    return LogStorage(partition_log)
+    return LogStorage(partition_log, lambda _partition: 0)  # a single node at leader epoch 0
 
 
 def _harness_on(manager: LogManager, clock: FakeClock, topics: Topics) -> Harness:
@@ -109,4 +110,26 @@ def test_transactional_commits_replay_from_partition_logs(tmp_path: Path) -> Non
     assert after.committed("g") == {("orders", 0): 1, ("orders", 1): 2}
     after.coordinator.complete_transaction(partition, producer, commit=True)
     assert after.committed("g") == {("orders", 0): 1, ("orders", 1): 9}
+    manager.close()
+
+
+def test_every_write_carries_the_leader_epoch_the_partition_is_led_at(tmp_path: Path) -> None:
+    """Coordinator records and markers are stamped with the partition's leader epoch, as every
+    leader append is: a cluster's followers truncate a deposed leader's unreplicated tail by
+    these epochs (found by the nemesis suite, when they all carried epoch 0)."""
+    manager = _open_logs(tmp_path)
+    epochs = {0: 3}
+
+    def partition_log(partition: int, create: bool) -> PartitionLog | None:
+        return manager.get_or_create(OFFSETS_TOPIC, partition)
+
+    storage = LogStorage(partition_log, epochs.__getitem__)
+    storage.append(0, [(b"k", b"v")], 1_000)
+    epochs[0] = 5
+    storage.append_marker(0, (7, 0), True, 1_001)
+    log = manager.get(OFFSETS_TOPIC, 0)
+    assert log is not None
+    data = log.read(0, 1 << 20)
+    assert [b.partition_leader_epoch for b in scan_batches(data, from_client=False)] == [3, 5]
+    assert [tuple(e) for e in log.leader_epochs.epoch_entries()] == [(3, 0), (5, 1)]
     manager.close()

@@ -64,7 +64,9 @@ def internal_topic_storage(
         return broker.partitions.get(topic, partition)
 
     return partitions, LogStorage(
-        partition_log, lambda partition: announce_append(broker, (topic, partition))
+        partition_log,
+        lambda partition: partition_writes.leader_epoch_of(broker, topic, partition),
+        lambda partition: announce_append(broker, (topic, partition)),
     )
 
 

@@ -29,6 +29,7 @@ import trio
 
 from broker.services.coordinators.group_timers import announce_append
 from broker.services.replication.acks import AckWait, ack_wait
+from broker.services.storage import partition_writes
 from coordinator.log_storage import COORDINATOR_EPOCH
 from coordinator.offsets_topic import OFFSETS_TOPIC
 from coordinator.txn_metadata import TopicPartition
@@ -70,12 +71,9 @@ def write_local_marker(broker: MarkedNode, txn: TxnKey, tp: TopicPartition) -> E
     partition_log, info = broker.partitions.get(topic, partition), broker.topics.get(topic)
     if partition_log is None or info is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    leader_epoch = info.leader_epoch
-    if broker.replicas is not None:
-        state = broker.replicas.leader(tp)
-        if state is None:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        leader_epoch = state.leader_epoch
+    if broker.replicas is not None and broker.replicas.leader(tp) is None:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    leader_epoch = partition_writes.leader_epoch_of(broker, topic, partition)
     try:
         if topic == OFFSETS_TOPIC and broker.coordinator is not None:
             # The group coordinator writes it and applies or drops the transaction's offsets.

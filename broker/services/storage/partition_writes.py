@@ -26,6 +26,20 @@ if TYPE_CHECKING:
 PartitionKey = tuple[str, int]
 
 
+def leader_epoch_of(node: LogsNode, topic: str, index: int) -> int:
+    """The leader epoch an append to the partition here carries: the replica's current one in
+    a cluster, the topic's on a single node (0 for a topic it does not know). Every leader append
+    must carry it (a producer's batch, a coordinator's record, a marker): followers truncate by
+    these epochs, so a deposed leader's unreplicated tail stamped with an older one is found and
+    cut (Kafka's ``Partition.appendRecordsToLeader`` stamps ``leaderEpoch``)."""
+    replicas = node.replicas
+    state = replicas.leader((topic, index)) if replicas is not None else None
+    if state is not None:
+        return state.leader_epoch
+    info = node.topics.get(topic)
+    return info.leader_epoch if info else 0
+
+
 def announce_append(
     node: LogsNode, key: PartitionKey, partition_log: PartitionLog, records: int, wrote: bool = True
 ) -> bool:
