@@ -119,6 +119,9 @@ class Switchboard:
         self._links: list[Link] = []
         self._connections: set[_Connection] = set()
         self._stopping = False
+        self.crash: BaseException | None = None
+        """What ended the thread early, re-raised by :meth:`stop`: links that stopped forwarding
+        would otherwise show only as a cluster behaving strangely."""
         self._thread = threading.Thread(target=self._serve, name="link-proxy", daemon=True)
         self._thread.start()
 
@@ -147,12 +150,14 @@ class Switchboard:
 
     def stop(self) -> None:
         """Close every link and connection and end the thread."""
-        if not self._thread.is_alive():
+        if self._stopping:
             return
         self._stopping = True
         self.changed()
         self._thread.join(STOP_TIMEOUT_S)
         self._wake_write.close()
+        if self.crash is not None:
+            raise RuntimeError("the link proxy's thread failed") from self.crash
 
     def __enter__(self) -> Switchboard:
         return self
@@ -166,6 +171,8 @@ class Switchboard:
                 for key, events in self._selector.select():
                     self._handle(key.fileobj, key.data, events)  # type: ignore[arg-type]
                 self._apply_modes()
+        except BaseException as exc:  # noqa: BLE001 - re-raised by stop()
+            self.crash = exc
         finally:
             for connection in list(self._connections):
                 self._close(connection)
@@ -192,7 +199,7 @@ class Switchboard:
         while True:
             try:
                 down, peer = link.listener.accept()
-            except BlockingIOError:
+            except OSError:  # none left to accept, or one that gave up meanwhile
                 return
             down.setblocking(False)
             source = link.source_of(peer[:2], down.getsockname()[:2]) if link.source_of else None
@@ -253,7 +260,7 @@ class Switchboard:
             else (connection.to_down, connection.to_up)
         )
         try:
-            if events & selectors.EVENT_READ:
+            if events & selectors.EVENT_READ and len(inbound) < BUFFER_BYTES:
                 data = sock.recv(min(CHUNK_BYTES, BUFFER_BYTES - len(inbound)))
                 if not data:
                     self._close(connection)  # the protocols here never half-close
