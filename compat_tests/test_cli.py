@@ -18,6 +18,9 @@ from compat_tests.kit.drivers.base import ConsumerSettings, Driver, Message, Pro
 from compat_tests.pools import BrokerPool, DriverPool
 
 BASE_TIME = 1_700_000_000_000
+KEEP = {"retention.ms": "-1"}
+"""The records' timestamps are years old: without it a broker's retention check (Kafka's runs
+every five minutes) may delete them in the middle of a scenario."""
 KEYS = [f"key-{i}" for i in range(9)]
 
 
@@ -30,7 +33,7 @@ def cli(broker: RunningBroker, *args: str, stdin: str | None = None) -> str:
 def test_cli_records_reach_stock_clients_and_back(
     broker: RunningBroker, admin: Driver, drivers: DriverPool, topic: str
 ) -> None:
-    admin.create_topic(topic, 3)
+    admin.create_topic(topic, 3, KEEP)
     lines = [
         json.dumps({"key": key, "value": f"v{i}", "headers": [["n", str(i)]], "timestamp": BASE_TIME + i})
         for i, key in enumerate(KEYS)

@@ -57,7 +57,8 @@ def test_offset_reset(driver: Driver, admin: Driver, topic: str, start: str, res
 
 def test_list_offsets(driver: Driver, admin: Driver, topic: str) -> None:
     """ListOffsets: earliest, latest, and by timestamp (first offset with timestamp >= target, else -1)."""
-    admin.create_topic(topic, 2)
+    # Years-old timestamps: no retention, or a retention check could delete them mid-test.
+    admin.create_topic(topic, 2, {"retention.ms": "-1"})
     base = 1_700_000_000_000
     messages = [Message(f"t{i}".encode(), partition=0, timestamp_ms=base + i * 1000) for i in range(5)]
     admin.produce(topic, messages, ProducerSettings())
