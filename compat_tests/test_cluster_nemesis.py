@@ -12,7 +12,6 @@ the session's: its proxies and small disk would change what the other scenarios 
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -31,19 +30,6 @@ pytestmark = pytest.mark.cluster
 PARTITIONS = 4
 DISK_NODE = 3
 """The node whose log directory is on a small disk of its own (where one can be mounted)."""
-COORDINATOR_EPOCH_BUG = (
-    "Odradek bug found by this suite (2026-11-29, the long mode's round 8, leader-paused): the "
-    "group and transaction coordinators append to __consumer_offsets and __transaction_state with "
-    "leader epoch 0 whatever the partition's epoch (coordinator/log_storage.py: LogStorage.append "
-    "passes 0, append_marker the default 0), so those logs' leader-epoch caches never learn a later "
-    "epoch and a deposed leader's unreplicated tail is not truncated (KIP-101/320): its fetcher "
-    "retries 'a replicated batch starts at offset N, expected N+1 or more' forever and the replica "
-    "never rejoins the ISR (where batch boundaries happen to line up, it keeps the divergent tail)"
-)
-STUCK_COORDINATOR_REPLICA = re.compile(
-    r"(__consumer_offsets|__transaction_state)-\d+ from leader \d+: cannot apply what the leader "
-    r"sent: .*a replicated batch starts at offset \d+, expected \d+ or more"
-)
 
 
 @pytest.fixture(scope="module")
@@ -107,27 +93,5 @@ def test_faults_lose_duplicate_reorder_and_fork_nothing(
         for producer in producers:
             producer.start()
             running.callback(producer.stop)
-        try:
-            done = run_nemesis(work, nemesis_cluster, chosen, rounds, report)
-        except AssertionError as failure:
-            known = coordinator_epoch_bug(nemesis_cluster, str(failure))
-            if known is None:
-                raise
-            report(f"XFAIL: {known}")
-            pytest.xfail(known)
+        done = run_nemesis(work, nemesis_cluster, chosen, rounds, report)
     report(f"{len(done)} rounds, {len(work.acked_since(0.0))} records acknowledged; {work.clients_report()}")
-
-
-def coordinator_epoch_bug(target: NemesisCluster, failure: str) -> str | None:
-    """The xfail reason when ``failure`` is :data:`COORDINATOR_EPOCH_BUG` and nothing else: on
-    Odradek, a partition of a coordinator's topic never back in sync, and the log of a node
-    shows its fetcher refusing that partition's batches as the bug makes it."""
-    stuck = re.search(r"((?:__consumer_offsets|__transaction_state)-\d+): PartitionState", failure)
-    if target.cluster.kind != "odradek" or stuck is None:
-        return None
-    for node_id, node in target.cluster.members.items():
-        for line in node.log_path.read_text(errors="replace").splitlines():
-            seen = STUCK_COORDINATOR_REPLICA.search(line)
-            if seen is not None and seen.group(0).startswith(f"{stuck.group(1)} "):
-                return f"{COORDINATOR_EPOCH_BUG}. Node {node_id}'s log: {line.strip()}"
-    return None
