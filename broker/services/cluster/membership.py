@@ -103,7 +103,11 @@ class Membership:
             except EtcdError as exc:
                 if unreachable_since is None:
                     unreachable_since = trio.current_time()
-                    log.error("etcd unreachable (%s): serving on, without metadata changes", exc)
+                    log.error(
+                        "etcd unreachable (%s): serving on without metadata changes, enforcing the "
+                        "ACLs, credentials, quotas and configs last seen",
+                        exc,
+                    )
 
     def _fence(self) -> None:
         if self.registered.is_set():
