@@ -28,6 +28,9 @@ _NUMBER_KEYS = {
     "consumer_session_timeout_ms": "group.consumer.session.timeout.ms",
     "consumer_heartbeat_interval_ms": "group.consumer.heartbeat.interval.ms",
     "consumer_max_size": "group.consumer.max.size",
+    "share_session_timeout_ms": "group.share.session.timeout.ms",
+    "share_heartbeat_interval_ms": "group.share.heartbeat.interval.ms",
+    "share_max_size": "group.share.max.size",
 }
 # ... and of every setting read as a comma-separated list of names.
 _NAME_LIST_KEYS = {
@@ -60,6 +63,9 @@ class CoordinatorConfig:
     consumer_session_timeout_ms: int = 45_000
     consumer_heartbeat_interval_ms: int = 5000
     consumer_max_size: int = INT32_MAX
+    share_session_timeout_ms: int = 45_000
+    share_heartbeat_interval_ms: int = 5000
+    share_max_size: int = 200
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     # "consumer" enables KIP-848 (ConsumerGroupHeartbeat); Kafka 4 enables both.
     rebalance_protocols: tuple[str, ...] = ("classic", "consumer")

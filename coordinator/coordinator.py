@@ -49,6 +49,14 @@ from coordinator.records import (
     encode_group_metadata,
     encode_offset_commit,
 )
+from coordinator.share.group import (
+    SHARE_GROUP_TYPE,
+    ShareGroup,
+    ShareGroups,
+    ShareHeartbeat,
+    share_described_error,
+    share_heartbeat_response,
+)
 from log.errors import KafkaStorageError, LogError
 from wire.error_codes import ErrorCode
 from wire.errors import DecodeError
@@ -64,6 +72,8 @@ if TYPE_CHECKING:
         OffsetDeleteRequestTopics,
         OffsetFetchRequestTopics,
         OffsetFetchResponseGroups,
+        ShareGroupDescribeResponseGroups,
+        ShareGroupHeartbeatResponse,
     )
 
 log = logging.getLogger(__name__)
@@ -127,6 +137,7 @@ class GroupCoordinator(PartitionedCoordinator):
         self.classic = ClassicGroups(self._groups, self._timer, clock, config, self._write)
         self.offsets = Offsets(topics, clock, config.offset_metadata_max_bytes, self._write)
         self.consumer = ConsumerGroups(self._groups, self._timer, clock, config, topics)
+        self.share = ShareGroups(self._groups, self._timer, clock, config, topics)
 
     # --- partitions, loading and storage -------------------------------------------------
 
@@ -467,7 +478,7 @@ class GroupCoordinator(PartitionedCoordinator):
         listed: list[ListGroupsResponseGroups] = []
         for group_id, group in self._groups.items():
             state = group.state.value
-            kind = CONSUMER_GROUP_TYPE if isinstance(group, ConsumerGroup) else CLASSIC_GROUP_TYPE
+            kind = _group_type(group)
             if wanted_states and state.lower() not in wanted_states:
                 continue
             if wanted_types and kind not in wanted_types:
@@ -518,3 +529,38 @@ class GroupCoordinator(PartitionedCoordinator):
             else:
                 described.append(described_error(group_id, error))
         return described
+
+    # --- share groups (KIP-932) ----------------------------------------------------------
+
+    def share_group_heartbeat(self, request: ShareHeartbeat) -> ShareGroupHeartbeatResponse:
+        error = self.availability(request.group_id) if request.group_id else ErrorCode.NONE
+        if error is not ErrorCode.NONE:
+            return share_heartbeat_response(error)
+        return self.share.heartbeat(request)
+
+    def share_group_describe(self, group_ids: list[str]) -> list[ShareGroupDescribeResponseGroups]:
+        described = []
+        for group_id in group_ids:
+            error = self.availability(group_id) if group_id else ErrorCode.INVALID_GROUP_ID
+            if error is ErrorCode.NONE:
+                described.append(self.share.describe(group_id))
+            else:
+                described.append(share_described_error(group_id, error))
+        return described
+
+    def is_share_group(self, group_id: str) -> bool:
+        return isinstance(self._groups.get(group_id), ShareGroup)
+
+    def adopt_share_group(self, group_id: str) -> None:
+        """Know ``group_id`` as an empty share group: its share-partitions have state (read back
+        from ``__share_group_state`` at start-up), though no member has joined since."""
+        if self.availability(group_id) is ErrorCode.NONE and group_id not in self._groups:
+            self._groups[group_id] = ShareGroup(group_id)
+
+
+def _group_type(group: object) -> str:
+    if isinstance(group, ConsumerGroup):
+        return CONSUMER_GROUP_TYPE
+    if isinstance(group, ShareGroup):
+        return SHARE_GROUP_TYPE
+    return CLASSIC_GROUP_TYPE

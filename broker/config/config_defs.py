@@ -609,6 +609,74 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "Highest consumer.heartbeat.interval.ms of a group.",
         ),
         _coordinator_def("group.consumer.assignors", T.LIST, "KIP-848 server-side assignors."),
+        _coordinator_def("group.share.session.timeout.ms", T.INT, "Share group member session timeout."),
+        _coordinator_def("group.share.heartbeat.interval.ms", T.INT, "Share group heartbeat interval."),
+        _coordinator_def("group.share.max.size", T.INT, "Most members in a share group."),
+        *(
+            ConfigDef(key, T.INT, default, doc)
+            for key, default, doc in (
+                (
+                    "group.share.min.session.timeout.ms",
+                    "45000",
+                    "Lowest share.session.timeout.ms of a group.",
+                ),
+                (
+                    "group.share.max.session.timeout.ms",
+                    "60000",
+                    "Highest share.session.timeout.ms of a group.",
+                ),
+                (
+                    "group.share.min.heartbeat.interval.ms",
+                    "5000",
+                    "Lowest share.heartbeat.interval.ms of a group.",
+                ),
+                (
+                    "group.share.max.heartbeat.interval.ms",
+                    "15000",
+                    "Highest share.heartbeat.interval.ms of a group.",
+                ),
+                (
+                    "group.share.record.lock.duration.ms",
+                    "30000",
+                    "How long a share consumer holds acquired records.",
+                ),
+                ("group.share.min.record.lock.duration.ms", "15000", "Lowest share.record.lock.duration.ms."),
+                (
+                    "group.share.max.record.lock.duration.ms",
+                    "60000",
+                    "Highest share.record.lock.duration.ms.",
+                ),
+                ("group.share.delivery.count.limit", "5", "Deliveries of a record before it is archived."),
+                ("group.share.min.delivery.count.limit", "2", "Lowest share.delivery.count.limit."),
+                ("group.share.max.delivery.count.limit", "10", "Highest share.delivery.count.limit."),
+                ("group.share.partition.max.record.locks", "2000", "Records in flight per share-partition."),
+                (
+                    "group.share.min.partition.max.record.locks",
+                    "100",
+                    "Lowest share.partition.max.record.locks.",
+                ),
+                (
+                    "group.share.max.partition.max.record.locks",
+                    "10000",
+                    "Highest share.partition.max.record.locks.",
+                ),
+                ("group.share.max.share.sessions", "2000", "Share sessions a broker holds at once."),
+                ("share.coordinator.state.topic.num.partitions", "50", "Partitions of __share_group_state."),
+                ("share.coordinator.state.topic.min.isr", "2", "min.insync.replicas of __share_group_state."),
+                (
+                    "share.coordinator.state.topic.segment.bytes",
+                    "104857600",
+                    "Segment size of __share_group_state.",
+                ),
+            )
+        ),
+        ConfigDef("group.share.assignors", T.LIST, "simple", "Share group server-side assignors."),
+        ConfigDef(
+            "share.coordinator.state.topic.replication.factor",
+            T.SHORT,
+            "1",
+            "Replication of __share_group_state (1 as the other internal topics here: a single node).",
+        ),
         _coordinator_def("transaction.state.log.num.partitions", T.INT, "Partitions of __transaction_state."),
         ConfigDef(
             "transaction.state.log.replication.factor", T.SHORT, "1", "Replication of __transaction_state."

@@ -3,8 +3,9 @@
 Kafka's ``GroupConfig`` keys a KIP-848 consumer group can override: each defaults to a broker
 key and must lie within the broker's min/max pair for it. The coordinator reads the overrides
 of a group each time it answers one of its heartbeats (``GroupCoordinator.group_configs``), so a
-change applies from the next heartbeat on. Share and streams groups are not served, so their
-keys are not offered either.
+change applies from the next heartbeat on. Share groups' keys (KIP-932, KIP-1240) are read
+the same way by the share-partitions (``broker.services.share``); streams groups are not served,
+so their keys are not offered.
 """
 
 from __future__ import annotations
@@ -50,13 +51,55 @@ GROUP_CONFIGS: dict[str, GroupConfigDef] = {
             "group.consumer.max.heartbeat.interval.ms",
             "How often members of this group are told to heartbeat.",
         ),
+        *(
+            GroupConfigDef(
+                f"share.{name}",
+                f"group.share.{name}",
+                f"group.share.min.{name}",
+                f"group.share.max.{name}",
+                doc,
+            )
+            for name, doc in (
+                (
+                    "session.timeout.ms",
+                    "A share group member that sends no heartbeat for this long is removed.",
+                ),
+                ("heartbeat.interval.ms", "How often members of this share group are told to heartbeat."),
+                ("record.lock.duration.ms", "How long a member holds the records it acquired."),
+                ("delivery.count.limit", "Deliveries of a record before it is archived."),
+                ("partition.max.record.locks", "Records in flight per share-partition."),
+            )
+        ),
     )
 }
+
+SHARE_CHOICES: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "share.auto.offset.reset": (
+        "latest",
+        ("latest", "earliest"),
+        "Where a share group with no state starts.",
+    ),
+    "share.isolation.level": (
+        "read_uncommitted",
+        ("read_uncommitted", "read_committed"),
+        "Whether the share group reads records of open and aborted transactions.",
+    ),
+    "share.renew.acknowledge.enable": ("true", ("true", "false"), "Whether members may renew their locks."),
+}
+"""The share group keys that take one of a few words: (default, allowed values, documentation)."""
 
 
 def check_group_configs(broker_config: BrokerConfig, updated: dict[str, str]) -> None:
     """Refuse unknown keys and values outside the broker's bounds, as Kafka words it."""
     for key, value in updated.items():
+        choice = SHARE_CHOICES.get(key)
+        if choice is not None:
+            if value.strip().lower() not in choice[1]:
+                raise DynamicConfigError(
+                    f"Invalid value {value} for configuration {key}: must be one of {', '.join(choice[1])}",
+                    ErrorCode.INVALID_CONFIG,
+                )
+            continue
         definition = GROUP_CONFIGS.get(key)
         if definition is None:
             raise DynamicConfigError(f"Unknown group config name: {key}", ErrorCode.INVALID_CONFIG)
@@ -74,4 +117,4 @@ def check_group_configs(broker_config: BrokerConfig, updated: dict[str, str]) ->
 
 def group_overrides(configs: dict[str, str]) -> dict[str, int]:
     """A group's stored configs as the coordinator reads them."""
-    return {key: int(value) for key, value in configs.items()}
+    return {key: int(value) for key, value in configs.items() if key in GROUP_CONFIGS}

@@ -326,9 +326,28 @@ async def serve_connection(
                     nursery.start_soon(_authentication_deadline, connection.auth, connection.scope)
                 nursery.start_soon(connection.guarded, connection.write_answers)
                 nursery.start_soon(connection.stalls.run, peer, connection.scope)
-                await connection.guarded(connection.read_requests)
+                try:
+                    await connection.guarded(connection.read_requests)
+                finally:
+                    _end_share_sessions(broker, connection.auth)
     finally:
         sock.close()
+
+
+def _end_share_sessions(broker: ServedNode, auth: ConnectionAuth) -> None:
+    """The share sessions opened on a closing connection end with it, and the records their
+    members acquired become available at once (Kafka 4.1's behaviour) rather than when their
+    locks run out."""
+    sessions, share = broker.share_sessions, broker.share
+    if sessions is None or share is None:
+        return
+    for session in sessions.of_connection(auth):
+        keys = [
+            (session.group_id, info.name, index)
+            for topic_id, index in session.partitions
+            if (info := broker.topics.by_id(topic_id)) is not None
+        ]
+        share.release_soon(session.group_id, session.member_id, keys)
 
 
 async def _authentication_deadline(auth: ConnectionAuth, scope: trio.CancelScope) -> None:

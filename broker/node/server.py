@@ -32,6 +32,7 @@ from broker.requests.api_support import Served, supported_apis
 from broker.requests.request_observer import RequestObserver
 from broker.services.cluster.node import ClusterNode
 from broker.services.coordinators.group_timers import install_group_coordinator
+from broker.services.coordinators.share_coordinator import install_share_coordinator
 from broker.services.coordinators.txn_coordinator import install_transaction_coordinator
 from broker.services.metrics import BrokerMetrics
 from broker.services.quotas.quota_manager import ClientQuotas
@@ -42,6 +43,8 @@ from broker.services.security.acl_store import ACL_FILE, AclStore, open_acl_stor
 from broker.services.security.authorizer import Authorizer
 from broker.services.security.listener_security import build_listener_security
 from broker.services.security.scram_store import ScramCredentialStore
+from broker.services.share.share_partitions import SharePartitions
+from broker.services.share.share_sessions import ShareSessions
 from broker.services.storage.appends import AppendNotifier
 from broker.services.storage.durability import Durability
 from broker.services.storage.fetch_sessions import FetchSessionCache
@@ -58,6 +61,7 @@ from broker.state.topic_registry import TopicRegistry
 from coordinator.coordinator import GroupCoordinator
 from coordinator.offsets_topic import OFFSETS_TOPIC
 from coordinator.partitioned import PartitionedCoordinator
+from coordinator.share.state_coordinator import SHARE_STATE_TOPIC, ShareCoordinator
 from coordinator.transactions import TRANSACTION_STATE_TOPIC, TransactionCoordinator
 from log.checkpoint import write_atomically
 from log.clock import Clock, wall_clock_ms
@@ -166,6 +170,9 @@ class Broker:
         self.listeners: list[Listener] = []
         self.coordinator: GroupCoordinator | None = None
         self.transactions: TransactionCoordinator | None = None
+        self.share_coordinator: ShareCoordinator | None = None
+        self.share: SharePartitions | None = None
+        self.share_sessions: ShareSessions | None = None
         self.metrics_address: tuple[str, int] | None = None  # bound by ``serve`` (metrics.listener)
         self.metrics_state = BrokerStateCollector(self)
         self.metrics.registry.register(self.metrics_state)
@@ -192,6 +199,7 @@ class Broker:
         ]
         install_group_coordinator(self)
         install_transaction_coordinator(self)
+        install_share_coordinator(self)
         if self.cluster is not None:
             self.start_replication(self.cluster)
             self.background_tasks.extend(self.cluster.background_tasks)
@@ -203,6 +211,8 @@ class Broker:
             return self.coordinator
         if topic == TRANSACTION_STATE_TOPIC:
             return self.transactions
+        if topic == SHARE_STATE_TOPIC:
+            return self.share_coordinator
         return None
 
     def start_replication(self, ports: ClusterPorts) -> ReplicaManager:

@@ -80,6 +80,10 @@ CHECKS: dict[ApiKey, tuple[Check, ...]] = {
     ApiKey.OFFSET_DELETE: _checks((R.GROUP, Op.DELETE), (R.TOPIC, Op.READ)),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: _checks((R.GROUP, Op.READ), (R.TOPIC, Op.DESCRIBE)),
     ApiKey.CONSUMER_GROUP_DESCRIBE: _checks((R.GROUP, Op.DESCRIBE)),
+    ApiKey.SHARE_GROUP_HEARTBEAT: _checks((R.GROUP, Op.READ), (R.TOPIC, Op.DESCRIBE)),
+    ApiKey.SHARE_GROUP_DESCRIBE: _checks((R.GROUP, Op.DESCRIBE)),
+    ApiKey.SHARE_FETCH: _checks((R.GROUP, Op.READ), (R.TOPIC, Op.READ)),
+    ApiKey.SHARE_ACKNOWLEDGE: _checks((R.GROUP, Op.READ), (R.TOPIC, Op.READ)),
     # A transactional id needs WRITE; without one, IDEMPOTENT_WRITE on the cluster or WRITE on
     # any topic (KIP-679).
     ApiKey.INIT_PRODUCER_ID: _checks(

@@ -56,10 +56,6 @@ NOT_SERVED: dict[ApiKey, str] = {
         "KRaft broker registrations: Odradek has no KRaft controller; a broker's record in etcd lives "
         "under its lease and vanishes once the broker stops heartbeating"
     ),
-    ApiKey.SHARE_GROUP_HEARTBEAT: _SHARE_GROUPS,
-    ApiKey.SHARE_GROUP_DESCRIBE: _SHARE_GROUPS,
-    ApiKey.SHARE_FETCH: _SHARE_GROUPS,
-    ApiKey.SHARE_ACKNOWLEDGE: _SHARE_GROUPS,
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: _SHARE_GROUPS,
     ApiKey.ALTER_SHARE_GROUP_OFFSETS: _SHARE_GROUPS,
     ApiKey.DELETE_SHARE_GROUP_OFFSETS: _SHARE_GROUPS,

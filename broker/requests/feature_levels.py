@@ -17,10 +17,13 @@ def finalized_levels(ctx: RequestContext) -> dict[str, int]:
     """Feature name -> finalized level, from what the configuration enables."""
     protocols = ctx.broker.config.get("group.coordinator.rebalance.protocols") or ""
     consumer = "consumer" in (p.strip() for p in protocols.split(","))
-    return {"group.version": 1} if consumer else {}
+    levels = {"group.version": 1} if consumer else {}
+    # Share groups (KIP-932) are production-ready from Kafka 4.2, which finalizes level 1 on new clusters.
+    levels["share.version"] = 1
+    return levels
 
 
-SUPPORTED = {"group.version": (0, 1)}
+SUPPORTED = {"group.version": (0, 1), "share.version": (0, 1)}
 
 
 def add_api_versions_features(ctx: RequestContext, response: ApiVersionsResponse) -> None:

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from broker.services.security.authorizer import Authorizer
     from broker.services.security.listener_security import ListenerSecurity
     from broker.services.security.scram_store import ScramCredentialStore
+    from broker.services.share.share_partitions import SharePartitions
+    from broker.services.share.share_sessions import ShareSessions
     from broker.services.storage.appends import AppendNotifier
     from broker.services.storage.durability import Durability
     from broker.services.storage.fetch_sessions import FetchSessionCache
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from broker.state.topic_registry import TopicRegistry
     from coordinator.coordinator import GroupCoordinator
     from coordinator.partitioned import PartitionedCoordinator
+    from coordinator.share.state_coordinator import ShareCoordinator
     from coordinator.transactions import TransactionCoordinator
     from log.clock import Clock
     from wire.api_keys import ApiKey
@@ -63,6 +66,9 @@ class NodeServices(Protocol):
     # Coordinators (installed at start; None only while a cluster member does not host one).
     coordinator: GroupCoordinator | None
     transactions: TransactionCoordinator | None
+    share_coordinator: ShareCoordinator | None
+    share: SharePartitions | None  # the share-partitions this broker leads (KIP-932)
+    share_sessions: ShareSessions | None
     producer_ids: ProducerIdAllocator
     # Security, quotas, telemetry, observation.
     acls: AclStore | None

@@ -20,6 +20,7 @@ not acknowledged, with delivery counts that miss only the acquisitions in flight
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 
 from coordinator.share.in_flight import InFlightRecords, Run
@@ -99,3 +100,30 @@ def merge_state_batches(batches: list[StateBatch]) -> list[StateBatch]:
         else:
             merged.append(batch)
     return merged
+
+
+def overlay_state_batches(
+    base: list[StateBatch], changes: list[StateBatch], start_offset: int
+) -> list[StateBatch]:
+    """``base`` with ``changes`` written over it, below ``start_offset`` dropped: how the share
+    coordinator combines a WriteShareGroupState (which carries the batches that changed) with
+    the state it holds (Kafka's ``ShareCoordinatorShard`` combining its snapshot and updates)."""
+    combined = list(base)
+    for change in changes:
+        kept: list[StateBatch] = []
+        for batch in combined:
+            if batch.last_offset < change.first_offset or batch.first_offset > change.last_offset:
+                kept.append(batch)
+                continue
+            if batch.first_offset < change.first_offset:
+                kept.append(dataclasses.replace(batch, last_offset=change.first_offset - 1))
+            if batch.last_offset > change.last_offset:
+                kept.append(dataclasses.replace(batch, first_offset=change.last_offset + 1))
+        kept.append(change)
+        combined = kept
+    trimmed = [
+        dataclasses.replace(batch, first_offset=max(batch.first_offset, start_offset))
+        for batch in sorted(combined, key=lambda batch: batch.first_offset)
+        if batch.last_offset >= start_offset
+    ]
+    return merge_state_batches(trimmed)

@@ -55,6 +55,11 @@ INTERNAL_TOPICS = (
     InternalTopic(
         "transaction_state", "kafka-transaction-coordinator", ("TransactionLogKey", "TransactionLogValue")
     ),
+    InternalTopic(
+        "share_group_state",
+        "kafka-share-coordinator",
+        ("ShareSnapshotKey", "ShareSnapshotValue", "ShareUpdateKey", "ShareUpdateValue"),
+    ),
 )
 
 

@@ -10,9 +10,12 @@ from broker.services.node_parts import LogsNode
 
 if TYPE_CHECKING:
     from broker.services.cluster.node import ClusterNode
+    from broker.services.share.share_partitions import SharePartitions
+    from broker.services.share.share_sessions import ShareSessions
     from broker.state.dynamic_config_store import DynamicConfigStore
     from broker.state.producer_id_allocator import ProducerIdAllocator
     from coordinator.coordinator import GroupCoordinator
+    from coordinator.share.state_coordinator import ShareCoordinator
     from coordinator.transactions import TransactionCoordinator
 
 
@@ -30,4 +33,7 @@ class CoordinatorHost(MarkedNode, Protocol):
     dynamic_configs: DynamicConfigStore
     producer_ids: ProducerIdAllocator
     transactions: TransactionCoordinator | None
+    share_coordinator: ShareCoordinator | None
+    share: SharePartitions | None
+    share_sessions: ShareSessions | None
     background_tasks: list[Callable[[], Awaitable[None]]]

@@ -1,0 +1,345 @@
+"""ShareFetch and ShareAcknowledge (KIP-932): a share group's members reading records.
+
+Each request goes to the leader of the partitions it names and carries the member's share
+session epoch (``broker.services.share.share_sessions``). Acknowledgements are applied and
+persisted first (a ShareFetch may piggyback the previous batch's), then a ShareFetch reads
+and acquires records from every partition of the session, waiting up to ``MaxWaitMs`` for
+records to arrive or to come back (released, or their locks expired).
+
+Kafka's error placement is kept: group-level problems (no rights on the group, a session
+unknown or at another epoch, a full session cache, acknowledgements on an initial fetch) are
+the top-level error; a partition's fetch error and its acknowledgement error are separate
+fields of its answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import trio
+
+from broker.requests.acl_checks import authorized
+from broker.requests.api_support import Served
+from broker.requests.context import RequestContext
+from broker.requests.partition_requests import find_partition
+from broker.services.security.acl_model import ResourceType
+from broker.services.share.share_partitions import FetchLimits, ShareFetchError, SharePartitions
+from broker.services.share.share_sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSession, ShareSessionError
+from coordinator.share.model import AcknowledgementBatch, AcquiredRecords
+from wire.api_keys import ApiKey
+from wire.error_codes import ErrorCode
+
+if TYPE_CHECKING:
+    from broker.services.share.share_sessions import SharePartitionId, ShareSessions
+    from wire.messages import (
+        ShareAcknowledgeRequest,
+        ShareAcknowledgeResponse,
+        ShareAcknowledgeResponsePartitions,
+        ShareFetchRequest,
+        ShareFetchRequestAcknowledgementBatches,
+        ShareFetchResponse,
+        ShareFetchResponseCurrentLeader,
+        ShareFetchResponsePartitions,
+    )
+
+NO_LEADER: ShareFetchResponseCurrentLeader = {"leader_id": -1, "leader_epoch": -1}
+DEFAULT_MAX_RECORDS = 500  # ShareFetch v0's members have no MaxRecords: the client's max.poll.records default
+
+
+class _Answer:
+    """What one partition's answer will hold."""
+
+    __slots__ = ("error", "message", "ack_error", "ack_message", "records", "acquired")
+
+    def __init__(self) -> None:
+        self.error = ErrorCode.NONE
+        self.message: str | None = None
+        self.ack_error = ErrorCode.NONE
+        self.ack_message: str | None = None
+        self.records = b""
+        self.acquired: list[AcquiredRecords] = []
+
+
+def _services(ctx: RequestContext) -> tuple[SharePartitions, ShareSessions]:
+    share, sessions = ctx.broker.share, ctx.broker.share_sessions
+    if share is None or sessions is None:
+        raise RuntimeError(
+            "broker.services.coordinators.share_coordinator.install_share_coordinator was not called"
+        )
+    return share, sessions
+
+
+def _acknowledgements(
+    topics: Sequence[tuple[bytes, int, list[ShareFetchRequestAcknowledgementBatches]]],
+) -> dict[SharePartitionId, list[AcknowledgementBatch]]:
+    return {
+        (topic_id, index): [
+            AcknowledgementBatch(b["first_offset"], b["last_offset"], list(b["acknowledge_types"]))
+            for b in batches
+        ]
+        for topic_id, index, batches in topics
+        if batches
+    }
+
+
+def _open_session(
+    sessions: ShareSessions, ctx: RequestContext, group_id: str, member_id: str, epoch: int
+) -> tuple[ShareSession, ShareSession | None]:
+    """The session this request runs in (and a replaced or closed one whose records to release)."""
+    if epoch == INITIAL_EPOCH:
+        return sessions.open(group_id, member_id, ctx.auth)
+    if epoch == FINAL_EPOCH:
+        closed = sessions.close(group_id, member_id)
+        return closed, closed
+    return sessions.next(group_id, member_id, epoch), None
+
+
+async def _acknowledge(
+    ctx: RequestContext,
+    share: SharePartitions,
+    group_id: str,
+    member_id: str,
+    acks: dict[SharePartitionId, list[AcknowledgementBatch]],
+    answers: dict[SharePartitionId, _Answer],
+) -> None:
+    for (topic_id, index), batches in acks.items():
+        answer = answers.setdefault((topic_id, index), _Answer())
+        info = ctx.broker.topics.by_id(topic_id)
+        if info is None:
+            answer.ack_error = ErrorCode.UNKNOWN_TOPIC_ID
+            continue
+        if not authorized(ctx, ResourceType.TOPIC, info.name):
+            answer.ack_error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            continue
+        failure = await share.acknowledge(group_id, member_id, (group_id, info.name, index), batches)
+        if failure is not None:
+            answer.ack_error, answer.ack_message = failure.error_code, str(failure)
+
+
+async def _release(ctx: RequestContext, share: SharePartitions, session: ShareSession) -> None:
+    keys = []
+    for topic_id, index in session.partitions:
+        info = ctx.broker.topics.by_id(topic_id)
+        if info is not None:
+            keys.append((session.group_id, info.name, index))
+    await share.release(session.group_id, session.member_id, keys)
+
+
+async def _read_all(
+    ctx: RequestContext,
+    share: SharePartitions,
+    session: ShareSession,
+    limits: FetchLimits,
+    answers: dict[SharePartitionId, _Answer],
+) -> tuple[bool, list[tuple[str, int]]]:
+    """Read and acquire every partition of the session: (whether anything was acquired or
+    failed, the partitions to wait on)."""
+    group_id, member_id = session.group_id, session.member_id
+    total, done, keys = 0, False, []
+    for topic_id, index in session.partitions:
+        answer = answers.setdefault((topic_id, index), _Answer())
+        info = ctx.broker.topics.by_id(topic_id)
+        if info is None:
+            answer.error, done = ErrorCode.UNKNOWN_TOPIC_ID, True
+            continue
+        found = find_partition(ctx, info.name, index)
+        if isinstance(found, ErrorCode):
+            answer.error, done = found, True
+            continue
+        log_, _info = found
+        keys.append((info.name, index))
+        try:
+            hosted = await share.hosted(group_id, info.name, index, topic_id, info.leader_epoch, log_)
+            remaining = FetchLimits(
+                limits.max_records, limits.batch_size, limits.max_bytes - total, limits.record_limit
+            )
+            records, acquired = share.read_and_acquire(
+                group_id, member_id, (group_id, info.name, index), hosted, log_, remaining, total == 0
+            )
+        except ShareFetchError as error:
+            answer.error, answer.message, done = error.code, str(error), True
+            continue
+        if acquired:
+            answer.records, answer.acquired, done = records, answer.acquired + acquired, True
+            total += len(records)
+    await share.flush_pending()
+    return done, keys
+
+
+async def _wait(
+    ctx: RequestContext, share: SharePartitions, keys: list[tuple[str, int]], timeout_s: float
+) -> None:
+    """Until an append to one of ``keys``, records coming back anywhere, or the timeout."""
+    async with trio.open_nursery() as nursery:
+
+        async def appended() -> None:
+            await ctx.broker.appends.wait_any(keys, timeout_s)
+            nursery.cancel_scope.cancel()
+
+        async def available() -> None:
+            await share.wait_available(timeout_s)
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(appended)
+        nursery.start_soon(available)
+
+
+def _fetch_partitions(
+    answers: dict[SharePartitionId, _Answer], leader: ShareFetchResponseCurrentLeader
+) -> dict[bytes, list[ShareFetchResponsePartitions]]:
+    by_topic: dict[bytes, list[ShareFetchResponsePartitions]] = {}
+    for (topic_id, index), answer in answers.items():
+        by_topic.setdefault(topic_id, []).append(
+            {
+                "partition_index": index,
+                "error_code": answer.error,
+                "error_message": answer.message,
+                "acknowledge_error_code": answer.ack_error,
+                "acknowledge_error_message": answer.ack_message,
+                "current_leader": leader,
+                "records": answer.records or None,
+                "acquired_records": [
+                    {
+                        "first_offset": a.first_offset,
+                        "last_offset": a.last_offset,
+                        "delivery_count": a.delivery_count,
+                    }
+                    for a in answer.acquired
+                ],
+            }
+        )
+    return by_topic
+
+
+def _fetch_refused(code: ErrorCode, message: str | None = None) -> ShareFetchResponse:
+    return {
+        "error_code": code,
+        "error_message": message,
+        "acquisition_lock_timeout_ms": 0,
+        "responses": [],
+        "node_endpoints": [],
+    }
+
+
+async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchResponse:
+    share, sessions = _services(ctx)
+    group_id, member_id = request["group_id"] or "", request["member_id"] or ""
+    if not group_id or not member_id:
+        return _fetch_refused(ErrorCode.INVALID_REQUEST, "A group id and a member id are required.")
+    if not authorized(ctx, ResourceType.GROUP, group_id):
+        return _fetch_refused(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    epoch = request["share_session_epoch"]
+    acks = _acknowledgements(
+        [
+            (t["topic_id"], p["partition_index"], p["acknowledgement_batches"])
+            for t in request["topics"]
+            for p in t["partitions"]
+        ]
+    )
+    if epoch == INITIAL_EPOCH and acks:
+        return _fetch_refused(
+            ErrorCode.INVALID_REQUEST, "Acknowledge data present in the initial share fetch request."
+        )
+    try:
+        session, released = _open_session(sessions, ctx, group_id, member_id, epoch)
+    except ShareSessionError as error:
+        return _fetch_refused(error.code, str(error))
+    if released is not None and released is not session:
+        await _release(ctx, share, released)
+    if epoch != FINAL_EPOCH:
+        for topic in request["topics"]:
+            for partition in topic["partitions"]:
+                session.partitions[(topic["topic_id"], partition["partition_index"])] = None
+        for forgotten in request["forgotten_topics_data"]:
+            for index in forgotten["partitions"]:
+                session.partitions.pop((forgotten["topic_id"], index), None)
+    answers: dict[SharePartitionId, _Answer] = {}
+    await _acknowledge(ctx, share, group_id, member_id, acks, answers)
+    if epoch == FINAL_EPOCH:
+        await _release(ctx, share, session)
+    else:
+        limits = FetchLimits(
+            max_records=request.get("max_records", DEFAULT_MAX_RECORDS)
+            if request.get("max_records", 0) > 0
+            else DEFAULT_MAX_RECORDS,
+            batch_size=max(1, request.get("batch_size", 0) or DEFAULT_MAX_RECORDS),
+            max_bytes=max(0, min(request["max_bytes"], ctx.broker.config.get_int("fetch.max.bytes"))),
+            record_limit=request.get("share_acquire_mode", 0) == 1,
+        )
+        deadline = trio.current_time() + max(0, request["max_wait_ms"]) / 1000
+        while True:
+            done, keys = await _read_all(ctx, share, session, limits, answers)
+            remaining = deadline - trio.current_time()
+            if done or acks or remaining <= 0 or not keys:
+                break
+            await _wait(ctx, share, keys, remaining)
+    by_topic = _fetch_partitions(
+        {k: a for k, a in answers.items() if a.acquired or a.error or a.ack_error or k in acks},
+        NO_LEADER,
+    )
+    return {
+        "error_code": ErrorCode.NONE,
+        "error_message": None,
+        "acquisition_lock_timeout_ms": share.lock_duration_ms(group_id),
+        "responses": [{"topic_id": topic_id, "partitions": parts} for topic_id, parts in by_topic.items()],
+        "node_endpoints": [],
+    }
+
+
+def _ack_refused(code: ErrorCode, message: str | None = None) -> ShareAcknowledgeResponse:
+    return {"error_code": code, "error_message": message, "responses": [], "node_endpoints": []}
+
+
+async def handle_share_acknowledge(
+    ctx: RequestContext, request: ShareAcknowledgeRequest
+) -> ShareAcknowledgeResponse:
+    share, sessions = _services(ctx)
+    group_id, member_id = request["group_id"] or "", request["member_id"] or ""
+    if not group_id or not member_id:
+        return _ack_refused(ErrorCode.INVALID_REQUEST, "A group id and a member id are required.")
+    if not authorized(ctx, ResourceType.GROUP, group_id):
+        return _ack_refused(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    epoch = request["share_session_epoch"]
+    if epoch == INITIAL_EPOCH:
+        return _ack_refused(
+            ErrorCode.INVALID_SHARE_SESSION_EPOCH, "A share acknowledge request cannot open a session."
+        )
+    try:
+        session, _closed = _open_session(sessions, ctx, group_id, member_id, epoch)
+    except ShareSessionError as error:
+        return _ack_refused(error.code, str(error))
+    acks = _acknowledgements(
+        [
+            (t["topic_id"], p["partition_index"], p["acknowledgement_batches"])
+            for t in request["topics"]
+            for p in t["partitions"]
+        ]
+    )
+    answers: dict[SharePartitionId, _Answer] = {}
+    await _acknowledge(ctx, share, group_id, member_id, acks, answers)
+    if epoch == FINAL_EPOCH:
+        await _release(ctx, share, session)
+    by_topic: dict[bytes, list[ShareAcknowledgeResponsePartitions]] = {}
+    for (topic_id, index), answer in answers.items():
+        by_topic.setdefault(topic_id, []).append(
+            {
+                "partition_index": index,
+                "error_code": answer.ack_error,
+                "error_message": answer.ack_message,
+                "current_leader": NO_LEADER,
+            }
+        )
+    return {
+        "error_code": ErrorCode.NONE,
+        "error_message": None,
+        "acquisition_lock_timeout_ms": share.lock_duration_ms(group_id),
+        "responses": [{"topic_id": topic_id, "partitions": parts} for topic_id, parts in by_topic.items()],
+        "node_endpoints": [],
+    }
+
+
+HANDLERS = {
+    ApiKey.SHARE_FETCH: Served(handle_share_fetch),
+    ApiKey.SHARE_ACKNOWLEDGE: Served(handle_share_acknowledge),
+}
