@@ -551,11 +551,17 @@ class GroupCoordinator(PartitionedCoordinator):
     def is_share_group(self, group_id: str) -> bool:
         return isinstance(self._groups.get(group_id), ShareGroup)
 
-    def adopt_share_group(self, group_id: str) -> None:
-        """Know ``group_id`` as an empty share group: its share-partitions have state (read back
-        from ``__share_group_state`` at start-up), though no member has joined since."""
-        if self.availability(group_id) is ErrorCode.NONE and group_id not in self._groups:
-            self._groups[group_id] = ShareGroup(group_id)
+    def share_group_is_empty(self, group_id: str) -> bool:
+        group = self._groups.get(group_id)
+        return isinstance(group, ShareGroup) and group.is_empty
+
+    def adopt_share_groups(self, group_ids: Iterable[str]) -> None:
+        """Know each of ``group_ids`` this coordinator serves as an (empty) share group: their
+        share-partitions have state in ``__share_group_state``, though membership, which is
+        not persisted, started empty after a restart."""
+        for group_id in group_ids:
+            if group_id not in self._groups and self.availability(group_id) is ErrorCode.NONE:
+                self._groups[group_id] = ShareGroup(group_id)
 
 
 def _group_type(group: object) -> str:

@@ -21,10 +21,12 @@ from broker.requests.context import RequestContext
 from broker.requests.coordinators import client_host, coordinator_of, installed
 from broker.services.cluster_view import NodeAddress, node_address
 from broker.services.security.acl_model import AclOperation, ResourceType
+from broker.services.share.share_offsets import ShareOffsets
 from coordinator.classic_group import join_error, sync_error
 from coordinator.classic_protocol import JoinRequest, SyncRequest
 from coordinator.offsets_topic import OFFSETS_TOPIC
 from coordinator.records import MemberIdentity
+from coordinator.share.state_coordinator import SHARE_STATE_TOPIC, ShareStateError
 from coordinator.transactions import TRANSACTION_STATE_TOPIC
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
@@ -54,9 +56,15 @@ if TYPE_CHECKING:
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
+SHARE_KEY_TYPE = 2
 KEY_RESOURCES = {GROUP_KEY_TYPE: ResourceType.GROUP, TRANSACTION_KEY_TYPE: ResourceType.TRANSACTIONAL_ID}
-"""FindCoordinator needs DESCRIBE on the group or transactional id it looks up."""
-KEY_TOPICS = {GROUP_KEY_TYPE: OFFSETS_TOPIC, TRANSACTION_KEY_TYPE: TRANSACTION_STATE_TOPIC}
+"""FindCoordinator needs DESCRIBE on the group or transactional id it looks up (and a broker
+looking up a share coordinator, CLUSTER_ACTION)."""
+KEY_TOPICS = {
+    GROUP_KEY_TYPE: OFFSETS_TOPIC,
+    TRANSACTION_KEY_TYPE: TRANSACTION_STATE_TOPIC,
+    SHARE_KEY_TYPE: SHARE_STATE_TOPIC,
+}
 """The internal topic whose partition leaders coordinate each kind of key."""
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 
@@ -117,7 +125,13 @@ def _coordinator_entry(ctx: RequestContext, key_type: int, key: str) -> FindCoor
     elif key_type == TRANSACTION_KEY_TYPE:
         advertised = ApiKey.END_TXN in ctx.broker.supported
         error = ErrorCode.NONE if advertised else ErrorCode.COORDINATOR_NOT_AVAILABLE
-    else:  # share groups (KIP-932) and anything newer
+    elif key_type == SHARE_KEY_TYPE:  # "group:topicId:partition", asked by brokers (KIP-932)
+        if not cluster_authorized(ctx, AclOperation.CLUSTER_ACTION):
+            error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        else:
+            installed_here = ctx.broker.share_coordinator is not None
+            error = ErrorCode.NONE if installed_here else ErrorCode.COORDINATOR_NOT_AVAILABLE
+    else:  # anything newer
         error = ErrorCode.INVALID_REQUEST
     if error is not ErrorCode.NONE:
         return {
@@ -268,7 +282,16 @@ async def handle_describe_groups(
     return {"groups": groups}
 
 
+def _adopt_share_groups(ctx: RequestContext) -> None:
+    """Share groups whose state outlived their membership (a restart) are listed too."""
+    if ctx.broker.share_state is not None and ctx.broker.share is not None:
+        coordinator_of(ctx).adopt_share_groups(
+            ShareOffsets(ctx.broker.share_state, ctx.broker.share).groups_with_state()
+        )
+
+
 async def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
+    _adopt_share_groups(ctx)
     error, groups = coordinator_of(ctx).list_groups(
         request.get("states_filter") or [], request.get("types_filter") or []
     )
@@ -288,14 +311,28 @@ def denied_deletion(group_id: str) -> DeleteGroupsResponseResults:
 async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
     # Kafka answers each distinct group once.
     group_ids = list(dict.fromkeys(request["groups_names"]))
-    results = answer_each(
-        ctx,
-        ResourceType.GROUP,
-        group_ids,
-        coordinator_of(ctx).delete_groups,
-        denied_deletion,
-    )
+    _adopt_share_groups(ctx)
+    coordinator = coordinator_of(ctx)
+    share_groups = {group_id for group_id in group_ids if coordinator.is_share_group(group_id)}
+    results = answer_each(ctx, ResourceType.GROUP, group_ids, coordinator.delete_groups, denied_deletion)
+    for result in results:
+        if result["group_id"] in share_groups and result["error_code"] == ErrorCode.NONE:
+            result["error_code"] = await _delete_share_state(ctx, result["group_id"])
     return {"results": results}
+
+
+async def _delete_share_state(ctx: RequestContext, group_id: str) -> ErrorCode:
+    """A deleted share group's share-partitions are deleted with it, as Kafka's DeleteGroups does."""
+    if ctx.broker.share_state is None or ctx.broker.share is None:
+        return ErrorCode.NONE
+    offsets = ShareOffsets(ctx.broker.share_state, ctx.broker.share)
+    for key in offsets.known_keys(group_id):
+        info = ctx.broker.topics.by_id(key[1])
+        try:
+            await offsets.delete(key, info.name if info is not None else "")
+        except ShareStateError as failure:
+            return failure.code
+    return ErrorCode.NONE
 
 
 HANDLERS = {

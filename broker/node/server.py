@@ -45,6 +45,7 @@ from broker.services.security.listener_security import build_listener_security
 from broker.services.security.scram_store import ScramCredentialStore
 from broker.services.share.share_partitions import SharePartitions
 from broker.services.share.share_sessions import ShareSessions
+from broker.services.share.state_router import ShareStateRouter
 from broker.services.storage.appends import AppendNotifier
 from broker.services.storage.durability import Durability
 from broker.services.storage.fetch_sessions import FetchSessionCache
@@ -172,6 +173,7 @@ class Broker:
         self.transactions: TransactionCoordinator | None = None
         self.share_coordinator: ShareCoordinator | None = None
         self.share: SharePartitions | None = None
+        self.share_state: ShareStateRouter | None = None
         self.share_sessions: ShareSessions | None = None
         self.metrics_address: tuple[str, int] | None = None  # bound by ``serve`` (metrics.listener)
         self.metrics_state = BrokerStateCollector(self)

@@ -84,6 +84,17 @@ CHECKS: dict[ApiKey, tuple[Check, ...]] = {
     ApiKey.SHARE_GROUP_DESCRIBE: _checks((R.GROUP, Op.DESCRIBE)),
     ApiKey.SHARE_FETCH: _checks((R.GROUP, Op.READ), (R.TOPIC, Op.READ)),
     ApiKey.SHARE_ACKNOWLEDGE: _checks((R.GROUP, Op.READ), (R.TOPIC, Op.READ)),
+    # The share-group offset APIs, as Kafka checks them (altering or deleting needs READ on the
+    # group and the topic; describing, DESCRIBE on both).
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: _checks((R.GROUP, Op.DESCRIBE), (R.TOPIC, Op.DESCRIBE)),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: _checks((R.GROUP, Op.READ), (R.TOPIC, Op.READ)),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: _checks((R.GROUP, Op.DELETE), (R.TOPIC, Op.READ)),
+    # Brokers' calls to the share coordinator.
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE: _checks((R.CLUSTER, Op.CLUSTER_ACTION)),
+    ApiKey.READ_SHARE_GROUP_STATE: _checks((R.CLUSTER, Op.CLUSTER_ACTION)),
+    ApiKey.WRITE_SHARE_GROUP_STATE: _checks((R.CLUSTER, Op.CLUSTER_ACTION)),
+    ApiKey.DELETE_SHARE_GROUP_STATE: _checks((R.CLUSTER, Op.CLUSTER_ACTION)),
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: _checks((R.CLUSTER, Op.CLUSTER_ACTION)),
     # A transactional id needs WRITE; without one, IDEMPOTENT_WRITE on the cluster or WRITE on
     # any topic (KIP-679).
     ApiKey.INIT_PRODUCER_ID: _checks(

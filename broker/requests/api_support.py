@@ -41,10 +41,6 @@ class Served:
             raise ValueError("a handler that serves fewer versions than declared must say why")
 
 
-_SHARE_GROUPS = "share groups (KIP-932) are not implemented"
-_SHARE_STATE = (
-    "share-group state, kept by KIP-932's share coordinator for the brokers: share groups are not implemented"
-)
 _STREAMS_GROUPS = "streams groups (KIP-1071, the Streams rebalance protocol) are not implemented"
 _RAFT_VOTERS = "KRaft controller quorum membership (KIP-853): Odradek has no KRaft quorum; cluster metadata lives in etcd"
 
@@ -56,14 +52,6 @@ NOT_SERVED: dict[ApiKey, str] = {
         "KRaft broker registrations: Odradek has no KRaft controller; a broker's record in etcd lives "
         "under its lease and vanishes once the broker stops heartbeating"
     ),
-    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: _SHARE_GROUPS,
-    ApiKey.ALTER_SHARE_GROUP_OFFSETS: _SHARE_GROUPS,
-    ApiKey.DELETE_SHARE_GROUP_OFFSETS: _SHARE_GROUPS,
-    ApiKey.INITIALIZE_SHARE_GROUP_STATE: _SHARE_STATE,
-    ApiKey.READ_SHARE_GROUP_STATE: _SHARE_STATE,
-    ApiKey.WRITE_SHARE_GROUP_STATE: _SHARE_STATE,
-    ApiKey.DELETE_SHARE_GROUP_STATE: _SHARE_STATE,
-    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: _SHARE_STATE,
     ApiKey.STREAMS_GROUP_HEARTBEAT: _STREAMS_GROUPS,
     ApiKey.STREAMS_GROUP_DESCRIBE: _STREAMS_GROUPS,
     ApiKey.ADD_RAFT_VOTER: _RAFT_VOTERS,

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from broker.services.security.scram_store import ScramCredentialStore
     from broker.services.share.share_partitions import SharePartitions
     from broker.services.share.share_sessions import ShareSessions
+    from broker.services.share.state_router import ShareStateRouter
     from broker.services.storage.appends import AppendNotifier
     from broker.services.storage.durability import Durability
     from broker.services.storage.fetch_sessions import FetchSessionCache
@@ -68,6 +69,7 @@ class NodeServices(Protocol):
     transactions: TransactionCoordinator | None
     share_coordinator: ShareCoordinator | None
     share: SharePartitions | None  # the share-partitions this broker leads (KIP-932)
+    share_state: ShareStateRouter | None  # the share coordinator of any key, here or remote
     share_sessions: ShareSessions | None
     producer_ids: ProducerIdAllocator
     # Security, quotas, telemetry, observation.

@@ -24,6 +24,7 @@ import base64
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from coordinator.coordinator import CoordinatorStorage, StoredMarker, StoredRecord
 from coordinator.partitioned import PartitionedCoordinator
@@ -70,6 +71,15 @@ class ShareState:
             for b in self.batches
             if b.delivery_state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
         )
+
+
+class ShareSummary(NamedTuple):
+    """ReadShareGroupStateSummary's answer: where a share-partition stands, without its batches."""
+
+    state_epoch: int
+    leader_epoch: int
+    start_offset: int
+    delivery_complete_count: int
 
 
 class ShareStateError(Exception):
@@ -172,10 +182,15 @@ class ShareCoordinator(PartitionedCoordinator):
             self._store(key, _replaced(state, leader_epoch=leader_epoch))
         return self._states[key]
 
-    def summary(self, key: ShareKey) -> ShareState | None:
-        """ReadShareGroupStateSummary: the state without fencing anything."""
+    def summary(self, key: ShareKey) -> ShareSummary | None:
+        """ReadShareGroupStateSummary: where the share-partition stands, fencing nothing."""
         self._check_available(key)
-        return self._states.get(key)
+        state = self._states.get(key)
+        if state is None:
+            return None
+        return ShareSummary(
+            state.state_epoch, state.leader_epoch, state.start_offset, state.delivery_complete_count()
+        )
 
     def write(
         self, key: ShareKey, state_epoch: int, leader_epoch: int, start_offset: int, batches: list[StateBatch]

@@ -30,6 +30,7 @@ from broker.services.cluster.replica_placement import PlacementError, assign_rep
 from broker.services.cluster.roles import Roles
 from broker.services.topic_admin import NewTopic, TopicError
 from coordinator.offsets_topic import OFFSETS_TOPIC
+from coordinator.share.state_coordinator import SHARE_STATE_TOPIC
 from coordinator.transactions import TRANSACTION_STATE_TOPIC
 from wire.error_codes import ErrorCode
 
@@ -41,7 +42,11 @@ log = logging.getLogger(__name__)
 
 PRODUCER_ID_BLOCK = 1000  # Kafka's block size
 # The prefix of each internal topic's settings (``<prefix>.replication.factor``, ``.segment.bytes``).
-INTERNAL_TOPIC_SETTINGS = {OFFSETS_TOPIC: "offsets.topic", TRANSACTION_STATE_TOPIC: "transaction.state.log"}
+INTERNAL_TOPIC_SETTINGS = {
+    OFFSETS_TOPIC: "offsets.topic",
+    TRANSACTION_STATE_TOPIC: "transaction.state.log",
+    SHARE_STATE_TOPIC: "share.coordinator.state.topic",
+}
 
 
 class ClusterNode:

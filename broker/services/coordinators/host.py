@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from broker.services.cluster.node import ClusterNode
     from broker.services.share.share_partitions import SharePartitions
     from broker.services.share.share_sessions import ShareSessions
+    from broker.services.share.state_router import ShareStateRouter
     from broker.state.dynamic_config_store import DynamicConfigStore
     from broker.state.producer_id_allocator import ProducerIdAllocator
     from coordinator.coordinator import GroupCoordinator
@@ -35,5 +36,6 @@ class CoordinatorHost(MarkedNode, Protocol):
     transactions: TransactionCoordinator | None
     share_coordinator: ShareCoordinator | None
     share: SharePartitions | None
+    share_state: ShareStateRouter | None
     share_sessions: ShareSessions | None
     background_tasks: list[Callable[[], Awaitable[None]]]

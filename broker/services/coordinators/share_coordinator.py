@@ -4,7 +4,8 @@ The share coordinator keeps every share-partition's state on ``__share_group_sta
 (created on first use, as Kafka does), loaded and driven like the group and transaction
 coordinators (``group_timers.start_coordinator``); in a cluster it serves the keys of the
 partitions of that topic this broker leads. The share-partitions this broker leads
-(``broker.services.share``) reach it through :class:`LocalShareState`.
+(``broker.services.share``) reach it, or another broker's, through the
+``ShareStateRouter`` (``broker.share_state``).
 """
 
 from __future__ import annotations
@@ -14,33 +15,15 @@ from typing import TYPE_CHECKING
 from broker.services.coordinators.group_timers import internal_topic_storage, start_coordinator
 from broker.services.share.share_partitions import SharePartitions
 from broker.services.share.share_sessions import ShareSessions
-from coordinator.share.model import StateBatch
-from coordinator.share.state_coordinator import SHARE_STATE_TOPIC, ShareCoordinator, ShareKey, ShareState
+from broker.services.share.state_router import ShareStateRouter
+from coordinator.share.state_coordinator import SHARE_STATE_TOPIC, ShareCoordinator
 
 if TYPE_CHECKING:
     from broker.services.coordinators.host import CoordinatorHost
 
 
-class LocalShareState:
-    """The share coordinator of this broker as share-partitions persist through it."""
-
-    def __init__(self, coordinator: ShareCoordinator) -> None:
-        self._coordinator = coordinator
-
-    async def read(self, key: ShareKey, leader_epoch: int) -> ShareState | None:
-        return self._coordinator.read(key, leader_epoch)
-
-    async def initialize(self, key: ShareKey, state_epoch: int, start_offset: int) -> None:
-        self._coordinator.initialize(key, state_epoch, start_offset)
-
-    async def write(
-        self, key: ShareKey, state_epoch: int, leader_epoch: int, start_offset: int, batches: list[StateBatch]
-    ) -> None:
-        self._coordinator.write(key, state_epoch, leader_epoch, start_offset, batches)
-
-
 def install_share_coordinator(broker: CoordinatorHost) -> ShareCoordinator:
-    """Set ``broker.share_coordinator``, ``broker.share`` and ``broker.share_sessions``, and
+    """Set ``broker.share_coordinator``, ``broker.share_state``, ``broker.share`` and ``broker.share_sessions``, and
     register the tasks that load the coordinator and expire acquisition locks."""
     partitions, storage = internal_topic_storage(
         broker,
@@ -50,9 +33,8 @@ def install_share_coordinator(broker: CoordinatorHost) -> ShareCoordinator:
     )
     coordinator = ShareCoordinator(partitions, storage, broker.clock)
     broker.share_coordinator = coordinator
-    broker.share = SharePartitions(
-        broker.config, broker.clock, broker.dynamic_configs, LocalShareState(coordinator)
-    )
+    broker.share_state = ShareStateRouter(coordinator, broker.cluster)
+    broker.share = SharePartitions(broker.config, broker.clock, broker.dynamic_configs, broker.share_state)
     broker.share_sessions = ShareSessions(broker.config.get_int("group.share.max.share.sessions"))
     start_coordinator(broker, coordinator, "share coordinator")
     broker.background_tasks.append(broker.share.run_lock_timers)

@@ -43,8 +43,8 @@ from coordinator.share.state_coordinator import ShareKey, ShareState
 from coordinator.share.state_coordinator import ShareStateError as PersistError
 from log.errors import LogError
 from wire.error_codes import ErrorCode
-from wire.record_batch_errors import RecordBatchError
 from wire.record_batch import BatchInfo, parse_batch_header
+from wire.record_batch_errors import RecordBatchError
 
 if TYPE_CHECKING:
     from broker.config.config import BrokerConfig
@@ -330,6 +330,10 @@ class SharePartitions:
                 changed,
             )
         except PersistError as error:
+            if error.code is ErrorCode.FENCED_STATE_EPOCH:
+                # The group's offsets were reset or deleted: start again from the new state.
+                self._hosted.pop(key, None)
+                return ShareStateError(error.code, str(error))
             log.error("share group %s, %s-%d: the state was not persisted: %s", key[0], key[1], key[2], error)
             return ShareStateError(error.code, str(error))
         return None

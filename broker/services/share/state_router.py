@@ -1,0 +1,155 @@
+"""Reaching the share coordinator of a share-partition's key: this broker's, or another's.
+
+On a single node the share coordinator is local. In a cluster a key's coordinator is the
+leader of its partition of ``__share_group_state``, which may be another broker: then the
+share-group state APIs go to it (``broker/handlers/share_state.py`` answers them there), as
+Kafka's brokers' persister does. An unreachable or changing coordinator is an error the
+caller answers with (clients retry), never a wait without bound.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from broker.services.share.state_wire import batches_from_wire, batches_to_wire
+from coordinator.share.model import StateBatch
+from coordinator.share.state_coordinator import (
+    SHARE_STATE_TOPIC,
+    ShareCoordinator,
+    ShareKey,
+    ShareState,
+    ShareStateError,
+    ShareSummary,
+)
+from wire.api_keys import ApiKey
+from wire.error_codes import ErrorCode
+
+if TYPE_CHECKING:
+    from broker.services.cluster.node import ClusterNode
+
+log = logging.getLogger(__name__)
+
+REQUEST_TIMEOUT_S = 10.0
+STATE_API_VERSION = 0
+WRITE_VERSION = 1
+SUMMARY_VERSION = 1
+
+
+class ShareStateRouter:
+    """The share coordinator of any key, as one object (a ``ShareStatePort``)."""
+
+    def __init__(self, coordinator: ShareCoordinator, cluster: ClusterNode | None) -> None:
+        self.coordinator = coordinator
+        self._cluster = cluster
+
+    def _remote(self, key: ShareKey) -> int | None:
+        """The broker coordinating ``key`` when it is not this one, else None."""
+        cluster = self._cluster
+        if cluster is None or self.coordinator.key_availability(key) is not ErrorCode.NOT_COORDINATOR:
+            return None
+        record = cluster.metadata.image.partition(SHARE_STATE_TOPIC, self.coordinator.key_partition(key))
+        if record is None or record.leader < 0:
+            raise ShareStateError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "The share coordinator has no leader.")
+        return record.leader
+
+    async def _ask(
+        self, node: int, api: ApiKey, version: int, key: ShareKey, partition: dict[str, Any]
+    ) -> dict[str, Any]:
+        if self._cluster is None:
+            raise RuntimeError("only a cluster member asks another broker")
+        group_id, topic_id, index = key
+        body = {
+            "group_id": group_id,
+            "topics": [{"topic_id": topic_id, "partitions": [{"partition": index, **partition}]}],
+        }
+        try:
+            response = await self._cluster.peers.request(node, api, version, body, REQUEST_TIMEOUT_S)
+            answer = response["results"][0]["partitions"][0]
+        except (ConnectionError, KeyError, IndexError) as error:
+            log.warning("share coordinator %d did not answer %s: %s", node, api.api_name, error)
+            raise ShareStateError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"broker {node}: {error}") from error
+        code = _code(answer["error_code"])
+        if code is not ErrorCode.NONE:
+            raise ShareStateError(code, answer.get("error_message") or code.name)
+        return answer
+
+    async def read(self, key: ShareKey, leader_epoch: int) -> ShareState | None:
+        node = self._remote(key)
+        if node is None:
+            return self.coordinator.read(key, leader_epoch)
+        answer = await self._ask(
+            node, ApiKey.READ_SHARE_GROUP_STATE, STATE_API_VERSION, key, {"leader_epoch": leader_epoch}
+        )
+        if answer["start_offset"] < 0:
+            return None
+        return ShareState(
+            answer["state_epoch"],
+            leader_epoch,
+            answer["start_offset"],
+            batches_from_wire(answer["state_batches"]),
+        )
+
+    async def initialize(self, key: ShareKey, state_epoch: int, start_offset: int) -> None:
+        node = self._remote(key)
+        if node is None:
+            self.coordinator.initialize(key, state_epoch, start_offset)
+            return
+        await self._ask(
+            node,
+            ApiKey.INITIALIZE_SHARE_GROUP_STATE,
+            STATE_API_VERSION,
+            key,
+            {"state_epoch": state_epoch, "start_offset": start_offset},
+        )
+
+    async def write(
+        self, key: ShareKey, state_epoch: int, leader_epoch: int, start_offset: int, batches: list[StateBatch]
+    ) -> None:
+        node = self._remote(key)
+        if node is None:
+            self.coordinator.write(key, state_epoch, leader_epoch, start_offset, batches)
+            return
+        await self._ask(
+            node,
+            ApiKey.WRITE_SHARE_GROUP_STATE,
+            WRITE_VERSION,
+            key,
+            {
+                "state_epoch": state_epoch,
+                "leader_epoch": leader_epoch,
+                "start_offset": start_offset,
+                "delivery_complete_count": -1,
+                "state_batches": batches_to_wire(batches),
+            },
+        )
+
+    async def delete(self, key: ShareKey) -> None:
+        node = self._remote(key)
+        if node is None:
+            self.coordinator.delete(key)
+            return
+        await self._ask(node, ApiKey.DELETE_SHARE_GROUP_STATE, STATE_API_VERSION, key, {})
+
+    async def summary(self, key: ShareKey) -> ShareSummary | None:
+        node = self._remote(key)
+        if node is None:
+            return self.coordinator.summary(key)
+        answer = await self._ask(
+            node, ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, SUMMARY_VERSION, key, {"leader_epoch": -1}
+        )
+        if answer["start_offset"] < 0:
+            return None
+        return ShareSummary(
+            answer["state_epoch"],
+            answer["leader_epoch"],
+            answer["start_offset"],
+            answer.get("delivery_complete_count", -1),
+        )
+
+
+def _code(value: int) -> ErrorCode:
+    try:
+        return ErrorCode(value)
+    except ValueError:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
