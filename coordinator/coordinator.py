@@ -381,7 +381,7 @@ class GroupCoordinator(PartitionedCoordinator):
         """
         error = self.availability(group_id)
         group = self._groups.get(group_id)
-        if error is ErrorCode.NONE and isinstance(group, ConsumerGroup):
+        if error is ErrorCode.NONE and isinstance(group, (ConsumerGroup, ShareGroup)):
             try:
                 group.validate_offset_fetch(member_id, member_epoch)
             except GroupError as failure:

@@ -243,12 +243,12 @@ class ShareGroups(GroupProtocol[ShareGroup]):
         member.client_id, member.client_host = request.client_id, request.client_host
         if request.rack_id is not None:
             member.rack_id = request.rack_id
+        changed = False
         if request.subscribed_topic_names is not None:
             subscribed = frozenset(request.subscribed_topic_names)
-            if subscribed != member.subscribed_topic_names:
-                member.subscribed_topic_names = subscribed
-                group.group_epoch += 1
-        self._refresh(group)
+            changed = subscribed != member.subscribed_topic_names
+            member.subscribed_topic_names = subscribed
+        self._refresh(group, changed)
         member.member_epoch = group.assignment_epoch
         member.assigned = group.target.get(member.member_id, {})
         self._schedule_session_timeout(group.group_id, member.member_id)
@@ -277,14 +277,15 @@ class ShareGroups(GroupProtocol[ShareGroup]):
         self._groups[group_id] = group
         return group
 
-    def _refresh(self, group: ShareGroup) -> None:
-        """Bump the epoch when the subscribed topics changed size, then recompute the target."""
+    def _refresh(self, group: ShareGroup, changed: bool) -> None:
+        """Bump the group epoch once when membership or subscriptions ``changed`` or the
+        subscribed topics changed size, then recompute the target assignment."""
         metadata = {}
         for name in group.subscribed_topic_names():
             info = self._topics.get(name)
             if info is not None:
                 metadata[name] = (info.topic_id, info.partitions)
-        if metadata != group.subscription_metadata:
+        if changed or metadata != group.subscription_metadata:
             group.subscription_metadata = metadata
             group.group_epoch += 1
         if group.group_epoch > group.assignment_epoch:
@@ -308,8 +309,7 @@ class ShareGroups(GroupProtocol[ShareGroup]):
             return
         self._timer.cancel(("share-session", group.group_id, member_id))
         group.target.pop(member_id, None)
-        group.group_epoch += 1
-        self._refresh(group)
+        self._refresh(group, changed=True)
         log.info("share group %s: member %s left, epoch %d", group.group_id, member_id, group.group_epoch)
 
     def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
