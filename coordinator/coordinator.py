@@ -551,6 +551,11 @@ class GroupCoordinator(PartitionedCoordinator):
     def is_share_group(self, group_id: str) -> bool:
         return isinstance(self._groups.get(group_id), ShareGroup)
 
+    def share_group_topics(self, group_id: str) -> set[str]:
+        """The topics the share group's members subscribe to."""
+        group = self._groups.get(group_id)
+        return group.subscribed_topic_names() if isinstance(group, ShareGroup) else set()
+
     def share_group_is_empty(self, group_id: str) -> bool:
         group = self._groups.get(group_id)
         return isinstance(group, ShareGroup) and group.is_empty

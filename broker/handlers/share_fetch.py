@@ -22,6 +22,7 @@ import trio
 from broker.requests.acl_checks import authorized
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
+from broker.requests.leader_hints import leader_hint, node_endpoints
 from broker.requests.partition_requests import find_partition
 from broker.services.security.acl_model import ResourceType
 from broker.services.share.share_partitions import FetchLimits, ShareFetchError, SharePartitions
@@ -50,7 +51,7 @@ DEFAULT_MAX_RECORDS = 500  # ShareFetch v0's members have no MaxRecords: the cli
 class _Answer:
     """What one partition's answer will hold."""
 
-    __slots__ = ("error", "message", "ack_error", "ack_message", "records", "acquired")
+    __slots__ = ("error", "message", "ack_error", "ack_message", "records", "acquired", "leader")
 
     def __init__(self) -> None:
         self.error = ErrorCode.NONE
@@ -59,6 +60,25 @@ class _Answer:
         self.ack_message: str | None = None
         self.records = b""
         self.acquired: list[AcquiredRecords] = []
+        self.leader: ShareFetchResponseCurrentLeader = NO_LEADER
+
+
+def _leader_epoch(ctx: RequestContext, key: tuple[str, int], single_node_epoch: int) -> int:
+    """The partition's leader epoch (a new one means another leader had the share-partition)."""
+    replicas = ctx.broker.replicas
+    known = replicas.known_leader(key) if replicas is not None else None
+    return known[1] if known is not None else single_node_epoch
+
+
+def _leader_hint(
+    ctx: RequestContext, key: tuple[str, int], code: ErrorCode
+) -> ShareFetchResponseCurrentLeader:
+    """Where a client that asked the wrong broker should go (a cluster's leader, if known)."""
+    replicas = ctx.broker.replicas
+    hint = leader_hint(replicas, key, code) if replicas is not None else None
+    if hint is None:
+        return NO_LEADER
+    return {"leader_id": hint["leader_id"], "leader_epoch": hint["leader_epoch"]}
 
 
 def _services(ctx: RequestContext) -> tuple[SharePartitions, ShareSessions]:
@@ -146,11 +166,13 @@ async def _read_all(
         found = find_partition(ctx, info.name, index)
         if isinstance(found, ErrorCode):
             answer.error, done = found, True
+            answer.leader = _leader_hint(ctx, (info.name, index), found)
             continue
         log_, _info = found
         keys.append((info.name, index))
         try:
-            hosted = await share.hosted(group_id, info.name, index, topic_id, info.leader_epoch, log_)
+            epoch = _leader_epoch(ctx, (info.name, index), info.leader_epoch)
+            hosted = await share.hosted(group_id, info.name, index, topic_id, epoch, log_)
             remaining = FetchLimits(
                 limits.max_records, limits.batch_size, limits.max_bytes - total, limits.record_limit
             )
@@ -186,7 +208,7 @@ async def _wait(
 
 
 def _fetch_partitions(
-    answers: dict[SharePartitionId, _Answer], leader: ShareFetchResponseCurrentLeader
+    answers: dict[SharePartitionId, _Answer],
 ) -> dict[bytes, list[ShareFetchResponsePartitions]]:
     by_topic: dict[bytes, list[ShareFetchResponsePartitions]] = {}
     for (topic_id, index), answer in answers.items():
@@ -197,7 +219,7 @@ def _fetch_partitions(
                 "error_message": answer.message,
                 "acknowledge_error_code": answer.ack_error,
                 "acknowledge_error_message": answer.ack_message,
-                "current_leader": leader,
+                "current_leader": answer.leader,
                 "records": answer.records or None,
                 "acquired_records": [
                     {
@@ -276,14 +298,14 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
             await _wait(ctx, share, keys, remaining)
     by_topic = _fetch_partitions(
         {k: a for k, a in answers.items() if a.acquired or a.error or a.ack_error or k in acks},
-        NO_LEADER,
     )
+    partitions = [p for parts in by_topic.values() for p in parts if p["current_leader"]["leader_id"] >= 0]
     return {
         "error_code": ErrorCode.NONE,
         "error_message": None,
         "acquisition_lock_timeout_ms": share.lock_duration_ms(group_id),
         "responses": [{"topic_id": topic_id, "partitions": parts} for topic_id, parts in by_topic.items()],
-        "node_endpoints": [],
+        "node_endpoints": node_endpoints(ctx, partitions, 0),
     }
 
 

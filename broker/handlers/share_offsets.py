@@ -74,12 +74,16 @@ async def _describe_group(
     if error is not ErrorCode.NONE:
         return {"group_id": group_id, "topics": [], "error_code": error, "error_message": None}
     requested = group["topics"]
-    if requested is None:  # every partition with state
+    if requested is None:  # the partitions with state here, and every one the members subscribe to
         wanted: dict[str, list[int]] = {}
         for _group, topic_id, index in offsets.known_keys(group_id):
             info = ctx.broker.topics.by_id(topic_id)
             if info is not None:
                 wanted.setdefault(info.name, []).append(index)
+        for name in coordinator_of(ctx).share_group_topics(group_id):
+            info = ctx.broker.topics.get(name)
+            if info is not None:
+                wanted[name] = sorted(set(wanted.get(name, [])) | set(range(info.partitions)))
     else:
         wanted = {t["topic_name"]: list(t["partitions"]) for t in requested}
     denied = unauthorized_names(ctx, ResourceType.TOPIC, wanted)

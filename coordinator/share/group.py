@@ -217,7 +217,7 @@ class ShareGroups(GroupProtocol[ShareGroup]):
 
     def _heartbeat(self, request: ShareHeartbeat) -> ShareGroupHeartbeatResponse:
         joining = request.member_epoch == 0
-        group = self._group_to_join(request.group_id, joining)
+        group = self._group_to_join(request.group_id, request.member_id, joining)
         member = group.members.get(request.member_id)
         if member is None:
             if not joining:
@@ -265,14 +265,19 @@ class ShareGroups(GroupProtocol[ShareGroup]):
             }
         return response
 
-    def _group_to_join(self, group_id: str, joining: bool) -> ShareGroup:
+    def _group_to_join(self, group_id: str, member_id: str, joining: bool) -> ShareGroup:
         group = self.group(group_id)
         if group is not None:
             return group
         if group_id in self._groups:
             raise ShareHeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
         if not joining:
-            raise ShareHeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+            # Kafka says GROUP_ID_NOT_FOUND, which clients treat as fatal; here the group is only
+            # unknown because membership is not persisted (a restart, a new coordinator), so the
+            # member is told to rejoin.
+            raise ShareHeartbeatError(
+                ErrorCode.UNKNOWN_MEMBER_ID, f"Group {group_id} has no member {member_id}."
+            )
         group = ShareGroup(group_id)
         self._groups[group_id] = group
         return group

@@ -148,7 +148,7 @@ class SharePartitions:
         while (loading := self._loading.get(key)) is not None:
             await loading.wait()
         found = self._hosted.get(key)
-        if found is not None and found.topic_id == topic_id:
+        if found is not None and found.topic_id == topic_id and found.leader_epoch == leader_epoch:
             found.partition.config = self._partition_config(group_id)
             found.partition.advance_log_start(log_.log_start_offset)
             return found

@@ -39,18 +39,25 @@ SUMMARY_VERSION = 1
 class ShareStateRouter:
     """The share coordinator of any key, as one object (a ``ShareStatePort``)."""
 
-    def __init__(self, coordinator: ShareCoordinator, cluster: ClusterNode | None) -> None:
+    def __init__(self, coordinator: ShareCoordinator, cluster: ClusterNode | None, node_id: int) -> None:
         self.coordinator = coordinator
         self._cluster = cluster
+        self._node_id = node_id
 
-    def _remote(self, key: ShareKey) -> int | None:
-        """The broker coordinating ``key`` when it is not this one, else None."""
+    async def _remote(self, key: ShareKey) -> int | None:
+        """The broker coordinating ``key`` when it is not this one, else None. The share
+        coordinator's topic is created on first use (as Kafka does); until it has a leader
+        the answer is COORDINATOR_NOT_AVAILABLE, which clients retry."""
         cluster = self._cluster
         if cluster is None or self.coordinator.key_availability(key) is not ErrorCode.NOT_COORDINATOR:
             return None
+        await cluster.ensure_internal_topic(SHARE_STATE_TOPIC)
         record = cluster.metadata.image.partition(SHARE_STATE_TOPIC, self.coordinator.key_partition(key))
         if record is None or record.leader < 0:
             raise ShareStateError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "The share coordinator has no leader.")
+        if record.leader == self._node_id:
+            # This broker leads the partition but has not claimed it yet (a moment after an election).
+            raise ShareStateError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "The share coordinator is loading.")
         return record.leader
 
     async def _ask(
@@ -75,7 +82,7 @@ class ShareStateRouter:
         return answer
 
     async def read(self, key: ShareKey, leader_epoch: int) -> ShareState | None:
-        node = self._remote(key)
+        node = await self._remote(key)
         if node is None:
             return self.coordinator.read(key, leader_epoch)
         answer = await self._ask(
@@ -91,7 +98,7 @@ class ShareStateRouter:
         )
 
     async def initialize(self, key: ShareKey, state_epoch: int, start_offset: int) -> None:
-        node = self._remote(key)
+        node = await self._remote(key)
         if node is None:
             self.coordinator.initialize(key, state_epoch, start_offset)
             return
@@ -106,7 +113,7 @@ class ShareStateRouter:
     async def write(
         self, key: ShareKey, state_epoch: int, leader_epoch: int, start_offset: int, batches: list[StateBatch]
     ) -> None:
-        node = self._remote(key)
+        node = await self._remote(key)
         if node is None:
             self.coordinator.write(key, state_epoch, leader_epoch, start_offset, batches)
             return
@@ -125,14 +132,14 @@ class ShareStateRouter:
         )
 
     async def delete(self, key: ShareKey) -> None:
-        node = self._remote(key)
+        node = await self._remote(key)
         if node is None:
             self.coordinator.delete(key)
             return
         await self._ask(node, ApiKey.DELETE_SHARE_GROUP_STATE, STATE_API_VERSION, key, {})
 
     async def summary(self, key: ShareKey) -> ShareSummary | None:
-        node = self._remote(key)
+        node = await self._remote(key)
         if node is None:
             return self.coordinator.summary(key)
         answer = await self._ask(
