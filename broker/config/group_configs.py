@@ -32,6 +32,8 @@ class GroupConfigDef:
     highest: str
     doc: str
     type: ConfigType = ConfigType.INT
+    floor: int = 1
+    """The lowest value Kafka's own definition of the key accepts, checked before the broker's bounds."""
 
 
 GROUP_CONFIGS: dict[str, GroupConfigDef] = {
@@ -58,16 +60,18 @@ GROUP_CONFIGS: dict[str, GroupConfigDef] = {
                 f"group.share.min.{name}",
                 f"group.share.max.{name}",
                 doc,
+                floor=floor,
             )
-            for name, doc in (
+            for name, floor, doc in (
                 (
                     "session.timeout.ms",
+                    1,
                     "A share group member that sends no heartbeat for this long is removed.",
                 ),
-                ("heartbeat.interval.ms", "How often members of this share group are told to heartbeat."),
-                ("record.lock.duration.ms", "How long a member holds the records it acquired."),
-                ("delivery.count.limit", "Deliveries of a record before it is archived."),
-                ("partition.max.record.locks", "Records in flight per share-partition."),
+                ("heartbeat.interval.ms", 1, "How often members of this share group are told to heartbeat."),
+                ("record.lock.duration.ms", 1000, "How long a member holds the records it acquired."),
+                ("delivery.count.limit", 2, "Deliveries of a record before it is archived."),
+                ("partition.max.record.locks", 100, "Records in flight per share-partition."),
             )
         ),
     )
@@ -105,6 +109,11 @@ def check_group_configs(broker_config: BrokerConfig, updated: dict[str, str]) ->
             raise DynamicConfigError(f"Unknown group config name: {key}", ErrorCode.INVALID_CONFIG)
         check_type(key, definition.type, value, ErrorCode.INVALID_CONFIG)
         number = int(value)
+        if number < definition.floor:
+            raise DynamicConfigError(
+                f"Invalid value {value} for configuration {key}: Value must be at least {definition.floor}",
+                ErrorCode.INVALID_CONFIG,
+            )
         if number < broker_config.get_int(definition.lowest):
             raise DynamicConfigError(
                 f"{key} must be greater than or equal to {definition.lowest}", ErrorCode.INVALID_CONFIG
