@@ -21,7 +21,8 @@ from compat_tests.helpers import eventually
 from compat_tests.kit.brokers import BROKER_KINDS, RunningBroker, kafka_jars, kafka_tools_jars
 from compat_tests.kit.clusters import CLUSTER_SIZE, Cluster
 from compat_tests.kit.drivers.base import Driver
-from compat_tests.kit.drivers.java import build_java_client
+from compat_tests.kit.drivers.java import build_java_client, build_share_client
+from compat_tests.kit.drivers.java_share import SHARE_CLIENT_VERSION
 from compat_tests.matrix import Matrix, cell_key
 from compat_tests.maven import classpath
 from compat_tests.nemesis import FAULTS
@@ -40,6 +41,8 @@ NEMESIS_ROUND_TIMEOUT_S = 300
 """The nemesis scenario's deadline grows with its rounds (``--nemesis-rounds``; by default one
 per fault): a round takes 30 to 90 s on the 2-core machine, its history check growing with it."""
 
+TOOL_MODULES = frozenset({"test_kafka_tools.py", "test_share_groups.py"})
+"""The modules that run Apache Kafka's command-line tools (their jars are resolved up front)."""
 MATRIX_KEY = pytest.StashKey[Matrix]()
 SUITE_DIR = Path(__file__).resolve().parent
 
@@ -138,10 +141,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     try:
         if config.getoption("--bootstrap") is None and config.getoption("--broker") == "apache-kafka":
             kafka_jars()
-        if any(item.path.name == "test_kafka_tools.py" for item in session.items):
+        if any(item.path.name in TOOL_MODULES for item in session.items):
             kafka_tools_jars()
         for name in sorted(clients & set(JAVA_CLIENTS)):
             build_java_client(JAVA_CLIENTS[name])
+        if any(item.path.name == "test_share_groups.py" for item in session.items):
+            build_share_client(SHARE_CLIENT_VERSION)
     except RuntimeError as exc:
         pytest.exit(f"cannot prepare the compatibility suite: {exc}", returncode=3)
 

@@ -112,15 +112,18 @@ def resolve_jars(name: str, artifacts: Sequence[str]) -> Path:
     return dest
 
 
-def compiled_classes(source: Path, libs: Path, cache_name: str) -> Path:
-    """``source`` compiled with ``javac`` against the jars in ``libs``: a cached classes directory.
+def compiled_classes(source: Path, libs: Path, cache_name: str, *uses: Path) -> Path:
+    """``source`` compiled with ``javac`` against the jars in ``libs`` (and the classes
+    directories ``uses``, themselves from this function): a cached classes directory.
 
-    Keyed by the source's hash under ``cache_name``, so an edited source is compiled again and
-    an unchanged one never is; written to a temporary directory and renamed into place.
+    Keyed by the source's hash and the directories it uses under ``cache_name``, so an edited
+    source, or one of the classes it uses, is compiled again and an unchanged one never is;
+    written to a temporary directory and renamed into place.
     """
     if shutil.which("javac") is None:
         raise RuntimeError(f"javac is not installed: it is needed to build {source.name}")
-    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    key = source.read_bytes() + "".join(f"\n{used.name}" for used in uses).encode()
+    digest = hashlib.sha256(key).hexdigest()[:16]
     classes = cache_root() / cache_name / f"classes-{source.stem}-{digest}"
     with file_lock(cache_root() / f"{cache_name}.lock"):
         if not (classes / f"{source.stem}.class").exists():
@@ -128,7 +131,7 @@ def compiled_classes(source: Path, libs: Path, cache_name: str) -> Path:
             shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir(parents=True)
             result = subprocess.run(
-                ["javac", "--release", "17", "-d", str(tmp), "-cp", classpath(libs), str(source)],
+                ["javac", "--release", "17", "-d", str(tmp), "-cp", classpath(libs, *uses), str(source)],
                 capture_output=True,
                 text=True,
                 timeout=300,

@@ -69,10 +69,24 @@ public final class CompatClient {
     private final Map<String, Admin> admins = new HashMap<>();
 
     public static void main(String[] args) throws Exception {
+        CompatClient client = new CompatClient();
+        serve(client::handle, client::closeAll);
+    }
+
+    /** Answers one command; the command loop of {@link #serve} reports what it throws. */
+    interface Handler {
+        Object handle(Map<String, Object> command) throws Exception;
+    }
+
+    /**
+     * The command loop: "ready", then one answer line per command line until stdin closes, then
+     * {@code closeAll}. Other programs of the suite built on this class (ShareClient) serve
+     * their own commands through it.
+     */
+    static void serve(Handler handler, Runnable closeAll) throws Exception {
         PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
         System.setOut(System.err); // keep library chatter off the answer channel
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        CompatClient client = new CompatClient();
         out.println(Json.write(Map.of("ok", true, "result", "ready")));
         String line;
         while ((line = in.readLine()) != null) {
@@ -80,16 +94,21 @@ public final class CompatClient {
             try {
                 @SuppressWarnings("unchecked")
                 Map<String, Object> command = (Map<String, Object>) Json.parse(line);
-                answer.put("result", client.handle(command));
+                answer.put("result", handler.handle(command));
                 answer.put("ok", true);
             } catch (Throwable t) {
-                Throwable cause = unwrap(t);
                 answer.put("ok", false);
-                answer.put("error", cause.getClass().getName() + ": " + cause.getMessage());
+                answer.put("error", errorText(t));
             }
             out.println(Json.write(answer));
         }
-        client.closeAll();
+        closeAll.run();
+    }
+
+    /** "ExceptionClass: message" of what a call threw, unwrapped from its Future's wrapper. */
+    static String errorText(Throwable t) {
+        Throwable cause = unwrap(t);
+        return cause.getClass().getName() + ": " + cause.getMessage();
     }
 
     private static Throwable unwrap(Throwable t) {
@@ -416,6 +435,11 @@ public final class CompatClient {
     }
 
     private Admin admin(Map<String, Object> c) {
+        return admin(admins, c);
+    }
+
+    /** The admin client for the command's bootstrap and client config, created on first use. */
+    static Admin admin(Map<String, Admin> admins, Map<String, Object> c) {
         String key = c.get("bootstrap") + " " + c.get("client_config");
         return admins.computeIfAbsent(key, k -> {
             Properties p = new Properties();
@@ -428,7 +452,7 @@ public final class CompatClient {
     }
 
     /** Extra client properties (security.protocol, sasl.*, ssl.*) a command carries, if any. */
-    private static void putClientConfig(Properties p, Map<String, Object> c) {
+    static void putClientConfig(Properties p, Map<String, Object> c) {
         Object extra = c.get("client_config");
         if (extra != null) {
             ((Map<?, ?>) extra).forEach((k, v) -> p.put(String.valueOf(k), String.valueOf(v)));
@@ -436,19 +460,20 @@ public final class CompatClient {
     }
 
     private KafkaConsumer<byte[], byte[]> consumer(Map<String, Object> c) {
-        KafkaConsumer<byte[], byte[]> consumer = consumers.get(handleName(c));
-        if (consumer == null) {
-            throw new IllegalArgumentException("no consumer handle " + handleName(c));
-        }
-        return consumer;
+        return held(consumers, c, "consumer");
     }
 
     private KafkaProducer<byte[], byte[]> producer(Map<String, Object> c) {
-        KafkaProducer<byte[], byte[]> producer = producers.get(handleName(c));
-        if (producer == null) {
-            throw new IllegalArgumentException("no producer handle " + handleName(c));
+        return held(producers, c, "producer");
+    }
+
+    /** The client the command's handle names, or an error naming the handle. */
+    static <T> T held(Map<String, T> clients, Map<String, Object> c, String kind) {
+        T client = clients.get(handleName(c));
+        if (client == null) {
+            throw new IllegalArgumentException("no " + kind + " handle " + handleName(c));
         }
-        return producer;
+        return client;
     }
 
     private void closeAll() {
@@ -457,7 +482,7 @@ public final class CompatClient {
         admins.values().forEach(Admin::close);
     }
 
-    private static String handleName(Map<String, Object> c) {
+    static String handleName(Map<String, Object> c) {
         return (String) c.get("handle");
     }
 
@@ -475,7 +500,7 @@ public final class CompatClient {
         }
     }
 
-    private static List<String> strings(Object o) {
+    static List<String> strings(Object o) {
         List<String> result = new ArrayList<>();
         for (Object s : (List<?>) o) {
             result.add((String) s);
@@ -483,7 +508,7 @@ public final class CompatClient {
         return result;
     }
 
-    private static int num(Object o) {
+    static int num(Object o) {
         return ((Number) o).intValue();
     }
 
@@ -491,7 +516,7 @@ public final class CompatClient {
         return o == null ? null : UNB64.decode((String) o);
     }
 
-    private static String b64(byte[] b) {
+    static String b64(byte[] b) {
         return b == null ? null : B64.encodeToString(b);
     }
 

@@ -43,9 +43,19 @@ KAFKA_VERSION = os.environ.get("ODRADEK_KAFKA_VERSION", "4.3.1")
 KAFKA_HEAP = ["-Xms128m", "-Xmx512m"]
 READY_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 20.0
-SUITE_OVERRIDES: Mapping[str, str] = {"group.initial.rebalance.delay.ms": "0"}
-"""Settings every broker of the suite gets: Kafka's own example server.properties sets this for
-development use, and without it every first group join waits three seconds."""
+SUITE_OVERRIDES: Mapping[str, str] = {
+    "group.initial.rebalance.delay.ms": "0",
+    "group.share.min.record.lock.duration.ms": "1000",
+    "group.share.min.heartbeat.interval.ms": "500",
+    "group.share.heartbeat.interval.ms": "500",
+}
+"""Settings every broker of the suite gets. Kafka's own example server.properties sets the first
+for development use, and without it every first group join waits three seconds. The second
+lets a share group's ``share.record.lock.duration.ms`` go down to a second (Kafka's lowest bound
+for it; by default at least 15 s), so the share-group scenarios see an acquisition lock expire
+in seconds (``test_share_groups.py``). The heartbeat settings (5 s by default, and at least 5 s)
+give a new share-group member its assignment half a second after the group initialized its
+partitions rather than five."""
 
 KAFKA_SINGLE_NODE: Mapping[str, str] = {
     "offsets.topic.replication.factor": "1",
@@ -53,8 +63,11 @@ KAFKA_SINGLE_NODE: Mapping[str, str] = {
     "transaction.state.log.min.isr": "1",
     "share.coordinator.state.topic.replication.factor": "1",
     "share.coordinator.state.topic.min.isr": "1",
+    "share.coordinator.state.topic.num.partitions": "4",
 }
-"""Internal topics default to three replicas, which a single node cannot host."""
+"""Internal topics default to three replicas, which a single node cannot host. The share-group
+state topic's 50 partitions (its default) would make the first share group wait seconds while a
+loaded node creates and loads them."""
 
 
 KAFKA_INTERNAL_USER = "admin"

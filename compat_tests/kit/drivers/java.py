@@ -14,7 +14,7 @@ import json
 import queue
 import subprocess
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from compat_tests.kit.drivers.base import ClientError, Message, TopicPartition
 from compat_tests.maven import SLF4J_BINDING, classpath, compiled_classes, resolve_jars
 
 SOURCE = Path(__file__).resolve().parents[2] / "java" / "CompatClient.java"
+SHARE_SOURCE = SOURCE.with_name("ShareClient.java")
 JAVA_CLIENT_VERSIONS = ("3.9.2", "4.4.0")
 """3.9.2 is the kafka-clients of Spark 4.2's Kafka connector; 4.4.0 is the newest release."""
 JACKSON = "com.fasterxml.jackson.core:jackson-databind:2.21.2"
@@ -39,21 +40,43 @@ def _unb64(text: str | None) -> bytes | None:
     return None if text is None else base64.b64decode(text)
 
 
-def build_java_client(version: str) -> str:
-    """Resolve kafka-clients ``version``, compile CompatClient against it, return the classpath."""
-    libs = resolve_jars(
+def _client_jars(version: str) -> Path:
+    return resolve_jars(
         f"kafka-clients-{version}-with-jackson",
         [f"org.apache.kafka:kafka-clients:{version}", SLF4J_BINDING, JACKSON],
     )
+
+
+def build_java_client(version: str) -> str:
+    """Resolve kafka-clients ``version``, compile CompatClient against it, return the classpath."""
+    libs = _client_jars(version)
     return classpath(compiled_classes(SOURCE, libs, f"kafka-clients-{version}"), libs)
 
 
-class JavaProcess:
-    """One CompatClient JVM; restarted on the next call if a call wedged it."""
+def build_share_client(version: str) -> str:
+    """The classpath of ``java/ShareClient.java`` (KIP-932's share consumer, kafka-clients 4.x
+    only), which serves its commands through CompatClient's command loop."""
+    libs = _client_jars(version)
+    compat = compiled_classes(SOURCE, libs, f"kafka-clients-{version}")
+    share = compiled_classes(SHARE_SOURCE, libs, f"kafka-clients-{version}", compat)
+    return classpath(share, compat, libs)
 
-    def __init__(self, version: str, log_path: Path) -> None:
+
+class JavaProcess:
+    """One JVM of a command-loop program (CompatClient unless told otherwise); restarted on the
+    next call if a call wedged it."""
+
+    def __init__(
+        self,
+        version: str,
+        log_path: Path,
+        program: str = "CompatClient",
+        build: Callable[[str], str] = build_java_client,
+    ) -> None:
         self.version = version
         self.log_path = log_path
+        self.program = program
+        self._build = build
         self._classpath: str | None = None
         self._process: subprocess.Popen[str] | None = None
         self._answers: queue.Queue[str | None] = queue.Queue()
@@ -61,7 +84,7 @@ class JavaProcess:
 
     def _start(self) -> subprocess.Popen[str]:
         if self._classpath is None:
-            self._classpath = build_java_client(self.version)
+            self._classpath = self._build(self.version)
         command = [
             "java",
             "-Xmx256m",
@@ -70,7 +93,7 @@ class JavaProcess:
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
             "-cp",
             self._classpath,
-            "CompatClient",
+            self.program,
         ]
         with self.log_path.open("a") as log:
             process = subprocess.Popen(
@@ -113,6 +136,13 @@ class JavaProcess:
         if not answer["ok"]:
             raise ClientError(base.classify(answer["error"]), answer["error"])
         return answer["result"]
+
+    def kill(self) -> None:
+        """SIGKILL the JVM: its clients vanish without a word to the broker (a crashed client)."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
 
     def stop(self) -> None:
         """Close stdin (the JVM closes its clients and exits), kill it if it lingers."""
