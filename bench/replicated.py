@@ -82,10 +82,10 @@ def cluster(kind: str, overrides: Mapping[str, str]) -> Iterator[RunningBroker]:
     """A fresh three-broker cluster of ``kind`` as one ``RunningBroker`` (every node in
     ``pids``); stopped, and its scratch directory removed, on exit. A failure while a node is
     dead is blamed on that node, with its log's tail."""
-    from compat_tests.kit.clusters import CLUSTER_KINDS  # it imports the test support (etcd)
+    from compat_tests.kit.clusters import BENCHMARK_CLUSTER_KINDS  # it imports the test support (etcd)
 
     with tempfile.TemporaryDirectory(prefix=f"bench-{kind}-cluster-") as scratch:
-        started = CLUSTER_KINDS[kind](Path(scratch), {**LIVENESS_DEFAULTS, **overrides})
+        started = BENCHMARK_CLUSTER_KINDS[kind](Path(scratch), {**LIVENESS_DEFAULTS, **overrides})
         try:
             nodes = list(started.members.values())
             pids = [node.process.pid for node in nodes if node.process is not None]

@@ -53,11 +53,11 @@ def run_trial(kind: str, partitions: int) -> dict[str, Any]:
     """One fresh cluster of ``kind`` restarted broker by broker under load; its figures."""
     # The compat kit (clusters, the chaos producer) is test support: imported when used.
     from compat_tests.chaos import ConfluentChaosProducer, nearest_rank, wait_until_replicated
-    from compat_tests.kit.clusters import CLUSTER_KINDS
+    from compat_tests.kit.clusters import BENCHMARK_CLUSTER_KINDS
     from compat_tests.kit.drivers.confluent import ConfluentAdmin
 
     with tempfile.TemporaryDirectory(prefix=f"bench-{kind}-rolling-") as scratch:
-        cluster = CLUSTER_KINDS[kind](Path(scratch), dict(LIVENESS_DEFAULTS))
+        cluster = BENCHMARK_CLUSTER_KINDS[kind](Path(scratch), dict(LIVENESS_DEFAULTS))
         try:
             topic = f"rolling-{uuid.uuid4().hex[:8]}"
             configs = {"min.insync.replicas": str(MIN_INSYNC_REPLICAS)}

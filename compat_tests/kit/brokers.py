@@ -41,6 +41,14 @@ KAFKA_VERSION = os.environ.get("ODRADEK_KAFKA_VERSION", "4.3.1")
 (4.4.0's kafka-tools-api is not published)."""
 
 KAFKA_HEAP = ["-Xms128m", "-Xmx512m"]
+KAFKA_TEST_JIT = ["-XX:TieredStopAtLevel=1"]
+"""The JIT of the Kafka JVMs the test suites start (:func:`kafka_jvm`'s default): the client
+compiler (C1) only, as the suite's Java clients and tools run. A node spends its first seconds
+compiling with both compilers, which on the loaded two-core CI machine took a start (format, then
+serve) from ~7 s to 12-25 s, and a restart of a 3-node cluster's node to 30-50 s; the suites' loads
+(hundreds of records a second) never need C2's code. Benchmarks, which measure Kafka's throughput,
+keep the full JIT (``quick_jit=False``; :data:`compat_tests.kit.clusters.BENCHMARK_CLUSTER_KINDS`,
+``bench/launchers.py``)."""
 READY_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 20.0
 SUITE_OVERRIDES: Mapping[str, str] = {
@@ -257,15 +265,16 @@ def _extra_listeners(extra: Mapping[str, str]) -> tuple[dict[str, str], str, str
     return addresses, listeners, protocols
 
 
-def kafka_jvm(version: str = KAFKA_VERSION) -> list[str]:
-    """``java`` with the heap and classpath (Kafka's jars and the telemetry recorder) of every
-    Apache Kafka node the suite starts."""
+def kafka_jvm(version: str = KAFKA_VERSION, quick_jit: bool = True) -> list[str]:
+    """``java`` with the heap, JIT (:data:`KAFKA_TEST_JIT` unless ``quick_jit`` is false) and
+    classpath (Kafka's jars and the telemetry recorder) of every Apache Kafka node the suite starts."""
     libs = kafka_jars(version)
     java = shutil.which("java")
     if java is None:
         raise RuntimeError("java is not installed: it is needed to run Apache Kafka")
     recorder = compiled_classes(TELEMETRY_RECORDER, libs, f"kafka-{version}")
-    return [java, *KAFKA_HEAP, "-cp", classpath(recorder, libs)]
+    jit = KAFKA_TEST_JIT if quick_jit else []
+    return [java, *KAFKA_HEAP, *jit, "-cp", classpath(recorder, libs)]
 
 
 def kafka_node_config(node_id: int, broker_port: int, controller_port: int, data_dir: Path) -> dict[str, str]:

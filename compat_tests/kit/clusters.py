@@ -27,6 +27,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
@@ -331,11 +332,15 @@ class Cluster:
 
 
 def start_kafka_cluster(
-    workdir: Path, overrides: Mapping[str, str] | None = None, per_node: NodeSettings | None = None
+    workdir: Path,
+    overrides: Mapping[str, str] | None = None,
+    per_node: NodeSettings | None = None,
+    quick_jit: bool = True,
 ) -> Cluster:
     """Three combined broker+controller KRaft nodes with a static quorum of all three, one
-    cluster id, each with its own ports and log directory; return once all serve."""
-    jvm = kafka_jvm()
+    cluster id, each with its own ports and log directory; return once all serve. Their JVMs
+    compile with C1 only unless ``quick_jit`` is false (:data:`compat_tests.kit.brokers.KAFKA_TEST_JIT`)."""
+    jvm = kafka_jvm(quick_jit=quick_jit)
     ports = free_ports(4 * CLUSTER_SIZE)
     ids = range(1, CLUSTER_SIZE + 1)
     voters = ",".join(f"{i}@127.0.0.1:{ports[4 * (i - 1) + 1]}" for i in ids)
@@ -446,3 +451,9 @@ CLUSTER_KINDS: Mapping[str, Callable[[Path, Mapping[str, str] | None], Cluster]]
     "odradek": start_odradek_cluster,
     "apache-kafka": start_kafka_cluster,
 }
+BENCHMARK_CLUSTER_KINDS: Mapping[str, Callable[[Path, Mapping[str, str] | None], Cluster]] = {
+    **CLUSTER_KINDS,
+    "apache-kafka": partial(start_kafka_cluster, quick_jit=False),
+}
+"""The clusters of the benchmarks (``bench/``): Kafka's nodes with the JVM's full JIT, since a
+benchmark measures its throughput (the test suites' nodes compile with C1 only)."""
