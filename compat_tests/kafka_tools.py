@@ -1,8 +1,9 @@
 """Running Apache Kafka's own command-line tools from their main classes, as ``bin/kafka-*.sh`` do.
 
-Shared by the tool tests (``test_kafka_tools.py``) and the secured-broker tests, which run
-``kafka-configs`` against the secured broker's plaintext listener; the classpath is the
-``tool_classpath`` fixture of ``conftest.py``.
+Shared by the tool tests (``test_kafka_tools.py``), the secured-broker tests, which run
+``kafka-configs`` against the secured broker's plaintext listener, ``kafka-acls``
+(``test_acls.py``) and ``kafka-client-metrics`` (``test_client_metrics.py``); the classpath is
+the ``tool_classpath`` fixture of ``conftest.py`` (``classpath(kafka_tools_jars())``).
 
 A JVM start costs seconds on a loaded two-core machine, and each suite runs about a hundred
 tools, so the tools run one after another in one JVM per test process

@@ -12,7 +12,6 @@ its metadata log a moment after CreateAcls answers, so effects are awaited with 
 
 from __future__ import annotations
 
-import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from compat_tests.helpers import eventually, poll_for_error, poll_until
+from compat_tests.kafka_tools import ok, run_tool
 from compat_tests.kit.brokers import RunningBroker, kafka_tools_jars
 from compat_tests.kit.drivers import base
 from compat_tests.kit.drivers.admin import Acl, Admin
@@ -323,19 +323,9 @@ def test_cluster_acls(brokers: BrokerPool) -> None:
 
 
 def kafka_acls(bootstrap: str, *args: str) -> str:
-    """Run Kafka's ``kafka-acls`` (org.apache.kafka.tools.AclCommand) and return its output."""
-    libs = kafka_tools_jars()
-    command = [
-        "java",
-        "-cp",
-        classpath(libs),
-        "org.apache.kafka.tools.AclCommand",
-        "--bootstrap-server",
-        bootstrap,
-    ]
-    done = subprocess.run([*command, *args], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    return done.stdout
+    """Run Kafka's ``kafka-acls`` (org.apache.kafka.tools.AclCommand) in the suite's tool runner
+    (:func:`compat_tests.kafka_tools.run_tool`: one JVM for every tool) and return its output."""
+    return ok(run_tool(classpath(kafka_tools_jars()), bootstrap, "org.apache.kafka.tools.AclCommand", *args))
 
 
 def test_kafka_acls_tool(secured: RunningBroker, tmp_path: Path) -> None:

@@ -15,25 +15,23 @@ Odradek the DEBUG log, and both a log this process can read.
 
 from __future__ import annotations
 
-import subprocess
 import uuid
 from collections.abc import Iterator
 
 import pytest
 
 from compat_tests.helpers import eventually
+from compat_tests.kafka_tools import ToolRun, run_tool
 from compat_tests.kit.brokers import (
-    KAFKA_VERSION,
     TELEMETRY_REPORTER,
     RunningBroker,
+    kafka_tools_jars,
     start_apache_kafka,
     start_odradek,
 )
 from compat_tests.kit.drivers.java import JavaDriver
-from compat_tests.maven import SLF4J_BINDING, classpath, resolve_jars
+from compat_tests.maven import classpath
 from compat_tests.pools import JAVA_CLIENTS, DriverPool
-
-TOOL_TIMEOUT_S = 120
 
 
 @pytest.fixture(scope="module")
@@ -53,34 +51,18 @@ def telemetry_broker(
         broker.stop()
 
 
-def client_metrics_tool(broker: RunningBroker, *args: str) -> subprocess.CompletedProcess[str]:
-    """``kafka-client-metrics --bootstrap-server BROKER ARGS`` from the kafka-tools jar."""
-    libs = resolve_jars(
-        f"kafka-tools-{KAFKA_VERSION}",
-        [
-            f"org.apache.kafka:kafka_2.13:{KAFKA_VERSION}",
-            f"org.apache.kafka:kafka-tools:{KAFKA_VERSION}",
-            SLF4J_BINDING,
-        ],
+def client_metrics_tool(broker: RunningBroker, *args: str) -> ToolRun:
+    """``kafka-client-metrics --bootstrap-server BROKER ARGS`` from the kafka-tools jar, in the
+    suite's tool runner (:func:`compat_tests.kafka_tools.run_tool`: one JVM for every tool)."""
+    return run_tool(
+        classpath(kafka_tools_jars()), broker.bootstrap, "org.apache.kafka.tools.ClientMetricsCommand", *args
     )
-    command = [
-        "java",
-        "-Xmx256m",
-        "-Dorg.slf4j.simpleLogger.defaultLogLevel=error",
-        "-cp",
-        classpath(libs),
-        "org.apache.kafka.tools.ClientMetricsCommand",
-        "--bootstrap-server",
-        broker.bootstrap,
-        *args,
-    ]
-    return subprocess.run(command, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
 
 
 def listed(broker: RunningBroker) -> list[str]:
     result = client_metrics_tool(broker, "--list")
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout.split()
+    assert result.code == 0, result.out + result.err
+    return result.out.split()
 
 
 def test_kafka_client_metrics_alters_describes_lists_and_deletes(telemetry_broker: RunningBroker) -> None:
@@ -97,10 +79,10 @@ def test_kafka_client_metrics_alters_describes_lists_and_deletes(telemetry_broke
         "--match",
         "client_id=nobody-here,client_software_name=apache-kafka-java",
     )
-    assert (altered.returncode, altered.stdout) == (0, f"Altered client metrics config for {name}.\n")
+    assert (altered.code, altered.out) == (0, f"Altered client metrics config for {name}.\n")
     assert name in listed(telemetry_broker)
     described = client_metrics_tool(telemetry_broker, "--describe", "--name", name)
-    assert described.stdout == (
+    assert described.out == (
         f"Client metrics configs for {name} are:\n"
         "  interval.ms=1000\n"
         "  match=client_id=nobody-here,client_software_name=apache-kafka-java\n"
@@ -108,29 +90,25 @@ def test_kafka_client_metrics_alters_describes_lists_and_deletes(telemetry_broke
     )
 
     refused = client_metrics_tool(telemetry_broker, "--alter", "--name", name, "--interval", "50")
-    assert (refused.returncode, refused.stdout) == (
+    assert (refused.code, refused.out) == (
         1,
         "Error while executing client metrics command : Invalid value 50 for interval.ms, "
         "interval must be between 100 and 3600000 (1 hour)\n",
     )
     illegal = client_metrics_tool(telemetry_broker, "--alter", "--name", name, "--match", "nonsense=1")
-    assert (illegal.returncode, illegal.stdout) == (
+    assert (illegal.code, illegal.out) == (
         1,
         "Error while executing client metrics command : Illegal client matching pattern: nonsense=1\n",
     )
     reset = client_metrics_tool(telemetry_broker, "--alter", "--name", name, "--interval", "")
-    assert reset.returncode == 0, reset.stdout + reset.stderr
-    assert (
-        "  interval.ms=300000\n" in client_metrics_tool(telemetry_broker, "--describe", "--name", name).stdout
-    )
+    assert reset.code == 0, reset.out + reset.err
+    assert "  interval.ms=300000\n" in client_metrics_tool(telemetry_broker, "--describe", "--name", name).out
 
     deleted = client_metrics_tool(telemetry_broker, "--delete", "--name", name)
-    assert (deleted.returncode, deleted.stdout) == (0, f"Deleted client metrics config for {name}.\n")
+    assert (deleted.code, deleted.out) == (0, f"Deleted client metrics config for {name}.\n")
     assert name not in listed(telemetry_broker)
     gone = client_metrics_tool(telemetry_broker, "--describe", "--name", name)
-    assert (
-        gone.stdout == f"The client metric resource {name} doesn't exist and doesn't have dynamic config.\n"
-    )
+    assert gone.out == f"The client metric resource {name} doesn't exist and doesn't have dynamic config.\n"
 
 
 def test_java_client_pushes_its_metrics(
@@ -156,7 +134,7 @@ def test_java_client_pushes_its_metrics(
         "--match",
         f"client_id={client_id}",
     )
-    assert subscribed.returncode == 0, subscribed.stdout + subscribed.stderr
+    assert subscribed.code == 0, subscribed.out + subscribed.err
     producer = driver.telemetry_producer(client_id, topic)
     try:
         line = f"client telemetry pushed by client instance {producer.instance_id}: "

@@ -59,7 +59,7 @@ public final class ToolRunner {
         BufferedReader requests = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
         while ((line = requests.readLine()) != null) {
-            String[] fields = line.split(" ");
+            String[] fields = line.split(" ", -1); // an empty last argument too
             String[] decoded = new String[fields.length];
             for (int i = 0; i < fields.length; i++) {
                 decoded[i] = new String(decoder.decode(fields[i]), StandardCharsets.UTF_8);
