@@ -8,6 +8,7 @@ committed offsets and lag per group.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from broker.cli.registry import AdminError, action, check, family
 from broker.cli.table import Output, render_table, table_output, table_records
@@ -77,9 +78,9 @@ def topics_delete(conn: KafkaConnection, args: argparse.Namespace) -> Output:
 def groups_list(conn: KafkaConnection, _args: argparse.Namespace) -> Output:
     groups = sorted(conn.list_groups(), key=lambda g: g["group_id"])
     return table_output(
-        ["GROUP", "STATE", "PROTOCOL TYPE"],
-        [[g["group_id"], g["group_state"], g["protocol_type"]] for g in groups],
-        "no consumer groups",
+        ["GROUP", "TYPE", "STATE", "PROTOCOL TYPE"],
+        [[g["group_id"], g["group_type"], g["group_state"], g["protocol_type"]] for g in groups],
+        "no groups",
     )
 
 
@@ -92,7 +93,30 @@ def latest_offsets(conn: KafkaConnection, partitions: list[tuple[str, int]]) -> 
     return latest
 
 
+def share_group_describe(conn: KafkaConnection, group: dict[str, Any]) -> Output:
+    """A share group: its members and, per partition, where the group stands and its lag."""
+    offsets = conn.share_group_offsets(group["group_id"])
+    rows = [
+        [topic, partition, start if start >= 0 else "-", lag if lag >= 0 else "-"]
+        for (topic, partition), (start, lag) in sorted(offsets.items())
+    ]
+    members = [m["member_id"] for m in group["members"]]
+    title = f"share group {group['group_id']}: state {group['group_state']}, members: {', '.join(members) or 'none'}"
+    table = table_output(["TOPIC", "PARTITION", "START-OFFSET", "LAG"], rows, "no share-partitions", title)
+    data = {
+        "group": group["group_id"],
+        "type": "share",
+        "state": group["group_state"],
+        "members": members,
+        "offsets": table.data,
+    }
+    return Output(table.text, data)
+
+
 def groups_describe(conn: KafkaConnection, args: argparse.Namespace) -> Output:
+    share = conn.describe_share_group(args.group)
+    if share["error_code"] == ErrorCode.NONE:
+        return share_group_describe(conn, share)
     group = conn.describe_group(args.group)
     check(group, f"describing group {args.group}")
     committed = conn.committed_offsets(args.group)

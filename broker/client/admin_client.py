@@ -302,7 +302,24 @@ class KafkaConnection:
         return {r["group_id"]: r["error_code"] for r in response["results"]}
 
     def list_groups(self) -> list[dict[str, Any]]:
-        return self.request(ApiKey.LIST_GROUPS, 4, {"states_filter": []})["groups"]
+        """Every group with its type (ListGroups v5: classic, consumer, share)."""
+        return self.request(ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": []})["groups"]
+
+    def describe_share_group(self, group: str) -> dict[str, Any]:
+        """ShareGroupDescribe v1 of one group (GROUP_ID_NOT_FOUND for a group of another type)."""
+        body = {"group_ids": [group], "include_authorized_operations": False}
+        return self.request(ApiKey.SHARE_GROUP_DESCRIBE, 1, body)["groups"][0]
+
+    def share_group_offsets(self, group: str) -> dict[tuple[str, int], tuple[int, int]]:
+        """(start offset, lag) of each share-partition of ``group`` (DescribeShareGroupOffsets v1)."""
+        response = self.request(
+            ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, {"groups": [{"group_id": group, "topics": None}]}
+        )
+        return {
+            (topic["topic_name"], partition["partition_index"]): (partition["start_offset"], partition["lag"])
+            for topic in response["groups"][0]["topics"]
+            for partition in topic["partitions"]
+        }
 
     def describe_group(self, group: str) -> dict[str, Any]:
         return self.request(ApiKey.DESCRIBE_GROUPS, 5, {"groups": [group]})["groups"][0]

@@ -220,7 +220,7 @@ def _fetch_partitions(
                 "acknowledge_error_code": answer.ack_error,
                 "acknowledge_error_message": answer.ack_message,
                 "current_leader": answer.leader,
-                "records": answer.records or None,
+                "records": answer.records,
                 "acquired_records": [
                     {
                         "first_offset": a.first_offset,

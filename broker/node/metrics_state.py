@@ -85,12 +85,28 @@ class BrokerStateCollector(Collector):
             segments,
             current,
             lag,
+            self._share_in_flight(),
             _single(
                 "odradek_metrics_series_truncated",
                 "1 if this scrape left partitions or group offsets out (metrics.partition.series.max).",
                 int(online > self._max_series or groups_cut),
             ),
         ]
+
+    def _share_in_flight(self) -> GaugeMetricFamily:
+        """Records in flight (acquired, or waiting to be delivered again) per share-partition
+        this broker leads."""
+        family = GaugeMetricFamily(
+            "odradek_share_partition_inflight_records",
+            "Records between a share-partition's start and end offsets: acquired, to be delivered again, or done behind one that is not.",
+            labels=SHARE_LABELS,
+        )
+        share = self._broker.share
+        for (group, topic, partition), count in (share.in_flight() if share is not None else [])[
+            : self._max_series
+        ]:
+            family.add_metric([group, topic, str(partition)], count)
+        return family
 
     def _group_lag(
         self, high_watermarks: dict[tuple[str, int], int]
@@ -121,6 +137,9 @@ class BrokerStateCollector(Collector):
             lag.add_metric(labels, high_watermark - offset)
             exported += 1
         return current, lag, False
+
+
+SHARE_LABELS = ["group", "topic", "partition"]
 
 
 def _family(name: str, documentation: str) -> GaugeMetricFamily:

@@ -77,6 +77,20 @@ class BrokerMetrics:
             buckets=SYNC_BUCKETS,
             registry=registry,
         )
+        self.share_acknowledged = Counter(
+            "kafka_server_sharegroupmetrics_recordacknowledgement",
+            "Records share consumers acknowledged, by acknowledge type (Kafka: ShareGroupMetrics "
+            "RecordAcknowledgement, ackType Accept/Release/Reject/Gap/Renew).",
+            ["ack_type"],
+            registry=registry,
+        )
+        self.share_acquired = Counter(
+            "odradek_share_acquired_records",
+            "Records handed to share consumers: delivery=first, or redelivery (released, "
+            "timed out, or their consumer gone) once more.",
+            ["delivery"],
+            registry=registry,
+        )
         self._produced: dict[str, tuple[Any, Any]] = {}
         self._fetched: dict[str, Any] = {}
 

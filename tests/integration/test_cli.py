@@ -78,7 +78,12 @@ def test_groups_show_committed_offsets_and_lag(odradek_broker: OdradekProcess) -
     assert as_json["state"] == "Empty"
     assert as_json["offsets"] == [{"topic": "orders", "partition": 0, "committed": 4, "latest": 10, "lag": 6}]
     groups = json.loads(odradek("groups", "list", "--output", "json", *bootstrap).stdout)
-    assert {"group": "billing", "state": "Empty", "protocol_type": ""} in groups  # commits only
+    assert {
+        "group": "billing",
+        "type": "classic",
+        "state": "Empty",
+        "protocol_type": "",
+    } in groups  # commits only
 
 
 def test_unreachable_broker_says_what_to_do() -> None:

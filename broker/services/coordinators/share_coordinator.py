@@ -34,7 +34,9 @@ def install_share_coordinator(broker: CoordinatorHost) -> ShareCoordinator:
     coordinator = ShareCoordinator(partitions, storage, broker.clock)
     broker.share_coordinator = coordinator
     broker.share_state = ShareStateRouter(coordinator, broker.cluster, broker.node_id)
-    broker.share = SharePartitions(broker.config, broker.clock, broker.dynamic_configs, broker.share_state)
+    broker.share = SharePartitions(
+        broker.config, broker.clock, broker.dynamic_configs, broker.share_state, broker.metrics
+    )
     broker.share_sessions = ShareSessions(broker.config.get_int("group.share.max.share.sessions"))
     start_coordinator(broker, coordinator, "share coordinator")
     broker.background_tasks.append(broker.share.run_lock_timers)

@@ -48,6 +48,7 @@ from wire.record_batch_errors import RecordBatchError
 
 if TYPE_CHECKING:
     from broker.config.config import BrokerConfig
+    from broker.services.metrics import BrokerMetrics
     from broker.state.dynamic_config_store import DynamicConfigStore
     from log.clock import Clock
     from log.partition_log import PartitionLog
@@ -98,9 +99,15 @@ class SharePartitions:
     """Every share-partition of this broker, keyed by (group, topic, partition)."""
 
     def __init__(
-        self, config: BrokerConfig, clock: Clock, dynamic_configs: DynamicConfigStore, state: ShareStatePort
+        self,
+        config: BrokerConfig,
+        clock: Clock,
+        dynamic_configs: DynamicConfigStore,
+        state: ShareStatePort,
+        metrics: BrokerMetrics,
     ) -> None:
         self._config = config
+        self._metrics = metrics
         self._clock = clock
         self._dynamic_configs = dynamic_configs
         self._state = state
@@ -241,7 +248,16 @@ class SharePartitions:
             acquired = self._archive_aborted(group_id, member_id, key, hosted, batches, aborted, acquired)
         if acquired:
             self._schedule_expiry(key, now + partition.config.record_lock_duration_ms)
+            self._count_acquired(acquired)
         return (data if acquired else b""), acquired
+
+    def _count_acquired(self, acquired: list[AcquiredRecords]) -> None:
+        first = sum(a.last_offset - a.first_offset + 1 for a in acquired if a.delivery_count <= 1)
+        again = sum(a.last_offset - a.first_offset + 1 for a in acquired if a.delivery_count > 1)
+        if first:
+            self._metrics.share_acquired.labels("first").inc(first)
+        if again:
+            self._metrics.share_acquired.labels("redelivery").inc(again)
 
     def _archive_aborted(
         self,
@@ -288,6 +304,11 @@ class SharePartitions:
             changed = hosted.partition.acknowledge(member_id, batches, self._clock())
         except ShareStateError as error:
             return error
+        for batch in batches:
+            types = batch.acknowledge_types
+            count = batch.last_offset - batch.first_offset + 1
+            for kind in types if len(types) > 1 else [types[0]] * count:
+                self._metrics.share_acknowledged.labels(AcknowledgeType(kind).name.title()).inc()
         if any(b.acknowledge_types and b.acknowledge_types[0] == AcknowledgeType.RENEW for b in batches):
             self._schedule_expiry(key, self._clock() + hosted.partition.config.record_lock_duration_ms)
         failure = await self._persist(key, hosted, changed)
@@ -392,8 +413,9 @@ class SharePartitions:
 
     # --- administration ------------------------------------------------------------------
 
-    def hosted_partitions(self, group_id: str) -> list[tuple[PartitionKey, Hosted]]:
-        return [(key, hosted) for key, hosted in self._hosted.items() if key[0] == group_id]
+    def in_flight(self) -> list[tuple[PartitionKey, int]]:
+        """Every share-partition here with its count of in-flight records (the metrics' gauge)."""
+        return [(key, hosted.partition.in_flight_count) for key, hosted in self._hosted.items()]
 
 
 def _batch_headers(data: bytes) -> list[BatchInfo]:
