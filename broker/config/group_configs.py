@@ -77,20 +77,43 @@ GROUP_CONFIGS: dict[str, GroupConfigDef] = {
     )
 }
 
-SHARE_CHOICES: dict[str, tuple[str, tuple[str, ...], str]] = {
-    "share.auto.offset.reset": (
-        "latest",
-        ("latest", "earliest"),
-        "Where a share group with no state starts.",
-    ),
-    "share.isolation.level": (
-        "read_uncommitted",
-        ("read_uncommitted", "read_committed"),
-        "Whether the share group reads records of open and aborted transactions.",
-    ),
-    "share.renew.acknowledge.enable": ("true", ("true", "false"), "Whether members may renew their locks."),
+
+@dataclass(frozen=True, slots=True)
+class GroupChoiceDef:
+    """A group key that takes one of a few words, with no broker key behind it (Kafka's default)."""
+
+    name: str
+    default: str
+    allowed: tuple[str, ...]
+    doc: str
+    type: ConfigType = ConfigType.STRING
+
+
+SHARE_CHOICES: dict[str, GroupChoiceDef] = {
+    d.name: d
+    for d in (
+        GroupChoiceDef(
+            "share.auto.offset.reset",
+            "latest",
+            ("latest", "earliest"),
+            "Where a share group with no state starts.",
+        ),
+        GroupChoiceDef(
+            "share.isolation.level",
+            "read_uncommitted",
+            ("read_uncommitted", "read_committed"),
+            "Whether the share group reads records of open and aborted transactions.",
+        ),
+        GroupChoiceDef(
+            "share.renew.acknowledge.enable",
+            "true",
+            ("true", "false"),
+            "Whether members may renew their locks.",
+            ConfigType.BOOLEAN,
+        ),
+    )
 }
-"""The share group keys that take one of a few words: (default, allowed values, documentation)."""
+"""The share group keys that take one of a few words."""
 
 
 def check_group_configs(broker_config: BrokerConfig, updated: dict[str, str]) -> None:
@@ -98,9 +121,9 @@ def check_group_configs(broker_config: BrokerConfig, updated: dict[str, str]) ->
     for key, value in updated.items():
         choice = SHARE_CHOICES.get(key)
         if choice is not None:
-            if value.strip().lower() not in choice[1]:
+            if value.strip().lower() not in choice.allowed:
                 raise DynamicConfigError(
-                    f"Invalid value {value} for configuration {key}: must be one of {', '.join(choice[1])}",
+                    f"Invalid value {value} for configuration {key}: must be one of {', '.join(choice.allowed)}",
                     ErrorCode.INVALID_CONFIG,
                 )
             continue

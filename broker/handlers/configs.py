@@ -29,7 +29,7 @@ from broker.config.config_defs import (
     ConfigType,
 )
 from broker.config.dynamic_config import DEFAULT_ENTITY, DynamicConfigError
-from broker.config.group_configs import GROUP_CONFIGS
+from broker.config.group_configs import GROUP_CONFIGS, SHARE_CHOICES
 from broker.config.kafka_dynamic_keys import DYNAMIC_KEYS
 from broker.requests.acl_checks import config_refusal
 from broker.requests.api_support import Served
@@ -138,6 +138,13 @@ def describe_topic(
         default = _KAFKA_DEFAULTS.get(broker_key) or definition.default
         chain.append(synonym(broker_key, default, ConfigSource.DEFAULT_CONFIG))
         entries.append(chained_entry(key, chain, definition, synonyms))
+    for key, choice in sorted(SHARE_CHOICES.items()):
+        if keys is not None and key not in keys:
+            continue
+        chain = [synonym(key, choice.default, ConfigSource.DEFAULT_CONFIG)]
+        if key in overrides:
+            chain.insert(0, synonym(key, overrides[key], ConfigSource.DYNAMIC_GROUP_CONFIG))
+        entries.append(chained_entry(key, chain, choice, synonyms))
     return entries
 
 
@@ -176,6 +183,13 @@ def describe_group(
         if key in overrides:
             chain.insert(0, synonym(key, overrides[key], ConfigSource.DYNAMIC_GROUP_CONFIG))
         entries.append(chained_entry(key, chain, definition, synonyms))
+    for key, choice in sorted(SHARE_CHOICES.items()):
+        if keys is not None and key not in keys:
+            continue
+        chain = [synonym(key, choice.default, ConfigSource.DEFAULT_CONFIG)]
+        if key in overrides:
+            chain.insert(0, synonym(key, overrides[key], ConfigSource.DYNAMIC_GROUP_CONFIG))
+        entries.append(chained_entry(key, chain, choice, synonyms))
     return entries
 
 

@@ -130,7 +130,7 @@ class SharePartitions:
         if value is not None:
             return value.strip().lower() if key in SHARE_CHOICES else value
         if key in SHARE_CHOICES:
-            return SHARE_CHOICES[key][0]
+            return SHARE_CHOICES[key].default
         return str(self._config.get(f"group.{key}"))
 
     def _partition_config(self, group_id: str) -> SharePartitionConfig:
