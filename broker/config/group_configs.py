@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from broker.config.config import BrokerConfig
 from broker.config.config_defs import ConfigType
 from broker.config.dynamic_config import DynamicConfigError, check_type
+from coordinator.share.persistence import check_auto_offset_reset
 from wire.error_codes import ErrorCode
 
 MAX_CONFIGURED_GROUPS = 10_000
@@ -119,6 +120,14 @@ SHARE_CHOICES: dict[str, GroupChoiceDef] = {
 def check_group_configs(broker_config: BrokerConfig, updated: dict[str, str]) -> None:
     """Refuse unknown keys and values outside the broker's bounds, as Kafka words it."""
     for key, value in updated.items():
+        if key == "share.auto.offset.reset":
+            try:
+                check_auto_offset_reset(value)
+            except ValueError as error:
+                raise DynamicConfigError(
+                    f"Invalid value {value} for configuration {key}: {error}", ErrorCode.INVALID_CONFIG
+                ) from error
+            continue
         choice = SHARE_CHOICES.get(key)
         if choice is not None:
             if value.strip().lower() not in choice.allowed:

@@ -21,7 +21,8 @@ not acknowledged, with delivery counts that miss only the acquisitions in flight
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
 
 from coordinator.share.in_flight import InFlightRecords, Run
 from coordinator.share.model import RecordState, StateBatch
@@ -31,20 +32,59 @@ MAX_DELIVERY_COUNT = 2**15 - 1
 PERSISTED_STATES = frozenset({RecordState.AVAILABLE, RecordState.ACKNOWLEDGED, RecordState.ARCHIVED})
 
 
-def auto_offset_reset_start(strategy: str, *, log_start_offset: int, high_watermark: int) -> int:
+BY_DURATION = "by_duration:"
+_DURATION = re.compile(
+    r"^P(?:(?P<days>\d+)D)?(?:T(?:(?P<hours>\d+)H)?(?:(?P<minutes>\d+)M)?(?:(?P<seconds>\d+(?:\.\d{1,9})?)S)?)?$"
+)
+
+
+def parse_duration_ms(text: str) -> int:
+    """A Java ``Duration`` text (``PnDTnHnMn.nS``, as Kafka's ``by_duration`` takes it) in ms;
+    ValueError for anything else, a negative or an empty duration included."""
+    match = _DURATION.match(text.strip().upper())
+    if match is None or text.strip().upper() in ("P", "PT") or text.strip().upper().endswith("T"):
+        raise ValueError(f"{text!r} is not an ISO-8601 duration such as PT1H or P1DT2H30M")
+    parts = {name: float(value) if value else 0.0 for name, value in match.groupdict().items()}
+    seconds = parts["days"] * 86_400 + parts["hours"] * 3600 + parts["minutes"] * 60 + parts["seconds"]
+    return int(seconds * 1000)
+
+
+def check_auto_offset_reset(value: str) -> None:
+    """Refuse a ``share.auto.offset.reset`` Kafka refuses (ValueError)."""
+    strategy = value.strip().lower()
+    if strategy in ("earliest", "latest"):
+        return
+    if strategy.startswith(BY_DURATION):
+        parse_duration_ms(strategy[len(BY_DURATION) :])
+        return
+    raise ValueError(f"share.auto.offset.reset {value!r} is not earliest, latest or by_duration:<duration>")
+
+
+def auto_offset_reset_start(
+    strategy: str,
+    *,
+    log_start_offset: int,
+    high_watermark: int,
+    now_ms: int = 0,
+    offset_for_timestamp: Callable[[int], int | None] | None = None,
+) -> int:
     """The start offset of a share-partition with no persisted state (``share.auto.offset.reset``).
 
-    Kafka 4.3 takes ``earliest`` as the log start offset and ``latest`` (the default) as the
-    latest offset for READ_UNCOMMITTED, the high watermark.  Its third strategy,
-    ``by_duration:<ISO-8601 duration>``, needs an offset-for-timestamp lookup and is the
-    caller's to resolve.
+    Kafka 4.3 takes ``earliest`` as the log start offset, ``latest`` (the default) as the high
+    watermark, and ``by_duration:<ISO-8601 duration>`` as the first record written no earlier
+    than that long ago (``offset_for_timestamp``), or the high watermark when there is none.
     """
     value = strategy.strip().lower()
     if value == "earliest":
         return log_start_offset
     if value == "latest":
         return high_watermark
-    raise ValueError(f"share.auto.offset.reset {strategy!r} is not earliest or latest")
+    if value.startswith(BY_DURATION) and offset_for_timestamp is not None:
+        found = offset_for_timestamp(now_ms - parse_duration_ms(value[len(BY_DURATION) :]))
+        return high_watermark if found is None else min(max(found, log_start_offset), high_watermark)
+    raise ValueError(
+        f"share.auto.offset.reset {strategy!r} is not earliest, latest or by_duration:<duration>"
+    )
 
 
 def load_state_batches(records: InFlightRecords, batches: Iterable[StateBatch]) -> None:

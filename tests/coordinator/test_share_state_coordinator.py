@@ -6,7 +6,12 @@ import pytest
 
 from coordinator.share.model import RecordState as S
 from coordinator.share.model import StateBatch
-from coordinator.share.persistence import overlay_state_batches
+from coordinator.share.persistence import (
+    auto_offset_reset_start,
+    check_auto_offset_reset,
+    overlay_state_batches,
+    parse_duration_ms,
+)
 from coordinator.share.state_coordinator import ShareCoordinator, ShareStateError, coordinator_key
 from tests.coordinator.conftest import FakeClock, MemoryStorage
 from wire.error_codes import ErrorCode as E
@@ -102,3 +107,26 @@ def test_overlay_cuts_older_batches_and_drops_what_is_below_the_start() -> None:
     assert overlay_state_batches(changed, [StateBatch(2, 2, S.AVAILABLE, 1)], 5) == [
         StateBatch(5, 9, S.AVAILABLE, 1)
     ]
+
+
+def test_auto_offset_reset_by_duration_starts_at_the_first_record_that_recent() -> None:
+    times = {100: 5, 200: 9}  # a record written at t=100 ms is at offset 5, at 200 at 9
+
+    def offset_for(timestamp: int) -> int | None:
+        return next((offset for at, offset in sorted(times.items()) if at >= timestamp), None)
+
+    def start(strategy: str, now_ms: int) -> int:
+        return auto_offset_reset_start(
+            strategy, log_start_offset=2, high_watermark=12, now_ms=now_ms, offset_for_timestamp=offset_for
+        )
+
+    assert start("by_duration:PT0.15S", 250) == 5  # records since t=100
+    assert start("BY_DURATION:PT0.04S", 250) == 12  # none since t=210: the high watermark
+    assert (start("earliest", 0), start("latest", 0)) == (2, 12)
+    assert parse_duration_ms("P1DT2H30M") == 95_400_000
+    for refused in ("P", "PT", "1H", "PT-1H", "P1DT", "by_duration:", "soonest"):
+        with pytest.raises(ValueError):
+            check_auto_offset_reset(
+                refused if refused.startswith(("by_", "soon")) else f"by_duration:{refused}"
+            )
+    check_auto_offset_reset("by_duration:PT1H")

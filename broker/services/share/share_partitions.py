@@ -178,7 +178,11 @@ class SharePartitions:
             if state is None or state.start_offset < 0:
                 strategy = self.group_setting(group_id, "share.auto.offset.reset")
                 start = auto_offset_reset_start(
-                    strategy, log_start_offset=log_.log_start_offset, high_watermark=log_.high_watermark
+                    strategy,
+                    log_start_offset=log_.log_start_offset,
+                    high_watermark=log_.high_watermark,
+                    now_ms=self._clock(),
+                    offset_for_timestamp=lambda timestamp: _offset_at(log_, timestamp),
                 )
                 await self._state.initialize(share_key, 0, start)
                 partition = SharePartition(start, state_epoch=0, config=config)
@@ -416,6 +420,11 @@ class SharePartitions:
     def in_flight(self) -> list[tuple[PartitionKey, int]]:
         """Every share-partition here with its count of in-flight records (the metrics' gauge)."""
         return [(key, hosted.partition.in_flight_count) for key, hosted in self._hosted.items()]
+
+
+def _offset_at(log_: PartitionLog, timestamp: int) -> int | None:
+    found = log_.offset_for_timestamp(timestamp)
+    return None if found is None else found[0]
 
 
 def _batch_headers(data: bytes) -> list[BatchInfo]:
