@@ -31,6 +31,10 @@ _NUMBER_KEYS = {
     "share_session_timeout_ms": "group.share.session.timeout.ms",
     "share_heartbeat_interval_ms": "group.share.heartbeat.interval.ms",
     "share_max_size": "group.share.max.size",
+    "streams_session_timeout_ms": "group.streams.session.timeout.ms",
+    "streams_heartbeat_interval_ms": "group.streams.heartbeat.interval.ms",
+    "streams_max_size": "group.streams.max.size",
+    "streams_num_standby_replicas": "group.streams.num.standby.replicas",
 }
 # ... and of every setting read as a comma-separated list of names.
 _NAME_LIST_KEYS = {
@@ -66,9 +70,14 @@ class CoordinatorConfig:
     share_session_timeout_ms: int = 45_000
     share_heartbeat_interval_ms: int = 5000
     share_max_size: int = 200
+    streams_session_timeout_ms: int = 45_000
+    streams_heartbeat_interval_ms: int = 5000
+    streams_max_size: int = INT32_MAX
+    streams_num_standby_replicas: int = 0
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
-    # "consumer" enables KIP-848 (ConsumerGroupHeartbeat); Kafka 4 enables both.
-    rebalance_protocols: tuple[str, ...] = ("classic", "consumer")
+    # "consumer" enables KIP-848 (ConsumerGroupHeartbeat), "streams" KIP-1071
+    # (StreamsGroupHeartbeat); Kafka 4.2+ enables classic, consumer and streams.
+    rebalance_protocols: tuple[str, ...] = ("classic", "consumer", "streams")
 
     @classmethod
     def from_config(cls, config: ConfigLookup) -> CoordinatorConfig:

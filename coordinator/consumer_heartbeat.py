@@ -192,7 +192,7 @@ class ConsumerGroups(GroupProtocol[ConsumerGroup]):
                 raise HeartbeatError(
                     ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} is not a consumer group."
                 )
-            group = ConsumerGroup(request.group_id)
+            group = self.kind(request.group_id)
             self._groups[request.group_id] = group
         member_id = request.member_id or str(uuid.uuid4())
         if len(group.members) >= self._config.consumer_max_size and member_id not in group.members:
@@ -248,9 +248,7 @@ class ConsumerGroups(GroupProtocol[ConsumerGroup]):
         response = heartbeat_response(
             member_id,
             reconciled.member_epoch,
-            self._group_setting(
-                group.group_id, "consumer.heartbeat.interval.ms", self._config.consumer_heartbeat_interval_ms
-            ),
+            self._heartbeat_interval_ms(group.group_id),
         )
         if full_request or reconciled.assigned != member.assigned:
             response["assignment"] = {
@@ -417,13 +415,20 @@ class ConsumerGroups(GroupProtocol[ConsumerGroup]):
             log.info("consumer group %s: fencing member %s", group_id, member_id)
             self.fence(group, member_id)
 
+    def _heartbeat_interval_ms(self, group_id: str) -> int:
+        return self._group_setting(
+            group_id, "consumer.heartbeat.interval.ms", self._config.consumer_heartbeat_interval_ms
+        )
+
+    def _session_timeout_ms(self, group_id: str) -> int:
+        return self._group_setting(
+            group_id, "consumer.session.timeout.ms", self._config.consumer_session_timeout_ms
+        )
+
     def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
         self._timer.schedule(
             ("session", group_id, member_id),
-            self._clock()
-            + self._group_setting(
-                group_id, "consumer.session.timeout.ms", self._config.consumer_session_timeout_ms
-            ),
+            self._clock() + self._session_timeout_ms(group_id),
             lambda: self._fence_by_id(group_id, member_id),
         )
 

@@ -57,6 +57,14 @@ from coordinator.share.group import (
     share_described_error,
     share_heartbeat_response,
 )
+from coordinator.streams.group import (
+    STREAMS_GROUP_TYPE,
+    StreamsGroup,
+    StreamsGroups,
+    StreamsHeartbeat,
+    streams_described_error,
+    streams_response,
+)
 from log.errors import KafkaStorageError, LogError
 from wire.error_codes import ErrorCode
 from wire.errors import DecodeError
@@ -74,6 +82,8 @@ if TYPE_CHECKING:
         OffsetFetchResponseGroups,
         ShareGroupDescribeResponseGroups,
         ShareGroupHeartbeatResponse,
+        StreamsGroupDescribeResponseGroups,
+        StreamsGroupHeartbeatResponse,
     )
 
 log = logging.getLogger(__name__)
@@ -138,6 +148,7 @@ class GroupCoordinator(PartitionedCoordinator):
         self.offsets = Offsets(topics, clock, config.offset_metadata_max_bytes, self._write)
         self.consumer = ConsumerGroups(self._groups, self._timer, clock, config, topics)
         self.share = ShareGroups(self._groups, self._timer, clock, config, topics)
+        self.streams = StreamsGroups(self._groups, self._timer, clock, config, topics)
 
     # --- partitions, loading and storage -------------------------------------------------
 
@@ -264,7 +275,7 @@ class GroupCoordinator(PartitionedCoordinator):
     def _replace_empty_group(self, group_id: str, kind: type) -> None:
         """A group of the other protocol may take over an Empty group's id (and offsets)."""
         existing = self._groups.get(group_id)
-        if existing is not None and not isinstance(existing, kind) and existing.is_empty:
+        if existing is not None and type(existing) is not kind and existing.is_empty:
             self._tombstone(group_id, [], delete_group=True)
 
     # --- classic group membership --------------------------------------------------------
@@ -568,8 +579,30 @@ class GroupCoordinator(PartitionedCoordinator):
             if group_id not in self._groups and self.availability(group_id) is ErrorCode.NONE:
                 self._groups[group_id] = ShareGroup(group_id)
 
+    # --- streams groups (KIP-1071) ---------------------------------------------------------
+
+    def streams_group_heartbeat(self, request: StreamsHeartbeat) -> StreamsGroupHeartbeatResponse:
+        error = self.availability(request.group_id) if request.group_id else ErrorCode.NONE
+        if error is not ErrorCode.NONE:
+            return streams_response(request.member_id, 0, 0, error)
+        if request.member_epoch == 0:
+            self._replace_empty_group(request.group_id, StreamsGroup)
+        return self.streams.streams_heartbeat(request)
+
+    def streams_group_describe(self, group_ids: list[str]) -> list[StreamsGroupDescribeResponseGroups]:
+        described = []
+        for group_id in group_ids:
+            error = self.availability(group_id) if group_id else ErrorCode.INVALID_GROUP_ID
+            if error is ErrorCode.NONE:
+                described.append(self.streams.streams_describe(group_id))
+            else:
+                described.append(streams_described_error(group_id, error))
+        return described
+
 
 def _group_type(group: object) -> str:
+    if isinstance(group, StreamsGroup):
+        return STREAMS_GROUP_TYPE
     if isinstance(group, ConsumerGroup):
         return CONSUMER_GROUP_TYPE
     if isinstance(group, ShareGroup):

@@ -33,6 +33,7 @@ class GroupProtocol(Generic[G]):
     _config: CoordinatorConfig
 
     def group(self, group_id: str) -> G | None:
-        """The group ``group_id`` if it exists and is of this protocol's kind."""
+        """The group ``group_id`` if it exists and is of this protocol's kind (exactly: a streams
+        group is a consumer group underneath, yet not one to the consumer protocol)."""
         group = self._groups.get(group_id)
-        return group if isinstance(group, self.kind) else None
+        return group if type(group) is self.kind else None

@@ -81,6 +81,8 @@ CHECKS: dict[ApiKey, tuple[Check, ...]] = {
     ApiKey.CONSUMER_GROUP_HEARTBEAT: _checks((R.GROUP, Op.READ), (R.TOPIC, Op.DESCRIBE)),
     ApiKey.CONSUMER_GROUP_DESCRIBE: _checks((R.GROUP, Op.DESCRIBE)),
     ApiKey.SHARE_GROUP_HEARTBEAT: _checks((R.GROUP, Op.READ), (R.TOPIC, Op.DESCRIBE)),
+    ApiKey.STREAMS_GROUP_HEARTBEAT: _checks((R.GROUP, Op.READ), (R.TOPIC, Op.DESCRIBE)),
+    ApiKey.STREAMS_GROUP_DESCRIBE: _checks((R.GROUP, Op.DESCRIBE)),
     ApiKey.SHARE_GROUP_DESCRIBE: _checks((R.GROUP, Op.DESCRIBE)),
     ApiKey.SHARE_FETCH: _checks((R.GROUP, Op.READ), (R.TOPIC, Op.READ)),
     ApiKey.SHARE_ACKNOWLEDGE: _checks((R.GROUP, Op.READ), (R.TOPIC, Op.READ)),

@@ -41,7 +41,6 @@ class Served:
             raise ValueError("a handler that serves fewer versions than declared must say why")
 
 
-_STREAMS_GROUPS = "streams groups (KIP-1071, the Streams rebalance protocol) are not implemented"
 _RAFT_VOTERS = "KRaft controller quorum membership (KIP-853): Odradek has no KRaft quorum; cluster metadata lives in etcd"
 
 NOT_SERVED: dict[ApiKey, str] = {
@@ -52,8 +51,6 @@ NOT_SERVED: dict[ApiKey, str] = {
         "KRaft broker registrations: Odradek has no KRaft controller; a broker's record in etcd lives "
         "under its lease and vanishes once the broker stops heartbeating"
     ),
-    ApiKey.STREAMS_GROUP_HEARTBEAT: _STREAMS_GROUPS,
-    ApiKey.STREAMS_GROUP_DESCRIBE: _STREAMS_GROUPS,
     ApiKey.ADD_RAFT_VOTER: _RAFT_VOTERS,
     ApiKey.REMOVE_RAFT_VOTER: _RAFT_VOTERS,
 }

@@ -20,10 +20,13 @@ def finalized_levels(ctx: RequestContext) -> dict[str, int]:
     levels = {"group.version": 1} if consumer else {}
     # Share groups (KIP-932) are production-ready from Kafka 4.2, which finalizes level 1 on new clusters.
     levels["share.version"] = 1
+    # Streams groups (KIP-1071): production-ready from Kafka 4.2, level 1 on new clusters.
+    if "streams" in (p.strip() for p in protocols.split(",")):
+        levels["streams.version"] = 1
     return levels
 
 
-SUPPORTED = {"group.version": (0, 1), "share.version": (0, 1)}
+SUPPORTED = {"group.version": (0, 1), "share.version": (0, 1), "streams.version": (0, 1)}
 
 
 def add_api_versions_features(ctx: RequestContext, response: ApiVersionsResponse) -> None:

@@ -84,6 +84,9 @@ class Topics:
     def id_of(self, name: str) -> bytes:
         return self.topics[name].topic_id
 
+    def add(self, name: str, partitions: int) -> None:
+        self.topics[name] = Topic(name, partitions, bytes([len(self.topics) + 1]) * 16)
+
 
 class Reply(list):
     """Collects what a responder receives; ``.body`` is the single response (or None)."""

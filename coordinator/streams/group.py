@@ -1,0 +1,447 @@
+"""Streams groups (KIP-1071): Kafka Streams' own rebalance protocol, StreamsGroupHeartbeat and
+StreamsGroupDescribe.
+
+A streams group is the consumer protocol (``consumer_heartbeat.py``) with tasks in place of
+partitions: a task is (subtopology, partition), the broker assigns tasks, and a member gives
+a task up (it stops reporting it among its active tasks) before another member gets it, under
+the same three epochs. So this module reuses that machinery and adds what Streams needs: the
+topology (``topology.py``), the tasks it makes against the topics that exist, a status
+instead of tasks while the topology cannot run (missing source or internal topics, wrongly
+partitioned topics, a stale topology epoch), the members' process ids, endpoints and tags,
+and the ``group.streams.*`` settings.
+
+Tasks travel as the consumer machinery's (topic id -> partitions) assignments, keyed by the
+subtopology id's bytes. Standby and warm-up tasks are not assigned (``group.streams.num.
+standby.replicas`` 0, Kafka's default); as for consumer groups, membership is not persisted.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from coordinator.assignors import Assignment, TopicId
+from coordinator.consumer_group import ConsumerGroup, ConsumerMember
+from coordinator.consumer_heartbeat import ConsumerGroups, HeartbeatError, HeartbeatRequest
+from coordinator.streams.topology import (
+    ConfiguredTopology,
+    InternalTopic,
+    StreamsStatus,
+    StreamsTopology,
+    configure,
+)
+from wire.error_codes import ErrorCode
+
+if TYPE_CHECKING:
+    from wire.messages import (
+        StreamsGroupDescribeResponseAssignment,
+        StreamsGroupDescribeResponseGroups,
+        StreamsGroupDescribeResponseMembers,
+        StreamsGroupDescribeResponseTopology,
+        StreamsGroupHeartbeatRequestStateChangelogTopics,
+        StreamsGroupHeartbeatResponse,
+        StreamsGroupHeartbeatResponseActiveTasks,
+    )
+
+log = logging.getLogger(__name__)
+
+STREAMS_GROUP_TYPE = "streams"
+STREAMS_PROTOCOL_TYPE = "streams"
+ACCEPTABLE_RECOVERY_LAG = 10_000
+TASK_OFFSET_INTERVAL_MS = 60_000
+
+
+@dataclass(slots=True)
+class StreamsMemberInfo:
+    """What a Streams member says of itself besides its tasks."""
+
+    process_id: str = ""
+    topology_epoch: int = -1
+    user_endpoint: tuple[str, int] | None = None
+    client_tags: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsHeartbeat:
+    """A StreamsGroupHeartbeat request; None fields mean "unchanged since last time"."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    rebalance_timeout_ms: int
+    topology: StreamsTopology | None
+    active_tasks: dict[str, list[int]] | None
+    process_id: str | None
+    user_endpoint: tuple[str, int] | None
+    client_tags: tuple[tuple[str, str], ...] | None
+    shutdown_application: bool
+    client_id: str
+    client_host: str
+    standby_or_warmup_sent: bool = False
+
+
+@dataclass(eq=False)
+class StreamsGroup(ConsumerGroup):
+    """A consumer group underneath, plus the topology and what it makes of the topics."""
+
+    topology: StreamsTopology | None = None
+    configured: ConfiguredTopology = field(default_factory=ConfiguredTopology)
+    info: dict[str, StreamsMemberInfo] = field(default_factory=dict)
+    shutdown_requested: bool = False
+
+    protocol_type = STREAMS_PROTOCOL_TYPE
+
+
+def _task_key(subtopology_id: str) -> TopicId:
+    return subtopology_id.encode()
+
+
+def tasks_field(assignment: Assignment) -> list[StreamsGroupHeartbeatResponseActiveTasks]:
+    return [
+        {"subtopology_id": key.decode(), "partitions": sorted(partitions)}
+        for key, partitions in sorted(assignment.items())
+    ]
+
+
+@dataclass(eq=False)
+class StreamsGroups(ConsumerGroups):
+    """The streams protocol over the coordinator's groups."""
+
+    kind = StreamsGroup
+    topic_sizes: Any = None  # set by the coordinator: topic name -> partition count, or None
+
+    # --- what differs from the consumer protocol ------------------------------------------
+
+    def _assignors(self) -> list[str]:
+        return ["uniform"]
+
+    def _heartbeat_interval_ms(self, group_id: str) -> int:
+        return self._group_setting(
+            group_id, "streams.heartbeat.interval.ms", self._config.streams_heartbeat_interval_ms
+        )
+
+    def _session_timeout_ms(self, group_id: str) -> int:
+        return self._group_setting(
+            group_id, "streams.session.timeout.ms", self._config.streams_session_timeout_ms
+        )
+
+    def _subscription_metadata(self, group: ConsumerGroup) -> dict[str, tuple[TopicId, int]]:
+        """The tasks of each subtopology, while the topology can run (none otherwise)."""
+        if not isinstance(group, StreamsGroup) or group.topology is None:
+            return {}
+        group.configured = configure(group.topology, self._partition_counts(group.topology))
+        if not group.configured.ready or self._missing(group.configured):
+            return {}  # no tasks until the topology can run
+        return {sub: (_task_key(sub), count) for sub, count in group.configured.tasks.items()}
+
+    def _member_topics(self, member: ConsumerMember, group: ConsumerGroup) -> frozenset[TopicId]:
+        return frozenset(key for key, _count in group.subscription_metadata.values())
+
+    def _missing(self, configured: ConfiguredTopology) -> list[str]:
+        """The internal topics the configured topology needs that do not exist."""
+        return [t.name for t in configured.to_create if self._topics.get(t.name) is None]
+
+    def _partition_counts(self, topology: StreamsTopology) -> dict[str, int]:
+        names = {t for s in topology.subtopologies for t in s.source_topics}
+        names |= {
+            t.name
+            for s in topology.subtopologies
+            for t in (*s.state_changelog_topics, *s.repartition_source_topics)
+        }
+        counts = {}
+        for name in names:
+            info = self._topics.get(name)
+            if info is not None:
+                counts[name] = info.partitions
+        return counts
+
+    # --- the heartbeat ---------------------------------------------------------------------
+
+    def missing_internal_topics(self, group_id: str, topology: StreamsTopology | None) -> list[InternalTopic]:
+        """The internal topics the broker must create before the group's topology can run."""
+        group = self.group(group_id)
+        chosen = topology or (group.topology if isinstance(group, StreamsGroup) else None)
+        if chosen is None:
+            return []
+        configured = configure(chosen, self._partition_counts(chosen))
+        return [t for t in configured.to_create if self._topics.get(t.name) is None]
+
+    def streams_heartbeat(self, request: StreamsHeartbeat) -> StreamsGroupHeartbeatResponse:
+        try:
+            _validate(request)
+        except HeartbeatError as error:
+            return streams_response(request.member_id, 0, 0, error.code, error.message)
+        group = self.group(request.group_id)
+        if group is None and request.group_id in self._groups:
+            return streams_response(
+                request.member_id,
+                0,
+                0,
+                ErrorCode.GROUP_ID_NOT_FOUND,
+                f"Group {request.group_id} is not a streams group.",
+            )
+        if group is None and request.member_epoch == 0:
+            group = StreamsGroup(request.group_id)
+            self._groups[request.group_id] = group
+        stale = False
+        if isinstance(group, StreamsGroup) and request.topology is not None:
+            current = group.topology
+            stale = current is not None and request.topology.epoch < current.epoch and bool(group.members)
+            if not stale and current != request.topology:
+                # Set before the heartbeat, which then works out the tasks and a new target.
+                group.topology = request.topology
+                log.info("streams group %s: topology epoch %d", group.group_id, request.topology.epoch)
+        consumer_response = self.heartbeat(_as_consumer_request(request))
+        if consumer_response["error_code"] != ErrorCode.NONE:
+            return streams_response(
+                request.member_id,
+                0,
+                0,
+                ErrorCode(consumer_response["error_code"]),
+                consumer_response.get("error_message"),
+            )
+        group = self.group(request.group_id)
+        if not isinstance(group, StreamsGroup):  # the member left
+            return streams_response(request.member_id, consumer_response["member_epoch"], 0)
+        member_id = consumer_response["member_id"] or request.member_id
+        self._remember(group, member_id, request, stale)
+        response = streams_response(
+            member_id, consumer_response["member_epoch"], self._heartbeat_interval_ms(group.group_id)
+        )
+        statuses = list(group.configured.status)
+        if stale:
+            statuses.append(
+                (
+                    StreamsStatus.STALE_TOPOLOGY,
+                    "The topology epoch supplied is inconsistent with the topology for this streams group.",
+                )
+            )
+        missing = self._missing(group.configured)
+        if group.configured.ready and missing:
+            statuses.append(
+                (StreamsStatus.MISSING_INTERNAL_TOPICS, f"Internal topics are missing: {', '.join(missing)}")
+            )
+        if group.shutdown_requested:
+            statuses.append(
+                (
+                    StreamsStatus.SHUTDOWN_APPLICATION,
+                    "A client requested the shutdown of the whole application.",
+                )
+            )
+        response["status"] = [
+            {"status_code": int(code), "status_detail": detail} for code, detail in statuses
+        ] or None
+        if consumer_response["assignment"] is not None or request.member_epoch == 0:
+            member = group.members[member_id]
+            response["active_tasks"] = tasks_field(member.assigned)
+            response["standby_tasks"] = []
+            response["warmup_tasks"] = []
+        return response
+
+    def _remember(self, group: StreamsGroup, member_id: str, request: StreamsHeartbeat, stale: bool) -> None:
+        info = group.info.setdefault(member_id, StreamsMemberInfo())
+        if request.process_id is not None:
+            info.process_id = request.process_id
+        if request.user_endpoint is not None:
+            info.user_endpoint = request.user_endpoint
+        if request.client_tags is not None:
+            info.client_tags = request.client_tags
+        if request.topology is not None and not stale:
+            info.topology_epoch = request.topology.epoch
+        if request.shutdown_application:
+            group.shutdown_requested = True
+        for gone in set(group.info) - set(group.members):
+            del group.info[gone]
+
+    def refresh(self, group_id: str) -> None:
+        """Re-read the topics the topology needs (internal topics were just created)."""
+        group = self.group(group_id)
+        if isinstance(group, StreamsGroup):
+            metadata = self._subscription_metadata(group)
+            if metadata != group.subscription_metadata:
+                group.subscription_metadata = metadata
+                group.group_epoch += 1
+
+    # --- describe ------------------------------------------------------------------------
+
+    def streams_describe(self, group_id: str) -> StreamsGroupDescribeResponseGroups:
+        group = self.group(group_id)
+        if not isinstance(group, StreamsGroup):
+            what = "not found" if self._groups.get(group_id) is None else "is not a streams group"
+            return streams_described_error(
+                group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} {what}."
+            )
+        topology = group.topology
+        described_topology: StreamsGroupDescribeResponseTopology | None = None
+        if topology is not None:
+            described_topology = {
+                "epoch": topology.epoch,
+                "subtopologies": [
+                    {
+                        "subtopology_id": s.subtopology_id,
+                        "source_topics": list(s.source_topics),
+                        "repartition_sink_topics": list(s.repartition_sink_topics),
+                        "state_changelog_topics": [_topic_info(t) for t in s.state_changelog_topics],
+                        "repartition_source_topics": [_topic_info(t) for t in s.repartition_source_topics],
+                    }
+                    for s in topology.subtopologies
+                ],
+            }
+        return {
+            "error_code": ErrorCode.NONE,
+            "error_message": None,
+            "group_id": group_id,
+            "group_state": _state(group),
+            "group_epoch": group.group_epoch,
+            "assignment_epoch": group.assignment_epoch,
+            "topology": described_topology,
+            "members": [self._streams_member(group, m) for m in group.members.values()],
+        }
+
+    def _streams_member(
+        self, group: StreamsGroup, member: ConsumerMember
+    ) -> StreamsGroupDescribeResponseMembers:
+        info = group.info.get(member.member_id, StreamsMemberInfo())
+        return {
+            "member_id": member.member_id,
+            "member_epoch": member.member_epoch,
+            "instance_id": member.instance_id,
+            "rack_id": member.rack_id,
+            "client_id": member.client_id,
+            "client_host": member.client_host,
+            "topology_epoch": info.topology_epoch,
+            "process_id": info.process_id,
+            "user_endpoint": None
+            if info.user_endpoint is None
+            else {"host": info.user_endpoint[0], "port": info.user_endpoint[1]},
+            "client_tags": [{"key": k, "value": v} for k, v in info.client_tags],
+            "task_offsets": [],
+            "task_end_offsets": [],
+            "assignment": _assignment(member.assigned),
+            "target_assignment": _assignment(group.target.get(member.member_id, {})),
+            "is_classic": False,
+        }
+
+
+def _state(group: StreamsGroup) -> str:
+    """Kafka's streams group states: Empty, NotReady (the topology cannot run), Assigning,
+    Reconciling, Stable, Dead."""
+    state = group.state.value
+    if state not in ("Empty", "Dead") and not group.subscription_metadata:
+        return "NotReady"
+    return state
+
+
+def _topic_info(topic: InternalTopic) -> StreamsGroupHeartbeatRequestStateChangelogTopics:
+    return {
+        "name": topic.name,
+        "partitions": topic.partitions,
+        "replication_factor": topic.replication_factor,
+        "topic_configs": [{"key": k, "value": v} for k, v in topic.configs],
+    }
+
+
+def _assignment(assignment: Assignment) -> StreamsGroupDescribeResponseAssignment:
+    return {"active_tasks": tasks_field(assignment), "standby_tasks": [], "warmup_tasks": []}
+
+
+def _as_consumer_request(request: StreamsHeartbeat) -> HeartbeatRequest:
+    """The consumer protocol's view of the heartbeat: tasks as partitions of subtopology "topics"."""
+    owned = (
+        None
+        if request.active_tasks is None
+        else {
+            _task_key(sub): list(partitions) for sub, partitions in request.active_tasks.items() if partitions
+        }
+    )
+    return HeartbeatRequest(
+        group_id=request.group_id,
+        member_id=request.member_id,
+        member_epoch=request.member_epoch,
+        instance_id=request.instance_id,
+        rack_id=request.rack_id,
+        rebalance_timeout_ms=request.rebalance_timeout_ms,
+        # A joining member "subscribes" to its topology's source topics: a new member changes
+        # the subscriptions, which is what moves the group epoch in the consumer machinery.
+        subscribed_topic_names=_sources(request.topology) if request.member_epoch == 0 else None,
+        subscribed_topic_regex=None,
+        server_assignor=None,
+        owned=owned if request.member_epoch != 0 else {},
+        client_id=request.client_id,
+        client_host=request.client_host,
+    )
+
+
+def _sources(topology: StreamsTopology | None) -> list[str]:
+    if topology is None:
+        return []
+    return sorted(
+        {
+            t
+            for s in topology.subtopologies
+            for t in (*s.source_topics, *(r.name for r in s.repartition_source_topics))
+        }
+    )
+
+
+def _validate(request: StreamsHeartbeat) -> None:
+    """Kafka's ``throwIfStreamsGroupHeartbeatRequestIsInvalid``, as far as this broker checks it."""
+
+    def invalid(message: str) -> HeartbeatError:
+        return HeartbeatError(ErrorCode.INVALID_REQUEST, message)
+
+    if not request.group_id:
+        raise invalid("GroupId can't be empty.")
+    if request.member_epoch == 0:
+        if request.rebalance_timeout_ms == -1:
+            raise invalid("RebalanceTimeoutMs must be provided in first request.")
+        if request.topology is None:
+            raise invalid("Topology must be non-null when joining.")
+        if not request.process_id:
+            raise invalid("ProcessId can't be empty.")
+        if request.active_tasks or request.standby_or_warmup_sent:
+            raise invalid("ActiveTasks, StandbyTasks and WarmupTasks must be empty when (re-)joining.")
+    elif not request.member_id:
+        raise invalid("MemberId can't be empty.")
+
+
+def streams_response(
+    member_id: str,
+    member_epoch: int,
+    heartbeat_interval_ms: int,
+    code: ErrorCode = ErrorCode.NONE,
+    message: str | None = None,
+) -> StreamsGroupHeartbeatResponse:
+    return {
+        "error_code": code,
+        "error_message": message,
+        "member_id": member_id,
+        "member_epoch": member_epoch,
+        "heartbeat_interval_ms": heartbeat_interval_ms,
+        "acceptable_recovery_lag": ACCEPTABLE_RECOVERY_LAG,
+        "task_offset_interval_ms": TASK_OFFSET_INTERVAL_MS,
+        "status": None,
+        "active_tasks": None,
+        "standby_tasks": None,
+        "warmup_tasks": None,
+        "endpoint_information_epoch": 0,
+        "partitions_by_user_endpoint": None,
+    }
+
+
+def streams_described_error(
+    group_id: str, code: ErrorCode, message: str | None = None
+) -> StreamsGroupDescribeResponseGroups:
+    return {
+        "group_id": group_id,
+        "error_code": code,
+        "error_message": message,
+        "group_state": "",
+        "group_epoch": 0,
+        "assignment_epoch": 0,
+        "topology": None,
+        "members": [],
+    }
