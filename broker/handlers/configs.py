@@ -174,22 +174,19 @@ def describe_group(
     """Every group key: the group's own value (DYNAMIC_GROUP_CONFIG) over the broker's default."""
     config = ctx.broker.config
     overrides = ctx.broker.dynamic_configs.groups.get(name, {})
+    defaults: list[tuple[str, Any, str, str | None]] = [
+        (key, definition, definition.broker_default, config.get(definition.broker_default))
+        for key, definition in GROUP_CONFIGS.items()
+    ]
+    defaults += [(key, choice, key, choice.default) for key, choice in SHARE_CHOICES.items()]
     entries = []
-    for key, definition in sorted(GROUP_CONFIGS.items()):
+    for key, definition, default_name, default in sorted(defaults, key=lambda entry: entry[0]):
         if keys is not None and key not in keys:
             continue
-        default = config.get(definition.broker_default)
-        chain = [synonym(definition.broker_default, default, ConfigSource.DEFAULT_CONFIG)]
+        chain = [synonym(default_name, default, ConfigSource.DEFAULT_CONFIG)]
         if key in overrides:
             chain.insert(0, synonym(key, overrides[key], ConfigSource.DYNAMIC_GROUP_CONFIG))
         entries.append(chained_entry(key, chain, definition, synonyms))
-    for key, choice in sorted(SHARE_CHOICES.items()):
-        if keys is not None and key not in keys:
-            continue
-        chain = [synonym(key, choice.default, ConfigSource.DEFAULT_CONFIG)]
-        if key in overrides:
-            chain.insert(0, synonym(key, overrides[key], ConfigSource.DYNAMIC_GROUP_CONFIG))
-        entries.append(chained_entry(key, chain, choice, synonyms))
     return entries
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.requests.acl_checks import answer_each, authorized, operations_field, unauthorized_names
+from broker.requests.acl_checks import authorized, described_groups, unauthorized_names
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
 from broker.requests.coordinators import client_host, coordinator_of
@@ -72,18 +72,13 @@ async def handle_consumer_group_describe(
                 described_error(group_id, ErrorCode.UNSUPPORTED_VERSION) for group_id in request["group_ids"]
             ]
         }
-    groups = answer_each(
+    groups = described_groups(
         ctx,
-        ResourceType.GROUP,
         request["group_ids"],
         coordinator_of(ctx).consumer_group_describe,
         lambda group_id: described_error(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED),
+        request["include_authorized_operations"],
     )
-    for group in groups:
-        if group["error_code"] == ErrorCode.NONE:
-            group["authorized_operations"] = operations_field(
-                ctx, ResourceType.GROUP, group["group_id"], request["include_authorized_operations"]
-            )
     return {"groups": groups}
 
 

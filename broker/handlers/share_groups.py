@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.requests.acl_checks import answer_each, authorized, operations_field, unauthorized_names
+from broker.requests.acl_checks import authorized, described_groups, unauthorized_names
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
 from broker.requests.coordinators import client_host, coordinator_of
@@ -49,18 +49,13 @@ async def handle_share_group_heartbeat(
 async def handle_share_group_describe(
     ctx: RequestContext, request: ShareGroupDescribeRequest
 ) -> ShareGroupDescribeResponse:
-    groups = answer_each(
+    groups = described_groups(
         ctx,
-        ResourceType.GROUP,
         request["group_ids"],
         coordinator_of(ctx).share_group_describe,
         lambda group_id: share_described_error(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED),
+        request["include_authorized_operations"],
     )
-    for group in groups:
-        if group["error_code"] == ErrorCode.NONE:
-            group["authorized_operations"] = operations_field(
-                ctx, ResourceType.GROUP, group["group_id"], request["include_authorized_operations"]
-            )
     return {"groups": groups}
 
 

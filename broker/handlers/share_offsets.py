@@ -64,6 +64,14 @@ def _group_error(ctx: RequestContext, group_id: str, *, changing: bool) -> Error
     return ErrorCode.NONE
 
 
+def _change_refused(ctx: RequestContext, group_id: str) -> ErrorCode | None:
+    """Why the group's offsets may not be changed by this request, or None."""
+    if not authorized(ctx, ResourceType.GROUP, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
+    error = _group_error(ctx, group_id, changing=True)
+    return None if error is ErrorCode.NONE else error
+
+
 async def _describe_group(
     ctx: RequestContext, offsets: ShareOffsets, group: DescribeShareGroupOffsetsRequestGroups
 ) -> DescribeShareGroupOffsetsResponseGroups:
@@ -139,11 +147,9 @@ async def handle_alter_share_group_offsets(
     ctx: RequestContext, request: AlterShareGroupOffsetsRequest
 ) -> AlterShareGroupOffsetsResponse:
     group_id = request["group_id"]
-    if not authorized(ctx, ResourceType.GROUP, group_id):
-        return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "responses": []}
-    error = _group_error(ctx, group_id, changing=True)
-    if error is not ErrorCode.NONE:
-        return {"error_code": error, "error_message": None, "responses": []}
+    refusal = _change_refused(ctx, group_id)
+    if refusal is not None:
+        return {"error_code": refusal, "error_message": None, "responses": []}
     offsets = _offsets(ctx)
     denied = unauthorized_names(ctx, ResourceType.TOPIC, (t["topic_name"] for t in request["topics"]))
     responses: list[AlterShareGroupOffsetsResponseResponses] = []
@@ -175,11 +181,9 @@ async def handle_delete_share_group_offsets(
     ctx: RequestContext, request: DeleteShareGroupOffsetsRequest
 ) -> DeleteShareGroupOffsetsResponse:
     group_id = request["group_id"]
-    if not authorized(ctx, ResourceType.GROUP, group_id):
-        return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "responses": []}
-    error = _group_error(ctx, group_id, changing=True)
-    if error is not ErrorCode.NONE:
-        return {"error_code": error, "error_message": None, "responses": []}
+    refusal = _change_refused(ctx, group_id)
+    if refusal is not None:
+        return {"error_code": refusal, "error_message": None, "responses": []}
     offsets = _offsets(ctx)
     denied = unauthorized_names(ctx, ResourceType.TOPIC, (t["topic_name"] for t in request["topics"]))
     responses: list[DeleteShareGroupOffsetsResponseResponses] = []

@@ -16,10 +16,9 @@ import logging
 from typing import TYPE_CHECKING
 
 from broker.requests.acl_checks import (
-    answer_each,
     authorized,
     cluster_authorized,
-    operations_field,
+    described_groups,
     unauthorized_names,
 )
 from broker.requests.api_support import Served
@@ -118,18 +117,13 @@ async def handle_streams_group_describe(
                 for group_id in request["group_ids"]
             ]
         }
-    groups = answer_each(
+    groups = described_groups(
         ctx,
-        ResourceType.GROUP,
         request["group_ids"],
         coordinator_of(ctx).streams_group_describe,
         lambda group_id: streams_described_error(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED),
+        request["include_authorized_operations"],
     )
-    for group in groups:
-        if group["error_code"] == ErrorCode.NONE:
-            group["authorized_operations"] = operations_field(
-                ctx, ResourceType.GROUP, group["group_id"], request["include_authorized_operations"]
-            )
     return {"groups": groups}
 
 

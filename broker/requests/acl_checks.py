@@ -11,7 +11,7 @@ Kafka, at the cost of one attribute test.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from broker.services.security.acl_model import CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
 from wire.api_keys import ApiKey, api_name
@@ -257,6 +257,28 @@ def answer_each(
     denied = unauthorized_names(ctx, resource_type, names)
     answered = iter(answer([name for name in names if name not in denied]))
     return [refused(name) if name in denied else next(answered) for name in names]
+
+
+_Described = TypeVar("_Described", bound=Any)
+
+
+def described_groups(
+    ctx: RequestContext,
+    group_ids: list[str],
+    describe: Callable[[list[str]], list[_Described]],
+    refused: Callable[[str], _Described],
+    include_operations: bool,
+) -> list[_Described]:
+    """The answer of a group-describing API (ConsumerGroupDescribe, ShareGroupDescribe,
+    StreamsGroupDescribe): each group the principal may describe, with the operations it may
+    do on it when asked, the others ``refused``."""
+    groups = answer_each(ctx, ResourceType.GROUP, group_ids, describe, refused)
+    for group in groups:
+        if group["error_code"] == ErrorCode.NONE:
+            group["authorized_operations"] = operations_field(
+                ctx, ResourceType.GROUP, group["group_id"], include_operations
+            )
+    return groups
 
 
 CONFIG_RESOURCES: dict[int, ResourceType] = {

@@ -20,10 +20,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from coordinator.assignors import Assignment, TopicId
 from coordinator.classic_group import GroupError
+from coordinator.consumer_heartbeat import described_error
 from coordinator.group_protocol import GroupProtocol
 from coordinator.offsets import TopicCatalog
 from coordinator.records import OffsetAndMetadata
@@ -182,16 +183,8 @@ def share_heartbeat_response(
 def share_described_error(
     group_id: str, code: ErrorCode, message: str | None = None
 ) -> ShareGroupDescribeResponseGroups:
-    return {
-        "group_id": group_id,
-        "error_code": code,
-        "error_message": message,
-        "group_state": "",
-        "group_epoch": 0,
-        "assignment_epoch": 0,
-        "assignor_name": "",
-        "members": [],
-    }
+    """A ShareGroupDescribe entry carrying only an error: the same fields as ConsumerGroupDescribe's."""
+    return cast("ShareGroupDescribeResponseGroups", described_error(group_id, code, message))
 
 
 @dataclass(eq=False)

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from coordinator.assignors import Assignment, TopicId
 from coordinator.consumer_group import ConsumerGroup, ConsumerMember
-from coordinator.consumer_heartbeat import ConsumerGroups, HeartbeatError, HeartbeatRequest
+from coordinator.consumer_heartbeat import ConsumerGroups, HeartbeatError, HeartbeatRequest, described_error
 from coordinator.streams.topology import (
     ConfiguredTopology,
     InternalTopic,
@@ -435,13 +435,9 @@ def streams_response(
 def streams_described_error(
     group_id: str, code: ErrorCode, message: str | None = None
 ) -> StreamsGroupDescribeResponseGroups:
-    return {
-        "group_id": group_id,
-        "error_code": code,
-        "error_message": message,
-        "group_state": "",
-        "group_epoch": 0,
-        "assignment_epoch": 0,
-        "topology": None,
-        "members": [],
-    }
+    """A StreamsGroupDescribe entry carrying only an error (ConsumerGroupDescribe's, with a
+    topology instead of an assignor)."""
+    entry: dict[str, Any] = dict(described_error(group_id, code, message))
+    del entry["assignor_name"]
+    entry["topology"] = None
+    return cast("StreamsGroupDescribeResponseGroups", entry)
