@@ -149,6 +149,8 @@ class GroupCoordinator(PartitionedCoordinator):
         self.consumer = ConsumerGroups(self._groups, self._timer, clock, config, topics)
         self.share = ShareGroups(self._groups, self._timer, clock, config, topics)
         self.streams = StreamsGroups(self._groups, self._timer, clock, config, topics)
+        # One table of group configs (GROUP config resources) for every protocol.
+        self.share.group_configs = self.streams.group_configs = self.consumer.group_configs
 
     # --- partitions, loading and storage -------------------------------------------------
 

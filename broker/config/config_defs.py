@@ -671,6 +671,45 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             )
         ),
         ConfigDef("group.share.assignors", T.LIST, "simple", "Share group server-side assignors."),
+        _coordinator_def("group.streams.session.timeout.ms", T.INT, "Streams group member session timeout."),
+        _coordinator_def("group.streams.heartbeat.interval.ms", T.INT, "Streams group heartbeat interval."),
+        _coordinator_def("group.streams.max.size", T.INT, "Most members in a streams group."),
+        _coordinator_def("group.streams.num.standby.replicas", T.INT, "Standby tasks per active task."),
+        *(
+            ConfigDef(key, T.INT, default, doc)
+            for key, default, doc in (
+                (
+                    "group.streams.min.session.timeout.ms",
+                    "45000",
+                    "Lowest streams.session.timeout.ms of a group.",
+                ),
+                (
+                    "group.streams.max.session.timeout.ms",
+                    "60000",
+                    "Highest streams.session.timeout.ms of a group.",
+                ),
+                (
+                    "group.streams.min.heartbeat.interval.ms",
+                    "5000",
+                    "Lowest streams.heartbeat.interval.ms of a group.",
+                ),
+                (
+                    "group.streams.max.heartbeat.interval.ms",
+                    "15000",
+                    "Highest streams.heartbeat.interval.ms of a group.",
+                ),
+                (
+                    "group.streams.min.num.standby.replicas",
+                    "0",
+                    "Lowest streams.num.standby.replicas of a group.",
+                ),
+                (
+                    "group.streams.max.num.standby.replicas",
+                    "2",
+                    "Highest streams.num.standby.replicas of a group.",
+                ),
+            )
+        ),
         ConfigDef(
             "share.coordinator.state.topic.replication.factor",
             T.SHORT,

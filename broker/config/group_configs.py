@@ -29,7 +29,7 @@ class GroupConfigDef:
 
     name: str
     broker_default: str
-    lowest: str
+    lowest: str | None  # None: only Kafka's own floor bounds it from below
     highest: str
     doc: str
     type: ConfigType = ConfigType.INT
@@ -74,6 +74,36 @@ GROUP_CONFIGS: dict[str, GroupConfigDef] = {
                 ("delivery.count.limit", 2, "Deliveries of a record before it is archived."),
                 ("partition.max.record.locks", 100, "Records in flight per share-partition."),
             )
+        ),
+        *(
+            GroupConfigDef(
+                f"streams.{name}",
+                f"group.streams.{name}",
+                f"group.streams.min.{name}",
+                f"group.streams.max.{name}",
+                doc,
+                floor=floor,
+            )
+            for name, floor, doc in (
+                (
+                    "session.timeout.ms",
+                    1,
+                    "A streams group member that sends no heartbeat for this long is removed.",
+                ),
+                (
+                    "heartbeat.interval.ms",
+                    1,
+                    "How often members of this streams group are told to heartbeat.",
+                ),
+            )
+        ),
+        GroupConfigDef(
+            "streams.num.standby.replicas",
+            "group.streams.num.standby.replicas",
+            None,
+            "group.streams.max.standby.replicas",
+            "Standby tasks kept per active task.",
+            floor=0,
         ),
     )
 }
@@ -146,7 +176,7 @@ def check_group_configs(broker_config: BrokerConfig, updated: dict[str, str]) ->
                 f"Invalid value {value} for configuration {key}: Value must be at least {definition.floor}",
                 ErrorCode.INVALID_CONFIG,
             )
-        if number < broker_config.get_int(definition.lowest):
+        if definition.lowest is not None and number < broker_config.get_int(definition.lowest):
             raise DynamicConfigError(
                 f"{key} must be greater than or equal to {definition.lowest}", ErrorCode.INVALID_CONFIG
             )

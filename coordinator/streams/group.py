@@ -11,8 +11,9 @@ partitioned topics, a stale topology epoch), the members' process ids, endpoints
 and the ``group.streams.*`` settings.
 
 Tasks travel as the consumer machinery's (topic id -> partitions) assignments, keyed by the
-subtopology id's bytes. Standby and warm-up tasks are not assigned (``group.streams.num.
-standby.replicas`` 0, Kafka's default); as for consumer groups, membership is not persisted.
+subtopology id's bytes. Standby tasks (``streams.num.standby.replicas``, 0 by default) go to
+members of other processes than the active task's, without a revocation step (a standby holds
+no partition); warm-up tasks are not assigned. As for consumer groups, membership is not persisted.
 """
 
 from __future__ import annotations
@@ -91,6 +92,9 @@ class StreamsGroup(ConsumerGroup):
     configured: ConfiguredTopology = field(default_factory=ConfiguredTopology)
     info: dict[str, StreamsMemberInfo] = field(default_factory=dict)
     shutdown_requested: bool = False
+    # Standby tasks by member (``streams.num.standby.replicas``), and what each was last told.
+    standby: dict[str, Assignment] = field(default_factory=dict)
+    standby_sent: dict[str, Assignment] = field(default_factory=dict)
 
     protocol_type = STREAMS_PROTOCOL_TYPE
 
@@ -139,6 +143,14 @@ class StreamsGroups(ConsumerGroups):
 
     def _member_topics(self, member: ConsumerMember, group: ConsumerGroup) -> frozenset[TopicId]:
         return frozenset(key for key, _count in group.subscription_metadata.values())
+
+    def _compute_target(self, group: ConsumerGroup) -> None:
+        super()._compute_target(group)
+        if isinstance(group, StreamsGroup):
+            replicas = self._group_setting(
+                group.group_id, "streams.num.standby.replicas", self._config.streams_num_standby_replicas
+            )
+            group.standby = standby_assignment(group.target, group.info, replicas)
 
     def _missing(self, configured: ConfiguredTopology) -> list[str]:
         """The internal topics the configured topology needs that do not exist."""
@@ -234,11 +246,17 @@ class StreamsGroups(ConsumerGroups):
         response["status"] = [
             {"status_code": int(code), "status_detail": detail} for code, detail in statuses
         ] or None
-        if consumer_response["assignment"] is not None or request.member_epoch == 0:
+        standby = group.standby.get(member_id, {})
+        if (
+            consumer_response["assignment"] is not None
+            or request.member_epoch == 0
+            or standby != group.standby_sent.get(member_id)
+        ):
             member = group.members[member_id]
             response["active_tasks"] = tasks_field(member.assigned)
-            response["standby_tasks"] = []
+            response["standby_tasks"] = tasks_field(standby)
             response["warmup_tasks"] = []
+            group.standby_sent[member_id] = standby
         return response
 
     def _remember(self, group: StreamsGroup, member_id: str, request: StreamsHeartbeat, stale: bool) -> None:
@@ -320,10 +338,44 @@ class StreamsGroups(ConsumerGroups):
             "client_tags": [{"key": k, "value": v} for k, v in info.client_tags],
             "task_offsets": [],
             "task_end_offsets": [],
-            "assignment": _assignment(member.assigned),
-            "target_assignment": _assignment(group.target.get(member.member_id, {})),
+            "assignment": _assignment(member.assigned, group.standby_sent.get(member.member_id, {})),
+            "target_assignment": _assignment(
+                group.target.get(member.member_id, {}), group.standby.get(member.member_id, {})
+            ),
             "is_classic": False,
         }
+
+
+def standby_assignment(
+    active: dict[str, Assignment], info: dict[str, StreamsMemberInfo], replicas: int
+) -> dict[str, Assignment]:
+    """``replicas`` standby copies of every active task, each on a member of another process
+    than the task's active owner and than the task's other standbys, the least loaded first
+    (Kafka's rule: a standby on the active task's process would be no standby at all)."""
+    standby: dict[str, dict[TopicId, set[int]]] = {member: {} for member in active}
+    if replicas <= 0:
+        return {member: {} for member in active}
+
+    def process(member: str) -> str:
+        found = info.get(member)
+        return found.process_id if found is not None and found.process_id else member
+
+    load = dict.fromkeys(active, 0)
+    for owner, assignment in sorted(active.items()):
+        for key, partitions in sorted(assignment.items()):
+            for partition in sorted(partitions):
+                used = {process(owner)}
+                for _copy in range(replicas):
+                    candidates = sorted(
+                        (m for m in active if process(m) not in used), key=lambda m: (load[m], m)
+                    )
+                    if not candidates:
+                        break
+                    chosen = candidates[0]
+                    standby[chosen].setdefault(key, set()).add(partition)
+                    load[chosen] += 1
+                    used.add(process(chosen))
+    return {member: {k: frozenset(p) for k, p in tasks.items()} for member, tasks in standby.items()}
 
 
 def _state(group: StreamsGroup) -> str:
@@ -344,8 +396,8 @@ def _topic_info(topic: InternalTopic) -> StreamsGroupHeartbeatRequestStateChange
     }
 
 
-def _assignment(assignment: Assignment) -> StreamsGroupDescribeResponseAssignment:
-    return {"active_tasks": tasks_field(assignment), "standby_tasks": [], "warmup_tasks": []}
+def _assignment(active: Assignment, standby: Assignment) -> StreamsGroupDescribeResponseAssignment:
+    return {"active_tasks": tasks_field(active), "standby_tasks": tasks_field(standby), "warmup_tasks": []}
 
 
 def _as_consumer_request(request: StreamsHeartbeat) -> HeartbeatRequest:

@@ -153,3 +153,20 @@ def test_a_join_without_a_topology_or_with_tasks_is_invalid(h: Harness) -> None:
         )
     )
     assert other["error_code"] == E.GROUP_ID_NOT_FOUND
+
+
+def test_standby_tasks_go_to_other_processes_when_configured(h: Harness) -> None:
+    h.coordinator.consumer.group_configs["app"] = {"streams.num.standby.replicas": 1}
+    create_internal_topics(h)
+    first = heartbeat(h, "m1", 0)
+    assert first["standby_tasks"] == []  # no other process to hold a copy
+    second = heartbeat(h, "m2", 0)
+    standby = {(t["subtopology_id"], p) for t in second["standby_tasks"] for p in t["partitions"]}
+    [described] = h.coordinator.streams_group_describe(["app"])
+    target = {m["member_id"]: m["target_assignment"] for m in described["members"]}
+    mine = {(t["subtopology_id"], p) for t in target["m2"]["active_tasks"] for p in t["partitions"]}
+    # m2's process keeps a copy of every task targeted at the other process, none of its own.
+    assert len(mine) == 6 and standby.isdisjoint(mine)
+    assert standby | mine == {(s, p) for s in ("0", "1") for p in range(6)}
+    by_member = {m: a["standby_tasks"] for m, a in target.items()}
+    assert sum(len(t["partitions"]) for tasks in by_member.values() for t in tasks) == 12
