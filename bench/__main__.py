@@ -4,7 +4,8 @@
 (``bench.scale``); ``python -m bench replicated ...`` three-broker clusters with RF 3 and
 acks=all (``bench.replicated``); ``python -m bench hostile ...`` a healthy client's latency beside
 hostile connections (``bench.hostile``); ``python -m bench rolling-restart`` produce latency while
-a cluster's brokers restart in turn (``bench.rolling_restart``).
+a cluster's brokers restart in turn (``bench.rolling_restart``); ``python -m bench share-consumers``
+a share group's records/s (``bench.share_consumers``).
 
 Why both brokers in one run: this machine is shared and noisy, so figures from different
 runs do not compare; interleaving the brokers within one run (and --repeat) does. The same
@@ -19,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import NoReturn
 
-from bench import hostile, replicated, rolling_restart, scale
+from bench import hostile, replicated, rolling_restart, scale, share_consumers
 from bench.launchers import add_build_option, builds_of, make_launchers, names_of, securities
 from bench.report import add_trial_options, report
 from bench.throughput import Settings, interleave, run_trial
@@ -71,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         return hostile.main(argv[1:])
     if argv[:1] == ["rolling-restart"]:
         return rolling_restart.main(argv[1:])
+    if argv[:1] == ["share-consumers"]:
+        return share_consumers.main(argv[1:])
     args = parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-tls-") as certificates:
         return run(args, Path(certificates))
