@@ -45,6 +45,10 @@ if TYPE_CHECKING:
     )
 
 NO_LEADER: ShareFetchResponseCurrentLeader = {"leader_id": -1, "leader_epoch": -1}
+PARTITION_READ_BYTES = 4 << 20
+"""The most one partition's read takes from the log per ShareFetch (at least one batch): a
+share-partition hands out at most MaxRecords records and its record locks' worth, so reading
+the client's whole fetch.max.bytes (50 MiB by default) would read and drop most of it."""
 DEFAULT_MAX_RECORDS = 500  # ShareFetch v0's members have no MaxRecords: the client's max.poll.records default
 
 
@@ -173,9 +177,8 @@ async def _read_all(
         try:
             epoch = _leader_epoch(ctx, (info.name, index), info.leader_epoch)
             hosted = await share.hosted(group_id, info.name, index, topic_id, epoch, log_)
-            remaining = FetchLimits(
-                limits.max_records, limits.batch_size, limits.max_bytes - total, limits.record_limit
-            )
+            budget = min(limits.max_bytes - total, PARTITION_READ_BYTES)
+            remaining = FetchLimits(limits.max_records, limits.batch_size, budget, limits.record_limit)
             records, acquired = share.read_and_acquire(
                 group_id, member_id, (group_id, info.name, index), hosted, log_, remaining, total == 0
             )

@@ -250,10 +250,25 @@ class SharePartitions:
         )
         if aborted and acquired:
             acquired = self._archive_aborted(group_id, member_id, key, hosted, batches, aborted, acquired)
-        if acquired:
-            self._schedule_expiry(key, now + partition.config.record_lock_duration_ms)
-            self._count_acquired(acquired)
-        return (data if acquired else b""), acquired
+        if not acquired:
+            return b"", []
+        self._schedule_expiry(key, now + partition.config.record_lock_duration_ms)
+        self._count_acquired(acquired)
+        return _covering(data, batches, acquired), acquired
+
+    def _count_acknowledged(self, batches: Sequence[AcknowledgementBatch]) -> None:
+        """One counter update per acknowledge type (a label look-up per record would cost more
+        than the acknowledgement)."""
+        counts: dict[int, int] = {}
+        for batch in batches:
+            types = batch.acknowledge_types
+            if len(types) == 1:
+                counts[types[0]] = counts.get(types[0], 0) + batch.last_offset - batch.first_offset + 1
+            else:
+                for kind in types:
+                    counts[kind] = counts.get(kind, 0) + 1
+        for kind, count in counts.items():
+            self._metrics.share_acknowledged.labels(AcknowledgeType(kind).name.title()).inc(count)
 
     def _count_acquired(self, acquired: list[AcquiredRecords]) -> None:
         first = sum(a.last_offset - a.first_offset + 1 for a in acquired if a.delivery_count <= 1)
@@ -308,11 +323,7 @@ class SharePartitions:
             changed = hosted.partition.acknowledge(member_id, batches, self._clock())
         except ShareStateError as error:
             return error
-        for batch in batches:
-            types = batch.acknowledge_types
-            count = batch.last_offset - batch.first_offset + 1
-            for kind in types if len(types) > 1 else [types[0]] * count:
-                self._metrics.share_acknowledged.labels(AcknowledgeType(kind).name.title()).inc()
+        self._count_acknowledged(batches)
         if any(b.acknowledge_types and b.acknowledge_types[0] == AcknowledgeType.RENEW for b in batches):
             self._schedule_expiry(key, self._clock() + hosted.partition.config.record_lock_duration_ms)
         failure = await self._persist(key, hosted, changed)
@@ -420,6 +431,17 @@ class SharePartitions:
     def in_flight(self) -> list[tuple[PartitionKey, int]]:
         """Every share-partition here with its count of in-flight records (the metrics' gauge)."""
         return [(key, hosted.partition.in_flight_count) for key, hosted in self._hosted.items()]
+
+
+def _covering(data: bytes, batches: list[BatchInfo], acquired: list[AcquiredRecords]) -> bytes:
+    """The stored batches holding the acquired records, and no others: a read may return far
+    more than the share-partition hands out (its record locks bound that), and the client would
+    only drop the rest (Kafka slices the same way, ``ShareFetchUtils.maybeSliceFetchRecords``)."""
+    first, last = acquired[0].first_offset, acquired[-1].last_offset
+    kept = [b for b in batches if b.last_offset >= first and b.base_offset <= last]
+    if not kept:
+        return b""
+    return data[kept[0].position : kept[-1].end_position]
 
 
 def _offset_at(log_: PartitionLog, timestamp: int) -> int | None:
