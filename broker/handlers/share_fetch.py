@@ -119,6 +119,29 @@ def _open_session(
     return sessions.next(group_id, member_id, epoch), None
 
 
+def _update_session(
+    ctx: RequestContext,
+    session: ShareSession,
+    request: ShareFetchRequest,
+    answers: dict[SharePartitionId, _Answer],
+) -> None:
+    """Add the request's partitions to the session and drop its forgotten ones. Only partitions
+    that exist are kept (a client naming made-up topic ids must not grow the session): the
+    others are answered UNKNOWN_TOPIC_ID (or UNKNOWN_TOPIC_OR_PARTITION) once."""
+    for topic in request["topics"]:
+        info = ctx.broker.topics.by_id(topic["topic_id"])
+        for partition in topic["partitions"]:
+            key = (topic["topic_id"], partition["partition_index"])
+            if info is not None and 0 <= key[1] < info.partitions:
+                session.partitions[key] = None
+            else:
+                unknown = ErrorCode.UNKNOWN_TOPIC_ID if info is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                answers.setdefault(key, _Answer()).error = unknown
+    for forgotten in request["forgotten_topics_data"]:
+        for index in forgotten["partitions"]:
+            session.partitions.pop((forgotten["topic_id"], index), None)
+
+
 async def _acknowledge(
     ctx: RequestContext,
     share: SharePartitions,
@@ -272,14 +295,9 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
         return _fetch_refused(error.code, str(error))
     if released is not None and released is not session:
         await _release(ctx, share, released)
-    if epoch != FINAL_EPOCH:
-        for topic in request["topics"]:
-            for partition in topic["partitions"]:
-                session.partitions[(topic["topic_id"], partition["partition_index"])] = None
-        for forgotten in request["forgotten_topics_data"]:
-            for index in forgotten["partitions"]:
-                session.partitions.pop((forgotten["topic_id"], index), None)
     answers: dict[SharePartitionId, _Answer] = {}
+    if epoch != FINAL_EPOCH:
+        _update_session(ctx, session, request, answers)
     await _acknowledge(ctx, share, group_id, member_id, acks, answers)
     if epoch == FINAL_EPOCH:
         await _release(ctx, share, session)

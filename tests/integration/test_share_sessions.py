@@ -190,3 +190,18 @@ def test_odradek_groups_lists_and_describes_a_share_group(odradek_broker: Odrade
     assert ["TOPIC", "PARTITION", "START-OFFSET", "LAG"] in rows
     assert [topic, "0", "2", "3"] in rows  # 0-1 accepted; 2-4 still to be done
     client.close()
+
+
+def test_made_up_partitions_are_answered_once_and_not_kept(odradek_broker: OdradekProcess) -> None:
+    client, topic, group, topic_id = setup(odradek_broker)
+    member = uuid.uuid4().hex
+    join(client, group, member, topic)
+    made_up = bytes(range(1, 17))
+    answer = share_fetch(client, group, member, 0, made_up, max_wait_ms=0)
+    codes = [(t["topic_id"], p["error_code"]) for t in answer["responses"] for p in t["partitions"]]
+    assert codes == [(made_up, E.UNKNOWN_TOPIC_ID)]
+    # The session kept nothing of it: the next fetch, for the real topic, answers only that.
+    real = share_fetch(client, group, member, 1, topic_id)
+    assert [t["topic_id"] for t in real["responses"]] == [topic_id]
+    assert acquired(real) == [(0, 4, 1)]
+    client.close()
