@@ -21,8 +21,9 @@ from compat_tests.helpers import eventually
 from compat_tests.kit.brokers import BROKER_KINDS, RunningBroker, kafka_jars, kafka_tools_jars
 from compat_tests.kit.clusters import CLUSTER_SIZE, Cluster
 from compat_tests.kit.drivers.base import Driver
-from compat_tests.kit.drivers.java import build_java_client, build_share_client
-from compat_tests.kit.drivers.java_share import SHARE_CLIENT_VERSION
+from compat_tests.kit.drivers.java import JavaProcess, build_java_client, build_share_client
+from compat_tests.kit.drivers.java_share import SHARE_CLIENT_VERSION, share_jvm
+from compat_tests.kit.share_history import CI_RECORDS as CI_SHARE_HISTORY_RECORDS
 from compat_tests.matrix import Matrix, cell_key
 from compat_tests.maven import classpath
 from compat_tests.nemesis import FAULTS
@@ -41,8 +42,13 @@ NEMESIS_ROUND_TIMEOUT_S = 300
 """The nemesis scenario's deadline grows with its rounds (``--nemesis-rounds``; by default one
 per fault): a round takes 30 to 90 s on the 2-core machine, its history check growing with it."""
 
+SHARE_HISTORY_S_PER_RECORD = 0.1
+"""The scripted share-group run's deadline grows with its records (``--share-history-records``)."""
+
 TOOL_MODULES = frozenset({"test_kafka_tools.py", "test_share_groups.py"})
 """The modules that run Apache Kafka's command-line tools (their jars are resolved up front)."""
+SHARE_MODULES = frozenset({"test_share_groups.py", "test_share_history.py", "test_cluster_share.py"})
+"""The modules that drive kafka-clients' share consumer (java/ShareClient.java, compiled up front)."""
 MATRIX_KEY = pytest.StashKey[Matrix]()
 SUITE_DIR = Path(__file__).resolve().parent
 
@@ -84,6 +90,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="fault rounds of the nemesis scenario, one fault each, in turn "
         "(default: each fault that can run here once; 100 for the long mode)",
     )
+    group.addoption(
+        "--share-history-records",
+        type=int,
+        default=CI_SHARE_HISTORY_RECORDS,
+        metavar="N",
+        help=f"records of the scripted share-group run (default {CI_SHARE_HISTORY_RECORDS}; "
+        "20000 for the long mode)",
+    )
 
 
 def selected_clients(config: pytest.Config) -> list[str]:
@@ -123,6 +137,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.get_closest_marker("timeout") is None and SUITE_DIR in item.path.parents:
             slow = item.get_closest_marker("slow") is not None
             single_timeout_s = SLOW_TEST_TIMEOUT_S if slow else TEST_TIMEOUT_S
+            if item.path.name == "test_share_history.py":
+                records = config.getoption("--share-history-records")
+                single_timeout_s += int(SHARE_HISTORY_S_PER_RECORD * records)
             nemesis = "nemesis_cluster" in getattr(item, "fixturenames", ())
             in_cluster_timeout_s = nemesis_timeout_s if nemesis else cluster_timeout_s
             item.add_marker(pytest.mark.timeout(in_cluster_timeout_s if in_cluster else single_timeout_s))
@@ -145,7 +162,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             kafka_tools_jars()
         for name in sorted(clients & set(JAVA_CLIENTS)):
             build_java_client(JAVA_CLIENTS[name])
-        if any(item.path.name == "test_share_groups.py" for item in session.items):
+        if any(item.path.name in SHARE_MODULES for item in session.items):
             build_share_client(SHARE_CLIENT_VERSION)
     except RuntimeError as exc:
         pytest.exit(f"cannot prepare the compatibility suite: {exc}", returncode=3)
@@ -205,6 +222,15 @@ def group_coordinator(broker: RunningBroker, drivers: DriverPool) -> None:
     # little about the next, so probe groups spread over many of them.
     for probe in range(16):
         eventually(lambda probe=probe: admin.group_offsets(f"compat-coordinator-probe-{probe}"), timeout_s=90)
+
+
+@pytest.fixture(scope="module")
+def share_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaProcess]:
+    """The module's ShareClient JVM (kafka-clients 4.4.0): its share consumers and admin calls
+    (a member a scenario kills runs in a JVM of its own)."""
+    jvm = share_jvm(tmp_path_factory.mktemp("share-client") / "share-client.log")
+    yield jvm
+    jvm.stop()
 
 
 @pytest.fixture(scope="session")

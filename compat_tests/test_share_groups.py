@@ -48,14 +48,6 @@ RELEASED_WITHIN_S = 10.0
 OpenConsumer = Callable[..., ShareConsumer]
 
 
-@pytest.fixture(scope="module")
-def share_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaProcess]:
-    """The module's ShareClient JVM (kafka-clients 4.4.0)."""
-    jvm = share_jvm(tmp_path_factory.mktemp("share-client") / "share-client.log")
-    yield jvm
-    jvm.stop()
-
-
 @pytest.fixture
 def share_admin(share_client: JavaProcess, broker: RunningBroker) -> ShareAdmin:
     return ShareAdmin(share_client, broker.bootstrap)
