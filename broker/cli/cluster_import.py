@@ -14,27 +14,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
 from broker.cli.registry import AdminError
 from broker.cli.table import render_table
-from broker.services.cluster.etcd_client import Compare, EtcdClient, EtcdError, Put, parse_endpoints
-from broker.services.cluster.etcd_documents import MAX_DOCUMENT_BYTES
 from broker.services.cluster.layout import DEFAULT_ROOT, Layout
-from broker.services.security.acl_store import ACL_FILE
-from broker.services.security.scram_store import ScramCredentialStore
-from broker.state.client_metrics_store import SubscriptionStore
-from broker.state.dynamic_config_store import DynamicConfigStore, keyed_by_node
-from broker.state.quota_store import QuotaStore
 
-DOCUMENTS = (
-    ACL_FILE,
-    ScramCredentialStore.FILE_NAME,
-    QuotaStore.FILE_NAME,
-    DynamicConfigStore.FILE_NAME,
-    SubscriptionStore.FILE_NAME,
-)
+if TYPE_CHECKING:
+    from broker.services.cluster.etcd_client import EtcdClient
 
 
 def add_cluster_import_command(commands: argparse._SubParsersAction) -> None:
@@ -51,6 +40,24 @@ def add_cluster_import_command(commands: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run_cluster_import)
 
 
+def documents() -> tuple[str, ...]:
+    """The file names of the documents a single node keeps and a cluster shares, in import order."""
+    # The stores (and the log package under them) load when the command runs, not with the CLI.
+    from broker.services.security.acl_store import ACL_FILE
+    from broker.services.security.scram_store import ScramCredentialStore
+    from broker.state.client_metrics_store import SubscriptionStore
+    from broker.state.dynamic_config_store import DynamicConfigStore
+    from broker.state.quota_store import QuotaStore
+
+    return (
+        ACL_FILE,
+        ScramCredentialStore.FILE_NAME,
+        QuotaStore.FILE_NAME,
+        DynamicConfigStore.FILE_NAME,
+        SubscriptionStore.FILE_NAME,
+    )
+
+
 def node_id_of(data_dir: Path) -> int:
     """``node.id`` from the data directory's ``meta.properties``."""
     try:
@@ -62,6 +69,10 @@ def node_id_of(data_dir: Path) -> int:
 
 
 def run_cluster_import(args: argparse.Namespace) -> str:
+    # The etcd client (httpx) is imported when the command runs: the CLI's other commands start
+    # without it (broker/cli/main.py).
+    from broker.services.cluster.etcd_client import parse_endpoints
+
     data_dir = Path(args.data_dir)
     node_id = args.node_id if args.node_id is not None else node_id_of(data_dir)
     try:
@@ -76,10 +87,12 @@ async def import_documents(
     data_dir: Path, endpoints: list[str], layout: Layout, node_id: int
 ) -> list[tuple[str, str, str]]:
     """Each document of ``data_dir`` put under its key where the cluster has none: a row each."""
+    from broker.services.cluster.etcd_client import EtcdClient, EtcdError
+
     rows = []
     try:
         async with EtcdClient(endpoints) as client:
-            for name in DOCUMENTS:
+            for name in documents():
                 rows.append(await _import_one(client, layout, data_dir / name, node_id))
     except EtcdError as exc:
         raise AdminError(f"the cluster's etcd did not answer ({exc}); check --cluster") from None
@@ -87,6 +100,10 @@ async def import_documents(
 
 
 async def _import_one(client: EtcdClient, layout: Layout, path: Path, node_id: int) -> tuple[str, str, str]:
+    from broker.services.cluster.etcd_client import Compare, Put
+    from broker.services.cluster.etcd_documents import MAX_DOCUMENT_BYTES
+    from broker.state.dynamic_config_store import DynamicConfigStore, keyed_by_node
+
     if not path.exists():
         return path.name, "-", "not in the data directory"
     content = path.read_bytes()

@@ -6,6 +6,10 @@ flags below.  With no arguments at all it serves ``localhost:9092`` from ``./odr
 ``odradek topics|groups|configs ...`` inspect and manage a running broker,
 ``odradek console-produce|console-consume`` move records between a terminal and a topic, and
 ``odradek dump-log`` reads a partition's files offline.
+
+Only ``serve`` loads the broker itself (``broker.node.server``, every service, the etcd client):
+it is imported when ``serve`` runs, so an admin or console command starts in half a second
+instead of one and a half (tests run it hundreds of times; operators in scripts, too).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import argparse
 import logging
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -29,8 +34,9 @@ from broker.cli.users import add_user_commands
 from broker.client.admin_client import BrokerUnreachable
 from broker.config.config import BrokerConfig, ConfigError
 from broker.network.bind_failure import BindFailure
-from broker.node.server import Broker, serve
-from broker.services.cluster.etcd_client import EtcdUnavailable
+
+if TYPE_CHECKING:
+    from broker.node.server import Broker
 
 log = logging.getLogger("odradek")
 
@@ -99,6 +105,8 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
 
 async def run_broker(broker: Broker) -> None:
     """Serve until SIGINT or SIGTERM, then stop accepting and close the logs cleanly."""
+    from broker.node.server import serve
+
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         if broker.cluster is not None:
             await broker.cluster.start()  # before the nursery: EtcdUnavailable ends the start plainly
@@ -148,6 +156,14 @@ def main(argv: list[str] | None = None) -> int:
         if result is not None:
             print(result)
         return 0
+    return run_serve(args)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """``odradek serve``: the broker, until SIGINT or SIGTERM; its exit status."""
+    from broker.node.server import Broker
+    from broker.services.cluster.etcd_client import EtcdUnavailable
+
     logging.basicConfig(
         level=getattr(logging, args.log_level), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
