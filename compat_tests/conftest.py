@@ -23,6 +23,7 @@ from compat_tests.kit.clusters import CLUSTER_SIZE, Cluster
 from compat_tests.kit.drivers.base import Driver
 from compat_tests.kit.drivers.java import JavaProcess, build_java_client, build_share_client
 from compat_tests.kit.drivers.java_share import SHARE_CLIENT_VERSION, share_jvm
+from compat_tests.kit.drivers.java_streams import build_streams_app
 from compat_tests.kit.share_history import CI_RECORDS as CI_SHARE_HISTORY_RECORDS
 from compat_tests.matrix import Matrix, cell_key
 from compat_tests.maven import classpath
@@ -45,7 +46,7 @@ per fault): a round takes 30 to 90 s on the 2-core machine, its history check gr
 SHARE_HISTORY_S_PER_RECORD = 0.1
 """The scripted share-group run's deadline grows with its records (``--share-history-records``)."""
 
-TOOL_MODULES = frozenset({"test_kafka_tools.py", "test_share_groups.py"})
+TOOL_MODULES = frozenset({"test_kafka_tools.py", "test_share_groups.py", "test_streams_groups.py"})
 """The modules that run Apache Kafka's command-line tools (their jars are resolved up front)."""
 SHARE_MODULES = frozenset({"test_share_groups.py", "test_share_history.py", "test_cluster_share.py"})
 """The modules that drive kafka-clients' share consumer (java/ShareClient.java, compiled up front)."""
@@ -164,6 +165,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             build_java_client(JAVA_CLIENTS[name])
         if any(item.path.name in SHARE_MODULES for item in session.items):
             build_share_client(SHARE_CLIENT_VERSION)
+        if any(item.path.name == "test_streams_groups.py" for item in session.items):
+            build_streams_app()
     except RuntimeError as exc:
         pytest.exit(f"cannot prepare the compatibility suite: {exc}", returncode=3)
 

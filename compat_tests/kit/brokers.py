@@ -56,6 +56,11 @@ SUITE_OVERRIDES: Mapping[str, str] = {
     "group.share.min.record.lock.duration.ms": "1000",
     "group.share.min.heartbeat.interval.ms": "500",
     "group.share.heartbeat.interval.ms": "500",
+    "group.streams.initial.rebalance.delay.ms": "0",
+    "group.streams.min.heartbeat.interval.ms": "500",
+    "group.streams.heartbeat.interval.ms": "500",
+    "group.streams.min.session.timeout.ms": "10000",
+    "group.streams.session.timeout.ms": "10000",
 }
 """Settings every broker of the suite gets. Kafka's own example server.properties sets the first
 for development use, and without it every first group join waits three seconds. The second
@@ -63,7 +68,11 @@ lets a share group's ``share.record.lock.duration.ms`` go down to a second (Kafk
 for it; by default at least 15 s), so the share-group scenarios see an acquisition lock expire
 in seconds (``test_share_groups.py``). The heartbeat settings (5 s by default, and at least 5 s)
 give a new share-group member its assignment half a second after the group initialized its
-partitions rather than five."""
+partitions rather than five. The streams-group settings (KIP-1071, ``test_streams_groups.py``)
+likewise: a streams group's first assignment is not delayed 3 s (the default initial rebalance
+delay), members heartbeat every 500 ms rather than 5 s (each step of a task's move from one
+member to another waits for a heartbeat), and a member that vanished (SIGKILL) loses its tasks
+after 10 s rather than the default (and lowest allowed) 45 s."""
 
 KAFKA_SINGLE_NODE: Mapping[str, str] = {
     "offsets.topic.replication.factor": "1",
