@@ -7,7 +7,7 @@ a task up (it stops reporting it among its active tasks) before another member g
 the same three epochs. So this module reuses that machinery and adds what Streams needs: the
 topology (``topology.py``), the tasks it makes against the topics that exist, a status
 instead of tasks while the topology cannot run (missing source or internal topics, wrongly
-partitioned topics, a stale topology epoch), the members' process ids, endpoints and tags,
+partitioned topics), the members' process ids, endpoints and tags,
 and the ``group.streams.*`` settings.
 
 Tasks travel as the consumer machinery's (topic id -> partitions) assignments, keyed by the
@@ -198,12 +198,15 @@ class StreamsGroups(ConsumerGroups):
         if group is None and request.member_epoch == 0:
             group = StreamsGroup(request.group_id)
             self._groups[request.group_id] = group
-        stale = False
         if isinstance(group, StreamsGroup) and request.topology is not None:
             current = group.topology
-            stale = current is not None and request.topology.epoch < current.epoch and bool(group.members)
-            if not stale and current != request.topology:
-                # Set before the heartbeat, which then works out the tasks and a new target.
+            if current is not None and current != request.topology:
+                # Kafka 4.3: a group keeps the topology it started with for as long as it exists.
+                return streams_response(
+                    "", 0, 0, ErrorCode.INVALID_REQUEST, "Topology updates are not supported yet."
+                )
+            if current is None:
+                # Set before the heartbeat, which then works out the tasks and a target.
                 group.topology = request.topology
                 log.info("streams group %s: topology epoch %d", group.group_id, request.topology.epoch)
         consumer_response = self.heartbeat(_as_consumer_request(request))
@@ -219,18 +222,11 @@ class StreamsGroups(ConsumerGroups):
         if not isinstance(group, StreamsGroup):  # the member left
             return streams_response(request.member_id, consumer_response["member_epoch"], 0)
         member_id = consumer_response["member_id"] or request.member_id
-        self._remember(group, member_id, request, stale)
+        self._remember(group, member_id, request)
         response = streams_response(
             member_id, consumer_response["member_epoch"], self._heartbeat_interval_ms(group.group_id)
         )
         statuses = list(group.configured.status)
-        if stale:
-            statuses.append(
-                (
-                    StreamsStatus.STALE_TOPOLOGY,
-                    "The topology epoch supplied is inconsistent with the topology for this streams group.",
-                )
-            )
         missing = self._missing(group.configured)
         if group.configured.ready and missing:
             statuses.append(
@@ -259,7 +255,7 @@ class StreamsGroups(ConsumerGroups):
             group.standby_sent[member_id] = standby
         return response
 
-    def _remember(self, group: StreamsGroup, member_id: str, request: StreamsHeartbeat, stale: bool) -> None:
+    def _remember(self, group: StreamsGroup, member_id: str, request: StreamsHeartbeat) -> None:
         info = group.info.setdefault(member_id, StreamsMemberInfo())
         if request.process_id is not None:
             info.process_id = request.process_id
@@ -267,7 +263,7 @@ class StreamsGroups(ConsumerGroups):
             info.user_endpoint = request.user_endpoint
         if request.client_tags is not None:
             info.client_tags = request.client_tags
-        if request.topology is not None and not stale:
+        if request.topology is not None:
             info.topology_epoch = request.topology.epoch
         if request.shutdown_application:
             group.shutdown_requested = True

@@ -170,3 +170,17 @@ def test_standby_tasks_go_to_other_processes_when_configured(h: Harness) -> None
     assert standby | mine == {(s, p) for s in ("0", "1") for p in range(6)}
     by_member = {m: a["standby_tasks"] for m, a in target.items()}
     assert sum(len(t["partitions"]) for tasks in by_member.values() for t in tasks) == 12
+
+
+def test_a_different_topology_is_refused_while_the_group_exists(h: Harness) -> None:
+    create_internal_topics(h)
+    joined = heartbeat(h, "m1", 0)
+    heartbeat(h, "m1", -1)  # the group is Empty now, and keeps its topology
+    changed = {**WORD_COUNT, "subtopologies": [*WORD_COUNT["subtopologies"][:1]]}
+    refused = heartbeat(h, "m2", 0, topology=changed)
+    assert (refused["error_code"], refused["error_message"], refused["member_id"]) == (
+        E.INVALID_REQUEST,
+        "Topology updates are not supported yet.",
+        "",
+    )
+    assert heartbeat(h, "m2", 0)["error_code"] == E.NONE and joined["error_code"] == E.NONE
