@@ -175,7 +175,10 @@ class StreamsGroups(ConsumerGroups):
     def missing_internal_topics(self, group_id: str, topology: StreamsTopology | None) -> list[InternalTopic]:
         """The internal topics the broker must create before the group's topology can run."""
         group = self.group(group_id)
-        chosen = topology or (group.topology if isinstance(group, StreamsGroup) else None)
+        current = group.topology if isinstance(group, StreamsGroup) else None
+        if current is not None and topology is not None and topology != current:
+            return []  # a topology the group will refuse creates nothing
+        chosen = current or topology
         if chosen is None:
             return []
         configured = configure(chosen, self._partition_counts(chosen))

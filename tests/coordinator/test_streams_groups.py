@@ -183,4 +183,5 @@ def test_a_different_topology_is_refused_while_the_group_exists(h: Harness) -> N
         "Topology updates are not supported yet.",
         "",
     )
+    assert h.coordinator.streams.missing_internal_topics("app", StreamsTopology.from_request(changed)) == []
     assert heartbeat(h, "m2", 0)["error_code"] == E.NONE and joined["error_code"] == E.NONE
