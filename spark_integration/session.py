@@ -46,8 +46,9 @@ def ivy_dir() -> Path:
     return root / "ivy"
 
 
-def build_session(app_name: str) -> SparkSession:
-    """Start (or reuse) a local SparkSession with the Kafka connector on its classpath.
+def build_session(app_name: str, extra_conf: Mapping[str, str] | None = None) -> SparkSession:
+    """Start (or reuse) a local SparkSession with the Kafka connector on its classpath, with
+    :data:`LOCAL_CONF` and ``extra_conf`` (the tests' settings).
 
     Only one SparkContext can live in a JVM, so a second call returns the running session.
     """
@@ -58,7 +59,7 @@ def build_session(app_name: str) -> SparkSession:
         .config("spark.jars.ivy", str(ivy_dir()))
         .config("spark.jars.ivySettings", str(IVY_SETTINGS))
     )
-    for key, value in LOCAL_CONF.items():
+    for key, value in {**LOCAL_CONF, **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     try:
         # One Ivy resolution at a time: two JVMs starting at once (parallel test workers, a job
