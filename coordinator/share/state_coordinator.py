@@ -41,6 +41,7 @@ from wire.internal_records.share_group_state import (
     SHARE_UPDATE_KEY,
     SHARE_UPDATE_VALUE,
 )
+from wire.primitives import INT32_MAX
 
 log = logging.getLogger(__name__)
 
@@ -65,12 +66,14 @@ class ShareState:
     create_timestamp_ms: int = 0
 
     def delivery_complete_count(self) -> int:
-        """Records past the start offset that are done (KIP-1226's lag needs it)."""
-        return sum(
+        """Records past the start offset that are done (KIP-1226's lag needs it), at most
+        int32's maximum (the field's type)."""
+        done = sum(
             b.last_offset - b.first_offset + 1
             for b in self.batches
             if b.delivery_state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
         )
+        return min(done, INT32_MAX)
 
 
 class ShareSummary(NamedTuple):
@@ -157,7 +160,10 @@ class ShareCoordinator(PartitionedCoordinator):
     # --- the share-group state APIs ------------------------------------------------------
 
     def initialize(self, key: ShareKey, state_epoch: int, start_offset: int) -> None:
-        """InitializeShareGroupState: a share-partition starts (again) at ``start_offset``."""
+        """InitializeShareGroupState: a share-partition starts (again) at ``start_offset`` (-1:
+        where ``share.auto.offset.reset`` says, on its first fetch)."""
+        if start_offset < UNINITIALIZED:
+            raise ShareStateError(ErrorCode.INVALID_REQUEST, f"Start offset {start_offset} is not valid.")
         self._check_available(key)
         current = self._states.get(key)
         if current is not None and state_epoch < current.state_epoch:
@@ -195,7 +201,9 @@ class ShareCoordinator(PartitionedCoordinator):
     def write(
         self, key: ShareKey, state_epoch: int, leader_epoch: int, start_offset: int, batches: list[StateBatch]
     ) -> None:
-        """WriteShareGroupState: fold the changed ``batches`` and the start offset in."""
+        """WriteShareGroupState: fold the changed ``batches`` and the start offset in (-1: unchanged)."""
+        if start_offset < UNINITIALIZED:
+            raise ShareStateError(ErrorCode.INVALID_REQUEST, f"Start offset {start_offset} is not valid.")
         self._check_available(key)
         state = self._states.get(key)
         if state is None:

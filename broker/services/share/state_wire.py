@@ -21,8 +21,12 @@ def batches_to_wire(batches: Iterable[StateBatch]) -> list[dict[str, int]]:
 
 
 def batches_from_wire(entries: Iterable[Mapping[str, Any]]) -> list[StateBatch]:
-    """Batches a peer sent; a state this broker does not know is refused with ValueError."""
-    return [
-        StateBatch(e["first_offset"], e["last_offset"], RecordState(e["delivery_state"]), e["delivery_count"])
-        for e in entries
-    ]
+    """Batches a peer sent, checked: a state this broker does not know, a range ending before
+    it starts or below offset 0, or a negative delivery count is refused with ValueError."""
+    batches = []
+    for e in entries:
+        first, last, count = e["first_offset"], e["last_offset"], e["delivery_count"]
+        if not 0 <= first <= last or count < 0:
+            raise ValueError(f"state batch {first}-{last} with delivery count {count} is not valid")
+        batches.append(StateBatch(first, last, RecordState(e["delivery_state"]), count))
+    return batches
