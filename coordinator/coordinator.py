@@ -561,6 +561,9 @@ class GroupCoordinator(PartitionedCoordinator):
                 described.append(share_described_error(group_id, error))
         return described
 
+    def has_group(self, group_id: str) -> bool:
+        return group_id in self._groups
+
     def is_share_group(self, group_id: str) -> bool:
         return isinstance(self._groups.get(group_id), ShareGroup)
 

@@ -326,7 +326,7 @@ async def _delete_share_state(ctx: RequestContext, group_id: str) -> ErrorCode:
     if ctx.broker.share_state is None or ctx.broker.share is None:
         return ErrorCode.NONE
     offsets = ShareOffsets(ctx.broker.share_state, ctx.broker.share)
-    for key in offsets.known_keys(group_id):
+    for key in await offsets.keys_with_state(group_id, ctx.broker.topics):
         info = ctx.broker.topics.by_id(key[1])
         try:
             await offsets.delete(key, info.name if info is not None else "")

@@ -79,12 +79,15 @@ async def _describe_group(
     if not authorized(ctx, ResourceType.GROUP, group_id):
         return {"group_id": group_id, "topics": [], "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
     error = _group_error(ctx, group_id, changing=False)
+    if error is ErrorCode.GROUP_ID_NOT_FOUND and not coordinator_of(ctx).has_group(group_id):
+        error = ErrorCode.NONE  # Kafka describes a group that does not exist as one without offsets
+        return {"group_id": group_id, "topics": [], "error_code": error, "error_message": None}
     if error is not ErrorCode.NONE:
         return {"group_id": group_id, "topics": [], "error_code": error, "error_message": None}
     requested = group["topics"]
-    if requested is None:  # the partitions with state here, and every one the members subscribe to
+    if requested is None:  # the partitions with state, and every one the members subscribe to
         wanted: dict[str, list[int]] = {}
-        for _group, topic_id, index in offsets.known_keys(group_id):
+        for _group, topic_id, index in await offsets.keys_with_state(group_id, ctx.broker.topics):
             info = ctx.broker.topics.by_id(topic_id)
             if info is not None:
                 wanted.setdefault(info.name, []).append(index)

@@ -16,6 +16,7 @@ from coordinator.share.state_coordinator import ShareKey, ShareSummary
 if TYPE_CHECKING:
     from broker.services.share.share_partitions import SharePartitions
     from broker.services.share.state_router import ShareStateRouter
+    from broker.state.topic_registry import TopicRegistry
 
 
 class ShareOffsets:
@@ -25,9 +26,15 @@ class ShareOffsets:
         self._router = router
         self._partitions = partitions
 
-    def known_keys(self, group_id: str) -> list[ShareKey]:
-        """The share-partitions of ``group_id`` this broker's share coordinator holds."""
-        return [key for key, _state in self._router.coordinator.states() if key[0] == group_id]
+    async def keys_with_state(self, group_id: str, topics: TopicRegistry) -> list[ShareKey]:
+        """The share-partitions of ``group_id`` with state: on a single node what its share
+        coordinator holds; in a cluster, asked of every share coordinator for ``partitions``
+        (every topic's, as the group's initialized partitions are not recorded elsewhere)."""
+        local = [key for key, _state in self._router.coordinator.states() if key[0] == group_id]
+        if not self._router.clustered:
+            return local
+        partitions = [(t.topic_id, i) for t in topics.all() if not t.internal for i in range(t.partitions)]
+        return sorted(set(local) | set(await self._router.with_state(group_id, partitions)))
 
     def groups_with_state(self) -> set[str]:
         """Every group this broker's share coordinator holds state for."""

@@ -56,6 +56,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 READ_COMMITTED = "read_committed"
+_COORDINATOR_MOVING = frozenset(
+    {
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.REQUEST_TIMED_OUT,
+    }
+)
 PartitionKey = tuple[str, str, int]
 """(group id, topic name, partition)."""
 
@@ -194,7 +202,10 @@ class SharePartitions:
                     config=config,
                 )
         except PersistError as error:
-            raise ShareFetchError(error.code, str(error)) from error
+            # A share coordinator not there yet (its topic being created, an election) is an
+            # error the share consumer retries; Kafka's clients fail on COORDINATOR_* codes here.
+            code = ErrorCode.REPLICA_NOT_AVAILABLE if error.code in _COORDINATOR_MOVING else error.code
+            raise ShareFetchError(code, str(error)) from error
         partition.advance_log_start(log_.log_start_offset)
         return Hosted(partition, topic_id, leader_epoch)
 

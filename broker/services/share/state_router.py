@@ -44,6 +44,10 @@ class ShareStateRouter:
         self._cluster = cluster
         self._node_id = node_id
 
+    @property
+    def clustered(self) -> bool:
+        return self._cluster is not None
+
     async def _remote(self, key: ShareKey) -> int | None:
         """The broker coordinating ``key`` when it is not this one, else None. The share
         coordinator's topic is created on first use (as Kafka does); until it has a leader
@@ -153,6 +157,52 @@ class ShareStateRouter:
             answer["start_offset"],
             answer.get("delivery_complete_count", -1),
         )
+
+    async def with_state(self, group_id: str, candidates: list[tuple[bytes, int]]) -> list[ShareKey]:
+        """Which of ``group_id``'s share-partitions among ``candidates`` (topic id, partition)
+        have state: this broker's share coordinator answers for its keys, every other share
+        coordinator once for all of its keys (one ReadShareGroupStateSummary each). A
+        coordinator that cannot answer is left out, with a warning."""
+        found: list[ShareKey] = []
+        remote: dict[int, list[ShareKey]] = {}
+        for topic_id, index in candidates:
+            key = (group_id, topic_id, index)
+            try:
+                node = await self._remote(key)
+            except ShareStateError:
+                continue  # no coordinator for it now: no state to find either
+            if node is None:
+                if self.coordinator.key_availability(key) is ErrorCode.NONE and self.coordinator.summary(key):
+                    found.append(key)
+            else:
+                remote.setdefault(node, []).append(key)
+        for node, keys in remote.items():
+            found += await self._with_state_at(node, group_id, keys)
+        return found
+
+    async def _with_state_at(self, node: int, group_id: str, keys: list[ShareKey]) -> list[ShareKey]:
+        if self._cluster is None:
+            return []
+        by_topic: dict[bytes, list[dict[str, int]]] = {}
+        for _group, topic_id, index in keys:
+            by_topic.setdefault(topic_id, []).append({"partition": index, "leader_epoch": -1})
+        body = {
+            "group_id": group_id,
+            "topics": [{"topic_id": t, "partitions": p} for t, p in by_topic.items()],
+        }
+        try:
+            response = await self._cluster.peers.request(
+                node, ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, SUMMARY_VERSION, body, REQUEST_TIMEOUT_S
+            )
+        except ConnectionError as error:
+            log.warning("share coordinator %d did not list group %s's state: %s", node, group_id, error)
+            return []
+        return [
+            (group_id, bytes(result["topic_id"]), partition["partition"])
+            for result in response["results"]
+            for partition in result["partitions"]
+            if partition["error_code"] == ErrorCode.NONE and partition["start_offset"] >= 0
+        ]
 
 
 def _code(value: int) -> ErrorCode:
