@@ -5,7 +5,8 @@
 acks=all (``bench.replicated``); ``python -m bench hostile ...`` a healthy client's latency beside
 hostile connections (``bench.hostile``); ``python -m bench rolling-restart`` produce latency while
 a cluster's brokers restart in turn (``bench.rolling_restart``); ``python -m bench share-consumers``
-a share group's records/s (``bench.share_consumers``).
+a share group's records/s (``bench.share_consumers``); ``python -m bench streams-rebalance`` the
+time from a Kafka Streams instance's SIGKILL to a rebalanced group (``bench.streams_rebalance``).
 
 Why both brokers in one run: this machine is shared and noisy, so figures from different
 runs do not compare; interleaving the brokers within one run (and --repeat) does. The same
@@ -20,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import NoReturn
 
-from bench import hostile, replicated, rolling_restart, scale, share_consumers
+from bench import hostile, replicated, rolling_restart, scale, share_consumers, streams_rebalance
 from bench.launchers import add_build_option, builds_of, make_launchers, names_of, securities
 from bench.report import add_trial_options, report
 from bench.throughput import Settings, interleave, run_trial
@@ -74,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         return rolling_restart.main(argv[1:])
     if argv[:1] == ["share-consumers"]:
         return share_consumers.main(argv[1:])
+    if argv[:1] == ["streams-rebalance"]:
+        return streams_rebalance.main(argv[1:])
     args = parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-tls-") as certificates:
         return run(args, Path(certificates))
