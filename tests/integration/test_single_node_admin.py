@@ -44,7 +44,9 @@ def test_feature_levels_do_not_change(odradek_broker: OdradekProcess) -> None:
             ApiKey.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}
         )
         assert [(f["name"], f["max_version_level"]) for f in versions["finalized_features"]] == [
-            ("group.version", 1)
+            ("group.version", 1),
+            ("share.version", 1),
+            ("streams.version", 1),
         ]
 
 
