@@ -475,20 +475,20 @@ class ConsumerGroups(GroupProtocol[ConsumerGroup]):
             "client_host": member.client_host,
             "subscribed_topic_names": sorted(member.subscribed_topic_names),
             "subscribed_topic_regex": member.subscribed_topic_regex,
-            "assignment": self._described_assignment(member.assigned),
-            "target_assignment": self._described_assignment(group.target.get(member.member_id, {})),
+            "assignment": described_assignment(self._topics, member.assigned),
+            "target_assignment": described_assignment(self._topics, group.target.get(member.member_id, {})),
             "member_type": CONSUMER_MEMBER_TYPE,
         }
 
-    def _described_assignment(self, assignment: Assignment) -> ConsumerGroupDescribeResponseAssignment:
-        entries: list[ConsumerGroupDescribeResponseTopicPartitions] = []
-        for topic_id, partitions in sorted(assignment.items()):
-            info = self._topics.by_id(topic_id)
-            entries.append(
-                {
-                    "topic_id": topic_id,
-                    "topic_name": info.name if info else "",
-                    "partitions": sorted(partitions),
-                }
-            )
-        return {"topic_partitions": entries}
+
+def described_assignment(
+    topics: TopicCatalog, assignment: Assignment
+) -> ConsumerGroupDescribeResponseAssignment:
+    """An assignment as the group-describing APIs show it: topic ids with their names."""
+    entries: list[ConsumerGroupDescribeResponseTopicPartitions] = []
+    for topic_id, partitions in sorted(assignment.items()):
+        info = topics.by_id(topic_id)
+        entries.append(
+            {"topic_id": topic_id, "topic_name": info.name if info else "", "partitions": sorted(partitions)}
+        )
+    return {"topic_partitions": entries}

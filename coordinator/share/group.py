@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, cast
 
 from coordinator.assignors import Assignment, TopicId
 from coordinator.classic_group import GroupError
-from coordinator.consumer_heartbeat import described_error
+from coordinator.consumer_heartbeat import described_assignment, described_error
 from coordinator.group_protocol import GroupProtocol
 from coordinator.offsets import TopicCatalog
 from coordinator.records import OffsetAndMetadata
@@ -32,8 +32,6 @@ from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from wire.messages import (
-        ConsumerGroupDescribeResponseAssignment,
-        ConsumerGroupDescribeResponseTopicPartitions,
         ShareGroupDescribeResponseGroups,
         ShareGroupDescribeResponseMembers,
         ShareGroupHeartbeatResponse,
@@ -344,21 +342,8 @@ class ShareGroups(GroupProtocol[ShareGroup]):
             "client_id": member.client_id,
             "client_host": member.client_host,
             "subscribed_topic_names": sorted(member.subscribed_topic_names),
-            "assignment": self._described_assignment(member.assigned),
+            "assignment": described_assignment(self._topics, member.assigned),
         }
-
-    def _described_assignment(self, assignment: Assignment) -> ConsumerGroupDescribeResponseAssignment:
-        entries: list[ConsumerGroupDescribeResponseTopicPartitions] = []
-        for topic_id, partitions in sorted(assignment.items()):
-            info = self._topics.by_id(topic_id)
-            entries.append(
-                {
-                    "topic_id": topic_id,
-                    "topic_name": info.name if info else "",
-                    "partitions": sorted(partitions),
-                }
-            )
-        return {"topic_partitions": entries}
 
 
 def _validate(request: ShareHeartbeat) -> None:
