@@ -21,6 +21,7 @@ or read with an older *leader epoch* is FENCED_LEADER_EPOCH (a deposed partition
 from __future__ import annotations
 
 import base64
+import dataclasses
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -185,7 +186,12 @@ class ShareCoordinator(PartitionedCoordinator):
                 ErrorCode.FENCED_LEADER_EPOCH, "The leader epoch is older than the current one."
             )
         if leader_epoch > state.leader_epoch:
-            self._store(key, _replaced(state, leader_epoch=leader_epoch))
+            self._store(
+                key,
+                dataclasses.replace(
+                    state, leader_epoch=leader_epoch, snapshot_epoch=state.snapshot_epoch + 1
+                ),
+            )
         return self._states[key]
 
     def summary(self, key: ShareKey) -> ShareSummary | None:
@@ -312,15 +318,4 @@ def _state_from_snapshot(value: dict) -> ShareState:
         _batches(value["state_batches"]),
         value["snapshot_epoch"],
         value["create_timestamp"],
-    )
-
-
-def _replaced(state: ShareState, *, leader_epoch: int) -> ShareState:
-    return ShareState(
-        state.state_epoch,
-        leader_epoch,
-        state.start_offset,
-        state.batches,
-        state.snapshot_epoch + 1,
-        state.create_timestamp_ms,
     )

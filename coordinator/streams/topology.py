@@ -15,7 +15,7 @@ broker's to create, with the configs the topology gives them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
@@ -196,7 +196,3 @@ def _repartition_partitions(topology: StreamsTopology, known: Mapping[str, int])
                     if topic.name in group and not topic.partitions:
                         sizes[topic.name] = max(source_sizes)
     return sizes
-
-
-def task_sizes(configured: ConfiguredTopology) -> Sequence[tuple[str, int]]:
-    return sorted(configured.tasks.items())
