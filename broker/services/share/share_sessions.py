@@ -48,6 +48,8 @@ class ShareSessions:
     def __init__(self, max_sessions: int) -> None:
         self.max_sessions = max_sessions
         self._sessions: dict[SessionKey, ShareSession] = {}
+        # The sessions of each connection: every connection's close asks, share consumer or not.
+        self._by_connection: dict[object, set[SessionKey]] = {}
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -56,16 +58,17 @@ class ShareSessions:
         self, group_id: str, member_id: str, connection: object
     ) -> tuple[ShareSession, ShareSession | None]:
         """A new session (epoch 0), and the member's previous one it replaces (to release)."""
-        previous = self._sessions.pop((group_id, member_id), None)
-        if len(self._sessions) >= self.max_sessions:
-            if previous is not None:
-                self._sessions[(group_id, member_id)] = previous
+        key = (group_id, member_id)
+        replacing = key in self._sessions
+        if not replacing and len(self._sessions) >= self.max_sessions:
             raise ShareSessionError(
                 ErrorCode.SHARE_SESSION_LIMIT_REACHED,
                 f"The share session cache is full ({self.max_sessions} sessions).",
             )
+        previous = self._remove(key) if replacing else None
         session = ShareSession(group_id, member_id, connection)
-        self._sessions[(group_id, member_id)] = session
+        self._sessions[key] = session
+        self._by_connection.setdefault(connection, set()).add(key)
         return session, previous
 
     def next(self, group_id: str, member_id: str, epoch: int) -> ShareSession:
@@ -84,7 +87,7 @@ class ShareSessions:
         return session
 
     def close(self, group_id: str, member_id: str) -> ShareSession:
-        session = self._sessions.pop((group_id, member_id), None)
+        session = self._remove((group_id, member_id))
         if session is None:
             raise ShareSessionError(
                 ErrorCode.SHARE_SESSION_NOT_FOUND, f"Share session for member {member_id} was not found."
@@ -93,7 +96,15 @@ class ShareSessions:
 
     def of_connection(self, connection: object) -> list[ShareSession]:
         """Remove and return the sessions opened on ``connection`` (it closed)."""
-        closed = [s for s in self._sessions.values() if s.connection is connection]
-        for session in closed:
-            del self._sessions[(session.group_id, session.member_id)]
-        return closed
+        keys = self._by_connection.pop(connection, set())
+        return [self._sessions.pop(key) for key in keys]
+
+    def _remove(self, key: SessionKey) -> ShareSession | None:
+        session = self._sessions.pop(key, None)
+        if session is not None:
+            keys = self._by_connection.get(session.connection)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._by_connection[session.connection]
+        return session
