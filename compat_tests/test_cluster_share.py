@@ -134,6 +134,7 @@ def test_share_group_loses_and_redelivers_no_accepted_record_across_leader_failo
         members.until_accepted(BEFORE + DURING, deadline)
         restart.join(max(0.0, deadline - time.monotonic()))
         assert not restart.is_alive(), f"node {leader} not back in time"
+        assert healthy.members[leader].running(), f"node {leader} stopped again after its restart"
         restarted_s = time.monotonic() - killed[0]
         write(AFTER)
         members.until_accepted(written, deadline)

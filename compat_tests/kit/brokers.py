@@ -17,6 +17,7 @@ library and :mod:`compat_tests.maven`::
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import ctypes
 import os
 import random
@@ -32,6 +33,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from compat_tests.kit.raw_protocol import metadata_broker_count
 from compat_tests.maven import SLF4J_BINDING, classpath, compiled_classes, resolve_jars
@@ -152,6 +154,18 @@ def die_with_parent() -> None:
     etcd member, tests/support/etcd_cluster.py) behind.
     """
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+_SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="spawner")
+"""The one thread that starts every server process: Linux sends the parent-death signal when the
+*thread* that forked the child ends, not the process, so a node restarted from a short-lived
+thread (a scenario restarting a broker while its clients keep polling) was SIGTERMed the moment
+that thread finished. This thread lives as long as the test process."""
+
+
+def spawn(command: list[str], **popen: Any) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen(command, **popen)`` from :data:`_SPAWNER`, dying with the test process."""
+    return _SPAWNER.submit(subprocess.Popen, command, preexec_fn=die_with_parent, **popen).result()
 
 
 LOWEST_TEST_PORT = 20_000
@@ -321,9 +335,7 @@ def launch(command: list[str], workdir: Path, log_path: Path) -> subprocess.Pope
     """Start a broker process in ``workdir``, appending its output to ``log_path`` (a restarted
     node keeps the log of its earlier lives), dying with the test process."""
     with log_path.open("ab") as log:
-        return subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, cwd=workdir, preexec_fn=die_with_parent
-        )
+        return spawn(command, stdout=log, stderr=subprocess.STDOUT, cwd=workdir)
 
 
 def start_apache_kafka(

@@ -63,6 +63,8 @@ REPLICATED: Mapping[str, str] = {
     "offsets.topic.replication.factor": "3",
     "transaction.state.log.replication.factor": "3",
     "transaction.state.log.min.isr": "2",
+    "share.coordinator.state.topic.replication.factor": "3",
+    "share.coordinator.state.topic.min.isr": "2",
 }
 """What every cluster node gets, whichever broker: topics (also the internal ones) on all three
 brokers, and acks=all needing two of them, so one broker may die without losing a write."""

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from compat_tests.kit.brokers import die_with_parent, free_ports
+from compat_tests.kit.brokers import free_ports, spawn
 
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
@@ -161,13 +161,7 @@ class EtcdCluster:
             "--election-timeout", "500",
         ]  # fmt: skip
         with member.log_path.open("ab") as log:
-            member.process = subprocess.Popen(
-                command,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                preexec_fn=die_with_parent,
-            )
+            member.process = spawn(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
     def wait_healthy(self, index: int) -> None:
         """Waits until member ``index`` answers healthy: it has a leader and serves reads."""
