@@ -31,6 +31,7 @@ from broker.cli.group_offsets import add_group_offset_actions
 from broker.cli.local_cluster import add_local_cluster_command
 from broker.cli.registry import AdminError
 from broker.cli.users import add_user_commands
+from broker.cli.web.command import add_web_console_command
 from broker.client.admin_client import BrokerUnreachable
 from broker.config.config import BrokerConfig, ConfigError
 from broker.network.bind_failure import BindFailure
@@ -80,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_config_commands(commands)
     add_user_commands(commands)
     add_console_commands(commands)
+    add_web_console_command(commands)
     add_dump_command(commands)
     add_local_cluster_command(commands)
     add_cluster_import_command(commands)
