@@ -26,6 +26,7 @@ import argparse
 import logging
 
 from broker.cli.registry import CONNECTION, AdminError
+from broker.cli.web.sampler import INTERVAL_S, Sampler
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
 BROKER_TIMEOUT_S = 10.0
@@ -47,12 +48,13 @@ def run_console(args: argparse.Namespace) -> None:
     from broker.cli.web.context import Console
     from broker.cli.web.history import History
     from broker.cli.web.links import BrokerLinks
-    from broker.cli.web.sampler import Sampler
 
     host, port = listen_address(args.listen)
+    if not 0.5 <= args.sample_seconds <= 3600:
+        raise AdminError("--sample-seconds must be between 0.5 and 3600")
     links = BrokerLinks(args.bootstrap, BROKER_TIMEOUT_S)
     history = History()
-    console = Console(links, history, Sampler(links, history), args.allow_writes)
+    console = Console(links, history, Sampler(links, history, args.sample_seconds), args.allow_writes)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     mode = "read-write" if args.allow_writes else "read-only"
     logging.getLogger("odradek.console").info(
@@ -74,6 +76,13 @@ def add_web_console_command(commands: argparse._SubParsersAction) -> None:
         default=DEFAULT_LISTEN,
         metavar="HOST:PORT",
         help=f"where to serve it (default {DEFAULT_LISTEN})",
+    )
+    console.add_argument(
+        "--sample-seconds",
+        type=float,
+        default=INTERVAL_S,
+        metavar="S",
+        help=f"how often the charts' figures are sampled (default {INTERVAL_S:g}; the last hour is kept at 5 s)",
     )
     console.add_argument(
         "--allow-writes",
