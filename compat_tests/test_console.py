@@ -41,6 +41,9 @@ from compat_tests.kit.web_console import (
 from compat_tests.pools import BrokerPool, DriverPool
 from compat_tests.test_acls import AUTHORIZER
 
+pytestmark = pytest.mark.xdist_group("console")
+"""One worker runs the module (CI's --dist loadgroup), so it starts one browser, one broker and two consoles."""
+
 SAMPLE = ("--sample-seconds", "1")
 JSON_VALUE = {"order": 7, "item": "teapot", "price": 12.5}
 BINARY_VALUE = bytes([0, 1, 2, 0xFF, 0xFE])
@@ -57,6 +60,12 @@ class Cluster:
     raw: str
     billing: str
     live_group: str
+
+    def new_topic(self, drivers: DriverPool, suffix: str, partitions: int = 1) -> str:
+        """A topic of one scenario, created now."""
+        name = f"{self.prefix}-{suffix}"
+        drivers.get("confluent-kafka", self.broker.bootstrap).create_topic(name, partitions)
+        return name
 
 
 @pytest.fixture(scope="module")
@@ -165,9 +174,8 @@ def test_topics_page_searches(browser: WebDriver, reader: RunningConsole, filled
 def test_topic_page_with_produce_rate(
     browser: WebDriver, reader: RunningConsole, filled: Cluster, drivers: DriverPool
 ) -> None:
-    ticks = f"{filled.prefix}-ticks"
+    ticks = filled.new_topic(drivers, "ticks", 2)
     producer = drivers.get("confluent-kafka", filled.broker.bootstrap)
-    producer.create_topic(ticks, 2)
 
     def rate_drawn() -> None:
         producer.produce(ticks, [Message(b"tick", partition=1)], ProducerSettings())
@@ -255,8 +263,7 @@ def test_a_missing_acl_is_named(
         pytest.skip(
             "the broker has no authorizer (DescribeAcls answered SECURITY_DISABLED): nothing is refused"
         )
-    hidden = f"{filled.prefix}-hidden"
-    drivers.get("confluent-kafka", filled.broker.bootstrap).create_topic(hidden, 1)
+    hidden = filled.new_topic(drivers, "hidden")
     with ADMINS["confluent-kafka"](filled.broker.bootstrap) as admin:
         admin.create_acls([Acl("TOPIC", hidden, "User:ANONYMOUS", "DESCRIBE", "DENY")])
 
@@ -271,12 +278,10 @@ def test_a_missing_acl_is_named(
 def test_a_vanished_topic_is_a_404_page(
     browser: WebDriver, reader: RunningConsole, filled: Cluster, drivers: DriverPool
 ) -> None:
-    doomed = f"{filled.prefix}-doomed"
-    admin = drivers.get("confluent-kafka", filled.broker.bootstrap)
-    admin.create_topic(doomed, 1)
+    doomed = filled.new_topic(drivers, "doomed")
     visit(browser, reader, f"/topics/{doomed}")
     assert text(browser, "h1") == f"Topic {doomed}"
-    admin.delete_topic(doomed)
+    drivers.get("confluent-kafka", filled.broker.bootstrap).delete_topic(doomed)
 
     def gone() -> None:
         visit(browser, reader, f"/topics/{doomed}")
