@@ -26,7 +26,7 @@ from broker.requests.context import RequestContext
 from broker.requests.coordinators import client_host, coordinator_of
 from broker.services.security.acl_model import AclOperation, ResourceType
 from broker.services.topic_admin import NewTopic, TopicError, register_topic_async, validate_new_topic
-from coordinator.streams.group import StreamsHeartbeat, streams_described_error, streams_response
+from coordinator.streams.group import StreamsHeartbeat, TaskOffset, streams_described_error, streams_response
 from coordinator.streams.topology import InternalTopic, StreamsTopology
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         StreamsGroupDescribeRequest,
         StreamsGroupDescribeResponse,
         StreamsGroupHeartbeatRequest,
+        StreamsGroupHeartbeatRequestTaskOffsets,
         StreamsGroupHeartbeatResponse,
     )
 
@@ -63,6 +64,14 @@ async def _create_internal_topics(ctx: RequestContext, topics: list[InternalTopi
         except TopicError as error:
             if error.code is not ErrorCode.TOPIC_ALREADY_EXISTS:
                 log.warning("streams internal topic %s not created: %s", topic.name, error.message)
+
+
+def _task_offsets(
+    reported: list[StreamsGroupHeartbeatRequestTaskOffsets] | None,
+) -> tuple[TaskOffset, ...] | None:
+    if reported is None:
+        return None
+    return tuple((t["subtopology_id"], t["partition"], t["offset"]) for t in reported)
 
 
 async def handle_streams_group_heartbeat(
@@ -103,6 +112,9 @@ async def handle_streams_group_heartbeat(
         client_id=ctx.header.client_id or "",
         client_host=client_host(ctx),
         standby_or_warmup_sent=bool(request["standby_tasks"] or request["warmup_tasks"]),
+        endpoint_information_epoch=request["endpoint_information_epoch"],
+        task_offsets=_task_offsets(request["task_offsets"]),
+        task_end_offsets=_task_offsets(request["task_end_offsets"]),
     )
     return coordinator.streams_group_heartbeat(heartbeat)
 

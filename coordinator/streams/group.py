@@ -11,9 +11,12 @@ partitioned topics), the members' process ids, endpoints and tags,
 and the ``group.streams.*`` settings.
 
 Tasks travel as the consumer machinery's (topic id -> partitions) assignments, keyed by the
-subtopology id's bytes. Standby tasks (``streams.num.standby.replicas``, 0 by default) go to
-members of other processes than the active task's, without a revocation step (a standby holds
-no partition); warm-up tasks are not assigned. As for consumer groups, membership is not persisted.
+subtopology id's bytes, so a task moves between members only after its owner gave it up. Kafka's
+sticky assignor (``task_assignor.py``) computes the target: active tasks, and standby tasks
+(``streams.num.standby.replicas``, 0 by default) which a member gets without a revocation step
+(a standby holds no partition); warm-up tasks are not assigned, as in Kafka 4.3. Members with a
+user endpoint (``application.server``) learn which partitions every endpoint serves
+(``endpoints.py``). As for consumer groups, membership is not persisted.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from typing import TYPE_CHECKING, Any, cast
 from coordinator.assignors import Assignment, TopicId
 from coordinator.consumer_group import ConsumerGroup, ConsumerMember
 from coordinator.consumer_heartbeat import ConsumerGroups, HeartbeatError, HeartbeatRequest, described_error
+from coordinator.streams.endpoints import endpoint_partitions
+from coordinator.streams.task_assignor import TaskMember, assign_tasks
 from coordinator.streams.topology import (
     ConfiguredTopology,
     InternalTopic,
@@ -41,8 +46,10 @@ if TYPE_CHECKING:
         StreamsGroupDescribeResponseMembers,
         StreamsGroupDescribeResponseTopology,
         StreamsGroupHeartbeatRequestStateChangelogTopics,
+        StreamsGroupHeartbeatRequestTaskOffsets,
         StreamsGroupHeartbeatResponse,
         StreamsGroupHeartbeatResponseActiveTasks,
+        StreamsGroupHeartbeatResponsePartitionsByUserEndpoint,
     )
 
 log = logging.getLogger(__name__)
@@ -52,15 +59,22 @@ STREAMS_PROTOCOL_TYPE = "streams"
 ACCEPTABLE_RECOVERY_LAG = 10_000
 TASK_OFFSET_INTERVAL_MS = 60_000
 
+TaskOffset = tuple[str, int, int]
+"""(subtopology id, partition, offset) as a member reports it."""
+
 
 @dataclass(slots=True)
 class StreamsMemberInfo:
-    """What a Streams member says of itself besides its tasks."""
+    """What a Streams member says of itself besides its tasks. Task offsets (the changelog
+    offsets of the task state it holds) and task end offsets are its last report of each, kept
+    only for tasks that exist, so each is bounded by the topology's tasks."""
 
     process_id: str = ""
     topology_epoch: int = -1
     user_endpoint: tuple[str, int] | None = None
     client_tags: tuple[tuple[str, str], ...] = ()
+    task_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    task_end_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +96,9 @@ class StreamsHeartbeat:
     client_id: str
     client_host: str
     standby_or_warmup_sent: bool = False
+    endpoint_information_epoch: int = -1
+    task_offsets: tuple[TaskOffset, ...] | None = None
+    task_end_offsets: tuple[TaskOffset, ...] | None = None
 
 
 @dataclass(eq=False)
@@ -95,12 +112,23 @@ class StreamsGroup(ConsumerGroup):
     # Standby tasks by member (``streams.num.standby.replicas``), and what each was last told.
     standby: dict[str, Assignment] = field(default_factory=dict)
     standby_sent: dict[str, Assignment] = field(default_factory=dict)
+    # Bumped whenever a member with a user endpoint gets tasks (on joining, or when the tasks
+    # it holds change): members that saw another epoch get every endpoint's partitions again.
+    endpoint_epoch: int = 0
 
     protocol_type = STREAMS_PROTOCOL_TYPE
 
 
 def _task_key(subtopology_id: str) -> TopicId:
     return subtopology_id.encode()
+
+
+def _by_subtopology(assignment: Assignment) -> dict[str, frozenset[int]]:
+    return {key.decode(): partitions for key, partitions in assignment.items()}
+
+
+def _by_key(tasks: dict[str, frozenset[int]]) -> Assignment:
+    return {_task_key(sub): partitions for sub, partitions in tasks.items() if partitions}
 
 
 def tasks_field(assignment: Assignment) -> list[StreamsGroupHeartbeatResponseActiveTasks]:
@@ -118,9 +146,6 @@ class StreamsGroups(ConsumerGroups):
     topic_sizes: Any = None  # set by the coordinator: topic name -> partition count, or None
 
     # --- what differs from the consumer protocol ------------------------------------------
-
-    def _assignors(self) -> list[str]:
-        return ["uniform"]
 
     def _heartbeat_interval_ms(self, group_id: str) -> int:
         return self._group_setting(
@@ -145,12 +170,33 @@ class StreamsGroups(ConsumerGroups):
         return frozenset(key for key, _count in group.subscription_metadata.values())
 
     def _compute_target(self, group: ConsumerGroup) -> None:
-        super()._compute_target(group)
-        if isinstance(group, StreamsGroup):
-            replicas = self._group_setting(
-                group.group_id, "streams.num.standby.replicas", self._config.streams_num_standby_replicas
+        """Kafka's sticky task assignor over the group's members, from their previous targets."""
+        if not isinstance(group, StreamsGroup):
+            super()._compute_target(group)
+            return
+        replicas = self._group_setting(
+            group.group_id, "streams.num.standby.replicas", self._config.streams_num_standby_replicas
+        )
+        stateful = [
+            s.subtopology_id
+            for s in (group.topology.subtopologies if group.topology else ())
+            if s.state_changelog_topics
+        ]
+        members = [
+            TaskMember(
+                member_id,
+                _process_of(group, member_id),
+                _by_subtopology(group.target.get(member_id, {})),
+                _by_subtopology(group.standby.get(member_id, {})),
             )
-            group.standby = standby_assignment(group.target, group.info, replicas)
+            for member_id in group.members
+        ]
+        tasks = {sub: count for sub, (_key, count) in group.subscription_metadata.items()}
+        assignment = assign_tasks(members, tasks, stateful, replicas)
+        group.target = {member_id: _by_key(a.active) for member_id, a in assignment.items()}
+        group.standby = {member_id: _by_key(a.standby) for member_id, a in assignment.items()}
+        group.assignment_epoch = group.group_epoch
+        log.info("streams group %s: target assignment for epoch %d", group.group_id, group.group_epoch)
 
     def _missing(self, configured: ConfiguredTopology) -> list[str]:
         """The internal topics the configured topology needs that do not exist."""
@@ -198,7 +244,8 @@ class StreamsGroups(ConsumerGroups):
                 ErrorCode.GROUP_ID_NOT_FOUND,
                 f"Group {request.group_id} is not a streams group.",
             )
-        if group is None and request.member_epoch == 0:
+        created = group is None and request.member_epoch == 0
+        if created:
             group = StreamsGroup(request.group_id)
             self._groups[request.group_id] = group
         if isinstance(group, StreamsGroup) and request.topology is not None:
@@ -212,7 +259,12 @@ class StreamsGroups(ConsumerGroups):
                 # Set before the heartbeat, which then works out the tasks and a target.
                 group.topology = request.topology
                 log.info("streams group %s: topology epoch %d", group.group_id, request.topology.epoch)
+        if isinstance(group, StreamsGroup) and request.member_epoch >= 0:
+            # Before the heartbeat: a joining member's process id is what the assignor balances by.
+            self._remember(group, request)
         consumer_response = self.heartbeat(_as_consumer_request(request))
+        if isinstance(group, StreamsGroup):
+            _forget_departed(group)
         if consumer_response["error_code"] != ErrorCode.NONE:
             return streams_response(
                 request.member_id,
@@ -222,10 +274,10 @@ class StreamsGroups(ConsumerGroups):
                 consumer_response.get("error_message"),
             )
         group = self.group(request.group_id)
-        if not isinstance(group, StreamsGroup):  # the member left
+        if not isinstance(group, StreamsGroup) or request.member_epoch < 0:  # the member left
             return streams_response(request.member_id, consumer_response["member_epoch"], 0)
-        member_id = consumer_response["member_id"] or request.member_id
-        self._remember(group, member_id, request)
+        member_id = request.member_id
+        self._record_task_offsets(group, group.info[member_id], request)
         response = streams_response(
             member_id, consumer_response["member_epoch"], self._heartbeat_interval_ms(group.group_id)
         )
@@ -256,10 +308,50 @@ class StreamsGroups(ConsumerGroups):
             response["standby_tasks"] = tasks_field(standby)
             response["warmup_tasks"] = []
             group.standby_sent[member_id] = standby
+            if group.info[member_id].user_endpoint is not None:
+                group.endpoint_epoch += 1
+        if group.endpoint_epoch != request.endpoint_information_epoch:
+            response["partitions_by_user_endpoint"] = self._partitions_by_endpoint(group, member_id)
+        if created:
+            # Kafka 4.3 keeps a group's endpoint epoch in memory only, and the group its first
+            # heartbeat created is rebuilt from its records: the epoch starts over at 0.
+            group.endpoint_epoch = 0
+        response["endpoint_information_epoch"] = group.endpoint_epoch
         return response
 
-    def _remember(self, group: StreamsGroup, member_id: str, request: StreamsHeartbeat) -> None:
-        info = group.info.setdefault(member_id, StreamsMemberInfo())
+    def _partitions_by_endpoint(
+        self, group: StreamsGroup, member_id: str
+    ) -> list[StreamsGroupHeartbeatResponsePartitionsByUserEndpoint]:
+        """Every member's endpoint with its partitions, the heartbeating member's last."""
+        topology = group.topology
+        if topology is None:
+            return []
+        counts = self._partition_counts(topology)
+        entries = []
+        for other in [*(m for m in group.members if m != member_id), member_id]:
+            endpoint = group.info[other].user_endpoint
+            if endpoint is not None:
+                active = _by_subtopology(group.members[other].assigned)
+                standby = _by_subtopology(group.standby_sent.get(other, {}))
+                entries.append(endpoint_partitions(endpoint, active, standby, topology, counts))
+        return entries
+
+    def _record_task_offsets(
+        self, group: StreamsGroup, info: StreamsMemberInfo, request: StreamsHeartbeat
+    ) -> None:
+        """The member's latest task offsets and end offsets, for the tasks that exist."""
+        tasks = group.configured.tasks if group.subscription_metadata else {}
+
+        def existing(reported: tuple[TaskOffset, ...]) -> dict[tuple[str, int], int]:
+            return {(sub, p): offset for sub, p, offset in reported if 0 <= p < tasks.get(sub, 0)}
+
+        if request.task_offsets is not None:
+            info.task_offsets = existing(request.task_offsets)
+        if request.task_end_offsets is not None:
+            info.task_end_offsets = existing(request.task_end_offsets)
+
+    def _remember(self, group: StreamsGroup, request: StreamsHeartbeat) -> None:
+        info = group.info.setdefault(request.member_id, StreamsMemberInfo())
         if request.process_id is not None:
             info.process_id = request.process_id
         if request.user_endpoint is not None:
@@ -270,8 +362,6 @@ class StreamsGroups(ConsumerGroups):
             info.topology_epoch = request.topology.epoch
         if request.shutdown_application:
             group.shutdown_requested = True
-        for gone in set(group.info) - set(group.members):
-            del group.info[gone]
 
     def refresh(self, group_id: str) -> None:
         """Re-read the topics the topology needs (internal topics were just created)."""
@@ -335,8 +425,8 @@ class StreamsGroups(ConsumerGroups):
             if info.user_endpoint is None
             else {"host": info.user_endpoint[0], "port": info.user_endpoint[1]},
             "client_tags": [{"key": k, "value": v} for k, v in info.client_tags],
-            "task_offsets": [],
-            "task_end_offsets": [],
+            "task_offsets": _offsets_field(info.task_offsets),
+            "task_end_offsets": _offsets_field(info.task_end_offsets),
             "assignment": _assignment(member.assigned, group.standby_sent.get(member.member_id, {})),
             "target_assignment": _assignment(
                 group.target.get(member.member_id, {}), group.standby.get(member.member_id, {})
@@ -345,36 +435,25 @@ class StreamsGroups(ConsumerGroups):
         }
 
 
-def standby_assignment(
-    active: dict[str, Assignment], info: dict[str, StreamsMemberInfo], replicas: int
-) -> dict[str, Assignment]:
-    """``replicas`` standby copies of every active task, each on a member of another process
-    than the task's active owner and than the task's other standbys, the least loaded first
-    (Kafka's rule: a standby on the active task's process would be no standby at all)."""
-    standby: dict[str, dict[TopicId, set[int]]] = {member: {} for member in active}
-    if replicas <= 0:
-        return {member: {} for member in active}
+def _process_of(group: StreamsGroup, member_id: str) -> str:
+    """A member's process (its member id if it named none: a process of its own)."""
+    info = group.info.get(member_id)
+    return info.process_id if info is not None and info.process_id else member_id
 
-    def process(member: str) -> str:
-        found = info.get(member)
-        return found.process_id if found is not None and found.process_id else member
 
-    load = dict.fromkeys(active, 0)
-    for owner, assignment in sorted(active.items()):
-        for key, partitions in sorted(assignment.items()):
-            for partition in sorted(partitions):
-                used = {process(owner)}
-                for _copy in range(replicas):
-                    candidates = sorted(
-                        (m for m in active if process(m) not in used), key=lambda m: (load[m], m)
-                    )
-                    if not candidates:
-                        break
-                    chosen = candidates[0]
-                    standby[chosen].setdefault(key, set()).add(partition)
-                    load[chosen] += 1
-                    used.add(process(chosen))
-    return {member: {k: frozenset(p) for k, p in tasks.items()} for member, tasks in standby.items()}
+def _forget_departed(group: StreamsGroup) -> None:
+    """Drop what the group keeps of members that left or never joined (a refused join)."""
+    for gone in set(group.info) - set(group.members):
+        del group.info[gone]
+    for gone in set(group.standby_sent) - set(group.members):
+        del group.standby_sent[gone]
+
+
+def _offsets_field(offsets: dict[tuple[str, int], int]) -> list[StreamsGroupHeartbeatRequestTaskOffsets]:
+    return [
+        {"subtopology_id": sub, "partition": partition, "offset": offset}
+        for (sub, partition), offset in sorted(offsets.items())
+    ]
 
 
 def _state(group: StreamsGroup) -> str:
@@ -444,6 +523,8 @@ def _validate(request: StreamsHeartbeat) -> None:
     def invalid(message: str) -> HeartbeatError:
         return HeartbeatError(ErrorCode.INVALID_REQUEST, message)
 
+    if not request.member_id:
+        raise invalid("MemberId can't be empty.")
     if not request.group_id:
         raise invalid("GroupId can't be empty.")
     if request.member_epoch == 0:
@@ -455,8 +536,6 @@ def _validate(request: StreamsHeartbeat) -> None:
             raise invalid("ProcessId can't be empty.")
         if request.active_tasks or request.standby_or_warmup_sent:
             raise invalid("ActiveTasks, StandbyTasks and WarmupTasks must be empty when (re-)joining.")
-    elif not request.member_id:
-        raise invalid("MemberId can't be empty.")
 
 
 def streams_response(
