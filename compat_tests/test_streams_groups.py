@@ -143,11 +143,14 @@ def streams(topic: str, broker: RunningBroker, admin: Driver, tmp_path: Path) ->
     scenario.close()
 
 
-def start_running(instances: Sequence[StreamsInstance], settings: AppSettings) -> None:
-    """Start the instances side by side (each JVM starts in seconds on a loaded machine) and wait
-    until each is RUNNING."""
+def start_running(
+    instances: Sequence[StreamsInstance], settings: AppSettings | Sequence[AppSettings]
+) -> None:
+    """Start the instances side by side (each JVM starts in seconds on a loaded machine), with
+    the same settings or each with its own, and wait until each is RUNNING."""
+    each = [settings] * len(instances) if isinstance(settings, AppSettings) else list(settings)
     with ThreadPoolExecutor(len(instances)) as pool:
-        list(pool.map(lambda instance: instance.start(settings), instances))
+        list(pool.map(lambda pair: pair[0].start(pair[1]), zip(instances, each, strict=True)))
     for instance in instances:
         instance.wait_for_state("RUNNING", START_S)
 
@@ -331,6 +334,35 @@ def spread(instance: StreamsInstance, streams: Scenario, members: int) -> list[s
         return tasks
 
     return eventually(settled, RESULT_S)
+
+
+def test_interactive_query_metadata(streams: Scenario) -> None:
+    """Two instances with application.server set (nothing listens there): once the group is
+    Stable, each instance's metadataForAllStreamsClients lists both host:ports, each with the
+    source and repartition partitions of that instance's active tasks, every partition once."""
+    servers = ("localhost:7101", "localhost:7102")
+    instances = [streams.instance(f"iq-{i}") for i in range(len(servers))]
+    start_running(instances, [streams.settings(application_server=server) for server in servers])
+    text = lines(100, seed=11)
+    streams.produce(text)
+    streams.reader(streams.output).wait_for(words_of(text))
+    spread(instances[0], streams, 2)
+    inputs = {"0": streams.source, "1": streams.repartition}
+
+    def served() -> dict[str, set[str]]:
+        expected = {}
+        for server, instance in zip(servers, instances, strict=True):
+            active, _standby = instance.tasks()
+            expected[server] = {f"{inputs[task.split('_')[0]]}-{task.split('_')[1]}" for task in active}
+        for instance in instances:
+            known = instance.metadata()
+            assert {server: active for server, (active, _standby) in known.items()} == expected, known
+        return expected
+
+    expected = eventually(served, RESULT_S)
+    assert all(expected.values()), expected  # both instances hold tasks
+    every = sorted(partition for held in expected.values() for partition in held)
+    assert every == sorted(f"{topic}-{p}" for topic in inputs.values() for p in range(PARTITIONS))
 
 
 def test_empty_state_directory_restores_from_the_changelog(streams: Scenario) -> None:

@@ -6,6 +6,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import java.util.TreeSet;
 
 import org.apache.kafka.clients.admin.Admin;
@@ -14,12 +15,14 @@ import org.apache.kafka.clients.admin.StreamsGroupMemberAssignment;
 import org.apache.kafka.clients.admin.StreamsGroupMemberDescription;
 import org.apache.kafka.clients.admin.StreamsGroupSubtopologyDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.CloseOptions;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.StreamsMetadata;
 import org.apache.kafka.streams.ThreadMetadata;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse;
@@ -49,8 +52,9 @@ import org.apache.kafka.streams.state.KeyValueStore;
  *
  * <p>Commands: {@code start} (the application's settings), {@code events} (every state change and
  * uncaught exception so far; each is also printed to stderr as a JSON line as it happens),
- * {@code tasks} (the instance's active and standby tasks), {@code describe_group}
- * (Admin#describeStreamsGroups) and {@code stop} (KafkaStreams#close). Closing stdin closes the
+ * {@code tasks} (the instance's active and standby tasks), {@code metadata}
+ * (KafkaStreams#metadataForAllStreamsClients: what interactive queries know of every instance),
+ * {@code describe_group} (Admin#describeStreamsGroups) and {@code stop} (KafkaStreams#close). Closing stdin closes the
  * application too; a scenario that kills the JVM leaves it no chance to.
  */
 public final class StreamsApp {
@@ -77,6 +81,7 @@ public final class StreamsApp {
                     return new ArrayList<>(events);
                 }
             case "tasks": return tasks();
+            case "metadata": return metadata();
             case "describe_group": return describe(c);
             case "stop": return stop(c);
             default: throw new IllegalArgumentException("unknown op " + op);
@@ -107,6 +112,10 @@ public final class StreamsApp {
         p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         p.put(StreamsConfig.REQUEST_TIMEOUT_MS_CONFIG, TIMEOUT_MS);
+        Object server = c.get("application_server");
+        if (server != null) {
+            p.put(StreamsConfig.APPLICATION_SERVER_CONFIG, server);
+        }
         Object session = c.get("classic_session_timeout_ms");
         if (session != null) {
             p.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), CompatClient.num(session));
@@ -173,6 +182,27 @@ public final class StreamsApp {
         result.put("active", new ArrayList<>(active));
         result.put("standby", new ArrayList<>(standby));
         return result;
+    }
+
+    /** Each instance's application.server ("host", "port") with the topic partitions
+     * ("topic-partition", sorted) of its active and standby tasks, as this instance knows them. */
+    private Object metadata() {
+        List<Object> result = new ArrayList<>();
+        for (StreamsMetadata m : running().metadataForAllStreamsClients()) {
+            Map<String, Object> one = new LinkedHashMap<>();
+            one.put("host", m.host());
+            one.put("port", m.port());
+            one.put("active", partitionNames(m.topicPartitions()));
+            one.put("standby", partitionNames(m.standbyTopicPartitions()));
+            result.add(one);
+        }
+        return result;
+    }
+
+    private static List<String> partitionNames(Set<TopicPartition> partitions) {
+        TreeSet<String> names = new TreeSet<>();
+        partitions.forEach(tp -> names.add(tp.toString()));
+        return new ArrayList<>(names);
     }
 
     private Object describe(Map<String, Object> c) throws Exception {

@@ -66,6 +66,9 @@ class AppSettings:
     """A later version of the application: the counted words are also counted by their length
     (a new subtopology, with internal topics of its own) into this topic."""
     client_id: str = "streams-compat"
+    application_server: str | None = None
+    """``application.server``: the host:port interactive queries reach this instance at (nothing
+    needs to listen there for the group to pass it around)."""
     classic_session_timeout_ms: int | None = None
     """The classic protocol's ``session.timeout.ms`` of the app's consumers; None: Streams'."""
     debug_loggers: tuple[str, ...] = ()
@@ -115,6 +118,14 @@ class StreamsInstance:
         """The instance's active and standby tasks ("subtopology_partition")."""
         found = self.jvm.call("tasks")
         return set(found["active"]), set(found["standby"])
+
+    def metadata(self) -> dict[str, tuple[set[str], set[str]]]:
+        """``KafkaStreams#metadataForAllStreamsClients``: each instance's "host:port" with the
+        topic partitions ("topic-partition") of its active and standby tasks."""
+        return {
+            f"{m['host']}:{m['port']}": (set(m["active"]), set(m["standby"]))
+            for m in self.jvm.call("metadata")
+        }
 
     def describe_group(self, group: str) -> dict[str, Any]:
         """``Admin#describeStreamsGroups`` of ``group`` through this JVM's admin client."""
