@@ -48,6 +48,7 @@ def render(request: Request, template: str, status: int = 200, **values: Any) ->
         "bootstrap": console.links.bootstrap,
         "allow_writes": console.allow_writes,
         "token": console.token,
+        "requests_sent": console.links.count.total,
         "requests_per_minute": console.links.count.per_minute(),
         "sampler_error": console.sampler.last_error,
     }

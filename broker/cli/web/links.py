@@ -34,7 +34,8 @@ class RequestCount:
         self.started = time.monotonic()
 
     def per_minute(self) -> float:
-        minutes = max(time.monotonic() - self.started, 1.0) / 60
+        """The average since start; in the first minute, what was sent so far (not extrapolated)."""
+        minutes = max(time.monotonic() - self.started, 60.0) / 60
         return self.total / minutes
 
 

@@ -3,9 +3,15 @@
 Brokers keep no history a client can ask for, so the console samples what the charts need
 every ``INTERVAL_S`` seconds into a :class:`History`: per topic the sum of its partitions' end
 offsets (whose growth is the produce rate) and of every group's committed offsets on it (the
-consume rate), per group the lag summed over its partitions.  One round costs a Metadata, one
-ListOffsets per leader, one ListGroups per broker and one OffsetFetch per group, sent one at
-a time on the console's connections.  Share groups have no committed offsets and are not
+consume rate), per group the lag summed over its partitions.  One round costs one ListOffsets
+per leader, one ListGroups per broker and one OffsetFetch per group coordinator, sent one at a
+time on the console's connections, after a Metadata saying who leads what.  On a cluster of
+more than ``SMALL_CLUSTER`` partitions that Metadata is the costliest answer to build, so it
+is asked again only every ``METADATA_EVERY_S`` (as clients keep theirs for
+metadata.max.age.ms): a new topic shows in the charts within a minute there, at once elsewhere.
+The ListOffsets of every partition costs the broker about 20 us per partition (Odradek, one
+core), so on large clusters the rounds space out to at least ``PAUSE_PER_PARTITION_S`` per
+partition: 25 s at 10,000 partitions, under 1% of a core.  Share groups have no committed offsets and are not
 sampled (their page shows their lag as the broker reports it).
 """
 
@@ -14,6 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import Any
 
 from broker.cli.registry import AdminError
 from broker.cli.web.errors import Gone, NotAuthorized
@@ -24,13 +31,15 @@ from broker.cli.web.offsets import leaders, log_offsets
 from broker.client.admin_client import LATEST
 
 INTERVAL_S = 5.0
+METADATA_EVERY_S = 60.0
+SMALL_CLUSTER = 1000
+PAUSE_PER_PARTITION_S = 0.0025
 MAX_SAMPLED_GROUPS = 500
 log = logging.getLogger("odradek.console")
 
 
-def collect(s: Session) -> dict[Key, int]:
-    """One round's values of every series."""
-    metadata = s.metadata()
+def collect(s: Session, metadata: dict[str, Any]) -> dict[Key, int]:
+    """One round's values of every series, for the topics and brokers in ``metadata``."""
     latest = log_offsets(s, leaders(metadata), LATEST)
     values: dict[Key, int] = {}
     for (topic, _), offset in latest.items():
@@ -52,6 +61,10 @@ class Sampler:
     def __init__(self, links: BrokerLinks, history: History, interval_s: float = INTERVAL_S) -> None:
         self.links, self.history, self.interval_s = links, history, interval_s
         self.last_error: str | None = None
+        self._metadata: dict[str, Any] | None = None
+        self._metadata_at = 0.0
+        self._small = True
+        self._partitions = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="console-sampler", daemon=True)
 
@@ -65,14 +78,22 @@ class Sampler:
     def sample(self) -> None:
         """One round now (the first one runs at start, so charts have a point at once)."""
         try:
-            self.history.record(time.time(), self.links.run(collect))
+            self.history.record(time.time(), self.links.run(self._collect))
             self.last_error = None
         except (ConnectionError, AdminError, NotAuthorized, Gone) as exc:
+            self._metadata = None  # the cluster may have changed: ask again next round
             # The pages report the same failure where it matters; the sampler tries again later.
             self.last_error = str(exc)
             log.warning("sampling failed: %s", exc)
 
+    def _collect(self, s: Session) -> dict[Key, int]:
+        if self._metadata is None or self._small or time.monotonic() - self._metadata_at >= METADATA_EVERY_S:
+            self._metadata, self._metadata_at = s.metadata(), time.monotonic()
+            self._partitions = sum(len(t["partitions"]) for t in self._metadata["topics"])
+            self._small = self._partitions <= SMALL_CLUSTER
+        return collect(s, self._metadata)
+
     def _loop(self) -> None:
         self.sample()
-        while not self._stop.wait(self.interval_s):
+        while not self._stop.wait(max(self.interval_s, self._partitions * PAUSE_PER_PARTITION_S)):
             self.sample()
