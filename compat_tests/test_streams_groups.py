@@ -27,6 +27,7 @@ import random
 import re
 import shutil
 import time
+import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -42,6 +43,9 @@ from compat_tests.kit.drivers.admin import ConfigValue
 from compat_tests.kit.drivers.base import ClientError, ConsumerSettings, Driver, Message, ProducerSettings
 from compat_tests.kit.drivers.confluent import ConfluentAdmin
 from compat_tests.kit.drivers.java_streams import AppSettings, StreamsInstance
+from compat_tests.kit.raw_protocol import ask
+from wire.api_keys import ApiKey
+from wire.error_codes import ErrorCode
 
 STREAMS_GROUPS = "org.apache.kafka.tools.streams.StreamsGroupCommand"
 PARTITIONS = 4
@@ -580,3 +584,62 @@ def test_streams_groups_tool(streams: Scenario, tool_classpath: str) -> None:
     default = tool("--describe", "--group", app)
     assert default[0] == ["GROUP", "TOPIC", "PARTITION", "OFFSET-LAG"]
     assert sorted(default[1:]) == sorted([row[0], row[1], row[2], row[6]] for row in rows[1:])
+
+
+def _joining_heartbeat(group: str, **changes: object) -> dict[str, object]:
+    """A first StreamsGroupHeartbeat (v0) of a one-subtopology application, with ``changes``."""
+    subtopology = {
+        "subtopology_id": "0",
+        "source_topics": ["words"],
+        "source_topic_regex": [],
+        "state_changelog_topics": [],
+        "repartition_sink_topics": [],
+        "repartition_source_topics": [],
+        "copartition_groups": [],
+    }
+    body: dict[str, object] = {
+        "group_id": group,
+        "member_id": f"member-{group}",
+        "member_epoch": 0,
+        "endpoint_information_epoch": -1,
+        "instance_id": None,
+        "rack_id": None,
+        "rebalance_timeout_ms": 30_000,
+        "topology": {"epoch": 0, "subtopologies": [subtopology]},
+        "active_tasks": [],
+        "standby_tasks": [],
+        "warmup_tasks": [],
+        "process_id": "process-1",
+        "user_endpoint": None,
+        "client_tags": [],
+        "task_offsets": None,
+        "task_end_offsets": None,
+        "shutdown_application": False,
+    }
+    body.update(changes)
+    return body
+
+
+@pytest.mark.parametrize(
+    ("changes", "refusal"),
+    [
+        ({"task_offsets": []}, "TaskOffsets are not supported yet."),
+        ({"task_end_offsets": []}, "TaskEndOffsets are not supported yet."),
+        (
+            {"warmup_tasks": [{"subtopology_id": "0", "partitions": [0]}]},
+            "WarmupTasks are not supported yet.",
+        ),
+        ({"instance_id": "static-1"}, "Static membership is not yet supported."),
+    ],
+    ids=["task-offsets", "task-end-offsets", "warmup-tasks", "static-member"],
+)
+def test_what_kafka_4_3_does_not_support_yet_is_refused(
+    broker: RunningBroker, changes: dict[str, object], refusal: str
+) -> None:
+    """A heartbeat using a KIP-1071 feature Kafka 4.3 has not built (task offsets for warm-ups,
+    warm-up tasks, static members) is INVALID_REQUEST with Kafka's message."""
+    group = f"unsupported-{uuid.uuid4().hex[:8]}"
+    answer = ask(
+        broker.bootstrap, ApiKey.STREAMS_GROUP_HEARTBEAT, 0, _joining_heartbeat(group, **changes), 10.0
+    )
+    assert (answer["error_code"], answer["error_message"]) == (ErrorCode.INVALID_REQUEST, refusal)

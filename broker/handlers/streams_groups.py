@@ -26,7 +26,7 @@ from broker.requests.context import RequestContext
 from broker.requests.coordinators import client_host, coordinator_of
 from broker.services.security.acl_model import AclOperation, ResourceType
 from broker.services.topic_admin import NewTopic, TopicError, register_topic_async, validate_new_topic
-from coordinator.streams.group import StreamsHeartbeat, TaskOffset, streams_described_error, streams_response
+from coordinator.streams.group import StreamsHeartbeat, streams_described_error, streams_response
 from coordinator.streams.topology import InternalTopic, StreamsTopology
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
         StreamsGroupDescribeRequest,
         StreamsGroupDescribeResponse,
         StreamsGroupHeartbeatRequest,
-        StreamsGroupHeartbeatRequestTaskOffsets,
         StreamsGroupHeartbeatResponse,
     )
 
@@ -66,12 +65,22 @@ async def _create_internal_topics(ctx: RequestContext, topics: list[InternalTopi
                 log.warning("streams internal topic %s not created: %s", topic.name, error.message)
 
 
-def _task_offsets(
-    reported: list[StreamsGroupHeartbeatRequestTaskOffsets] | None,
-) -> tuple[TaskOffset, ...] | None:
-    if reported is None:
-        return None
-    return tuple((t["subtopology_id"], t["partition"], t["offset"]) for t in reported)
+def unsupported_feature(request: StreamsGroupHeartbeatRequest) -> str | None:
+    """What Kafka 4.3 refuses as not supported yet (INVALID_REQUEST), in its order: static
+    members, task offsets and end offsets (a later Kafka takes them, for warm-up tasks), warm-up
+    tasks, source topic patterns; None when the request uses none of them."""
+    if request["instance_id"] is not None:
+        return "Static membership is not yet supported."
+    if request["task_offsets"] is not None:
+        return "TaskOffsets are not supported yet."
+    if request["task_end_offsets"] is not None:
+        return "TaskEndOffsets are not supported yet."
+    if request["warmup_tasks"]:
+        return "WarmupTasks are not supported yet."
+    topology = request["topology"]
+    if topology is not None and any(s["source_topic_regex"] for s in topology["subtopologies"]):
+        return "Regular expressions for source topics are not supported yet."
+    return None
 
 
 async def handle_streams_group_heartbeat(
@@ -80,6 +89,9 @@ async def handle_streams_group_heartbeat(
     member_id = request["member_id"]
     if not _enabled(ctx):
         return streams_response(member_id, 0, 0, ErrorCode.UNSUPPORTED_VERSION)
+    unsupported = unsupported_feature(request)
+    if unsupported is not None:
+        return streams_response(member_id, 0, 0, ErrorCode.INVALID_REQUEST, unsupported)
     if not authorized(ctx, ResourceType.GROUP, request["group_id"]):
         return streams_response(member_id, 0, 0, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     topology = None if request["topology"] is None else StreamsTopology.from_request(request["topology"])
@@ -113,8 +125,6 @@ async def handle_streams_group_heartbeat(
         client_host=client_host(ctx),
         standby_or_warmup_sent=bool(request["standby_tasks"] or request["warmup_tasks"]),
         endpoint_information_epoch=request["endpoint_information_epoch"],
-        task_offsets=_task_offsets(request["task_offsets"]),
-        task_end_offsets=_task_offsets(request["task_end_offsets"]),
     )
     return coordinator.streams_group_heartbeat(heartbeat)
 

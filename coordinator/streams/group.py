@@ -46,7 +46,6 @@ if TYPE_CHECKING:
         StreamsGroupDescribeResponseMembers,
         StreamsGroupDescribeResponseTopology,
         StreamsGroupHeartbeatRequestStateChangelogTopics,
-        StreamsGroupHeartbeatRequestTaskOffsets,
         StreamsGroupHeartbeatResponse,
         StreamsGroupHeartbeatResponseActiveTasks,
         StreamsGroupHeartbeatResponsePartitionsByUserEndpoint,
@@ -59,22 +58,15 @@ STREAMS_PROTOCOL_TYPE = "streams"
 ACCEPTABLE_RECOVERY_LAG = 10_000
 TASK_OFFSET_INTERVAL_MS = 60_000
 
-TaskOffset = tuple[str, int, int]
-"""(subtopology id, partition, offset) as a member reports it."""
-
 
 @dataclass(slots=True)
 class StreamsMemberInfo:
-    """What a Streams member says of itself besides its tasks. Task offsets (the changelog
-    offsets of the task state it holds) and task end offsets are its last report of each, kept
-    only for tasks that exist, so each is bounded by the topology's tasks."""
+    """What a Streams member says of itself besides its tasks."""
 
     process_id: str = ""
     topology_epoch: int = -1
     user_endpoint: tuple[str, int] | None = None
     client_tags: tuple[tuple[str, str], ...] = ()
-    task_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
-    task_end_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +89,6 @@ class StreamsHeartbeat:
     client_host: str
     standby_or_warmup_sent: bool = False
     endpoint_information_epoch: int = -1
-    task_offsets: tuple[TaskOffset, ...] | None = None
-    task_end_offsets: tuple[TaskOffset, ...] | None = None
 
 
 @dataclass(eq=False)
@@ -277,7 +267,6 @@ class StreamsGroups(ConsumerGroups):
         if not isinstance(group, StreamsGroup) or request.member_epoch < 0:  # the member left
             return streams_response(request.member_id, consumer_response["member_epoch"], 0)
         member_id = request.member_id
-        self._record_task_offsets(group, group.info[member_id], request)
         response = streams_response(
             member_id, consumer_response["member_epoch"], self._heartbeat_interval_ms(group.group_id)
         )
@@ -335,20 +324,6 @@ class StreamsGroups(ConsumerGroups):
                 standby = _by_subtopology(group.standby_sent.get(other, {}))
                 entries.append(endpoint_partitions(endpoint, active, standby, topology, counts))
         return entries
-
-    def _record_task_offsets(
-        self, group: StreamsGroup, info: StreamsMemberInfo, request: StreamsHeartbeat
-    ) -> None:
-        """The member's latest task offsets and end offsets, for the tasks that exist."""
-        tasks = group.configured.tasks if group.subscription_metadata else {}
-
-        def existing(reported: tuple[TaskOffset, ...]) -> dict[tuple[str, int], int]:
-            return {(sub, p): offset for sub, p, offset in reported if 0 <= p < tasks.get(sub, 0)}
-
-        if request.task_offsets is not None:
-            info.task_offsets = existing(request.task_offsets)
-        if request.task_end_offsets is not None:
-            info.task_end_offsets = existing(request.task_end_offsets)
 
     def _remember(self, group: StreamsGroup, request: StreamsHeartbeat) -> None:
         info = group.info.setdefault(request.member_id, StreamsMemberInfo())
@@ -425,8 +400,9 @@ class StreamsGroups(ConsumerGroups):
             if info.user_endpoint is None
             else {"host": info.user_endpoint[0], "port": info.user_endpoint[1]},
             "client_tags": [{"key": k, "value": v} for k, v in info.client_tags],
-            "task_offsets": _offsets_field(info.task_offsets),
-            "task_end_offsets": _offsets_field(info.task_end_offsets),
+            # Kafka 4.3 refuses heartbeats that carry task offsets (the handler does too).
+            "task_offsets": [],
+            "task_end_offsets": [],
             "assignment": _assignment(member.assigned, group.standby_sent.get(member.member_id, {})),
             "target_assignment": _assignment(
                 group.target.get(member.member_id, {}), group.standby.get(member.member_id, {})
@@ -447,13 +423,6 @@ def _forget_departed(group: StreamsGroup) -> None:
         del group.info[gone]
     for gone in set(group.standby_sent) - set(group.members):
         del group.standby_sent[gone]
-
-
-def _offsets_field(offsets: dict[tuple[str, int], int]) -> list[StreamsGroupHeartbeatRequestTaskOffsets]:
-    return [
-        {"subtopology_id": sub, "partition": partition, "offset": offset}
-        for (sub, partition), offset in sorted(offsets.items())
-    ]
 
 
 def _state(group: StreamsGroup) -> str:

@@ -1,12 +1,10 @@
-"""Streams groups: endpoint information for interactive queries, and the task offsets members
-report (KIP-1071)."""
+"""Streams groups: endpoint information for interactive queries (KIP-1071)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from coordinator.streams.endpoints import endpoint_partitions
-from coordinator.streams.group import TaskOffset
 from coordinator.streams.topology import StreamsTopology
 from tests.coordinator.conftest import Harness
 from tests.coordinator.test_streams_groups import create_internal_topics, heartbeat, tasks
@@ -22,8 +20,6 @@ def beat(
     endpoint: tuple[str, int] | None = None,
     seen: int = -1,
     active: dict[str, list[int]] | None = None,
-    offsets: tuple[TaskOffset, ...] | None = None,
-    end_offsets: tuple[TaskOffset, ...] | None = None,
 ) -> dict[str, Any]:
     """A heartbeat of ``member``; ``seen`` is the endpoint information epoch it last got."""
     return heartbeat(
@@ -33,8 +29,6 @@ def beat(
         active,
         user_endpoint=endpoint,
         endpoint_information_epoch=seen,
-        task_offsets=offsets,
-        task_end_offsets=end_offsets,
     )
 
 
@@ -128,25 +122,3 @@ def test_partitions_are_cut_to_the_topics_partition_count() -> None:
         ],
         "standby_partitions": [{"topic": "narrow", "partitions": [1]}, {"topic": "wide", "partitions": [1]}],
     }
-
-
-def test_task_offsets_are_kept_per_member_for_tasks_that_exist(h: Harness) -> None:
-    create_internal_topics(h)
-    joined = beat(h, "m1", 0)
-    reported = (("1", 0, 42), ("1", 5, 7), ("1", 6, 1), ("9", 0, 3), ("0", -1, 2))
-    beat(h, "m1", joined["member_epoch"], active=tasks(joined), offsets=reported, end_offsets=(("1", 0, 50),))
-    [described] = h.coordinator.streams_group_describe(["app"])
-    [member] = described["members"]
-    # Partition 6 and subtopology 9 do not exist (six tasks each of subtopologies 0 and 1).
-    assert member["task_offsets"] == [
-        {"subtopology_id": "1", "partition": 0, "offset": 42},
-        {"subtopology_id": "1", "partition": 5, "offset": 7},
-    ]
-    assert member["task_end_offsets"] == [{"subtopology_id": "1", "partition": 0, "offset": 50}]
-    # A heartbeat without offsets keeps the last report; a new report replaces it.
-    beat(h, "m1", joined["member_epoch"], active=tasks(joined))
-    beat(h, "m1", joined["member_epoch"], active=tasks(joined), offsets=(("1", 3, 9),))
-    [described] = h.coordinator.streams_group_describe(["app"])
-    [member] = described["members"]
-    assert member["task_offsets"] == [{"subtopology_id": "1", "partition": 3, "offset": 9}]
-    assert member["task_end_offsets"] == [{"subtopology_id": "1", "partition": 0, "offset": 50}]
