@@ -25,6 +25,8 @@ from pathlib import Path
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
 
 from compat_tests.helpers import eventually, poll_until
 from compat_tests.kit.brokers import RunningBroker, free_ports, odradek_cli
@@ -45,6 +47,7 @@ pytestmark = pytest.mark.xdist_group("console")
 """One worker runs the module (CI's --dist loadgroup), so it starts one browser, one broker and two consoles."""
 
 SAMPLE = ("--sample-seconds", "1")
+PAGE_WAIT_S = 30
 JSON_VALUE = {"order": 7, "item": "teapot", "price": 12.5}
 BINARY_VALUE = bytes([0, 1, 2, 0xFF, 0xFE])
 TEXT_VALUE = b"hello from the console test"
@@ -146,8 +149,15 @@ def submit(browser: WebDriver, form: str, fields: dict[str, str]) -> str:
         else:
             field.clear()
             field.send_keys(value)
-    browser.find_element(By.CSS_SELECTOR, f"#{form} button[type=submit]").click()
-    return text(browser, "main")
+    posted = browser.find_element(By.ID, form)
+    posted.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    # The answer is a new page: wait until the form's page is gone and the next one is there.
+    WebDriverWait(browser, PAGE_WAIT_S).until(expected_conditions.staleness_of(posted))
+    return (
+        WebDriverWait(browser, PAGE_WAIT_S)
+        .until(expected_conditions.presence_of_element_located((By.TAG_NAME, "main")))
+        .text
+    )
 
 
 def test_cluster_page(browser: WebDriver, reader: RunningConsole, filled: Cluster) -> None:

@@ -16,6 +16,7 @@ from broker.cli.web import writes
 from broker.cli.web.context import console_of, render
 from broker.cli.web.forms import read_form, whole_number
 from broker.cli.web.links import Session
+from broker.cli.web.offsets import INT64_MAX
 
 Work = Callable[[Session], str]
 
@@ -74,7 +75,7 @@ def produce(s: Session, topic: str, fields: dict[str, str]) -> str:
 
 def delete_records(s: Session, topic: str, fields: dict[str, str]) -> str:
     partition = whole_number(fields, "partition", 0) or 0
-    before = whole_number(fields, "before", -1)
+    before = whole_number(fields, "before", -1, INT64_MAX)
     return writes.delete_records(s, topic, partition, -1 if before is None else before)
 
 

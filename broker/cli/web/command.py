@@ -29,6 +29,9 @@ from broker.cli.registry import CONNECTION, AdminError
 from broker.cli.web.sampler import INTERVAL_S, Sampler
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
+MAX_CONNECTIONS = 64
+"""Browser connections served at once; beyond, uvicorn answers 503 (requests queue behind one
+lock to the broker anyway, and each holds a worker thread while it waits)."""
 BROKER_TIMEOUT_S = 10.0
 """How long one request to a broker may take before the page says it stopped answering."""
 
@@ -60,7 +63,14 @@ def run_console(args: argparse.Namespace) -> None:
     logging.getLogger("odradek.console").info(
         "Odradek Console (%s) for %s on http://%s:%d/", mode, args.bootstrap, host, port
     )
-    uvicorn.run(build_app(console), host=host, port=port, log_level="warning", access_log=False)
+    uvicorn.run(
+        build_app(console),
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        limit_concurrency=MAX_CONNECTIONS,
+    )
 
 
 def add_web_console_command(commands: argparse._SubParsersAction) -> None:

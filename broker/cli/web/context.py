@@ -51,5 +51,7 @@ def render(request: Request, template: str, status: int = 200, **values: Any) ->
         "requests_sent": console.links.count.total,
         "requests_per_minute": console.links.count.per_minute(),
         "sampler_error": console.sampler.last_error,
+        "untracked": console.history.untracked,
+        "max_series": console.history.max_series,
     }
     return TEMPLATES.TemplateResponse(request, template, {**shared, **values}, status_code=status)

@@ -15,6 +15,8 @@ from urllib.parse import parse_qsl
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
+from wire.primitives import INT32_MAX
+
 MAX_FORM_BYTES = 1024 * 1024 + 64 * 1024
 MAX_FIELDS = 20
 URLENCODED = "application/x-www-form-urlencoded"
@@ -43,12 +45,18 @@ async def read_form(request: Request, token: str) -> dict[str, str]:
     return fields
 
 
-def whole_number(fields: dict[str, str], name: str, default: int | None = None) -> int | None:
-    """A field as an int; ``default`` when empty; a 400 naming the field when not a number."""
+def whole_number(
+    fields: dict[str, str], name: str, default: int | None = None, highest: int = INT32_MAX
+) -> int | None:
+    """A field as an int in [-1, highest] (what its protocol field can carry); ``default`` when
+    empty; a 400 naming the field otherwise."""
     text = fields.get(name, "").strip()
     if not text:
         return default
     try:
-        return int(text)
+        value = int(text)
     except ValueError as exc:
         raise HTTPException(400, f"{name} must be a whole number, not {text!r}") from exc
+    if not -1 <= value <= highest:
+        raise HTTPException(400, f"{name} must be between -1 and {highest}")
+    return value

@@ -57,10 +57,6 @@ class Session:
     def __init__(self, links: BrokerLinks) -> None:
         self._links = links
 
-    @property
-    def bootstrap(self) -> str:
-        return self._links.bootstrap
-
     def any(self) -> KafkaConnection:
         """The bootstrap broker: for what any broker answers (Metadata, configs, ACLs)."""
         return self._links.connection(self._links.bootstrap)

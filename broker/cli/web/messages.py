@@ -23,10 +23,11 @@ from broker.cli.group_offsets import parse_datetime_ms
 from broker.cli.registry import AdminError
 from broker.cli.web.errors import require
 from broker.cli.web.links import Session
-from broker.cli.web.offsets import Partition, leaders, log_offsets
+from broker.cli.web.offsets import INT64_MAX, Partition, leaders, log_offsets
 from broker.cli.web.topics_data import topic_metadata
 from broker.client.admin_client import EARLIEST, LATEST
 from wire.error_codes import ErrorCode
+from wire.primitives import INT32_MAX
 from wire.record_batch import Record, decode_records
 
 MAX_RECORDS = 200
@@ -229,4 +230,8 @@ def query_from(params: dict[str, Any]) -> Query:
         if not time_text:
             raise AdminError("give a time (YYYY-MM-DDTHH:mm[:SS], local time unless a zone follows)")
         time_ms = int(time_text) if time_text.isdigit() else parse_datetime_ms(time_text)
-    return Query(mode, partition, max(offset, 0), time_ms, limit, view)
+    if not (
+        0 <= (partition or 0) <= INT32_MAX and 0 <= offset <= INT64_MAX and 0 <= (time_ms or 0) <= INT64_MAX
+    ):
+        raise AdminError("the partition, offset or time is out of range")
+    return Query(mode, partition, offset, time_ms, limit, view)

@@ -17,6 +17,8 @@ from wire.api_keys import ApiKey
 Partition = tuple[str, int]
 CHUNK = 5000
 LIST_OFFSETS_VERSION = 7
+INT64_MAX = 2**63 - 1
+"""The highest offset or timestamp the protocol carries (an int64)."""
 
 
 def leaders(metadata: dict[str, Any]) -> dict[Partition, int]:
