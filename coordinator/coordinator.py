@@ -65,7 +65,16 @@ from coordinator.streams.group import (
     streams_described_error,
     streams_response,
 )
+from coordinator.streams.records import (
+    STREAMS_RECORD_TYPES,
+    RecordMap,
+    changes,
+    group_records,
+    key_group,
+    rebuild_group,
+)
 from log.errors import KafkaStorageError, LogError
+from wire import stored_records
 from wire.error_codes import ErrorCode
 from wire.errors import DecodeError
 
@@ -149,6 +158,9 @@ class GroupCoordinator(PartitionedCoordinator):
         self.consumer = ConsumerGroups(self._groups, self._timer, clock, config, topics)
         self.share = ShareGroups(self._groups, self._timer, clock, config, topics)
         self.streams = StreamsGroups(self._groups, self._timer, clock, config, topics)
+        self.streams.persist = self._persist_streams
+        # Each streams group's records as last written or replayed (coordinator/streams/records.py).
+        self._streams_records: dict[str, RecordMap] = {}
         # One table of group configs (GROUP config resources) for every protocol.
         self.share.group_configs = self.streams.group_configs = self.consumer.group_configs
 
@@ -179,6 +191,9 @@ class GroupCoordinator(PartitionedCoordinator):
         for group in list(self._groups.values()):
             if isinstance(group, ClassicGroup) and self.partition_for(group.group_id) == partition:
                 self.classic.on_loaded(group)
+        for group_id, records in self._streams_records.items():
+            if self.partition_for(group_id) == partition:
+                self.streams.adopt(rebuild_group(group_id, records))
 
     def forget_partition(self, partition: int) -> None:
         """Forget the groups of ``partition``; members waiting on a join or sync are told
@@ -190,10 +205,15 @@ class GroupCoordinator(PartitionedCoordinator):
                     member.complete_join(join_error(ErrorCode.NOT_COORDINATOR, member.identity.member_id))
                     member.complete_sync(sync_error(ErrorCode.NOT_COORDINATOR))
         self.offsets.forget(lambda group_id: self.partition_for(group_id) == partition)
+        for group_id in [g for g in self._streams_records if self.partition_for(g) == partition]:
+            del self._streams_records[group_id]
 
     def _replay(self, stored: StoredRecord) -> None:
         key_bytes, value_bytes = stored.key, stored.value
         try:
+            if stored_records.read_prefix(key_bytes) in STREAMS_RECORD_TYPES:
+                self._replay_streams(key_bytes, value_bytes)
+                return
             key = decode_key(key_bytes)
             if isinstance(key, OffsetCommitKey):
                 value = None if value_bytes is None else decode_offset_value(value_bytes)
@@ -217,6 +237,37 @@ class GroupCoordinator(PartitionedCoordinator):
                 )
         except DecodeError as error:
             log.warning("skipping undecodable __consumer_offsets record: %s", error)
+
+    def _replay_streams(self, key: bytes, value: bytes | None) -> None:
+        """Keep the last value of each of a streams group's keys; the group is rebuilt from
+        them once its partition is loaded."""
+        group_id = key_group(key)
+        records = self._streams_records.setdefault(group_id, {})
+        if value is None:
+            records.pop(key, None)
+            if not records:
+                del self._streams_records[group_id]
+        else:
+            records[key] = value
+            # The streams group takes the id over from whatever was replayed before it.
+            self._groups.pop(group_id, None)
+
+    def _persist_streams(self, group_id: str) -> ErrorCode:
+        """Write what changed in the streams group's records since they were last written
+        (tombstones for all of them once the group is gone)."""
+        group = self._groups.get(group_id)
+        wanted = group_records(group) if isinstance(group, StreamsGroup) and not group.dead else {}
+        written = self._streams_records.get(group_id, {})
+        records = changes(written, wanted)
+        if not records:
+            return ErrorCode.NONE
+        error = self._write(group_id, records)
+        if error is ErrorCode.NONE:
+            if wanted:
+                self._streams_records[group_id] = wanted
+            else:
+                self._streams_records.pop(group_id, None)
+        return error
 
     def _write(self, group_id: str, records: list[Record], producer: Producer | None = None) -> ErrorCode:
         try:
@@ -259,11 +310,13 @@ class GroupCoordinator(PartitionedCoordinator):
         records = [encode_offset_commit(key, None) for key in offsets]
         if delete_group:
             records.append(encode_group_metadata(GroupMetadataKey(group_id), None))
+            records += changes(self._streams_records.get(group_id, {}), {})
         error = self._write(group_id, records)
         if error is ErrorCode.NONE:
             for key in offsets:
                 self.offsets.replay(key, None)
             if delete_group:
+                self._streams_records.pop(group_id, None)
                 self._forget(group_id)
         return error
 
@@ -592,7 +645,11 @@ class GroupCoordinator(PartitionedCoordinator):
             return streams_response(request.member_id, 0, 0, error)
         if request.member_epoch == 0:
             self._replace_empty_group(request.group_id, StreamsGroup)
-        return self.streams.streams_heartbeat(request)
+        response = self.streams.streams_heartbeat(request)
+        error = self._persist_streams(request.group_id)
+        if error is not ErrorCode.NONE:
+            return streams_response(request.member_id, 0, 0, error)
+        return response
 
     def streams_group_describe(self, group_ids: list[str]) -> list[StreamsGroupDescribeResponseGroups]:
         described = []

@@ -16,12 +16,15 @@ sticky assignor (``task_assignor.py``) computes the target: active tasks, and st
 (``streams.num.standby.replicas``, 0 by default) which a member gets without a revocation step
 (a standby holds no partition); warm-up tasks are not assigned, as in Kafka 4.3. Members with a
 user endpoint (``application.server``) learn which partitions every endpoint serves
-(``endpoints.py``). As for consumer groups, membership is not persisted.
+(``endpoints.py``). The group (epochs, topology, members and their tasks) is persisted in
+``__consumer_offsets`` as Kafka writes it (``records.py``), so a coordinator taking over its
+partition serves it where it was.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -109,7 +112,7 @@ class StreamsGroup(ConsumerGroup):
     protocol_type = STREAMS_PROTOCOL_TYPE
 
 
-def _task_key(subtopology_id: str) -> TopicId:
+def task_key(subtopology_id: str) -> TopicId:
     return subtopology_id.encode()
 
 
@@ -118,7 +121,7 @@ def _by_subtopology(assignment: Assignment) -> dict[str, frozenset[int]]:
 
 
 def _by_key(tasks: dict[str, frozenset[int]]) -> Assignment:
-    return {_task_key(sub): partitions for sub, partitions in tasks.items() if partitions}
+    return {task_key(sub): partitions for sub, partitions in tasks.items() if partitions}
 
 
 def tasks_field(assignment: Assignment) -> list[StreamsGroupHeartbeatResponseActiveTasks]:
@@ -133,7 +136,22 @@ class StreamsGroups(ConsumerGroups):
     """The streams protocol over the coordinator's groups."""
 
     kind = StreamsGroup
-    topic_sizes: Any = None  # set by the coordinator: topic name -> partition count, or None
+    persist: Callable[[str], ErrorCode] = lambda _group_id: ErrorCode.NONE
+    """Writes the group's records (set by the coordinator, ``coordinator/streams/records.py``);
+    called here after what changes a group off a heartbeat: a member fenced by a timer."""
+
+    def adopt(self, group: StreamsGroup) -> None:
+        """Serve ``group``, rebuilt from its records (a coordinator taking over its partition):
+        its tasks worked out against the topics as they are now, and each member's session
+        timer started, so that members that do not come back are fenced as if never away."""
+        group.subscription_metadata = self._subscription_metadata(group)
+        self._groups[group.group_id] = group
+        for member_id in group.members:
+            self._schedule_session_timeout(group.group_id, member_id)
+
+    def _fence_by_id(self, group_id: str, member_id: str, epoch: int | None = None) -> None:
+        super()._fence_by_id(group_id, member_id, epoch)
+        self.persist(group_id)
 
     # --- what differs from the consumer protocol ------------------------------------------
 
@@ -154,7 +172,7 @@ class StreamsGroups(ConsumerGroups):
         group.configured = configure(group.topology, self._partition_counts(group.topology))
         if not group.configured.ready or self._missing(group.configured):
             return {}  # no tasks until the topology can run
-        return {sub: (_task_key(sub), count) for sub, count in group.configured.tasks.items()}
+        return {sub: (task_key(sub), count) for sub, count in group.configured.tasks.items()}
 
     def _member_topics(self, member: ConsumerMember, group: ConsumerGroup) -> frozenset[TopicId]:
         return frozenset(key for key, _count in group.subscription_metadata.values())
@@ -453,7 +471,7 @@ def _as_consumer_request(request: StreamsHeartbeat) -> HeartbeatRequest:
         None
         if request.active_tasks is None
         else {
-            _task_key(sub): list(partitions) for sub, partitions in request.active_tasks.items() if partitions
+            task_key(sub): list(partitions) for sub, partitions in request.active_tasks.items() if partitions
         }
     )
     return HeartbeatRequest(
@@ -465,7 +483,7 @@ def _as_consumer_request(request: StreamsHeartbeat) -> HeartbeatRequest:
         rebalance_timeout_ms=request.rebalance_timeout_ms,
         # A joining member "subscribes" to its topology's source topics: a new member changes
         # the subscriptions, which is what moves the group epoch in the consumer machinery.
-        subscribed_topic_names=_sources(request.topology) if request.member_epoch == 0 else None,
+        subscribed_topic_names=sources_of(request.topology) if request.member_epoch == 0 else None,
         subscribed_topic_regex=None,
         server_assignor=None,
         owned=owned if request.member_epoch != 0 else {},
@@ -474,7 +492,7 @@ def _as_consumer_request(request: StreamsHeartbeat) -> HeartbeatRequest:
     )
 
 
-def _sources(topology: StreamsTopology | None) -> list[str]:
+def sources_of(topology: StreamsTopology | None) -> list[str]:
     if topology is None:
         return []
     return sorted(

@@ -53,6 +53,23 @@ INTERNAL_TOPICS = (
         ),
     ),
     InternalTopic(
+        # Streams groups' records in __consumer_offsets (KIP-1071): record types 17 and 19-23.
+        "streams_groups",
+        "kafka-group-coordinator",
+        tuple(
+            f"StreamsGroup{name}{part}"
+            for name in (
+                "Metadata",
+                "Topology",
+                "MemberMetadata",
+                "TargetAssignmentMetadata",
+                "TargetAssignmentMember",
+                "CurrentMemberAssignment",
+            )
+            for part in ("Key", "Value")
+        ),
+    ),
+    InternalTopic(
         "transaction_state", "kafka-transaction-coordinator", ("TransactionLogKey", "TransactionLogValue")
     ),
     InternalTopic(
