@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
+from pathlib import Path
 
 import pytest
 from confluent_kafka import ElectionType, TopicCollection
@@ -44,6 +45,7 @@ from compat_tests.kit.drivers.confluent import ConfluentAdmin
 from compat_tests.kit.history import Acked, Read, Report, check, repeated_places
 from compat_tests.kit.record_writers import writers_at
 from compat_tests.pools import DriverPool
+from compat_tests.test_streams_groups import Scenario, lines, spread, start_running, words_of
 from compat_tests.topic_metadata import topic_partitions, wait_until_every_broker_lists
 
 pytestmark = pytest.mark.cluster
@@ -332,6 +334,47 @@ def test_group_keeps_consuming_while_its_coordinator_is_killed(
         new = eventually(lambda: _coordinator_other_than(admin_client, group, coordinator), timeout_s=60)
         assert new in healthy.live()
     assert admin_client.group_offsets(group) == {(topic, p): 2 for p in range(PARTITIONS)}
+
+
+def test_streams_group_keeps_its_epochs_while_its_coordinator_is_killed(
+    healthy: Cluster, admin_client: ConfluentAdmin, drivers: DriverPool, topic: str, tmp_path: Path
+) -> None:
+    """A streams group's coordinator is SIGKILLed: the new one loads the group from
+    ``__consumer_offsets`` (KIP-1071's records), so the instance goes on at its member epoch
+    instead of rejoining a group started over (whose epochs would begin again at 1), and the word
+    counts stay exact. A second instance joined and left first, so the epochs are past where a
+    new group's would be."""
+    streams = Scenario(
+        topic,
+        healthy.broker(),
+        drivers.get("confluent-kafka", healthy.bootstrap),
+        tmp_path,
+        replicas=CLUSTER_SIZE,
+    )
+    try:
+        first, second = streams.instance("first"), streams.instance("second")
+        start_running([first, second], streams.settings())
+        text = lines(100, seed=5)
+        streams.produce(text)
+        reader = streams.reader(streams.output)
+        reader.wait_for(words_of(text))
+        assert second.stop(leave=True)
+        spread(first, streams, 1)
+        before = first.describe_group(streams.application_id)
+        assert before["group_epoch"] >= 3, before  # first, second and its leaving each moved it
+        coordinator = _coordinator(admin_client, streams.application_id)
+        healthy.kill(coordinator)
+        more = lines(100, seed=6)
+        # Idempotent, and as long as a new leader of a partition of the dead node may take.
+        streams.produce(more, ProducerSettings(idempotence=True, timeout_s=RECOVERY_TIMEOUT_S))
+        reader.wait_for(words_of(text) + words_of(more))
+        after = first.describe_group(streams.application_id)
+        [member] = after["members"]
+        assert after["group_epoch"] >= before["group_epoch"], (before, after)
+        assert member["member_epoch"] >= before["members"][0]["member_epoch"], (before, after)
+        assert first.state() == "RUNNING"
+    finally:
+        streams.close()
 
 
 def _coordinator(admin: ConfluentAdmin, group: str) -> int:

@@ -85,10 +85,12 @@ TOPOLOGY_UPDATE_REFUSED = (
 
 class Scenario:
     """A scenario's application id and topics (a source and an output topic of four partitions
-    each; the application's own topics are not created yet), its application instances and
-    readers of its outputs, closed when it ends."""
+    each, of ``replicas`` replicas; the application's own topics are not created yet), its
+    application instances and readers of its outputs, closed when it ends."""
 
-    def __init__(self, name: str, broker: RunningBroker, admin: Driver, workdir: Path) -> None:
+    def __init__(
+        self, name: str, broker: RunningBroker, admin: Driver, workdir: Path, replicas: int = 1
+    ) -> None:
         self.application_id = f"app-{name}"
         self.source = f"{name}-lines"
         self.output = f"{name}-counts"
@@ -103,7 +105,7 @@ class Scenario:
         self.instances: list[StreamsInstance] = []
         self.readers: list[OutputReader] = []
         for topic in (self.source, self.output):
-            admin.create_topic(topic, PARTITIONS)
+            self.inspect.create_topic(topic, PARTITIONS, replication_factor=replicas)
 
     def settings(self, **changes: object) -> AppSettings:
         """The word count's settings (group.protocol=streams, exactly_once_v2), with ``changes``."""
@@ -122,14 +124,14 @@ class Scenario:
         self.readers.append(OutputReader(self.admin, topic))
         return self.readers[-1]
 
-    def produce(self, text: Sequence[str]) -> Counter[int]:
+    def produce(self, text: Sequence[str], settings: ProducerSettings | None = None) -> Counter[int]:
         """Each line as a record of the source topic, round-robin over the partitions; how many
         went to each."""
         messages = [
             Message(line.encode(), key=str(i).encode(), partition=i % PARTITIONS)
             for i, line in enumerate(text)
         ]
-        self.admin.produce(self.source, messages, ProducerSettings())
+        self.admin.produce(self.source, messages, settings or ProducerSettings())
         return Counter(message.partition for message in messages)
 
     def close(self) -> None:

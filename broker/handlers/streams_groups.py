@@ -97,7 +97,7 @@ async def handle_streams_group_heartbeat(
     topology = None if request["topology"] is None else StreamsTopology.from_request(request["topology"])
     if topology is not None:
         sources = {t for s in topology.subtopologies for t in s.source_topics}
-        if unauthorized_names(ctx, ResourceType.TOPIC, sources):
+        if unauthorized_names(ctx, ResourceType.TOPIC, sources, AclOperation.DESCRIBE):
             return streams_response(member_id, 0, 0, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     coordinator = coordinator_of(ctx)
     if coordinator.availability(request["group_id"]) is ErrorCode.NONE and request["group_id"]:

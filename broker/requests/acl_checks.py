@@ -81,7 +81,11 @@ CHECKS: dict[ApiKey, tuple[Check, ...]] = {
     ApiKey.CONSUMER_GROUP_HEARTBEAT: _checks((R.GROUP, Op.READ), (R.TOPIC, Op.DESCRIBE)),
     ApiKey.CONSUMER_GROUP_DESCRIBE: _checks((R.GROUP, Op.DESCRIBE)),
     ApiKey.SHARE_GROUP_HEARTBEAT: _checks((R.GROUP, Op.READ), (R.TOPIC, Op.DESCRIBE)),
-    ApiKey.STREAMS_GROUP_HEARTBEAT: _checks((R.GROUP, Op.READ), (R.TOPIC, Op.DESCRIBE)),
+    # A streams member's heartbeat creates the topology's internal topics: CREATE on the cluster
+    # or on each topic, as Kafka checks.
+    ApiKey.STREAMS_GROUP_HEARTBEAT: _checks(
+        (R.GROUP, Op.READ), (R.TOPIC, Op.DESCRIBE), (R.CLUSTER, Op.CREATE), (R.TOPIC, Op.CREATE)
+    ),
     ApiKey.STREAMS_GROUP_DESCRIBE: _checks((R.GROUP, Op.DESCRIBE)),
     ApiKey.SHARE_GROUP_DESCRIBE: _checks((R.GROUP, Op.DESCRIBE)),
     ApiKey.SHARE_FETCH: _checks((R.GROUP, Op.READ), (R.TOPIC, Op.READ)),
