@@ -35,6 +35,8 @@ _NUMBER_KEYS = {
     "streams_heartbeat_interval_ms": "group.streams.heartbeat.interval.ms",
     "streams_max_size": "group.streams.max.size",
     "streams_num_standby_replicas": "group.streams.num.standby.replicas",
+    "streams_initial_rebalance_delay_ms": "group.streams.initial.rebalance.delay.ms",
+    "streams_assignment_interval_ms": "group.streams.assignment.interval.ms",
 }
 # ... and of every setting read as a comma-separated list of names.
 _NAME_LIST_KEYS = {
@@ -74,6 +76,8 @@ class CoordinatorConfig:
     streams_heartbeat_interval_ms: int = 5000
     streams_max_size: int = INT32_MAX
     streams_num_standby_replicas: int = 0
+    streams_initial_rebalance_delay_ms: int = 3000
+    streams_assignment_interval_ms: int = 1000
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     # "consumer" enables KIP-848 (ConsumerGroupHeartbeat), "streams" KIP-1071
     # (StreamsGroupHeartbeat); Kafka 4.2+ enables classic, consumer and streams.

@@ -675,6 +675,16 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _coordinator_def("group.streams.heartbeat.interval.ms", T.INT, "Streams group heartbeat interval."),
         _coordinator_def("group.streams.max.size", T.INT, "Most members in a streams group."),
         _coordinator_def("group.streams.num.standby.replicas", T.INT, "Standby tasks per active task."),
+        _coordinator_def(
+            "group.streams.initial.rebalance.delay.ms",
+            T.INT,
+            "How long a new streams group waits for more members before its first assignment.",
+        ),
+        _coordinator_def(
+            "group.streams.assignment.interval.ms",
+            T.INT,
+            "Least time between two target assignments of a streams group.",
+        ),
         *(
             ConfigDef(key, T.INT, default, doc)
             for key, default, doc in (
@@ -699,14 +709,19 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
                     "Highest streams.heartbeat.interval.ms of a group.",
                 ),
                 (
-                    "group.streams.min.num.standby.replicas",
-                    "0",
-                    "Lowest streams.num.standby.replicas of a group.",
-                ),
-                (
-                    "group.streams.max.num.standby.replicas",
+                    "group.streams.max.standby.replicas",
                     "2",
                     "Highest streams.num.standby.replicas of a group.",
+                ),
+                (
+                    "group.streams.min.assignment.interval.ms",
+                    "0",
+                    "Lowest streams.assignment.interval.ms of a group.",
+                ),
+                (
+                    "group.streams.max.assignment.interval.ms",
+                    "15000",
+                    "Highest streams.assignment.interval.ms of a group.",
                 ),
             )
         ),

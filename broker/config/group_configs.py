@@ -30,7 +30,7 @@ class GroupConfigDef:
     name: str
     broker_default: str
     lowest: str | None  # None: only Kafka's own floor bounds it from below
-    highest: str
+    highest: str | None  # None: unbounded above (as Kafka's streams.initial.rebalance.delay.ms)
     doc: str
     type: ConfigType = ConfigType.INT
     floor: int = 1
@@ -95,7 +95,20 @@ GROUP_CONFIGS: dict[str, GroupConfigDef] = {
                     1,
                     "How often members of this streams group are told to heartbeat.",
                 ),
+                (
+                    "assignment.interval.ms",
+                    0,
+                    "Least time between two target assignments of this streams group.",
+                ),
             )
+        ),
+        GroupConfigDef(
+            "streams.initial.rebalance.delay.ms",
+            "group.streams.initial.rebalance.delay.ms",
+            None,
+            None,
+            "How long this streams group, when new, waits for more members before its first assignment.",
+            floor=0,
         ),
         GroupConfigDef(
             "streams.num.standby.replicas",
@@ -180,7 +193,7 @@ def check_group_configs(broker_config: BrokerConfig, updated: dict[str, str]) ->
             raise DynamicConfigError(
                 f"{key} must be greater than or equal to {definition.lowest}", ErrorCode.INVALID_CONFIG
             )
-        if number > broker_config.get_int(definition.highest):
+        if definition.highest is not None and number > broker_config.get_int(definition.highest):
             raise DynamicConfigError(
                 f"{key} must be less than or equal to {definition.highest}", ErrorCode.INVALID_CONFIG
             )

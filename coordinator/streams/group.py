@@ -57,6 +57,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 STREAMS_GROUP_TYPE = "streams"
+INITIAL_DELAY = "Assignment delayed due to the configured initial rebalance delay."
+INTERVAL_DELAY = "Assignment delayed due to the configured assignment interval."
 STREAMS_PROTOCOL_TYPE = "streams"
 ACCEPTABLE_RECOVERY_LAG = 10_000
 TASK_OFFSET_INTERVAL_MS = 60_000
@@ -108,6 +110,10 @@ class StreamsGroup(ConsumerGroup):
     # Bumped whenever a member with a user endpoint gets tasks (on joining, or when the tasks
     # it holds change): members that saw another epoch get every endpoint's partitions again.
     endpoint_epoch: int = 0
+    # When the target assignment may next be computed (the initial rebalance delay of a new
+    # group, then the assignment interval after each), and why it waits (a heartbeat status).
+    assign_after_ms: int | None = None
+    assignment_delayed: str | None = None
 
     protocol_type = STREAMS_PROTOCOL_TYPE
 
@@ -178,10 +184,49 @@ class StreamsGroups(ConsumerGroups):
         return frozenset(key for key, _count in group.subscription_metadata.values())
 
     def _compute_target(self, group: ConsumerGroup) -> None:
-        """Kafka's sticky task assignor over the group's members, from their previous targets."""
+        """Kafka's sticky task assignor over the group's members, from their previous targets,
+        once the group's initial rebalance delay (a new group) or assignment interval (since the
+        last assignment) has passed; until then a timer computes it when due, and heartbeats say
+        ASSIGNMENT_DELAYED, as Kafka 4.3 does."""
         if not isinstance(group, StreamsGroup):
             super()._compute_target(group)
             return
+        now = self._clock()
+        if group.assign_after_ms is None:  # a new group: wait for more members first
+            delay = self._group_setting(
+                group.group_id,
+                "streams.initial.rebalance.delay.ms",
+                self._config.streams_initial_rebalance_delay_ms,
+            )
+            group.assign_after_ms = now + delay
+            group.assignment_delayed = INITIAL_DELAY
+        if now < group.assign_after_ms:
+            self._timer.schedule(
+                ("streams-assignment", group.group_id),
+                group.assign_after_ms,
+                lambda: self._assign_when_due(group),
+            )
+            return
+        self._timer.cancel(("streams-assignment", group.group_id))
+        self._assign(group)
+        interval = self._group_setting(
+            group.group_id, "streams.assignment.interval.ms", self._config.streams_assignment_interval_ms
+        )
+        group.assign_after_ms = now + interval
+        group.assignment_delayed = INTERVAL_DELAY
+
+    def _assign_when_due(self, group: StreamsGroup) -> None:
+        """The timer of a delayed assignment: compute it (and write it) if the group still
+        needs one and is still this coordinator's."""
+        if (
+            self._groups.get(group.group_id) is group
+            and group.members
+            and group.group_epoch > group.assignment_epoch
+        ):
+            self._compute_target(group)
+            self.persist(group.group_id)
+
+    def _assign(self, group: StreamsGroup) -> None:
         replicas = self._group_setting(
             group.group_id, "streams.num.standby.replicas", self._config.streams_num_standby_replicas
         )
@@ -294,6 +339,8 @@ class StreamsGroups(ConsumerGroups):
             statuses.append(
                 (StreamsStatus.MISSING_INTERNAL_TOPICS, f"Internal topics are missing: {', '.join(missing)}")
             )
+        if group.group_epoch > group.assignment_epoch and group.assignment_delayed is not None:
+            statuses.append((StreamsStatus.ASSIGNMENT_DELAYED, group.assignment_delayed))
         if group.shutdown_requested:
             statuses.append(
                 (

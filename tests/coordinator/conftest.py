@@ -323,7 +323,13 @@ class Harness:
 
 @pytest.fixture
 def config() -> CoordinatorConfig:
-    return CoordinatorConfig(group_initial_rebalance_delay_ms=3000)
+    """Kafka's defaults, except that streams groups assign at once (as the compat suite's
+    brokers do); tests/coordinator/test_streams_assignment_delay.py covers the delays."""
+    return CoordinatorConfig(
+        group_initial_rebalance_delay_ms=3000,
+        streams_initial_rebalance_delay_ms=0,
+        streams_assignment_interval_ms=0,
+    )
 
 
 @pytest.fixture
