@@ -645,3 +645,53 @@ def test_what_kafka_4_3_does_not_support_yet_is_refused(
         broker.bootstrap, ApiKey.STREAMS_GROUP_HEARTBEAT, 0, _joining_heartbeat(group, **changes), 10.0
     )
     assert (answer["error_code"], answer["error_message"]) == (ErrorCode.INVALID_REQUEST, refusal)
+
+
+GROUP_RESOURCE = 32
+"""ConfigResource type of a group (KIP-848's group configs)."""
+
+
+def test_a_new_group_waits_its_initial_rebalance_delay(broker: RunningBroker, admin: Driver) -> None:
+    """With the group config ``streams.initial.rebalance.delay.ms`` set (the suite's brokers
+    default to 0), a joining member of a new streams group gets no tasks yet and the status
+    ASSIGNMENT_DELAYED with Kafka's message."""
+    group = f"delayed-{uuid.uuid4().hex[:8]}"
+    source = f"{group}-words"
+    admin.create_topic(source, PARTITIONS)
+    altered = ask(
+        broker.bootstrap,
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        1,
+        {
+            "resources": [
+                {
+                    "resource_type": GROUP_RESOURCE,
+                    "resource_name": group,
+                    "configs": [
+                        {
+                            "name": "streams.initial.rebalance.delay.ms",
+                            "config_operation": 0,
+                            "value": "60000",
+                        }
+                    ],
+                }
+            ],
+            "validate_only": False,
+        },
+        10.0,
+    )
+    assert altered["responses"][0]["error_code"] == ErrorCode.NONE, altered
+    join = _joining_heartbeat(group)
+    join["topology"]["subtopologies"][0]["source_topics"] = [source]  # type: ignore[index]
+
+    def joined() -> dict[str, object]:
+        # FindCoordinator first: it is what makes Kafka create __consumer_offsets.
+        ask(broker.bootstrap, ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]}, 10.0)
+        answer = ask(broker.bootstrap, ApiKey.STREAMS_GROUP_HEARTBEAT, 0, join, 10.0)
+        assert answer["error_code"] == ErrorCode.NONE, answer  # NOT_COORDINATOR while it loads
+        return answer
+
+    answer = eventually(joined, START_S)
+    assert answer["active_tasks"] == []
+    statuses = [(s["status_code"], s["status_detail"]) for s in answer["status"] or ()]
+    assert statuses == [(5, "Assignment delayed due to the configured initial rebalance delay.")]
