@@ -23,7 +23,7 @@ from typing import BinaryIO
 
 from broker.cli.admin import topic_partitions
 from broker.cli.records import FORMATS, InputRecord, Layout, format_record, parse_line, partition_for_key
-from broker.cli.registry import CONNECTION, AdminError, check
+from broker.cli.registry import CONNECTION, AdminError, check, connect
 from broker.client.admin_client import EARLIEST, LATEST, READ_COMMITTED, READ_UNCOMMITTED, KafkaConnection
 from wire.control_batch import read_end_txn_marker
 from wire.error_codes import ErrorCode
@@ -138,7 +138,7 @@ def console_produce(args: argparse.Namespace) -> None:
     first = next(records, None)
     sent = 0
     if first is not None:
-        with KafkaConnection(args.bootstrap) as conn:
+        with connect(args) as conn:
             partitions = writable_partitions(conn, args.topic, args.max_block_ms)
             producer = BatchingProducer(conn, args.topic, partitions, args.partition)
             interactive = sys.stdin.isatty()
@@ -265,7 +265,7 @@ def consume_into(consumer: Consumer, out: BinaryIO, layout: Layout) -> None:
 
 
 def console_consume(args: argparse.Namespace) -> None:
-    with KafkaConnection(args.bootstrap) as conn:
+    with connect(args) as conn:
         consumer = Consumer(conn, args)
         try:
             consume_into(consumer, sys.stdout.buffer, layout_of(args))
@@ -275,7 +275,7 @@ def console_consume(args: argparse.Namespace) -> None:
             # Ctrl-C is how a consumer without limits stops.  It may have cut a request short,
             # leaving that connection mid-answer, so the commit goes over a new one.
             if args.group:
-                with KafkaConnection(args.bootstrap) as fresh:
+                with connect(args) as fresh:
                     consumer.commit(fresh)
     print(f"Processed a total of {consumer.delivered} messages", file=sys.stderr)
 

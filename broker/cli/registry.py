@@ -8,9 +8,17 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from pathlib import Path
 
 from broker.cli.table import Output
 from broker.client.admin_client import KafkaConnection
+from broker.client.security import (
+    PLAINTEXT,
+    ClientSecurity,
+    SecurityConfigError,
+    read_properties,
+    security_from_properties,
+)
 from wire.error_codes import ErrorCode
 
 
@@ -29,12 +37,34 @@ def check(entry: dict, action: str) -> None:
 Command = Callable[[KafkaConnection, argparse.Namespace], Output]
 
 
+def client_security(path: str) -> ClientSecurity:
+    """``--command-config``: a client properties file (Kafka's keys), read when the command starts."""
+    try:
+        return security_from_properties(read_properties(Path(path)))
+    except SecurityConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
 def _connection_options() -> argparse.ArgumentParser:
     connection = argparse.ArgumentParser(add_help=False)
     connection.add_argument(
         "--bootstrap", default="localhost:9092", help="broker address (default localhost:9092)"
     )
+    connection.add_argument(
+        "--command-config",
+        dest="security",
+        type=client_security,
+        default=PLAINTEXT,
+        metavar="FILE",
+        help="client properties for a secured listener, as Kafka's tools take them (security.protocol, "
+        "sasl.mechanism, sasl.jaas.config, ssl.truststore.location with ssl.truststore.type=PEM, ...)",
+    )
     return connection
+
+
+def connect(args: argparse.Namespace, address: str | None = None) -> KafkaConnection:
+    """A connection to ``address`` (default ``--bootstrap``) with the command's ``--command-config``."""
+    return KafkaConnection(address or args.bootstrap, security=args.security)
 
 
 def _output_options() -> argparse.ArgumentParser:
@@ -63,5 +93,5 @@ def action(
 
 
 def run_admin(args: argparse.Namespace) -> str:
-    with KafkaConnection(args.bootstrap) as conn:
+    with connect(args) as conn:
         return args.admin(conn, args).render(args.output)

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import itertools
 import socket
+import ssl
 import struct
 from collections.abc import Callable
 from typing import Any
 
+from broker.client.security import PLAINTEXT, AuthenticationFailed, ClientSecurity, authenticate
 from wire.api_keys import ApiKey
 from wire.codec import decode_response, encode_request
 from wire.header import decode_response_header, encode_request_header, response_header_version
@@ -121,7 +123,13 @@ def decode_answer(
 class KafkaConnection:
     """One connection to a broker; ``request`` sends a body and returns the decoded response."""
 
-    def __init__(self, bootstrap: str, timeout: float = 15.0, client_id: str = "odradek-cli") -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        timeout: float = 15.0,
+        client_id: str = "odradek-cli",
+        security: ClientSecurity = PLAINTEXT,
+    ) -> None:
         host, _, port = bootstrap.rpartition(":")
         try:
             self._sock = socket.create_connection((host or "localhost", int(port)), timeout=timeout)
@@ -132,6 +140,42 @@ class KafkaConnection:
             ) from exc
         self._client_id = client_id
         self._correlation = itertools.count(1)
+        try:
+            if security.uses_tls:
+                self._sock = security.tls_context().wrap_socket(
+                    self._sock, server_hostname=host or "localhost"
+                )
+            if security.uses_sasl:
+                self._sasl(security)
+        except ssl.SSLError as exc:
+            self._sock.close()
+            raise BrokerUnreachable(
+                f"TLS with the broker at {bootstrap} failed ({exc.reason or exc}); check its certificate "
+                "against ssl.truststore.location (PEM) and that the listener speaks TLS"
+            ) from exc
+        except (OSError, AuthenticationFailed):
+            self._sock.close()
+            raise
+
+    def _sasl(self, security: ClientSecurity) -> None:
+        """SaslHandshake v1, then SaslAuthenticate v2 tokens for the mechanism's exchange."""
+        handshake = self.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": security.mechanism})
+        if handshake["error_code"]:
+            raise AuthenticationFailed(
+                f"the broker does not take SASL {security.mechanism} on this listener "
+                f"(it takes {', '.join(handshake['mechanisms']) or 'none'}); set sasl.mechanism accordingly"
+            )
+
+        def exchange(token: bytes) -> bytes:
+            answer = self.request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token})
+            if answer["error_code"]:
+                raise AuthenticationFailed(
+                    f"authentication as {security.username} failed: "
+                    f"{answer['error_message'] or 'the broker refused the credentials'}"
+                )
+            return bytes(answer["auth_bytes"])
+
+        authenticate(security, exchange)
 
     def close(self) -> None:
         self._sock.close()

@@ -55,7 +55,7 @@ def run_console(args: argparse.Namespace) -> None:
     host, port = listen_address(args.listen)
     if not 0.5 <= args.sample_seconds <= 3600:
         raise AdminError("--sample-seconds must be between 0.5 and 3600")
-    links = BrokerLinks(args.bootstrap, BROKER_TIMEOUT_S)
+    links = BrokerLinks(args.bootstrap, BROKER_TIMEOUT_S, args.security)
     history = History()
     console = Console(links, history, Sampler(links, history, args.sample_seconds), args.allow_writes)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

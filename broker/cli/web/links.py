@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from broker.cli.web.errors import require
 from broker.client.admin_client import BrokerUnreachable, KafkaConnection
+from broker.client.security import PLAINTEXT, ClientSecurity
 from wire.api_keys import ApiKey
 
 T = TypeVar("T")
@@ -42,9 +43,11 @@ class RequestCount:
 class CountedConnection(KafkaConnection):
     """A :class:`KafkaConnection` that counts what it sends."""
 
-    def __init__(self, address: str, timeout_s: float, count: RequestCount) -> None:
-        super().__init__(address, timeout_s, CLIENT_ID)
-        self._count = count
+    def __init__(
+        self, address: str, timeout_s: float, count: RequestCount, security: ClientSecurity = PLAINTEXT
+    ) -> None:
+        self._count = count  # before connecting: SASL's requests count too
+        super().__init__(address, timeout_s, CLIENT_ID, security)
 
     def send_request(self, api_key: int, version: int, body: dict[str, Any]) -> int:
         self._count.total += 1
@@ -109,9 +112,10 @@ class Session:
 class BrokerLinks:
     """Every connection the console holds, used one caller at a time through :meth:`run`."""
 
-    def __init__(self, bootstrap: str, timeout_s: float) -> None:
+    def __init__(self, bootstrap: str, timeout_s: float, security: ClientSecurity = PLAINTEXT) -> None:
         self.bootstrap = bootstrap
         self.timeout_s = timeout_s
+        self.security = security
         self.count = RequestCount()
         self.nodes: dict[int, str] = {}
         self.api_versions: dict[int, tuple[int, int]] | None = None
@@ -122,7 +126,7 @@ class BrokerLinks:
 
     def connection(self, address: str) -> KafkaConnection:
         if address not in self._connections:
-            self._connections[address] = CountedConnection(address, self.timeout_s, self.count)
+            self._connections[address] = CountedConnection(address, self.timeout_s, self.count, self.security)
         return self._connections[address]
 
     def run(self, work: Callable[[Session], T]) -> T:
