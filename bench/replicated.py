@@ -87,6 +87,9 @@ def cluster(kind: str, overrides: Mapping[str, str]) -> Iterator[RunningBroker]:
     with tempfile.TemporaryDirectory(prefix=f"bench-{kind}-cluster-") as scratch:
         started = BENCHMARK_CLUSTER_KINDS[kind](Path(scratch), {**LIVENESS_DEFAULTS, **overrides})
         try:
+            # Every node answers Metadata a moment before the cluster counts it registered; an
+            # RF 3 topic created in between is refused (INVALID_REPLICATION_FACTOR, seen in CI).
+            started.wait_all_registered()
             nodes = list(started.members.values())
             pids = [node.process.pid for node in nodes if node.process is not None]
             yield RunningBroker(

@@ -25,8 +25,12 @@ from compat_tests.kit.drivers import base
 from compat_tests.kit.drivers.admin import Acl, Admin
 from compat_tests.kit.drivers.base import ClientError, Driver, ErrorKind, Message, ProducerSettings
 from compat_tests.kit.drivers.catalog import ADMINS
+from compat_tests.kit.raw_groups import find_coordinator, streams_join
+from compat_tests.kit.raw_protocol import ask
 from compat_tests.maven import classpath
 from compat_tests.pools import BrokerPool, DriverPool
+from wire.api_keys import ApiKey
+from wire.error_codes import ErrorCode
 
 AUTHORIZER = {
     "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
@@ -352,3 +356,24 @@ def test_kafka_acls_tool(secured: RunningBroker, tmp_path: Path) -> None:
     eventually(
         lambda: _assert_equal(entry in kafka_acls(secured.bootstrap, "--list", "--topic", topic), False)
     )
+
+
+def test_streams_heartbeat_is_refused_without_the_rights_kafka_checks(
+    secured: RunningBroker, setup: Admin
+) -> None:
+    """A Streams member needs READ on its group (GROUP_AUTHORIZATION_FAILED) and DESCRIBE on its
+    source topics (TOPIC_AUTHORIZATION_FAILED); with both, it joins."""
+    group, source = unique("streams-group"), unique("streams-source")
+    setup.create_topic(source, 1)
+    find_coordinator(secured.bootstrap, group)
+
+    def join() -> dict[str, object]:
+        return ask(secured.bootstrap, ApiKey.STREAMS_GROUP_HEARTBEAT, 0, streams_join(group, source), 10.0)
+
+    deny(setup, "GROUP", group, "READ")
+    eventually(lambda: _assert_equal(join()["error_code"], ErrorCode.GROUP_AUTHORIZATION_FAILED))
+    assert setup.delete_acls([every_acl_on("GROUP", group)]) is not None
+    deny(setup, "TOPIC", source, "DESCRIBE")
+    eventually(lambda: _assert_equal(join()["error_code"], ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+    assert setup.delete_acls([every_acl_on("TOPIC", source)]) is not None
+    eventually(lambda: _assert_equal(join()["error_code"], ErrorCode.NONE))

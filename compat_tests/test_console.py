@@ -33,6 +33,8 @@ from compat_tests.kit.brokers import RunningBroker, free_ports, odradek_cli
 from compat_tests.kit.drivers.admin import Acl
 from compat_tests.kit.drivers.base import ConsumerSettings, Message, ProducerSettings
 from compat_tests.kit.drivers.catalog import ADMINS
+from compat_tests.kit.raw_groups import find_coordinator, share_join, streams_join
+from compat_tests.kit.raw_protocol import ask
 from compat_tests.kit.web_console import (
     RunningConsole,
     console_process,
@@ -42,6 +44,7 @@ from compat_tests.kit.web_console import (
 )
 from compat_tests.pools import BrokerPool, DriverPool
 from compat_tests.test_acls import AUTHORIZER
+from wire.api_keys import ApiKey
 
 pytestmark = pytest.mark.xdist_group("console")
 """One worker runs the module (CI's --dist loadgroup), so it starts one browser, one broker and two consoles."""
@@ -239,6 +242,39 @@ def test_groups_show_types_members_and_lag(
     screenshot(browser, "group")
     visit(browser, reader, f"/groups/{filled.live_group}")
     assert f"{filled.raw}-0" in text(browser, "#members")
+
+
+def test_share_and_streams_groups_are_shown(
+    browser: WebDriver, reader: RunningConsole, filled: Cluster
+) -> None:
+    """A share group and a streams group (each a member joined by a raw heartbeat, no JVM) are
+    listed with their types, and each group's page shows its member."""
+    bootstrap = filled.broker.bootstrap
+    queue, app = f"{filled.prefix}-queue", f"{filled.prefix}-app"
+    members = {queue: f"{filled.prefix}-worker", app: f"member-{app}"}
+
+    def heartbeats() -> None:  # a streams member's session is 10 s on the suite's brokers
+        for group in (queue, app):
+            find_coordinator(bootstrap, group)
+        shared = ask(
+            bootstrap, ApiKey.SHARE_GROUP_HEARTBEAT, 1, share_join(queue, [filled.raw], members[queue]), 10.0
+        )
+        streams = ask(bootstrap, ApiKey.STREAMS_GROUP_HEARTBEAT, 0, streams_join(app, filled.raw), 10.0)
+        assert shared["error_code"] == streams["error_code"] == 0, (shared, streams)
+
+    def listed() -> None:
+        heartbeats()
+        visit(browser, reader, "/groups")
+        rows = {
+            g: browser.find_element(By.CSS_SELECTOR, f"#groups tr[data-group='{g}']").text
+            for g in (queue, app)
+        }
+        assert " share " in rows[queue] and " streams " in rows[app], rows
+
+    eventually(listed, timeout_s=PAGE_WAIT_S)
+    for group, member in members.items():
+        visit(browser, reader, f"/groups/{group}")
+        assert member in text(browser, "#members")
 
 
 def test_security_page_lists_acls_and_users(

@@ -43,6 +43,7 @@ from compat_tests.kit.drivers.admin import ConfigValue
 from compat_tests.kit.drivers.base import ClientError, ConsumerSettings, Driver, Message, ProducerSettings
 from compat_tests.kit.drivers.confluent import ConfluentAdmin
 from compat_tests.kit.drivers.java_streams import AppSettings, StreamsInstance
+from compat_tests.kit.raw_groups import find_coordinator, streams_join
 from compat_tests.kit.raw_protocol import ask
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
@@ -588,40 +589,6 @@ def test_streams_groups_tool(streams: Scenario, tool_classpath: str) -> None:
     assert sorted(default[1:]) == sorted([row[0], row[1], row[2], row[6]] for row in rows[1:])
 
 
-def _joining_heartbeat(group: str, **changes: object) -> dict[str, object]:
-    """A first StreamsGroupHeartbeat (v0) of a one-subtopology application, with ``changes``."""
-    subtopology = {
-        "subtopology_id": "0",
-        "source_topics": ["words"],
-        "source_topic_regex": [],
-        "state_changelog_topics": [],
-        "repartition_sink_topics": [],
-        "repartition_source_topics": [],
-        "copartition_groups": [],
-    }
-    body: dict[str, object] = {
-        "group_id": group,
-        "member_id": f"member-{group}",
-        "member_epoch": 0,
-        "endpoint_information_epoch": -1,
-        "instance_id": None,
-        "rack_id": None,
-        "rebalance_timeout_ms": 30_000,
-        "topology": {"epoch": 0, "subtopologies": [subtopology]},
-        "active_tasks": [],
-        "standby_tasks": [],
-        "warmup_tasks": [],
-        "process_id": "process-1",
-        "user_endpoint": None,
-        "client_tags": [],
-        "task_offsets": None,
-        "task_end_offsets": None,
-        "shutdown_application": False,
-    }
-    body.update(changes)
-    return body
-
-
 @pytest.mark.parametrize(
     ("changes", "refusal"),
     [
@@ -641,9 +608,7 @@ def test_what_kafka_4_3_does_not_support_yet_is_refused(
     """A heartbeat using a KIP-1071 feature Kafka 4.3 has not built (task offsets for warm-ups,
     warm-up tasks, static members) is INVALID_REQUEST with Kafka's message."""
     group = f"unsupported-{uuid.uuid4().hex[:8]}"
-    answer = ask(
-        broker.bootstrap, ApiKey.STREAMS_GROUP_HEARTBEAT, 0, _joining_heartbeat(group, **changes), 10.0
-    )
+    answer = ask(broker.bootstrap, ApiKey.STREAMS_GROUP_HEARTBEAT, 0, streams_join(group, **changes), 10.0)
     assert (answer["error_code"], answer["error_message"]) == (ErrorCode.INVALID_REQUEST, refusal)
 
 
@@ -681,12 +646,10 @@ def test_a_new_group_waits_its_initial_rebalance_delay(broker: RunningBroker, ad
         10.0,
     )
     assert altered["responses"][0]["error_code"] == ErrorCode.NONE, altered
-    join = _joining_heartbeat(group)
-    join["topology"]["subtopologies"][0]["source_topics"] = [source]  # type: ignore[index]
+    join = streams_join(group, source)
 
     def joined() -> dict[str, object]:
-        # FindCoordinator first: it is what makes Kafka create __consumer_offsets.
-        ask(broker.bootstrap, ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]}, 10.0)
+        find_coordinator(broker.bootstrap, group)
         answer = ask(broker.bootstrap, ApiKey.STREAMS_GROUP_HEARTBEAT, 0, join, 10.0)
         assert answer["error_code"] == ErrorCode.NONE, answer  # NOT_COORDINATOR while it loads
         return answer
