@@ -71,6 +71,27 @@ def _error(partition: int, code: ErrorCode, message: str) -> dict[str, Any]:
     return {"partition": partition, "error_code": code, "error_message": message}
 
 
+async def _each_replicated(
+    ctx: RequestContext, request: Any, answer: Callable[[ShareKey, Any], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """:func:`_each` for the writes, answered once ``__share_group_state``'s in-sync replicas
+    have them (``ShareStateRouter.replicated``); if they do not, every partition written is
+    COORDINATOR_NOT_AVAILABLE, so the share-partition leader retries rather than confirms."""
+    results: list[dict[str, Any]] = []
+    router = installed(
+        ctx.broker.share_state, "broker.services.coordinators.share_coordinator.install_share_coordinator"
+    )
+    try:
+        await router.replicated(lambda: results.extend(_each(request, answer, _error)))
+    except ShareStateError as error:
+        for topic in results:
+            topic["partitions"] = [
+                _error(p["partition"], error.code, str(error)) if p["error_code"] == ErrorCode.NONE else p
+                for p in topic["partitions"]
+            ]
+    return results
+
+
 async def handle_initialize_share_group_state(
     ctx: RequestContext, request: InitializeShareGroupStateRequest
 ) -> InitializeShareGroupStateResponse:
@@ -80,7 +101,7 @@ async def handle_initialize_share_group_state(
         coordinator.initialize(key, partition["state_epoch"], partition["start_offset"])
         return {}
 
-    return {"results": _each(request, initialize, _error)}  # type: ignore[typeddict-item]
+    return {"results": await _each_replicated(ctx, request, initialize)}  # type: ignore[typeddict-item]
 
 
 async def handle_read_share_group_state(
@@ -119,7 +140,7 @@ async def handle_write_share_group_state(
         )
         return {}
 
-    return {"results": _each(request, write, _error)}  # type: ignore[typeddict-item]
+    return {"results": await _each_replicated(ctx, request, write)}  # type: ignore[typeddict-item]
 
 
 async def handle_delete_share_group_state(
@@ -131,7 +152,7 @@ async def handle_delete_share_group_state(
         coordinator.delete(key)
         return {}
 
-    return {"results": _each(request, delete, _error)}  # type: ignore[typeddict-item]
+    return {"results": await _each_replicated(ctx, request, delete)}  # type: ignore[typeddict-item]
 
 
 async def handle_read_share_group_state_summary(

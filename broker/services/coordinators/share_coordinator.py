@@ -33,7 +33,10 @@ def install_share_coordinator(broker: CoordinatorHost) -> ShareCoordinator:
     )
     coordinator = ShareCoordinator(partitions, storage, broker.clock)
     broker.share_coordinator = coordinator
-    broker.share_state = ShareStateRouter(coordinator, broker.cluster, broker.node_id)
+    # The replica manager is made after the coordinators: looked up at each write.
+    broker.share_state = ShareStateRouter(
+        coordinator, broker.cluster, broker.node_id, lambda: broker.replicas
+    )
     broker.share = SharePartitions(
         broker.config, broker.clock, broker.dynamic_configs, broker.share_state, broker.metrics
     )

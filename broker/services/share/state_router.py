@@ -10,8 +10,13 @@ caller answers with (clients retry), never a wait without bound.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol
 
+import trio
+
+from broker.services.replication.acks import AckWait, LeaderReplicas, acknowledged
 from broker.services.share.state_wire import batches_from_wire, batches_to_wire
 from coordinator.share.model import StateBatch
 from coordinator.share.state_coordinator import (
@@ -31,6 +36,16 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 REQUEST_TIMEOUT_S = 10.0
+WRITE_TIMEOUT_S = 5.0
+"""How long a state write waits for the in-sync replicas (Kafka's share.coordinator.write.timeout.ms)."""
+
+
+class WriteReplicas(LeaderReplicas, Protocol):
+    """The replica manager, as a state write waits on it (``ReplicaManager``)."""
+
+    def collecting(self) -> AbstractContextManager[list[AckWait]]: ...
+
+
 STATE_API_VERSION = 0
 WRITE_VERSION = 1
 SUMMARY_VERSION = 1
@@ -39,10 +54,36 @@ SUMMARY_VERSION = 1
 class ShareStateRouter:
     """The share coordinator of any key, as one object (a ``ShareStatePort``)."""
 
-    def __init__(self, coordinator: ShareCoordinator, cluster: ClusterNode | None, node_id: int) -> None:
+    def __init__(
+        self,
+        coordinator: ShareCoordinator,
+        cluster: ClusterNode | None,
+        node_id: int,
+        replicas: Callable[[], WriteReplicas | None] = lambda: None,
+    ) -> None:
         self.coordinator = coordinator
         self._cluster = cluster
         self._node_id = node_id
+        self._replicas = replicas
+
+    async def replicated(self, write: Callable[[], None]) -> None:
+        """Run a write of this broker's share coordinator, returning once the in-sync replicas
+        of ``__share_group_state`` have it, as Kafka's share coordinator appends with acks=all:
+        a state this broker confirmed is not lost with it. A write the replicas do not take in
+        time is COORDINATOR_NOT_AVAILABLE (retried by the caller, never confirmed)."""
+        replicas = self._replicas()
+        if replicas is None:
+            write()
+            return
+        with replicas.collecting() as waits:
+            write()
+        errors = await acknowledged(replicas, waits, trio.current_time() + WRITE_TIMEOUT_S)
+        if errors:
+            (partition, code), *_rest = errors.items()
+            raise ShareStateError(
+                ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                f"{partition[0]}-{partition[1]} did not reach its in-sync replicas ({code.name})",
+            )
 
     @property
     def clustered(self) -> bool:
@@ -104,7 +145,7 @@ class ShareStateRouter:
     async def initialize(self, key: ShareKey, state_epoch: int, start_offset: int) -> None:
         node = await self._remote(key)
         if node is None:
-            self.coordinator.initialize(key, state_epoch, start_offset)
+            await self.replicated(lambda: self.coordinator.initialize(key, state_epoch, start_offset))
             return
         await self._ask(
             node,
@@ -119,7 +160,9 @@ class ShareStateRouter:
     ) -> None:
         node = await self._remote(key)
         if node is None:
-            self.coordinator.write(key, state_epoch, leader_epoch, start_offset, batches)
+            await self.replicated(
+                lambda: self.coordinator.write(key, state_epoch, leader_epoch, start_offset, batches)
+            )
             return
         await self._ask(
             node,
@@ -138,7 +181,7 @@ class ShareStateRouter:
     async def delete(self, key: ShareKey) -> None:
         node = await self._remote(key)
         if node is None:
-            self.coordinator.delete(key)
+            await self.replicated(lambda: self.coordinator.delete(key))
             return
         await self._ask(node, ApiKey.DELETE_SHARE_GROUP_STATE, STATE_API_VERSION, key, {})
 
