@@ -16,9 +16,9 @@ from broker.client.security import (
     PLAINTEXT,
     ClientSecurity,
     SecurityConfigError,
-    read_properties,
     security_from_properties,
 )
+from broker.config.config import parse_properties
 from wire.error_codes import ErrorCode
 
 
@@ -40,7 +40,13 @@ Command = Callable[[KafkaConnection, argparse.Namespace], Output]
 def client_security(path: str) -> ClientSecurity:
     """``--command-config``: a client properties file (Kafka's keys), read when the command starts."""
     try:
-        return security_from_properties(read_properties(Path(path)))
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(
+            f"cannot read the client properties file {path}: {exc.strerror}"
+        ) from exc
+    try:
+        return security_from_properties(parse_properties(text))
     except SecurityConfigError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 

@@ -24,7 +24,6 @@ import secrets
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = {"PLAIN": None, "SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
@@ -73,23 +72,6 @@ class ClientSecurity:
 
 
 PLAINTEXT = ClientSecurity()
-
-
-def read_properties(path: Path) -> dict[str, str]:
-    """A Java properties file's ``key=value`` (or ``key: value``) lines; ``#`` and ``!`` comments."""
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise SecurityConfigError(f"cannot read the client properties file {path}: {exc.strerror}") from exc
-    properties = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line[0] in "#!":
-            continue
-        match = re.match(r"([^=:\s]+)\s*[=:]?\s*(.*)$", line)
-        if match is not None:
-            properties[match.group(1)] = match.group(2)
-    return properties
 
 
 def security_from_properties(properties: dict[str, str]) -> ClientSecurity:

@@ -26,7 +26,7 @@ from typing import Any
 
 from coordinator.assignors import Assignment
 from coordinator.consumer_group import ConsumerMember, MemberState
-from coordinator.streams.group import StreamsGroup, StreamsMemberInfo, sources_of, task_key
+from coordinator.streams.group import StreamsGroup, StreamsMemberInfo, sources_of, task_key, tasks_field
 from coordinator.streams.topology import InternalTopic, StreamsTopology
 from wire import stored_records
 from wire.codegen import Message
@@ -160,11 +160,8 @@ def _metadata_hash(group: StreamsGroup) -> int:
 
 
 def _tasks(assignment: Assignment) -> list[Message]:
-    return [
-        {"subtopology_id": key.decode(), "partitions": sorted(partitions)}
-        for key, partitions in sorted(assignment.items())
-        if partitions
-    ]
+    """The heartbeat's task list of ``assignment``, without subtopologies that have no task."""
+    return [dict(tasks) for tasks in tasks_field(assignment) if tasks["partitions"]]
 
 
 def _member_fields(member: ConsumerMember, info: StreamsMemberInfo) -> dict[str, Any]:

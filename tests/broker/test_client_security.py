@@ -16,9 +16,9 @@ from broker.client.security import (
     ClientSecurity,
     SecurityConfigError,
     authenticate,
-    read_properties,
     security_from_properties,
 )
+from broker.config.config import parse_properties
 
 
 def test_a_properties_file_is_read_as_java_reads_it(tmp_path: Path) -> None:
@@ -28,7 +28,7 @@ def test_a_properties_file_is_read_as_java_reads_it(tmp_path: Path) -> None:
         'sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="al=ice" '
         'password="p,w";\nssl.truststore.type=PEM\nssl.truststore.location=/etc/ca.pem\n'
     )
-    security = security_from_properties(read_properties(path))
+    security = security_from_properties(parse_properties(path.read_text()))
     assert security == ClientSecurity(
         protocol="SASL_SSL",
         mechanism="SCRAM-SHA-512",
