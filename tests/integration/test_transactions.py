@@ -18,6 +18,8 @@ from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
 TXN_TIMEOUT_MS = 60_000
+RETRIABLE = (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+COMPLETING = ("PrepareCommit", "PrepareAbort")
 
 
 class Txn:
@@ -92,6 +94,19 @@ class Txn:
     def describe(self) -> dict[str, Any]:
         response = self.client.request(ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [self.id]})
         return response["transaction_states"][0]
+
+    def settled_state(self, timeout: float = 10) -> str:
+        """The transaction's state once its coordinator has loaded and finished any commit or abort
+        it was completing: after a restart DescribeTransactions answers COORDINATOR_LOAD_IN_PROGRESS
+        until the log is replayed, and a recovered PrepareCommit completes in the background."""
+        deadline = time.monotonic() + timeout
+        while True:
+            described = self.describe()
+            settling = described["error_code"] in RETRIABLE or described["transaction_state"] in COMPLETING
+            if not settling or time.monotonic() > deadline:
+                assert described["error_code"] == ErrorCode.NONE, described
+                return described["transaction_state"]
+            time.sleep(0.1)
 
 
 def committed_view(client: RawClient, topic: str) -> tuple[int, list[dict[str, Any]] | None, int]:
@@ -181,10 +196,7 @@ def test_kill_mid_transaction_keeps_it_open_until_it_ends(odradek_broker: Odrade
         txn = Txn(client, "crashy")
         txn.producer_id, txn.epoch = producer
         deadline = time.monotonic() + 10
-        while (error := txn.end(commit=True)) in (
-            ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-            ErrorCode.COORDINATOR_NOT_AVAILABLE,
-        ):
+        while (error := txn.end(commit=True)) in RETRIABLE:
             assert time.monotonic() < deadline
             time.sleep(0.1)
         assert error == ErrorCode.NONE
@@ -192,7 +204,7 @@ def test_kill_mid_transaction_keeps_it_open_until_it_ends(odradek_broker: Odrade
     odradek_broker.restart(crash=True)
     with RawClient(odradek_broker.bootstrap) as client:
         assert committed_view(client, "txn-crash")[:2] == (5, [])
-        assert Txn(client, "crashy").describe()["transaction_state"] == "CompleteCommit"
+        assert Txn(client, "crashy").settled_state() == "CompleteCommit"
 
 
 def write_txn_markers(
