@@ -16,19 +16,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from broker.cli.children import etcd_command, start_child, start_etcd, stop_all, wait_for_port
 from broker.cli.table import render_table
 from broker.client.admin_client import KafkaConnection
-
-READY_TIMEOUT_S = 60.0
 
 
 def add_local_cluster_command(commands: argparse._SubParsersAction) -> None:
@@ -104,8 +101,8 @@ class LocalBroker:
         started = time.monotonic()
         self.process.terminate()
         self.process.wait(timeout=120)
-        self.process = _start(self.command, self.log_path)
-        _wait_for_port(int(self.address.rsplit(":", 1)[1]), self.process, self.log_path)
+        self.process = start_child(self.command, self.log_path)
+        wait_for_port(int(self.address.rsplit(":", 1)[1]), self.process, self.log_path)
         _wait_in_sync(self.address, brokers)
         return time.monotonic() - started
 
@@ -120,55 +117,6 @@ def rolling_restart(brokers: list[LocalBroker]) -> None:
     print("rolling restart done", file=sys.stderr, flush=True)
 
 
-def _start(command: list[str], log_path: Path) -> subprocess.Popen[bytes]:
-    """Start a process with no signal blocked: a broker restarted while this process waits
-    for signals (which it blocks) would inherit the mask and never see its SIGTERM."""
-    with log_path.open("ab") as log_file:
-        return subprocess.Popen(
-            command,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK, ()),
-        )
-
-
-def _wait_for_port(port: int, process: subprocess.Popen[bytes], log_path: Path) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"odradek: a process exited with {process.returncode}; see {log_path}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise SystemExit(f"odradek: nothing listens on port {port} after {READY_TIMEOUT_S:.0f} s; see {log_path}")
-
-
-def _start_etcd(base: Path, port: int) -> tuple[subprocess.Popen[bytes], str]:
-    binary = shutil.which("etcd")
-    if binary is None:
-        raise SystemExit(
-            "odradek: etcd is not installed; install it (Debian: apt-get install etcd-server) "
-            "or pass --etcd etcd://host:port of a running one"
-        )
-    client, peer = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{port + 1}"
-    command = [
-        binary,
-        "--name=local",
-        f"--data-dir={base / 'etcd'}",
-        f"--listen-client-urls={client}",
-        f"--advertise-client-urls={client}",
-        f"--listen-peer-urls={peer}",
-        f"--initial-advertise-peer-urls={peer}",
-        f"--initial-cluster=local={peer}",
-    ]
-    log_path = base / "etcd.log"
-    process = _start(command, log_path)
-    _wait_for_port(port, process, log_path)
-    return process, f"etcd://127.0.0.1:{port}"
-
-
 def run_local_cluster(args: argparse.Namespace) -> None:
     base = Path(args.data_dir).resolve()
     if args.rolling_restart:
@@ -180,8 +128,9 @@ def run_local_cluster(args: argparse.Namespace) -> None:
     try:
         endpoints = args.etcd
         if endpoints is None:
-            etcd, endpoints = _start_etcd(base, args.etcd_port)
-            processes.append(etcd)
+            command = etcd_command(base / "etcd", args.etcd_port, args.etcd_port + 1)
+            processes.append(start_etcd(command, args.etcd_port, base / "etcd.log"))
+            endpoints = f"etcd://127.0.0.1:{args.etcd_port}"
         rows = []
         for node in range(1, args.brokers + 1):
             port = args.port + node - 1
@@ -193,12 +142,12 @@ def run_local_cluster(args: argparse.Namespace) -> None:
             for key in ("offsets.topic.replication.factor", "transaction.state.log.replication.factor"):
                 command += ["--override", f"{key}={internal_replicas}"]
             brokers.append(
-                LocalBroker(node, f"127.0.0.1:{port}", command, log_path, _start(command, log_path))
+                LocalBroker(node, f"127.0.0.1:{port}", command, log_path, start_child(command, log_path))
             )
             rows.append((node, f"127.0.0.1:{port}", str(data), str(log_path)))
         for broker in brokers:
             print(f"waiting for {broker.address} ...", file=sys.stderr)
-            _wait_for_port(int(broker.address.rsplit(":", 1)[1]), broker.process, broker.log_path)
+            wait_for_port(int(broker.address.rsplit(":", 1)[1]), broker.process, broker.log_path)
         print(render_table(["node", "address", "data", "log"], rows))
         print(
             f"\netcd: {endpoints}\nbootstrap.servers={','.join(row[1] for row in rows)}\n"
@@ -216,12 +165,5 @@ def run_local_cluster(args: argparse.Namespace) -> None:
         print("stopping the cluster ...", file=sys.stderr)
     finally:
         (base / PID_FILE).unlink(missing_ok=True)
-        processes += [broker.process for broker in brokers]
-        for process in reversed(processes):
-            if process.poll() is None:
-                process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop_all([broker.process for broker in brokers])
+        stop_all(processes)

@@ -18,6 +18,7 @@ import argparse
 import logging
 import signal
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import trio
@@ -64,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="join the cluster whose metadata is in this etcd (shortcut for cluster.etcd.endpoints)",
     )
     run.add_argument(
+        "--processes",
+        metavar="N|auto",
+        help="run N broker processes to use N cores, auto = every usable core (shortcut for num.processes)",
+    )
+    run.add_argument(
         "--override",
         action="append",
         default=[],
@@ -98,6 +104,7 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         ("advertised_listeners", "advertised.listeners"),
         ("node_id", "node.id"),
         ("cluster", "cluster.etcd.endpoints"),
+        ("processes", "num.processes"),
     ):
         value = getattr(args, flag)
         if value is not None:
@@ -161,6 +168,20 @@ def main(argv: list[str] | None = None) -> int:
     return run_serve(args)
 
 
+def refuse_processes_data(config: BrokerConfig) -> None:
+    """A single broker must not open the data of ``--processes N`` (it would read each
+    process's directory as a partition)."""
+    from broker.cli.processes import MARKER
+
+    for directory in config.log_dirs:
+        marker = Path(directory) / MARKER
+        if marker.exists():
+            raise ConfigError(
+                f"{directory} holds the data of odradek serve --processes ({marker.read_text().strip()}); "
+                "start it with the same --processes"
+            )
+
+
 def run_serve(args: argparse.Namespace) -> int:
     """``odradek serve``: the broker, until SIGINT or SIGTERM; its exit status."""
     from broker.node.server import Broker
@@ -177,7 +198,12 @@ def run_serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"odradek: configuration error: {exc}", file=sys.stderr)
         return 2
+    if config.processes > 1:
+        from broker.cli.processes import run_processes
+
+        return run_processes(args, config)
     try:
+        refuse_processes_data(config)
         broker = Broker(config)
     except ConfigError as exc:
         print(f"odradek: configuration error: {exc}", file=sys.stderr)

@@ -230,6 +230,11 @@ class BrokerConfig:
         self.listeners  # noqa: B018 - parses them; each listener's security is checked by the broker
         if self.get("advertised.listeners"):
             parse_listeners(self.get("advertised.listeners") or "")
+        names = {listener.name for listener in self.listeners}
+        for shared in self.shared_listeners:
+            if shared.name not in names:
+                raise ConfigError(f"shared.listeners names {shared.name}, which listeners does not define")
+        self.processes  # noqa: B018 - parses num.processes
         if self.get("metrics.listener"):
             parse_metrics_listener(self.get("metrics.listener") or "")
         selector = self.get("replica.selector.class")
@@ -295,6 +300,21 @@ class BrokerConfig:
     @property
     def listeners(self) -> list[Listener]:
         return parse_listeners(self.get("listeners") or "")
+
+    @property
+    def shared_listeners(self) -> list[Listener]:
+        text = self.get("shared.listeners") or ""
+        return parse_listeners(text) if text.strip() else []
+
+    @property
+    def processes(self) -> int:
+        """``num.processes``: a positive count, or ``auto`` for the cores this process may use."""
+        value = (self.get("num.processes") or "1").strip()
+        if value == "auto":
+            return len(os.sched_getaffinity(0))
+        if not value.isdigit() or int(value) < 1:
+            raise ConfigError(f"num.processes must be a positive number or auto, not {value!r}")
+        return int(value)
 
     @property
     def advertised_listeners(self) -> list[Listener]:

@@ -125,7 +125,36 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef(
             "cluster.etcd.prefix", T.STRING, "/odradek", "Odradek's own: the etcd key prefix of this cluster."
         ),
-        ConfigDef("broker.rack", T.STRING, None, "Rack of this broker, for rack-aware replica placement."),
+        ConfigDef(
+            "broker.rack",
+            T.STRING,
+            None,
+            "Rack of this broker, for rack-aware replica placement (with num.processes > 1: the "
+            "machine's host name unless set).",
+        ),
+        ConfigDef(
+            "num.processes",
+            T.STRING,
+            "1",
+            "Odradek's own: broker processes this machine runs, each a broker with its own node id "
+            "(node.id, node.id+1, ...), so that a machine's cores all serve; auto = the usable cores. "
+            "docs/PROCESSES.md.",
+        ),
+        ConfigDef(
+            "shared.listeners",
+            T.LIST,
+            "",
+            "Odradek's own, set by num.processes > 1: listeners that every broker process of the "
+            "machine binds together (SO_REUSEPORT), each served as the listener of the same name in "
+            "listeners, so that clients bootstrap from one address; never advertised.",
+        ),
+        ConfigDef(
+            "broker.machine",
+            T.STRING,
+            None,
+            "Odradek's own, set by num.processes > 1: the machine this broker runs on; two replicas "
+            "of a partition are never placed on brokers of one machine. Unset: a machine of its own.",
+        ),
         ConfigDef(
             "replica.selector.class",
             T.STRING,

@@ -280,13 +280,17 @@ async def start_metrics_endpoint(broker: Broker, nursery: trio.Nursery) -> None:
         log.info("serving Prometheus metrics at http://%s:%d/metrics", host or "0.0.0.0", port)
 
 
-async def listening_socket(host: str, port: int) -> trio.socket.SocketType:
+async def listening_socket(host: str, port: int, *, shared: bool = False) -> trio.socket.SocketType:
     """A socket listening on ``host:port`` (every interface for an empty host); a port that
-    cannot be bound raises ``BindFailure``, which the CLI prints as one line."""
+    cannot be bound raises ``BindFailure``, which the CLI prints as one line.  A ``shared`` one
+    (``shared.listeners``) is bound by every process of the machine at once: the kernel spreads
+    the connections over them (SO_REUSEPORT)."""
     sock = trio.socket.socket(
         trio.socket.AF_INET6 if ":" in host else trio.socket.AF_INET, trio.socket.SOCK_STREAM
     )
     sock.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_REUSEADDR, 1)
+    if shared:
+        sock.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_REUSEPORT, 1)
     try:
         await sock.bind((host or "0.0.0.0", port))
     except OSError as exc:
@@ -311,6 +315,9 @@ async def serve(
             bound_port = sock.getsockname()[1]
             broker.listeners.append(Listener(listener.name, listener.host, bound_port))
             sockets.append((listener.name, sock))
+        for listener in broker.config.shared_listeners:
+            sockets.append((listener.name, await listening_socket(listener.host, listener.port, shared=True)))
+            log.info("bootstrap address %s:%d shared with this machine's other processes", listener.host, listener.port)
         log.info("accepting up to %d connections (max.connections)", limits.max_connections)
         for listener_name, sock in sockets:
             security = broker.listener_security[listener_name]

@@ -37,6 +37,18 @@ def test_placement_puts_replicas_on_distinct_racks_when_it_can() -> None:
         assert len({racks[r] for r in replicas}) == 3
 
 
+def test_processes_of_one_machine_never_hold_two_replicas_of_a_partition() -> None:
+    # Two machines of three processes each (num.processes=3), racks unset as in a lone rack.
+    machines = {1: "m1", 2: "m1", 3: "m1", 4: "m2", 5: "m2", 6: "m2"}
+    assignments = assign_replicas(dict.fromkeys(machines), 12, 2, machines=machines)
+    assert all({machines[r] for r in replicas} == {"m1", "m2"} for replicas in assignments)
+    assert Counter(replicas[0] for replicas in assignments) == dict.fromkeys(machines, 2)
+    with pytest.raises(PlacementError, match="only 2 machine"):
+        assign_replicas(dict.fromkeys(machines), 1, 3, machines=machines)
+    # Brokers without a machine are machines of their own, as before.
+    assert len(assign_replicas({1: None, 2: None, 3: None}, 1, 3, machines={1: "m1"})[0]) == 3
+
+
 def test_rack_alternated_interleaves_racks() -> None:
     assert rack_alternated({1: "a", 2: "a", 3: "b", 4: "b"}) == [1, 3, 2, 4]
 

@@ -39,6 +39,8 @@ class BrokerRecord:
     shutting_down: bool = False
     """In a controlled shutdown: alive, but neither to lead nor to join an ISR (Kafka's
     controlled-shutdown broker state)."""
+    machine: str | None = None
+    """``broker.machine``: the brokers of one machine never hold two replicas of a partition."""
 
     def endpoint(self, listener: str) -> Endpoint | None:
         return next((e for e in self.endpoints if e.listener == listener), None)
@@ -139,6 +141,7 @@ def encode(record: object) -> bytes:
             "rack": record.rack,
             "incarnation": record.incarnation,
             "shutting_down": record.shutting_down,
+            "machine": record.machine,
         }
     elif isinstance(record, PartitionRecord):
         body = {
@@ -183,6 +186,7 @@ def decode_broker(value: bytes) -> BrokerRecord:
         body.get("rack"),
         str(body["incarnation"]),
         bool(body.get("shutting_down", False)),
+        body.get("machine"),
     )
 
 

@@ -126,7 +126,12 @@ class ClusterNode:
             for a in broker.config.advertised_listeners
         )
         return BrokerRecord(
-            broker.node_id, endpoints, broker.config.get("broker.rack"), incarnation, self._shutting_down
+            broker.node_id,
+            endpoints,
+            broker.config.get("broker.rack"),
+            incarnation,
+            self._shutting_down,
+            broker.config.get("broker.machine") or None,
         )
 
     def _unclean(self, topic: str) -> bool:
@@ -252,8 +257,11 @@ class ClusterNode:
     def _placement(self, partitions: int, replication_factor: int, first: int = 0) -> list[tuple[int, ...]]:
         image = self.metadata.image
         racks = {node: found.record.rack for node, found in image.brokers.items()}
+        machines = {node: found.record.machine for node, found in image.brokers.items()}
         try:
-            return assign_replicas(racks, partitions, replication_factor, first_partition=first, start=first)
+            return assign_replicas(
+                racks, partitions, replication_factor, machines=machines, first_partition=first, start=first
+            )
         except PlacementError as exc:
             raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, str(exc)) from exc
 

@@ -5,6 +5,9 @@ replica of partition ``p`` is broker ``(start + p) % n`` and the others follow a
 grows every ``n`` partitions, so leaders and followers spread evenly.  With racks, a replica skips
 a broker whose rack (or which itself) already holds one while racks without one remain.  The start
 and shift are random in Kafka; here they come from the caller so placement is reproducible.
+
+Odradek adds one rule: brokers that are processes of one machine (``broker.machine``, set by
+``num.processes``) never hold two replicas of a partition, since the machine fails as one.
 """
 
 from __future__ import annotations
@@ -33,16 +36,25 @@ def assign_replicas(
     partitions: int,
     replication_factor: int,
     *,
+    machines: Mapping[int, str | None] | None = None,
     first_partition: int = 0,
     start: int = 0,
 ) -> list[tuple[int, ...]]:
-    """Replicas of partitions ``first_partition ..`` over the brokers ``racks`` (id -> rack)."""
+    """Replicas of partitions ``first_partition ..`` over the brokers ``racks`` (id -> rack),
+    no two on one of ``machines`` (id -> machine; a broker without one is a machine of its own)."""
     brokers = rack_alternated(racks)
     n = len(brokers)
+    unable = f"Unable to replicate the partition {replication_factor} time(s): The target replication factor"
     if replication_factor > n:
         raise PlacementError(
-            f"Unable to replicate the partition {replication_factor} time(s): The target replication "
-            f"factor of {replication_factor} cannot be reached because only {n} broker(s) are registered."
+            f"{unable} of {replication_factor} cannot be reached because only {n} broker(s) are registered."
+        )
+    machine_of = {node: (machines or {}).get(node) or f"broker {node}" for node in brokers}
+    machine_count = len(set(machine_of.values()))
+    if replication_factor > machine_count:
+        raise PlacementError(
+            f"{unable} of {replication_factor} cannot be reached because the {n} broker(s) run on only "
+            f"{machine_count} machine(s), and two replicas of a partition never share a machine."
         )
     rack_count = len(set(racks.values()))
     assignments = []
@@ -55,8 +67,8 @@ def assign_replicas(
         while len(replicas) < replication_factor:
             candidate = brokers[(first + shift + k) % n]
             k += 1
-            if candidate in replicas:
-                continue
+            if machine_of[candidate] in {machine_of[r] for r in replicas}:
+                continue  # the broker itself, or another process of its machine
             if racks[candidate] in used_racks and len(used_racks) < rack_count and k < 2 * n:
                 continue
             replicas.append(candidate)
