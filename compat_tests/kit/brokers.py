@@ -197,9 +197,10 @@ def _port_range() -> tuple[int, int]:
     return low, high
 
 
-def free_ports(count: int) -> list[int]:
+def free_ports(count: int, run: int = 1) -> list[int]:
     """Ports that are free right now, below the ephemeral range; all sockets stay bound until
-    all are chosen, so they differ.
+    all are chosen, so they differ.  With ``run`` > 1, each chosen port is the first of ``run``
+    free ports in a row (``odradek serve --processes``: the shared port, then one per process).
 
     A broker restarted on its port must find it free again. Ports the kernel picks for
     ``bind(0)`` come from the range it also gives outgoing connections, and the clients still
@@ -209,18 +210,20 @@ def free_ports(count: int) -> list[int]:
     with ExitStack() as stack:
         chosen: list[int] = []
         while len(chosen) < count:
-            port = _PORT_CHOICE.randrange(low, high)
-            sock = stack.enter_context(socket.socket())
+            port = _PORT_CHOICE.randrange(low, high - run)
+            sockets = [stack.enter_context(socket.socket()) for _ in range(run)]
             try:
-                sock.bind(("127.0.0.1", port))
+                for offset, sock in enumerate(sockets):
+                    sock.bind(("127.0.0.1", port + offset))
             except OSError:
                 continue
             chosen.append(port)
         return chosen
 
 
-def wait_until_ready(broker: RunningBroker, timeout: float = READY_TIMEOUT_S) -> None:
-    """Block until the broker answers Metadata with itself in it, or fail with its log."""
+def wait_until_ready(broker: RunningBroker, timeout: float = READY_TIMEOUT_S, brokers: int = 1) -> None:
+    """Block until the broker answers Metadata with itself (and ``brokers`` in all) in it, or
+    fail with its log."""
     host, port = broker.bootstrap.rsplit(":", 1)
     deadline = time.monotonic() + timeout
     last_error = "no answer"
@@ -231,9 +234,10 @@ def wait_until_ready(broker: RunningBroker, timeout: float = READY_TIMEOUT_S) ->
                 f"{broker.log_tail()}"
             )
         try:
-            if metadata_broker_count(host, int(port), timeout=2.0) > 0:
+            listed = metadata_broker_count(host, int(port), timeout=2.0)
+            if listed >= brokers:
                 return
-            last_error = "Metadata listed no brokers"
+            last_error = f"Metadata listed {listed} of {brokers} brokers"
         except (OSError, struct.error) as exc:
             last_error = str(exc)
         time.sleep(0.2)
@@ -278,10 +282,11 @@ def properties_text(values: Mapping[str, str]) -> str:
     return "".join(f"{key}={value}\n" for key, value in values.items())
 
 
-def _extra_listeners(extra: Mapping[str, str]) -> tuple[dict[str, str], str, str]:
-    """Addresses for extra listeners (name -> security protocol) on free ports, and their
-    ``listeners`` entries and ``listener.security.protocol.map`` entries, comma-led."""
-    ports = free_ports(len(extra))
+def _extra_listeners(extra: Mapping[str, str], run: int = 1) -> tuple[dict[str, str], str, str]:
+    """Addresses for extra listeners (name -> security protocol) on free ports (each the first
+    of ``run`` in a row), and their ``listeners`` entries and ``listener.security.protocol.map``
+    entries, comma-led."""
+    ports = free_ports(len(extra), run)
     addresses = {name: f"127.0.0.1:{port}" for name, port in zip(extra, ports, strict=True)}
     listeners = "".join(f",{name}://{address}" for name, address in addresses.items())
     protocols = "".join(f",{name}:{protocol}" for name, protocol in extra.items())
@@ -412,15 +417,20 @@ def start_odradek(
     overrides: Mapping[str, str] | None = None,
     extra_listeners: Mapping[str, str] | None = None,
     log_level: str = "INFO",
+    processes: int = 1,
 ) -> RunningBroker:
     """Start ``odradek serve`` on a free port with the suite's settings; return once it serves.
 
     ``extra_listeners`` (name -> security protocol) are added beside PLAINTEXT on free ports.
     ``log_level`` DEBUG shows what Odradek logs per request of a kind, e.g. each telemetry push.
+    ``processes`` > 1 runs ``serve --processes`` (the broker kind ``odradek-processes``): every
+    port is then a bootstrap address followed by the processes' own, and the start returns once
+    Metadata lists all of them.
     """
     workdir.mkdir(parents=True, exist_ok=True)
-    (port,) = free_ports(1)
-    addresses, extra, protocols = _extra_listeners(extra_listeners or {})
+    run = processes + 1 if processes > 1 else 1
+    (port,) = free_ports(1, run)
+    addresses, extra, protocols = _extra_listeners(extra_listeners or {}, run)
     command = [
         odradek_command(),
         "serve",
@@ -434,16 +444,31 @@ def start_odradek(
     for key, value in {**SUITE_OVERRIDES, **(overrides or {})}.items():
         command += ["--override", f"{key}={value}"]
     command += ["--log-level", log_level]
+    if processes > 1:
+        command += ["--processes", str(processes)]
     log_path = workdir / "odradek.log"
     process = launch(command, workdir, log_path)
     broker = RunningBroker(
         f"127.0.0.1:{port}", "odradek", process, log_path, dict(overrides or {}), addresses
     )
-    wait_until_ready(broker)
+    wait_until_ready(broker, brokers=processes)
     return broker
 
 
-BROKER_KINDS = {"odradek": start_odradek, "apache-kafka": start_apache_kafka}
+def start_odradek_processes(
+    workdir: Path,
+    overrides: Mapping[str, str] | None = None,
+    extra_listeners: Mapping[str, str] | None = None,
+) -> RunningBroker:
+    """``odradek serve --processes 2``: the suite's broker kind ``odradek-processes``."""
+    return start_odradek(workdir, overrides, extra_listeners, processes=2)
+
+
+BROKER_KINDS = {
+    "odradek": start_odradek,
+    "odradek-processes": start_odradek_processes,
+    "apache-kafka": start_apache_kafka,
+}
 
 
 def start_broker(

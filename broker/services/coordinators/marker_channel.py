@@ -69,8 +69,14 @@ def write_local_marker(broker: MarkedNode, txn: TxnKey, tp: TopicPartition) -> E
     it), or the log's refusal (KAFKA_STORAGE_ERROR, INVALID_PRODUCER_EPOCH, ...)."""
     topic, partition = tp
     partition_log, info = broker.partitions.get(topic, partition), broker.topics.get(topic)
-    if partition_log is None or info is None:
+    if info is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    in_cluster = broker.replicas is not None
+    if partition_log is None:
+        # In a cluster a partition of a live topic that has no replica here is led elsewhere: its
+        # marker must go there (counting it as marked lost the markers of every partition this
+        # broker holds no replica of, and left read_committed consumers stuck before them).
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER if in_cluster else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if broker.replicas is not None and broker.replicas.leader(tp) is None:
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
     leader_epoch = partition_writes.leader_epoch_of(broker, topic, partition)

@@ -1,0 +1,204 @@
+"""``odradek serve --processes 2``: one command, two brokers (one per core) behind one bootstrap
+address, supervised: a process that dies is restarted and rejoins, SIGTERM stops all cleanly,
+SIGKILL of the supervisor leaves no process behind, and a restart keeps the data.
+
+Real clients over real sockets throughout (librdkafka, and the project's protocol client for what
+clients hide: which broker answered, the ports advertised)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from broker.client.admin_client import KafkaConnection
+from compat_tests.kit.brokers import RunningBroker, free_ports, odradek_command, start_odradek
+from compat_tests.kit.fixtures import require_etcd
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def children_of(pid: int) -> list[int]:
+    """The direct children of ``pid`` (the supervisor's brokers and etcd)."""
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(child) for child in path.read_text().split()] if path.exists() else []
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split()[2] != "Z"
+
+
+def wait_for(condition, what: str, timeout: float = 60.0):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not (result := condition()):
+        assert time.monotonic() < deadline, f"not {what} after {timeout:.0f} s"
+        time.sleep(0.3)
+    return result
+
+
+def broker_ports(bootstrap: str) -> dict[int, int]:
+    with KafkaConnection(bootstrap, timeout=5) as connection:
+        return {b["node_id"]: b["port"] for b in connection.metadata()["brokers"]}
+
+
+@pytest.fixture
+def processes(tmp_path: Path) -> Iterator[RunningBroker]:
+    require_etcd()
+    broker = start_odradek(tmp_path, processes=2)
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def test_two_processes_serve_one_bootstrap_address_and_a_transaction_across_both(
+    processes: RunningBroker,
+) -> None:
+    port = int(processes.bootstrap.rsplit(":", 1)[1])
+    assert broker_ports(processes.bootstrap) == {1: port + 1, 2: port + 2}
+    admin = AdminClient({"bootstrap.servers": processes.bootstrap})
+    admin.create_topics([NewTopic("spread", 4, 1)])["spread"].result(timeout=30)
+    leaders = {
+        p.id: p.leader for p in admin.list_topics("spread", timeout=10).topics["spread"].partitions.values()
+    }
+    assert set(leaders.values()) == {1, 2}  # partitions spread over both processes
+    # Two replicas on two processes of one machine would fail together: refused, with the reason.
+    refused = admin.create_topics([NewTopic("twice", 1, 2)])["twice"]
+    with pytest.raises(KafkaException, match="only 1 machine"):
+        refused.result(timeout=30)
+
+    producer = Producer({"bootstrap.servers": processes.bootstrap, "transactional.id": "across"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(40):
+        producer.produce("spread", str(i).encode(), partition=i % 4)
+    producer.commit_transaction(30)
+    producer.begin_transaction()
+    producer.produce("spread", b"aborted", partition=0)
+    producer.produce("spread", b"aborted", partition=1)
+    producer.abort_transaction(30)
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": processes.bootstrap,
+            "group.id": "across",
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+        }
+    )
+    consumer.subscribe(["spread"])
+    seen: list[bytes] = []
+    deadline = time.monotonic() + 60
+    while len(seen) < 40 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            seen.append(message.value())
+    consumer.close()
+    assert sorted(seen, key=int) == [str(i).encode() for i in range(40)]
+
+
+def test_a_killed_process_is_restarted_and_rejoins(processes: RunningBroker) -> None:
+    assert processes.process is not None
+    supervisor = processes.process.pid
+    before = set(children_of(supervisor))
+    victim = next(pid for pid in before if b"--node-id\x002" in Path(f"/proc/{pid}/cmdline").read_bytes())
+    os.kill(victim, signal.SIGKILL)
+    replacement = wait_for(lambda: set(children_of(supervisor)) - before, "restarted")
+    assert victim not in children_of(supervisor) and len(replacement) == 1
+    wait_for(lambda: broker_ports(processes.bootstrap).keys() == {1, 2}, "rejoined")
+    admin = AdminClient({"bootstrap.servers": processes.bootstrap})
+    admin.create_topics([NewTopic("after", 2, 1)])["after"].result(timeout=30)
+    producer = Producer({"bootstrap.servers": processes.bootstrap, "acks": "all"})
+    for partition in (0, 1):
+        producer.produce("after", b"x", partition=partition)
+    assert producer.flush(30) == 0
+    assert "node 2 exited with -9" in (processes.log_tail() or "")
+
+
+def test_sigkill_of_the_supervisor_leaves_no_process_behind(processes: RunningBroker) -> None:
+    assert processes.process is not None
+    children = children_of(processes.process.pid)
+    assert len(children) == 3  # etcd and two brokers
+    processes.process.kill()
+    processes.process.wait()
+    wait_for(lambda: not any(alive(pid) for pid in children), "all gone")
+
+
+def test_sigterm_stops_all_cleanly_and_a_restart_keeps_the_records(tmp_path: Path) -> None:
+    require_etcd()
+    (port,) = free_ports(1, run=3)
+    command = [odradek_command(), "serve", "--processes", "2", "--data-dir", str(tmp_path / "data")]
+    command += ["--listeners", f"PLAINTEXT://127.0.0.1:{port}"]
+
+    def serve() -> subprocess.Popen[str]:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for line in process.stdout or ():  # the table, printed once both processes listen
+            if "Ctrl-C stops them" in line:
+                return process
+        raise AssertionError(f"no table: {process.communicate()}")
+
+    bootstrap = f"127.0.0.1:{port}"
+    first = serve()
+    try:
+        wait_for(lambda: broker_ports(bootstrap).keys() == {1, 2}, "both registered")
+        admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: a dropped handle ends its futures
+        admin.create_topics([NewTopic("kept", 2, 1)])["kept"].result(30)
+        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+        for i in range(10):
+            producer.produce("kept", str(i).encode(), partition=i % 2)
+        assert producer.flush(30) == 0
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=120)
+    assert first.returncode == 0
+    for index in (1, 2):
+        log = (tmp_path / "data" / f"process-{index}.log").read_text()
+        assert "controlled shutdown" in log and "stopped cleanly" in log
+
+    # The same directory without --processes is refused, not read as topics named "process".
+    refused = subprocess.run(
+        [
+            odradek_command(),
+            "serve",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--listeners",
+            "PLAINTEXT://127.0.0.1:0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2 and "start it with the same --processes" in refused.stderr
+
+    second = serve()
+    try:
+        wait_for(lambda: broker_ports(bootstrap).keys() == {1, 2}, "both registered again")
+        consumer = Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": "kept", "auto.offset.reset": "earliest"}
+        )
+        consumer.subscribe(["kept"])
+        seen: set[bytes] = set()
+        deadline = time.monotonic() + 60
+        while len(seen) < 10 and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                seen.add(message.value())
+        consumer.close()
+        assert seen == {str(i).encode() for i in range(10)}
+    finally:
+        second.send_signal(signal.SIGTERM)
+        second.communicate(timeout=120)
+    assert second.returncode == 0
