@@ -6,7 +6,8 @@ acks=all (``bench.replicated``); ``python -m bench hostile ...`` a healthy clien
 hostile connections (``bench.hostile``); ``python -m bench rolling-restart`` produce latency while
 a cluster's brokers restart in turn (``bench.rolling_restart``); ``python -m bench share-consumers``
 a share group's records/s (``bench.share_consumers``); ``python -m bench streams-rebalance`` the
-time from a Kafka Streams instance's SIGKILL to a rebalanced group (``bench.streams_rebalance``).
+time from a Kafka Streams instance's SIGKILL to a rebalanced group (``bench.streams_rebalance``);
+``python -m bench cores`` one process beside ``serve --processes N`` and Kafka (``bench.cores``).
 
 Why both brokers in one run: this machine is shared and noisy, so figures from different
 runs do not compare; interleaving the brokers within one run (and --repeat) does. The same
@@ -21,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import NoReturn
 
-from bench import hostile, replicated, rolling_restart, scale, share_consumers, streams_rebalance
+from bench import cores, hostile, replicated, rolling_restart, scale, share_consumers, streams_rebalance
 from bench.launchers import add_build_option, builds_of, make_launchers, names_of, securities
 from bench.report import add_trial_options, report
 from bench.throughput import Settings, interleave, run_trial
@@ -69,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         return scale.main(argv[1:])
     if argv[:1] == ["replicated"]:
         return replicated.main(argv[1:])
+    if argv[:1] == ["cores"]:
+        return cores.main(argv[1:])
     if argv[:1] == ["hostile"]:
         return hostile.main(argv[1:])
     if argv[:1] == ["rolling-restart"]:

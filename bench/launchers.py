@@ -128,11 +128,15 @@ class OdradekLauncher:
         overrides: Sequence[str] = (),
         security: Security = PLAINTEXT,
         build: tuple[str, str] | None = None,
+        processes: int = 1,
     ) -> None:
         self.overrides = list(overrides)
         self.security = security
         self.build = build
+        self.processes = processes
+        """``serve --processes N`` when above 1 (named ``odradek-pN``): its brokers are measured."""
         base = f"odradek@{build[0]}" if build else "odradek"
+        base += f"-p{processes}" if processes > 1 else ""
         self.name = f"{base}+{security.label}" if security.label else base
 
     def _binary(self) -> str | None:
@@ -152,6 +156,8 @@ class OdradekLauncher:
             argv += ["--override", f"{key}={value}"]
         for override in self.overrides:
             argv += ["--override", override]
+        if self.processes > 1:
+            argv += ["--processes", str(self.processes)]
         return argv
 
 
@@ -293,15 +299,32 @@ class BrokerFailed(RuntimeError):
     """The broker did not come up, or died; the message carries the tail of its log."""
 
 
-def free_port() -> int:
-    """Ask the kernel for an unused loopback port.
+def free_port(run: int = 1) -> int:
+    """Ask the kernel for an unused loopback port (the first of ``run`` unused in a row:
+    ``serve --processes N`` takes the port and the N after it).
 
     The port is released before the broker binds it, so another process could take it in
     between; on a quiet benchmark machine that race is rare, and the readiness check catches it.
     """
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
+    while True:
+        with contextlib.ExitStack() as stack:
+            first = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            first.bind((HOST, 0))
+            port = first.getsockname()[1]
+            try:
+                for offset in range(1, run):
+                    stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)).bind(
+                        (HOST, port + offset)
+                    )
+            except OSError:
+                continue
+            return port
+
+
+def broker_children(pid: int) -> tuple[int, ...]:
+    """The broker processes ``serve --processes`` started (not its etcd)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return tuple(int(c) for c in children if b"serve" in Path(f"/proc/{c}/cmdline").read_bytes())
 
 
 def log_tail(path: Path, lines: int = 20) -> str:
@@ -312,24 +335,28 @@ def log_tail(path: Path, lines: int = 20) -> str:
         return "(no log)"
 
 
-def answers_metadata(broker: RunningBroker, timeout_s: float) -> bool:
-    """True if the broker answers a Metadata request (what every client does first)."""
+def answers_metadata(broker: RunningBroker, timeout_s: float, brokers: int = 1) -> bool:
+    """True if the broker answers a Metadata request (what every client does first) listing
+    ``brokers`` brokers at least."""
     admin = AdminClient(broker.librdkafka(log_level=0))
     try:
         metadata = admin.list_topics(timeout=timeout_s)
     except Exception:  # KafkaException on timeout; any failure just means "not ready yet"
         return False
-    return bool(metadata.brokers)
+    return len(metadata.brokers) >= brokers
 
 
-def _wait_ready(proc: subprocess.Popen[bytes], broker: RunningBroker, timeout_s: float) -> None:
-    """Poll until Metadata is answered; fail fast if the process exits meanwhile."""
+def _wait_ready(
+    proc: subprocess.Popen[bytes], broker: RunningBroker, timeout_s: float, brokers: int = 1
+) -> None:
+    """Poll until Metadata is answered (listing ``brokers``); fail fast if the process exits
+    meanwhile."""
     log_path = broker.log_path
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise BrokerFailed(f"exited with code {proc.returncode}:\n{log_tail(log_path)}")
-        if answers_metadata(broker, timeout_s=1.0):
+        if answers_metadata(broker, timeout_s=1.0, brokers=brokers):
             return
         time.sleep(0.1)
     raise BrokerFailed(f"not answering Metadata after {timeout_s:.0f}s:\n{log_tail(log_path)}")
@@ -366,7 +393,8 @@ def running(launcher: Launcher) -> Iterator[RunningBroker]:
         data_dir = workdir / "data"
         data_dir.mkdir()
         log_path = workdir / "broker.log"
-        port = free_port()
+        processes = getattr(launcher, "processes", 1)
+        port = free_port(run=processes + 1 if processes > 1 else 1)
         broker = RunningBroker(launcher.name, f"{HOST}:{port}", 0, log_path, launcher.security.client_config)
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
@@ -379,7 +407,10 @@ def running(launcher: Launcher) -> Iterator[RunningBroker]:
             )
         try:
             broker = replace(broker, pid=proc.pid)
-            _wait_ready(proc, broker, getattr(launcher, "ready_timeout_s", READY_TIMEOUT_S))
+            _wait_ready(proc, broker, getattr(launcher, "ready_timeout_s", READY_TIMEOUT_S), processes)
+            if processes > 1:  # the brokers are measured, not their supervisor
+                first, *others = broker_children(proc.pid)
+                broker = replace(broker, pid=first, other_pids=tuple(others))
             try:
                 yield broker
             except Exception as exc:

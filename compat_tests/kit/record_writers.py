@@ -30,10 +30,11 @@ def writers_at(
     bootstrap: str, topic: str, places: Iterable[tuple[int, int]]
 ) -> dict[tuple[int, int], Writer]:
     """The writer of the record at each (partition, offset) of ``places``, asked of each broker
-    of ``bootstrap`` (comma-separated) until one answers (the partition's leader; the others
-    refuse with NOT_LEADER_OR_FOLLOWER, a stopped one does not answer); places no broker names
-    are left out, and the checker counts their copies as duplicated."""
-    addresses = bootstrap.split(",")
+    of ``bootstrap`` (comma-separated) and each it advertises until one answers (the partition's
+    leader; the others refuse with NOT_LEADER_OR_FOLLOWER, a stopped one does not answer); places
+    no broker names are left out, and the checker counts their copies as duplicated.  (A bootstrap
+    address can stand for several brokers: ``odradek serve --processes`` shares one port.)"""
+    addresses = advertised(bootstrap) + bootstrap.split(",")
     found: dict[tuple[int, int], Writer] = {}
     for partition, offset in places:
         for address in addresses:
@@ -45,6 +46,17 @@ def writers_at(
                 found[(partition, offset)] = writer
                 break
     return found
+
+
+def advertised(bootstrap: str) -> list[str]:
+    """``host:port`` of every broker the first answering bootstrap address lists."""
+    for address in bootstrap.split(","):
+        try:
+            brokers = ask(address, ApiKey.METADATA, 1, {"topics": []}, FETCH_TIMEOUT_S)["brokers"]
+        except OSError:
+            continue
+        return [f"{b['host']}:{b['port']}" for b in brokers]
+    return []
 
 
 def _writer(address: str, topic: str, partition: int, offset: int) -> Writer | None:
