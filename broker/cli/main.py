@@ -168,18 +168,16 @@ def main(argv: list[str] | None = None) -> int:
     return run_serve(args)
 
 
-def refuse_processes_data(config: BrokerConfig) -> None:
-    """A single broker must not open the data of ``--processes N`` (it would read each
-    process's directory as a partition)."""
+def processes_data(config: BrokerConfig) -> str | None:
+    """``num.processes=N`` if ``odradek serve --processes`` keeps its data in ``log.dirs``: a
+    single broker must not open it (it would read each process's directory as a partition)."""
     from broker.cli.processes import MARKER
 
     for directory in config.log_dirs:
         marker = Path(directory) / MARKER
         if marker.exists():
-            raise ConfigError(
-                f"{directory} holds the data of odradek serve --processes ({marker.read_text().strip()}); "
-                "start it with the same --processes"
-            )
+            return marker.read_text().strip()
+    return None
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -198,12 +196,16 @@ def run_serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"odradek: configuration error: {exc}", file=sys.stderr)
         return 2
-    if config.processes > 1:
+    if config.processes > 1 or ("num.processes" in config.explicit and processes_data(config)):
         from broker.cli.processes import run_processes
 
         return run_processes(args, config)
     try:
-        refuse_processes_data(config)
+        if processes_data(config):
+            raise ConfigError(
+                f"{config.log_dirs[0]} holds the data of odradek serve --processes "
+                f"({processes_data(config)}); start it with --processes (the same N, or another to move its partitions)"
+            )
         broker = Broker(config)
     except ConfigError as exc:
         print(f"odradek: configuration error: {exc}", file=sys.stderr)

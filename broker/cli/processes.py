@@ -20,6 +20,7 @@ get SIGTERM from Linux (``broker.cli.children``).
 from __future__ import annotations
 
 import argparse
+import shutil
 import signal
 import socket
 import subprocess
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from broker.cli.children import etcd_command, free_port, start_child, stop_all, wait_for_port
+from broker.cli.process_moves import move_partitions, wait_registered
 from broker.cli.table import render_table
 from broker.config.config import BrokerConfig, ConfigError, Listener
 
@@ -155,18 +157,28 @@ def child_command(args: argparse.Namespace, config: BrokerConfig, index: int, en
     return command
 
 
+def recorded_processes(base: Path) -> int | None:
+    """How many processes last ran on ``base`` (its :data:`MARKER`), None on a fresh one."""
+    try:
+        text = (base / MARKER).read_text()
+    except FileNotFoundError:
+        return None
+    return int(text.strip().split("=", 1)[1])
+
+
 def run_processes(args: argparse.Namespace, config: BrokerConfig) -> int:
     """Supervise ``config.processes`` brokers until SIGINT or SIGTERM; the exit status."""
     processes = config.processes
     base = Path(config.log_dirs[0]).resolve()
+    previous = recorded_processes(base)
+    started = max(processes, previous or 0)  # fewer than last time: the extra ones hand over first
     try:
-        check_ports(config, processes)
+        check_ports(config, started)
         check_data_dir(base)
     except ConfigError as exc:
         print(f"odradek: configuration error: {exc}", file=sys.stderr)
         return 2
     base.mkdir(parents=True, exist_ok=True)
-    (base / MARKER).write_text(f"num.processes={processes}\n")
     etcd: Child | None = None
     brokers: list[Child] = []
     try:
@@ -178,7 +190,7 @@ def run_processes(args: argparse.Namespace, config: BrokerConfig) -> int:
             etcd.start()
             etcd.wait_ready()
             endpoints = f"etcd://127.0.0.1:{client_port}"
-        for index in range(1, processes + 1):
+        for index in range(1, started + 1):
             broker = Child(
                 f"node {config.node_id + index - 1}",
                 child_command(args, config, index, endpoints),
@@ -189,6 +201,9 @@ def run_processes(args: argparse.Namespace, config: BrokerConfig) -> int:
             brokers.append(broker)
         for broker in brokers:
             broker.wait_ready()
+        if previous is not None and previous != processes:
+            brokers = resize(config, base, brokers, processes, previous)
+        (base / MARKER).write_text(f"num.processes={processes}\n")
         own = config.advertised_listeners[0]
         rows = [(b.name, f"{own.host}:{own.port + i}", str(b.log_path)) for i, b in enumerate(brokers, 1)]
         print(render_table(["broker", "address", "log"], rows))
@@ -203,6 +218,25 @@ def run_processes(args: argparse.Namespace, config: BrokerConfig) -> int:
         if etcd is not None and etcd.process is not None:
             stop_all([etcd.process])
     return 0
+
+
+def resize(
+    config: BrokerConfig, base: Path, brokers: list[Child], processes: int, previous: int
+) -> list[Child]:
+    """Spread the partitions over ``processes`` brokers after ``previous`` ran (process_moves);
+    the brokers that keep running."""
+    nodes = [config.node_id + index for index in range(len(brokers))]
+    address = f"127.0.0.1:{brokers[0].port}"
+    wait_registered(address, nodes)
+    say(f"num.processes changed from {previous} to {processes}: moving partitions ...")
+    moved = move_partitions(address, nodes[:processes], nodes[processes:])
+    say(f"moved {moved} partitions")
+    leaving = brokers[processes:]
+    stop_all([b.process for b in leaving if b.process is not None], timeout=120)
+    for index in range(processes + 1, len(brokers) + 1):
+        for directory in config.log_dirs:
+            shutil.rmtree(Path(directory) / f"process-{index}", ignore_errors=True)
+    return brokers[:processes]
 
 
 def supervise(children: list[Child]) -> None:

@@ -452,7 +452,21 @@ def start_odradek(
         f"127.0.0.1:{port}", "odradek", process, log_path, dict(overrides or {}), addresses
     )
     wait_until_ready(broker, brokers=processes)
+    if processes > 1:
+        wait_for_table(broker)
     return broker
+
+
+def wait_for_table(broker: RunningBroker, timeout: float = READY_TIMEOUT_S) -> None:
+    """Until ``serve --processes`` has printed its table: its start is over (a child that dies
+    before it ends the start; one that dies after it is restarted)."""
+    deadline = time.monotonic() + timeout
+    while "Ctrl-C stops them" not in broker.log_tail(100):
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"serve --processes printed no table after {timeout:.0f}s:\n{broker.log_tail()}"
+            )
+        time.sleep(0.1)
 
 
 def start_odradek_processes(

@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from broker.cli.process_moves import planned_moves
 from broker.client.admin_client import KafkaConnection
 from compat_tests.kit.brokers import RunningBroker, free_ports, odradek_command, start_odradek
 from compat_tests.kit.fixtures import require_etcd
@@ -181,7 +183,7 @@ def test_sigterm_stops_all_cleanly_and_a_restart_keeps_the_records(tmp_path: Pat
         text=True,
         timeout=60,
     )
-    assert refused.returncode == 2 and "start it with the same --processes" in refused.stderr
+    assert refused.returncode == 2 and "start it with --processes" in refused.stderr
 
     second = serve()
     try:
@@ -202,3 +204,75 @@ def test_sigterm_stops_all_cleanly_and_a_restart_keeps_the_records(tmp_path: Pat
         second.send_signal(signal.SIGTERM)
         second.communicate(timeout=120)
     assert second.returncode == 0
+
+
+def test_planned_moves_spread_new_processes_and_empty_leaving_ones() -> None:
+    before = {("t", p): (1 + p % 2,) for p in range(6)} | {("other", 0): (7,)}  # node 7: another machine
+    grown = planned_moves(before, staying=[1, 2, 3], leaving=[])
+    after = {**before, **grown}
+    assert sorted(Counter(after["t", p][0] for p in range(6)).values()) == [2, 2, 2]
+    assert len(grown) == 2 and ("other", 0) not in grown  # the fewest moves; other machines untouched
+    shrunk = planned_moves(after, staying=[1], leaving=[2, 3])
+    assert {({**after, **shrunk})["t", p] for p in range(6)} == {(1,)}
+
+
+def test_changing_the_process_count_moves_the_partitions_and_keeps_the_records(tmp_path: Path) -> None:
+    require_etcd()
+    (port,) = free_ports(1, run=4)
+    bootstrap, data = f"127.0.0.1:{port}", tmp_path / "data"
+
+    def serve(processes: int) -> subprocess.Popen[str]:
+        command = [odradek_command(), "serve", "--processes", str(processes), "--data-dir", str(data)]
+        command += ["--listeners", f"PLAINTEXT://127.0.0.1:{port}"]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for line in process.stdout or ():
+            if "Ctrl-C stops them" in line:
+                return process
+        raise AssertionError(f"no table: {process.communicate()}")
+
+    def leaders() -> dict[int, int]:
+        with KafkaConnection(bootstrap, timeout=5) as connection:
+            (topic,) = connection.metadata(["moved"])["topics"]
+        return {p["partition_index"]: p["leader_id"] for p in topic["partitions"]}
+
+    def stop(process: subprocess.Popen[str]) -> str:
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err
+        return err
+
+    first = serve(2)
+    try:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic("moved", 6, 1)])["moved"].result(30)
+        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+        for i in range(60):
+            producer.produce("moved", str(i).encode(), partition=i % 6)
+        assert producer.flush(30) == 0
+    finally:
+        stop(first)
+    for processes, expected_leaders in ((3, {1, 2, 3}), (1, {1})):
+        process = serve(processes)
+        try:
+            assert set(leaders().values()) == expected_leaders
+            assert sorted(Counter(leaders().values()).values()) == [6 // processes] * processes
+            consumer = Consumer(
+                {
+                    "bootstrap.servers": bootstrap,
+                    "group.id": f"moved-{processes}",
+                    "auto.offset.reset": "earliest",
+                }
+            )
+            consumer.subscribe(["moved"])
+            seen: set[bytes] = set()
+            deadline = time.monotonic() + 60
+            while len(seen) < 60 and time.monotonic() < deadline:
+                message = consumer.poll(0.5)
+                if message is not None and message.error() is None:
+                    seen.add(message.value())
+            consumer.close()
+            assert seen == {str(i).encode() for i in range(60)}
+        finally:
+            err = stop(process)
+        assert f"changed from {3 if processes == 1 else 2} to {processes}" in err
+    assert not (data / "process-2").exists() and not (data / "process-3").exists()
