@@ -47,6 +47,18 @@ def ask(address: str, api_key: ApiKey, version: int, body: dict[str, Any], timeo
             raise ConnectionError(f"an unreadable {api_key.name} answer from {address}: {exc}") from exc
 
 
+def advertised(bootstrap: str, timeout: float = 10.0) -> list[str]:
+    """``host:port`` of every broker the first answering address of ``bootstrap`` (comma-separated)
+    lists: one bootstrap address can stand for several brokers (``odradek serve --processes``)."""
+    for address in bootstrap.split(","):
+        try:
+            brokers = ask(address, ApiKey.METADATA, 1, {"topics": []}, timeout)["brokers"]
+        except OSError:
+            continue
+        return [f"{b['host']}:{b['port']}" for b in brokers]
+    return []
+
+
 def metadata_broker_count(host: str, port: int, timeout: float) -> int:
     """How many brokers Metadata (v1, no topics) lists. A broker listing at least one is ready to
     take requests; Kafka only opens its client listener once it has caught up with its metadata log."""

@@ -13,7 +13,7 @@ import struct
 from collections.abc import Iterable
 
 from compat_tests.kit.history import Writer
-from compat_tests.kit.raw_protocol import ask, fetch_body
+from compat_tests.kit.raw_protocol import advertised, ask, fetch_body
 from wire.api_keys import ApiKey
 
 FETCH_VERSION = 4
@@ -46,17 +46,6 @@ def writers_at(
                 found[(partition, offset)] = writer
                 break
     return found
-
-
-def advertised(bootstrap: str) -> list[str]:
-    """``host:port`` of every broker the first answering bootstrap address lists."""
-    for address in bootstrap.split(","):
-        try:
-            brokers = ask(address, ApiKey.METADATA, 1, {"topics": []}, FETCH_TIMEOUT_S)["brokers"]
-        except OSError:
-            continue
-        return [f"{b['host']}:{b['port']}" for b in brokers]
-    return []
 
 
 def _writer(address: str, topic: str, partition: int, offset: int) -> Writer | None:

@@ -18,6 +18,7 @@ from typing import ClassVar, Self
 import pytest
 
 from compat_tests.kit.drivers.base import ClientError, Driver, GroupDescription, GroupListing, TopicPartition
+from compat_tests.kit.raw_protocol import advertised
 from compat_tests.topic_metadata import PROPAGATION_TIMEOUT_S, wait_until_every_broker_knows
 
 Replicas = int | list[list[int]]
@@ -101,7 +102,7 @@ class Admin(ABC):
         self._create_topic(topic, partitions, replicas, dict(configs or {}), validate_only)
         if validate_only:
             return
-        addresses = self.bootstrap.split(",")
+        addresses = advertised(self.bootstrap) or self.bootstrap.split(",")
         if len(addresses) > 1:
             wait_until_every_broker_knows(addresses, topic, partitions)
         else:

@@ -722,6 +722,8 @@ class RawMetadata:
 
     def __init__(self, bootstrap: str) -> None:
         self._client = _net_client(bootstrap)
+        self.broker_ids: set[int] = set()
+        """The brokers the last answer listed."""
 
     def close(self) -> None:
         self._client.close()
@@ -731,7 +733,9 @@ class RawMetadata:
         request = MetadataRequest(
             topics=[MetadataRequest.MetadataRequestTopic(name=topic)], allow_auto_topic_creation=True
         )
-        (found,) = (t for t in _request(self._client, request)["topics"] if t["name"] == topic)
+        answer = _request(self._client, request)
+        self.broker_ids = {broker["node_id"] for broker in answer["brokers"]}
+        (found,) = (t for t in answer["topics"] if t["name"] == topic)
         partitions = sorted(found["partitions"], key=lambda p: p["partition_index"])
         return kafka_error_name(found["error_code"]), [
             (kafka_error_name(p["error_code"]), p["leader_id"]) for p in partitions
