@@ -34,6 +34,7 @@ from compat_tests.kit.brokers import RunningBroker
 from compat_tests.kit.drivers.base import ClientError, Driver, Message, ProducerSettings
 from compat_tests.kit.drivers.java import JavaProcess
 from compat_tests.kit.drivers.java_share import Delivery, ShareAdmin, ShareConsumer, share_jvm
+from compat_tests.kit.raw_protocol import addresses_by_id
 
 SHARE_GROUPS = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
 CONSOLE_SHARE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleShareConsumer"
@@ -539,7 +540,11 @@ def test_share_groups_tool(
     state = table(ok(tool("--describe", "--group", group, "--state")))
     assert state[0] == ["GROUP", "COORDINATOR", "(ID)", "STATE", "#MEMBERS"]
     assert (state[1][0], state[1][3:]) == (group, ["Stable", "1"]), state
-    assert (state[1][1], state[1][2]) == (broker.bootstrap, f"({described['coordinator']})"), state
+    coordinator = described["coordinator"]
+    assert (state[1][1], state[1][2]) == (
+        addresses_by_id(broker.bootstrap)[coordinator],
+        f"({coordinator})",
+    ), state
     offsets = table(ok(tool("--describe", "--group", group)))
     assert offsets[0] == ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"]
     assert sorted(row[:3] for row in offsets[1:]) == [[group, topic, "0"], [group, topic, "1"]]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from broker.cli.table import Output
 from broker.client.admin_client import KafkaConnection
+from broker.client.routed import RoutedConnection
 from broker.client.security import (
     PLAINTEXT,
     ClientSecurity,
@@ -70,7 +71,7 @@ def _connection_options() -> argparse.ArgumentParser:
 
 def connect(args: argparse.Namespace, address: str | None = None) -> KafkaConnection:
     """A connection to ``address`` (default ``--bootstrap``) with the command's ``--command-config``."""
-    return KafkaConnection(address or args.bootstrap, security=args.security)
+    return RoutedConnection(address or args.bootstrap, security=args.security)
 
 
 def _output_options() -> argparse.ArgumentParser:

@@ -9,6 +9,7 @@ members (NON_EMPTY_GROUP), as Kafka refuses it.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from broker.requests.acl_checks import authorized, unauthorized_names
@@ -40,6 +41,9 @@ if TYPE_CHECKING:
 
 NO_TOPIC_ID = bytes(16)
 FIRST_LAG_VERSION = 1
+log = logging.getLogger(__name__)
+LATEST_TIMESTAMP = -1  # ListOffsets: the partition's end (its high watermark, read_uncommitted)
+PEER_TIMEOUT_S = 5.0
 
 
 def _offsets(ctx: RequestContext) -> ShareOffsets:
@@ -125,11 +129,9 @@ async def _describe_group(
                         summary.start_offset,
                         summary.leader_epoch,
                     )
-                    log_ = ctx.broker.partitions.get(name, index)
-                    if log_ is not None and summary.delivery_complete_count >= 0:
-                        answer["lag"] = max(
-                            0, log_.high_watermark - summary.start_offset - summary.delivery_complete_count
-                        )
+                    end = await _high_watermark(ctx, name, index)
+                    if end is not None and summary.delivery_complete_count >= 0:
+                        answer["lag"] = max(0, end - summary.start_offset - summary.delivery_complete_count)
             if ctx.api_version < FIRST_LAG_VERSION:
                 answer.pop("lag")
             partitions.append(answer)
@@ -137,6 +139,35 @@ async def _describe_group(
             {"topic_name": name, "topic_id": info.topic_id if info else NO_TOPIC_ID, "partitions": partitions}
         )
     return {"group_id": group_id, "topics": topics, "error_code": ErrorCode.NONE, "error_message": None}
+
+
+async def _high_watermark(ctx: RequestContext, topic: str, index: int) -> int | None:
+    """The partition's high watermark: its own if this broker leads it, else its leader's
+    (ListOffsets LATEST, as Kafka's coordinator asks the leaders for a share group's lag);
+    None when the leader cannot say (no leader, unreachable)."""
+    cluster, replicas = ctx.broker.cluster, ctx.broker.replicas
+    local = ctx.broker.partitions.get(topic, index)
+    if local is not None and (replicas is None or replicas.leader((topic, index)) is not None):
+        return local.high_watermark
+    record = cluster.metadata.image.partition(topic, index) if cluster is not None else None
+    if cluster is None or record is None or record.leader < 0:
+        return None
+    body = {
+        "replica_id": -1,
+        "isolation_level": 0,
+        "topics": [
+            {"name": topic, "partitions": [{"partition_index": index, "timestamp": LATEST_TIMESTAMP}]}
+        ],
+    }
+    try:
+        answer = await cluster.peers.request(record.leader, ApiKey.LIST_OFFSETS, 7, body, PEER_TIMEOUT_S)
+    except ConnectionError as exc:
+        log.warning(
+            "lag of %s-%d unknown: its leader %d did not answer (%s)", topic, index, record.leader, exc
+        )
+        return None
+    (found,) = answer["topics"][0]["partitions"]
+    return int(found["offset"]) if found["error_code"] == ErrorCode.NONE else None
 
 
 async def handle_describe_share_group_offsets(

@@ -47,16 +47,22 @@ def ask(address: str, api_key: ApiKey, version: int, body: dict[str, Any], timeo
             raise ConnectionError(f"an unreadable {api_key.name} answer from {address}: {exc}") from exc
 
 
-def advertised(bootstrap: str, timeout: float = 10.0) -> list[str]:
-    """``host:port`` of every broker the first answering address of ``bootstrap`` (comma-separated)
-    lists: one bootstrap address can stand for several brokers (``odradek serve --processes``)."""
+def addresses_by_id(bootstrap: str, timeout: float = 10.0) -> dict[int, str]:
+    """``host:port`` of every broker (by node id) the first answering address of ``bootstrap``
+    (comma-separated) lists: one bootstrap address can stand for several brokers (``odradek
+    serve --processes``)."""
     for address in bootstrap.split(","):
         try:
             brokers = ask(address, ApiKey.METADATA, 1, {"topics": []}, timeout)["brokers"]
         except OSError:
             continue
-        return [f"{b['host']}:{b['port']}" for b in brokers]
-    return []
+        return {b["node_id"]: f"{b['host']}:{b['port']}" for b in brokers}
+    return {}
+
+
+def advertised(bootstrap: str, timeout: float = 10.0) -> list[str]:
+    """The addresses of :func:`addresses_by_id`."""
+    return list(addresses_by_id(bootstrap, timeout).values())
 
 
 def metadata_broker_count(host: str, port: int, timeout: float) -> int:
