@@ -441,8 +441,11 @@ def _odradek_nodes(
 
 
 def _started(cluster: Cluster) -> Cluster:
+    """``cluster`` once every node serves and every node lists all of them (a scenario's first
+    topic with three replicas was refused while one was still registering, on a loaded machine)."""
     try:
         cluster.start_all()
+        cluster.wait_all_registered()
     except BaseException:
         cluster.stop()
         raise
