@@ -7,7 +7,9 @@ time (no bursts after a stall).  Per message it records the acknowledgement late
 callback minus send time) and the end-to-end latency (a consumer in the same process, assigned
 to every partition, receives it; the send time travels in the value).  Brokers run one after
 another in the same run, interleaved with ``--repeat``, with the same ``--override-all``
-settings, and the broker's CPU is read from /proc around the timed part.
+settings, and the broker's CPU is read from /proc around the timed part: as cores, and as CPU
+milliseconds per timed record, the figure that compares a single broker with a replicated
+cluster (at a fixed low rate a broker's cost is per request, not per byte).
 """
 
 from __future__ import annotations
@@ -47,8 +49,8 @@ def measure(
     replication_factor: int = 1,
 ) -> dict[str, object]:
     """Send ``rate`` msg/s for ``warmup`` + ``seconds``; return the latency figures of the
-    messages sent after the warm-up (a JVM needs it) and the broker's cores meanwhile (a
-    cluster's brokers summed)."""
+    messages sent after the warm-up (a JVM needs it) and the broker's CPU meanwhile, as cores
+    and as milliseconds per timed record (a cluster's brokers summed)."""
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     for future in admin.create_topics([NewTopic(TOPIC, partitions, replication_factor)]).values():
         future.result()
@@ -116,20 +118,26 @@ def measure(
         )
     return {
         "broker": broker.name,
+        "brokers": len(broker.pids),
+        "replication_factor": replication_factor,
         "messages": total - warm,
         "ack": _percentiles(acks),
         "e2e": _percentiles(e2e),
         "broker_cores": round((after - before) / elapsed, 2),
+        "cpu_ms_per_record": round((after - before) * 1000 / (total - warm), 3),
     }
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    """One line per run: acknowledgement and end-to-end p50/p99 in ms, the broker's cores."""
-    lines = [f"{'broker':<14}{'ack p50':>9}{'ack p99':>9}{'e2e p50':>9}{'e2e p99':>9}{'cores':>7}"]
+    """One line per run: brokers and replication factor, acknowledgement and end-to-end p50/p99
+    in ms, the brokers' cores and CPU ms per record."""
+    lines = [f"{'broker':<14}{'nodes':>6}{'RF':>4}{'ack p50':>9}{'ack p99':>9}{'e2e p50':>9}"
+             f"{'e2e p99':>9}{'cores':>7}{'CPU ms/rec':>11}"]  # fmt: skip
     for r in results:
         ack, e2e = r["ack"], r["e2e"]
-        lines.append(f"{r['broker']:<14}{ack['p50_ms']:>9}{ack['p99_ms']:>9}{e2e['p50_ms']:>9}"
-                     f"{e2e['p99_ms']:>9}{r['broker_cores']:>7}")  # fmt: skip
+        lines.append(f"{r['broker']:<14}{r['brokers']:>6}{r['replication_factor']:>4}{ack['p50_ms']:>9}"
+                     f"{ack['p99_ms']:>9}{e2e['p50_ms']:>9}{e2e['p99_ms']:>9}{r['broker_cores']:>7}"
+                     f"{r['cpu_ms_per_record']:>11}")  # fmt: skip
     return "\n".join(lines)
 
 

@@ -12,6 +12,8 @@ not in it: it is in "others' cores"; Kafka's controllers run inside its brokers)
 the largest broker's, every broker's is in the JSON. With ``--latency-rate``, the same cluster
 then takes ``bench.ack_latency``'s fixed-rate acks=all load on a second RF 3 topic: what a
 producer waits for its acknowledgement, and a consumer for the record, when nothing is queued.
+After each Odradek cluster, a single fresh Odradek broker takes the same load on an RF 1 topic,
+so the table shows what replication adds per record (broker CPU ms per record) in the same run.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import ack_latency
-from bench.launchers import BrokerFailed, RunningBroker, names_of
+from bench.launchers import BrokerFailed, OdradekLauncher, RunningBroker, names_of, running
 from bench.report import add_trial_options, report
 from bench.throughput import Settings, Trial, interleave, measure
 
@@ -109,14 +111,26 @@ def run_trial(
     kind: str, settings: Settings, args: argparse.Namespace, latencies: list[dict[str, Any]]
 ) -> Trial:
     """One fresh cluster of ``kind``, measured end to end (and its latency appended to
-    ``latencies`` if asked); stopped before this returns or raises."""
+    ``latencies`` if asked, for Odradek then a single broker's too); stopped before this
+    returns or raises."""
     overrides = dict(override.split("=", 1) for override in args.override_all)
     with cluster(kind, overrides) as brokers:
         trial = measure(brokers, settings)
         if args.latency_rate:
-            latencies.append(ack_latency.measure(brokers, args.latency_rate, args.latency_seconds,
-                                                 settings.partitions, LATENCY_WARMUP_S, REPLICATION_FACTOR))  # fmt: skip
+            latencies.append(fixed_rate(brokers, args, settings.partitions, REPLICATION_FACTOR))
+    if args.latency_rate and kind == "odradek":
+        with running(OdradekLauncher(args.override_all)) as single:
+            latencies.append(fixed_rate(single, args, settings.partitions, 1))
     return trial
+
+
+def fixed_rate(
+    brokers: RunningBroker, args: argparse.Namespace, partitions: int, replication_factor: int
+) -> dict[str, Any]:
+    """``bench.ack_latency``'s fixed-rate acks=all load at ``--latency-rate``."""
+    return ack_latency.measure(
+        brokers, args.latency_rate, args.latency_seconds, partitions, LATENCY_WARMUP_S, replication_factor
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,6 +146,6 @@ def main(argv: list[str] | None = None) -> int:
     report(trials, failures, settings, args, [("odradek", "apache-kafka")], {"latency": latencies})
     if latencies:
         print(f"\nacks=all latency at {args.latency_rate} msg/s x {args.latency_seconds:.0f} s "
-              f"(after {LATENCY_WARMUP_S:.0f} s), 1 KiB, linger.ms=0, RF 3; cores = the 3 brokers' summed")  # fmt: skip
+              f"(after {LATENCY_WARMUP_S:.0f} s), 1 KiB, linger.ms=0; cores and CPU = the nodes' summed")  # fmt: skip
         print(ack_latency.table(latencies))
     return 1 if failures else 0

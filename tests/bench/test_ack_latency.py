@@ -12,4 +12,5 @@ def test_every_timed_message_is_acknowledged_and_consumed() -> None:
     assert result["messages"] == 200
     for figures in (result["ack"], result["e2e"]):
         assert 0 < figures["p50_ms"] <= figures["p99_ms"] <= figures["max_ms"]
-    assert result["broker_cores"] > 0
+    assert result["broker_cores"] > 0 and result["cpu_ms_per_record"] > 0
+    assert (result["brokers"], result["replication_factor"]) == (1, 1)

@@ -39,12 +39,16 @@ def test_the_subcommand_writes_the_table_and_the_json(
     argv = ["replicated", "--brokers", "odradek", "--megabytes", "0.2", "--json-out", str(out)]
     assert main([*argv, "--latency-rate", "100", "--latency-seconds", "1"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[-2].split()[:2] == ["broker", "ack"] and lines[-1].split()[0] == "odradek"
+    assert lines[-3].split()[:3] == ["broker", "nodes", "RF"]
+    assert [line.split()[:3] for line in lines[-2:]] == [["odradek", "3", "3"], ["odradek", "1", "1"]]
     record = json.loads(out.read_text())
     assert record["settings"]["replication_factor"] == 3 and record["settings"]["idempotent"]
     assert [len(trial["node_peak_rss_bytes"]) for trial in record["trials"]] == [3]
-    (latency,) = record["latency"]
-    assert latency["messages"] == 100 and 0 < latency["e2e"]["p50_ms"] <= latency["e2e"]["p99_ms"]
+    cluster_run, single_run = record["latency"]  # the cluster's, then a single broker's (RF 1)
+    assert (cluster_run["brokers"], single_run["brokers"]) == (3, 1)
+    for latency in (cluster_run, single_run):
+        assert latency["messages"] == 100 and 0 < latency["e2e"]["p50_ms"] <= latency["e2e"]["p99_ms"]
+        assert latency["cpu_ms_per_record"] > 0
 
 
 def test_only_the_two_cluster_kinds_are_known() -> None:
