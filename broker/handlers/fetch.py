@@ -27,7 +27,7 @@ towards ``min_bytes``, so a long poll keeps waiting until a marker decides it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from time import perf_counter
 from typing import TYPE_CHECKING
 
@@ -160,14 +160,23 @@ class FetchPlan:
         self.any_replica = self.follower_id < 0 and ctx.api_version >= FIRST_RACK_VERSION
         selects = self.any_replica and bool(ctx.broker.config.get("replica.selector.class"))
         self.client_rack = (request.get("rack_id") or "") if selects and self.replicas is not None else ""
-        self._urgent = False  # a follower must hear this read's news now (``read``)
+        self._last: list[FetchResponsePartitions | None] = [None] * len(targets)  # the latest read
 
     def keys(self) -> list[tuple[str, int]]:
         return [(t.topic, t.partition) for t in self.targets if t.topic is not None]
 
-    def read(self) -> tuple[list[Answer], int, bool]:
+    def read(self, woken: Collection[tuple[str, int]] | None = None) -> tuple[list[Answer], int, bool]:
         """Locate every partition's data once: (answers, bytes of records, whether to answer
-        at once: an error, or for a follower a diverging epoch or a higher high watermark).
+        at once: an error, or a follower's diverging epoch, which it must act on). A higher high
+        watermark alone is no reason: as in Kafka (its DelayedFetch completes a follower's fetch
+        by bytes), a follower learns it with its next answer, so a one-record produce costs each
+        follower one fetch round trip, not a second one to carry the high watermark.
+
+        After a wake-up, ``woken`` names the partitions that woke the fetch: only those, and
+        those that had records, are read again. The others' last reads stand (nothing was
+        appended to them; a log start or, for a follower, a high watermark that moved meanwhile
+        goes out with the next answer), so a follower's fetch parked on dozens of partitions
+        costs one read of them, not one per wake-up.
 
         ``records`` holds the located ``FileSlice`` (or b"") until :func:`topic_responses`
         turns it into a sendable region; nothing is read from disk here. Partitions of an
@@ -175,22 +184,27 @@ class FetchPlan:
         """
         answers: list[Answer] = []
         total = 0
-        errored = self._urgent = False
-        for target in self.targets:
-            if target.topic is None:
-                result: FetchResponsePartitions | None = partition_error(
-                    target.partition, ErrorCode.UNKNOWN_TOPIC_ID
-                )
-            else:
-                result = self._read_partition(target, target.topic, total)
+        errored = False
+        results: list[FetchResponsePartitions | None] = []
+        for target, last in zip(self.targets, self._last, strict=True):
+            stands = woken is not None and still_stands(target, last, woken)
+            result = last if stands else self._locate(target, total)
+            results.append(result)
             if result is None:
                 continue
             located = result["records"]
             size = located.length if isinstance(located, FileSlice) else 0
             total += size
-            errored = errored or result["error_code"] != ErrorCode.NONE
+            errored = errored or result["error_code"] != ErrorCode.NONE or "diverging_epoch" in result
             answers.append((target, result, size))
-        return answers, total, errored or self._urgent
+        self._last = results
+        return answers, total, errored
+
+    def _locate(self, target: SessionPartition, bytes_so_far: int) -> FetchResponsePartitions | None:
+        """One partition's answer (None: left out of an incremental answer)."""
+        if target.topic is None:
+            return partition_error(target.partition, ErrorCode.UNKNOWN_TOPIC_ID)
+        return self._read_partition(target, target.topic, bytes_so_far)
 
     def _read_partition(
         self, target: SessionPartition, topic: str, bytes_so_far: int
@@ -229,10 +243,7 @@ class FetchPlan:
             position = FetchPosition(
                 target.fetch_offset, target.current_leader_epoch, target.last_fetched_epoch
             )
-            diverging, urgent = follower_fetched(
-                self.replicas, key, self.follower_id, position, partition_log
-            )
-            self._urgent = self._urgent or urgent
+            diverging = follower_fetched(self.replicas, key, self.follower_id, position, partition_log)
         read = read_partition(
             partition_log,
             key,
@@ -284,6 +295,17 @@ class FetchPlan:
             lambda node: rack_of(self.ctx.broker, node),
         )
         return None if chosen == state.node_id else chosen
+
+
+def still_stands(
+    target: SessionPartition, last: FetchResponsePartitions | None, woken: Collection[tuple[str, int]]
+) -> bool:
+    """Whether a partition's last read still answers a fetch after a wake-up: nothing woke it,
+    and it located no records (a located slice is valid only until the log next changes
+    segments, so it is located again)."""
+    if (target.topic, target.partition) in woken:
+        return False
+    return last is None or not isinstance(last["records"], FileSlice)
 
 
 def topic_responses(
@@ -349,15 +371,16 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     plan = FetchPlan(ctx, request, context.targets, context.session is not None)
     deadline = trio.current_time() + max(0, request["max_wait_ms"]) / 1000
     min_bytes = request["min_bytes"]
+    woken: set[tuple[str, int]] | None = None
     while True:
-        answers, total, errored = plan.read()
+        answers, total, errored = plan.read(woken)
         remaining = deadline - trio.current_time()
         if total >= min_bytes or errored or remaining <= 0:
             break
         waited_from = perf_counter()
-        appended = await ctx.broker.appends.wait_any(plan.keys(), remaining)
+        woken = await ctx.broker.appends.wait_any(plan.keys(), remaining, plan.follower_id >= 0)
         waited += perf_counter() - waited_from
-        if not appended:
+        if not woken:
             break  # nothing was appended: the last read stands
     throttle = fetch_throttle(ctx, request, answers, by_id, perf_counter() - started - waited)
     if throttle:

@@ -26,6 +26,7 @@ import trio
 from broker.client.admin_client import KafkaConnection, fetch_body
 from broker.config.config import BrokerConfig, ConfigError
 from broker.node.server import Broker
+from broker.services.replication.fetcher import FETCH_VERSION
 from broker.services.replication.peer_connection import PeerConnection
 from compat_tests.kit.in_process import running_broker
 from wire.api_keys import ApiKey
@@ -208,6 +209,21 @@ async def test_followers_hold_the_leaders_bytes_once_acks_all_is_answered(tmp_pa
             assert leader_bytes
             assert c.log_bytes(2) == leader_bytes
             assert c.log_bytes(3) == leader_bytes
+
+
+async def test_a_one_record_produce_costs_each_follower_one_fetch(tmp_path: Path) -> None:
+    """As Kafka: a follower's parked fetch is answered when data arrives, and the high
+    watermark that data moves goes out with the next answer, not in an extra empty one."""
+    with trio.fail_after(DEADLINE_S):
+        async with cluster(tmp_path, 3, **{"replica.fetch.wait.max.ms": "10000"}) as c:
+            await c.lead(1, [2, 3], epoch=1)
+            await produce_in_thread(c.ports[1], [b"first"])
+            await trio.sleep(0.5)  # the followers' fetches are parked again
+            fetches = c.brokers[1].metrics.requests.by_version[ApiKey.FETCH, FETCH_VERSION].counts
+            before = sum(fetches)
+            for _ in range(10):
+                assert partition_answer(await produce_raw(c.ports[1]))["error_code"] == ErrorCode.NONE
+            assert sum(fetches) - before <= 2 * 10
 
 
 async def test_consumers_never_read_past_the_high_watermark(tmp_path: Path) -> None:

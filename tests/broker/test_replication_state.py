@@ -91,10 +91,10 @@ def test_new_metadata_in_the_same_epoch_keeps_known_followers() -> None:
     assert state.followers[4].log_end_offset == -1 and 3 not in state.followers
 
 
-def test_a_follower_is_told_each_higher_high_watermark_once() -> None:
+def test_only_a_moved_log_end_or_a_follower_outside_the_isr_asks_for_isr_work() -> None:
     state = leader([1, 2])
-    progress = state.followers[2]
-    assert progress.tell_high_watermark(0)  # the first answer always tells
-    assert not progress.tell_high_watermark(0)
-    assert progress.tell_high_watermark(7)
-    assert not progress.tell_high_watermark(7)
+    assert state.follower_fetched(2, 20, 30, now_ms=1)  # first fetch: its log end is news
+    assert not state.follower_fetched(2, 20, 30, now_ms=2)  # in sync, not moved: nothing to do
+    assert state.follower_fetched(2, 25, 30, now_ms=3)
+    assert state.follower_fetched(3, 20, 30, now_ms=3) and state.follower_fetched(3, 20, 30, now_ms=4)
+    assert state.followers[2].last_fetch_ms == 3  # every fetch is still recorded

@@ -16,13 +16,7 @@ UNKNOWN_OFFSET = -1
 class FollowerProgress:
     """One follower as its fetches show it (Kafka's ``Replica.updateFetchStateOrThrow``)."""
 
-    __slots__ = (
-        "log_end_offset",
-        "last_caught_up_ms",
-        "last_fetch_ms",
-        "last_fetch_leader_end",
-        "last_sent_high_watermark",
-    )
+    __slots__ = ("log_end_offset", "last_caught_up_ms", "last_fetch_ms", "last_fetch_leader_end")
 
     def __init__(self, now_ms: int) -> None:
         self.log_end_offset = UNKNOWN_OFFSET  # until its first fetch under this leader
@@ -30,15 +24,6 @@ class FollowerProgress:
         self.last_caught_up_ms = now_ms
         self.last_fetch_ms = now_ms
         self.last_fetch_leader_end = UNKNOWN_OFFSET
-        self.last_sent_high_watermark = UNKNOWN_OFFSET
-
-    def tell_high_watermark(self, high_watermark: int) -> bool:
-        """Whether ``high_watermark`` is news to this follower, now remembered as told: Kafka
-        answers a follower's parked fetch at once when it is, so followers' high watermarks
-        keep up with the leader's without waiting for data."""
-        news = high_watermark > self.last_sent_high_watermark
-        self.last_sent_high_watermark = high_watermark
-        return news
 
     def fetched(self, fetch_offset: int, leader_end: int, now_ms: int) -> None:
         """A fetch from ``fetch_offset`` arrived while the leader's log ended at ``leader_end``.
@@ -105,12 +90,18 @@ class LeaderState:
         return min(min_insync_replicas, len(self.replicas))
 
     def follower_fetched(self, replica_id: int, fetch_offset: int, leader_end: int, now_ms: int) -> bool:
-        """Record a fetch of ``replica_id``; False if it is not a replica of this partition."""
+        """Record a fetch of ``replica_id``; whether it may move the high watermark or the ISR:
+        False for a replica this partition does not have, and for an ISR member whose log end
+        did not move. As Kafka's ``updateFollowerFetchState``, only a moved log end can raise
+        the high watermark, only a follower outside the ISR can join it, and in-sync followers
+        that stop moving are dropped by the periodic check; the fetches of every quiet
+        partition are spared that work."""
         progress = self.followers.get(replica_id)
         if progress is None:
             return False
+        moved = fetch_offset != progress.log_end_offset
         progress.fetched(fetch_offset, leader_end, now_ms)
-        return True
+        return moved or replica_id not in self.isr
 
     def maximal_isr(self) -> set[int]:
         """The ISR the high watermark must respect: the current one plus any replica a pending

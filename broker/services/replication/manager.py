@@ -8,10 +8,10 @@ another broker listens).
 A leader keeps a :class:`LeaderState` per partition, fed by its followers' fetches (the fetch
 handler calls :meth:`follower_fetched`) and by its own appends (:meth:`leader_appended`); the
 high watermark it computes goes into the log (``set_replicated_high_watermark``), wakes long
-polling fetches and acks=all producers. The ISR is checked on every follower fetch and on a
-timer every half ``replica.lag.time.max.ms`` (as Kafka's isr-expiration task), one proposal
-per partition in flight. A follower's partitions are handed to one :class:`LeaderFetcher`
-per leader broker.
+polling fetches and acks=all producers. The ISR is checked on a follower fetch that moved
+its log end or comes from outside the ISR, and on a timer every half
+``replica.lag.time.max.ms`` (as Kafka's isr-expiration task), one proposal per partition in
+flight. A follower's partitions are handed to one :class:`LeaderFetcher` per leader broker.
 """
 
 from __future__ import annotations
@@ -160,8 +160,9 @@ class ReplicaManager:
     def leader_holds_back(self, key: PartitionKey, follower: int) -> bool:
         """Serve ``follower`` nothing of ``key`` this time: a throttled copy (this leader is
         listed in ``leader.replication.throttled.replicas``, the follower is out of the ISR)
-        while ``leader.replication.throttled.rate`` is exceeded."""
-        return self.leader_throttled(key, follower) and self._leader_quota.exceeded()
+        while ``leader.replication.throttled.rate`` is exceeded (asked first: unset, it spares
+        every partition of every follower fetch the lookups)."""
+        return self._leader_quota.exceeded() and self.leader_throttled(key, follower)
 
     def leader_throttled(self, key: PartitionKey, follower: int) -> bool:
         state = self._leading.get(key)
@@ -278,7 +279,7 @@ class ReplicaManager:
                 self._partitions,
                 self._ports,
                 self._follower_throttle,
-                self._appends.notify,
+                self._appends.notify_readable,
             )
             self._fetchers[leader_id] = fetcher
             if self._nursery is not None:
@@ -299,7 +300,7 @@ class ReplicaManager:
         """Move the high watermark if the ISR allows; wake fetches and producers if it moved."""
         if state.advance_high_watermark(partition_log.log_end_offset):
             partition_log.set_replicated_high_watermark(state.high_watermark)
-            self._appends.notify(key)
+            self._appends.notify_readable(key)
             state.signal()
 
     def _refresh(self, key: PartitionKey, state: LeaderState, partition_log: PartitionLog) -> None:

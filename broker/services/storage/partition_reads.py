@@ -58,18 +58,9 @@ class ReadRefused(NamedTuple):
     log_start: int = -1
 
 
-class FollowerFetch(NamedTuple):
-    """What a follower's fetch found before reading: its diverging epoch, an error, or None;
-    and whether the follower must hear this answer at once (a higher high watermark or a
-    divergence), however little it carries."""
-
-    outcome: FetchResponseDivergingEpoch | ErrorCode | None
-    urgent: bool
-
-
 def follower_fetched(
     replicas: ReplicaManager, key: PartitionKey, follower: int, position: FetchPosition, log: PartitionLog
-) -> FollowerFetch:
+) -> FetchResponseDivergingEpoch | ErrorCode | None:
     """A follower's fetch of a partition this broker leads: its diverging epoch if its log
     parted from ours, an error for a replica this partition does not have (Kafka's
     UNKNOWN_LEADER_EPOCH when the fetch names an epoch, else NOT_LEADER_OR_FOLLOWER) or an
@@ -77,17 +68,15 @@ def follower_fetched(
     watermark and the ISR). Nothing to record when this broker does not lead the partition."""
     state = replicas.leader(key)
     if state is None:
-        return FollowerFetch(None, False)
+        return None
     if follower not in state.followers:
         named_epoch = position.current_leader_epoch >= 0
-        code = ErrorCode.UNKNOWN_LEADER_EPOCH if named_epoch else ErrorCode.NOT_LEADER_OR_FOLLOWER
-        return FollowerFetch(code, False)
+        return ErrorCode.UNKNOWN_LEADER_EPOCH if named_epoch else ErrorCode.NOT_LEADER_OR_FOLLOWER
     offset = position.offset
     diverging = diverging_epoch(log, state.leader_epoch, position.last_fetched_epoch, offset)
     if diverging is None and log.log_start_offset <= offset <= log.log_end_offset:
         replicas.follower_fetched(key, follower, offset, log)
-    told = state.followers[follower].tell_high_watermark(log.high_watermark)
-    return FollowerFetch(diverging, told or isinstance(diverging, dict))
+    return diverging
 
 
 def read_partition(

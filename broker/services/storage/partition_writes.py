@@ -46,12 +46,17 @@ def announce_append(
     """Tell replication, durability and waiting fetches about an append of ``records`` records
     to ``partition_log`` (``wrote`` is False for a producer's retry already in the log); True if
     its acknowledgement must wait for a sync, and then its round wakes the fetchers."""
+    replicated = node.replicas is not None and node.replicas.leader(key) is not None
     if node.replicas is not None:
         node.replicas.leader_appended(key, partition_log)
     must_sync = node.durability.after_append(key, partition_log, records, wrote=wrote)
-    if not must_sync:
+    if must_sync:
+        return True
+    if replicated:  # consumers are woken once the high watermark covers it (``notify_readable``)
+        node.appends.notify_replicated(key)
+    else:
         node.appends.notify(key)
-    return must_sync
+    return False
 
 
 class Appended(NamedTuple):
