@@ -120,6 +120,15 @@ def test_incremental_answer_keeps_only_partitions_with_news() -> None:
     assert kept == []
 
 
+def test_a_diverging_epoch_is_always_answered() -> None:
+    cache = FetchSessionCache(10, 1000, FakeClock())
+    session_id = open_session(cache, 1)
+    context = cache.begin(session_id, 1, False, [], [])
+    diverged = response(10) | {"diverging_epoch": {"epoch": 1, "end_offset": 5}}
+    _error, _id, kept = cache.finish(context, True, [(context.targets[0], diverged, 0)])
+    assert len(kept) == 1  # the follower must truncate, though the high watermark is as told
+
+
 def test_errors_are_always_answered_and_reanswered_once_cleared() -> None:
     cache = FetchSessionCache(10, 1000, FakeClock())
     session_id = open_session(cache, 1)

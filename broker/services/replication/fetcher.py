@@ -3,8 +3,10 @@
 It holds one plain Kafka connection to the leader's inter-broker listener and loops: first
 every partition new to it (or whose leader changed) is truncated to where its log agrees with
 the leader's (OffsetForLeaderEpoch, see ``truncation``), then one Fetch for all of them with
-``replica_id`` set, whose batches are appended unchanged (``append_as_follower``) and whose
-high watermark, capped at the follower's own log end, becomes the follower's.
+``replica_id`` set, in a fetch session (``fetch_session``: it names only the partitions that
+moved, and is answered only for those with news), whose batches are appended unchanged
+(``append_as_follower``) and whose high watermark, capped at the follower's own log end,
+becomes the follower's.
 
 Errors are per partition, as in Kafka: a leader that stopped leading or fences our epoch puts
 the partition aside for ``replica.fetch.backoff.ms`` until the cluster layer says who leads
@@ -15,12 +17,13 @@ connection is reopened after the same back-off.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
+from broker.services.replication.fetch_session import SESSION_ERRORS, FollowerSession, Position
 from broker.services.replication.peer_connection import PeerConnection
 from broker.services.replication.truncation import truncation_point
 from log.errors import LogError
@@ -87,6 +90,14 @@ def error_name(code: int) -> str:
         return ErrorCode(code).name
     except ValueError:
         return f"error code {code}"
+
+
+def by_topic(entries: Iterable[tuple[PartitionKey, Any]]) -> list[dict[str, Any]]:
+    """Fetch request entries grouped by topic, as the request lists them."""
+    topics: dict[str, list[Any]] = {}
+    for (topic, _index), entry in entries:
+        topics.setdefault(topic, []).append(entry)
+    return [{"topic": topic, "partitions": entries} for topic, entries in topics.items()]
 
 
 def straddling_start(partition_log: PartitionLog, first: BatchInfo) -> None:
@@ -168,7 +179,9 @@ class LeaderFetcher:
                 await connection.aclose()
 
     async def _replicate(self, connection: PeerConnection) -> None:
-        """Truncate and fetch over ``connection`` until nothing is left to follow."""
+        """Truncate and fetch over ``connection`` (in a fetch session of its own) until nothing
+        is left to follow."""
+        session = FollowerSession()
         while self.followed:
             now = trio.current_time()
             ready = {key: f for key, f in self.followed.items() if f.resume_at <= now}
@@ -181,7 +194,7 @@ class LeaderFetcher:
             if untruncated:
                 await self._truncation_round(connection, untruncated)
                 continue
-            await self._fetch(connection, ready)
+            await self._fetch(connection, session, ready)
 
     # --- truncation ----------------------------------------------------------------------
 
@@ -202,14 +215,19 @@ class LeaderFetcher:
             asked[key] = (followed, partition_log, latest)
         if not asked:
             return
-        topics: dict[str, list[dict[str, int]]] = {}
-        for (topic, index), (followed, _log, latest) in asked.items():
-            topics.setdefault(topic, []).append(
-                {"partition": index, "current_leader_epoch": followed.leader_epoch, "leader_epoch": latest}
-            )
         body = {
             "replica_id": self._settings.node_id,
-            "topics": [{"topic": t, "partitions": parts} for t, parts in topics.items()],
+            "topics": by_topic(
+                (
+                    key,
+                    {
+                        "partition": key[1],
+                        "current_leader_epoch": followed.leader_epoch,
+                        "leader_epoch": latest,
+                    },
+                )
+                for key, (followed, _log, latest) in asked.items()
+            ),
         }
         response = await connection.request(
             ApiKey.OFFSET_FOR_LEADER_EPOCH, OFFSET_FOR_LEADER_EPOCH_VERSION, body
@@ -254,11 +272,14 @@ class LeaderFetcher:
     # --- fetching ------------------------------------------------------------------------
 
     async def _fetch(
-        self, connection: PeerConnection, partitions: dict[PartitionKey, FollowedPartition]
+        self,
+        connection: PeerConnection,
+        session: FollowerSession,
+        partitions: dict[PartitionKey, FollowedPartition],
     ) -> None:
-        """One Fetch for ``partitions``; append what came back."""
+        """One Fetch for ``partitions`` in ``session``; append what came back."""
         settings = self._settings
-        topics: dict[str, list[dict[str, int]]] = {}
+        wanted: dict[PartitionKey, Position] = {}
         fetched: dict[PartitionKey, FollowedPartition] = {}
         for key, followed in partitions.items():
             partition_log = self._logs.get(*key)
@@ -268,38 +289,40 @@ class LeaderFetcher:
             if self._throttle is not None and self._throttle.holds_back(key):
                 continue  # a throttled reassignment copy over its rate: left out this round
             fetched[key] = followed
-            topics.setdefault(key[0], []).append(
-                {
-                    "partition": key[1],
-                    "current_leader_epoch": followed.leader_epoch,
-                    "fetch_offset": partition_log.log_end_offset,
-                    "last_fetched_epoch": partition_log.leader_epochs.latest_epoch,
-                    "log_start_offset": partition_log.log_start_offset,
-                    "partition_max_bytes": settings.max_bytes,
-                }
-            )
-        if not topics:
+            wanted[key] = {
+                "partition": key[1],
+                "current_leader_epoch": followed.leader_epoch,
+                "fetch_offset": partition_log.log_end_offset,
+                "last_fetched_epoch": partition_log.leader_epochs.latest_epoch,
+                "log_start_offset": partition_log.log_start_offset,
+                "partition_max_bytes": settings.max_bytes,
+            }
+        if not wanted:
             # Everything ready was held back by the throttle (or went away): let the rate fall,
             # as Kafka's fetcher backs off when it has nothing to fetch.
             await trio.sleep(settings.backoff_s)
             return
+        named, forgotten = session.request(wanted)
         body = {
             "replica_id": settings.node_id,
             "max_wait_ms": settings.wait_max_ms,
             "min_bytes": settings.min_bytes,
             "max_bytes": settings.response_max_bytes,
             "isolation_level": 0,
-            "session_id": 0,  # sessionless full fetches: a leader change needs no session repair
-            "session_epoch": -1,
-            "topics": [{"topic": t, "partitions": parts} for t, parts in topics.items()],
-            "forgotten_topics_data": [],
+            "session_id": session.id,
+            "session_epoch": session.epoch,
+            "topics": by_topic(named.items()),
+            "forgotten_topics_data": by_topic((key, key[1]) for key in forgotten),
             "rack_id": "",
         }
         response = await connection.request(ApiKey.FETCH, FETCH_VERSION, body)
-        if response["error_code"] != ErrorCode.NONE:
-            raise ConnectionError(
-                f"leader {self.leader_id} refused the fetch: {error_name(response['error_code'])}"
-            )
+        error = response["error_code"]
+        if error in SESSION_ERRORS:
+            session.reset()  # the leader lost or moved on from the session: fetch in full again
+            return
+        if error != ErrorCode.NONE:
+            raise ConnectionError(f"leader {self.leader_id} refused the fetch: {error_name(error)}")
+        session.answered(response["session_id"], wanted)
         for topic in response["responses"]:
             for answer in topic["partitions"]:
                 key = (topic["topic"], answer["partition_index"])

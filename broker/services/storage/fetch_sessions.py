@@ -78,12 +78,14 @@ class SessionPartition:
     def must_respond(self, response: FetchResponsePartitions, records: int) -> bool:
         """Whether an incremental answer includes this partition (Kafka's ``CachedPartition``
         rules), remembering what it now tells: records, a changed high watermark or log start
-        offset, or an error (after which the high watermark is forgotten, so the partition is
-        included again once the error clears)."""
+        offset, an error (after which the high watermark is forgotten, so the partition is
+        included again once the error clears), or a follower's diverging epoch, which it must
+        truncate by."""
         error = response["error_code"] != ErrorCode.NONE
         news = (
             records > 0
             or error
+            or "diverging_epoch" in response
             or not self.was_told(response["high_watermark"], response["log_start_offset"])
         )
         self.high_watermark = -1 if error else response["high_watermark"]
