@@ -34,7 +34,7 @@ from compat_tests.kit.drivers.admin import Acl
 from compat_tests.kit.drivers.base import ConsumerSettings, Message, ProducerSettings
 from compat_tests.kit.drivers.catalog import ADMINS
 from compat_tests.kit.raw_groups import find_coordinator, share_join, streams_join
-from compat_tests.kit.raw_protocol import ask
+from compat_tests.kit.raw_protocol import addresses_by_id, ask
 from compat_tests.kit.web_console import (
     RunningConsole,
     console_process,
@@ -165,8 +165,10 @@ def submit(browser: WebDriver, form: str, fields: dict[str, str]) -> str:
 
 def test_cluster_page(browser: WebDriver, reader: RunningConsole, filled: Cluster) -> None:
     visit(browser, reader, "/")
-    port = filled.broker.bootstrap.rsplit(":", 1)[1]
-    assert f":{port}" in text(browser, "#brokers")
+    brokers = text(browser, "#brokers")
+    assert all(
+        f"{node} {address}" in brokers for node, address in addresses_by_id(filled.broker.bootstrap).items()
+    )
     assert text(browser, "#under-replicated-count") == "0"
     assert count(browser, "#distribution svg rect") > 0
     assert "PRODUCE" in browser.find_element(By.ID, "apis").get_attribute("textContent")

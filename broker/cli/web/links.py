@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from broker.cli.web.errors import require
 from broker.client.admin_client import BrokerUnreachable, KafkaConnection
+from broker.client.routed import RoutedConnection
 from broker.client.security import PLAINTEXT, ClientSecurity
 from wire.api_keys import ApiKey
 
@@ -40,8 +41,9 @@ class RequestCount:
         return self.total / minutes
 
 
-class CountedConnection(KafkaConnection):
-    """A :class:`KafkaConnection` that counts what it sends."""
+class CountedConnection(RoutedConnection):
+    """A connection that counts what it sends (and routes the partition and group requests of
+    the commands' code it reuses, such as an offset reset, as they do: ``broker.client.routed``)."""
 
     def __init__(
         self, address: str, timeout_s: float, count: RequestCount, security: ClientSecurity = PLAINTEXT
