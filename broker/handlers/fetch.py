@@ -47,7 +47,9 @@ from broker.services.storage.partition_reads import (
     FetchPosition,
     ReadRefused,
     follower_fetched,
+    mark_quiet,
     read_partition,
+    still_quiet,
 )
 from broker.state.quota_store import CONSUMER_BYTE_RATE
 from log.partition_log import FileSlice, PartitionLog
@@ -212,6 +214,11 @@ class FetchPlan:
         index = target.partition
         if self.follower_refused:
             return partition_error(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        # A follower's session partition where nothing moved since its last read found nothing
+        # new is not read again (``partition_reads.QuietMark``).
+        in_session = self.replicas if self.incremental and self.follower_id >= 0 else None
+        if in_session is not None and still_quiet(in_session, (topic, index), self.follower_id, target):
+            return None
         found = find_partition(
             self.ctx,
             topic,
@@ -259,7 +266,10 @@ class FetchPlan:
             return partition_error(index, *read)
         told = target.was_told(read.high_watermark, read.log_start)
         if self.incremental and not read.records and read.diverging is None and told:
+            if in_session is not None:
+                mark_quiet(in_session, key, partition_log, target)
             return None
+        target.quiet = None
         answer: FetchResponsePartitions = {
             "partition_index": index,
             "error_code": ErrorCode.NONE,

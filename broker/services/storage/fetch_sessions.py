@@ -32,6 +32,7 @@ from wire.error_codes import ErrorCode
 from wire.primitives import INT32_MAX
 
 if TYPE_CHECKING:
+    from broker.services.storage.partition_reads import QuietMark
     from wire.messages import FetchResponsePartitions
 
 INVALID_SESSION_ID = 0
@@ -67,6 +68,7 @@ class SessionPartition:
     last_fetched_epoch: int = -1  # a follower's newest leader epoch (Fetch v12+), for divergence
     high_watermark: int = -1  # -1: never told, or told an error (so the next answer includes it)
     log_start_offset: int = -1
+    quiet: QuietMark | None = None  # a follower's last read here found nothing (``partition_reads``)
 
     def key(self, uses_topic_ids: bool) -> SessionKey:
         return (self.topic_id if uses_topic_ids else self.topic, self.partition)

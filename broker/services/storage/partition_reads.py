@@ -20,7 +20,9 @@ from log.partition_log import FileSlice
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
+    from broker.services.replication.leader_state import LeaderState
     from broker.services.replication.manager import ReplicaManager
+    from broker.services.storage.fetch_sessions import SessionPartition
     from log.partition_log import PartitionLog
     from wire.messages import FetchResponseDivergingEpoch
 
@@ -77,6 +79,53 @@ def follower_fetched(
     if diverging is None and log.log_start_offset <= offset <= log.log_end_offset:
         replicas.follower_fetched(key, follower, offset, log)
     return diverging
+
+
+class QuietMark(NamedTuple):
+    """A follower's session partition as the leader saw it when a fetch found nothing new there
+    (the follower at the log end, told the high watermark and log start, no divergence): while
+    all of it stays the same, so does the answer, and the partition need not be read again.
+
+    Why: a follower's fetch session holds every partition it follows from this leader (dozens:
+    ``__consumer_offsets`` alone has 50) and each fetch reads all of them, where one moved. Kafka
+    reads them all too, in Java; here a full read is most of what a quiet partition costs."""
+
+    log: PartitionLog
+    state: LeaderState  # this leadership: a new epoch or a lost lead is another object, or none
+    offsets: tuple[int, ...]
+
+
+def quiet_offsets(log: PartitionLog, target: SessionPartition) -> tuple[int, ...]:
+    """What a quiet partition's answer depends on: the log's offsets and the follower's position."""
+    position = (target.fetch_offset, target.current_leader_epoch, target.last_fetched_epoch)
+    return (log.log_end_offset, log.high_watermark, log.log_start_offset, *position)
+
+
+def mark_quiet(
+    replicas: ReplicaManager, key: PartitionKey, log: PartitionLog, target: SessionPartition
+) -> None:
+    """Remember that a follower's read of ``target`` found nothing new, if it is at the log end
+    (one behind it may have been held back by a throttle, which may lift)."""
+    state = replicas.leader(key)
+    at_end = target.fetch_offset == log.log_end_offset
+    target.quiet = QuietMark(log, state, quiet_offsets(log, target)) if state and at_end else None
+
+
+def still_quiet(replicas: ReplicaManager, key: PartitionKey, follower: int, target: SessionPartition) -> bool:
+    """Whether a follower's session partition is as it was when last found quiet (same log,
+    online, same leadership with this follower among its replicas, same offsets and position);
+    if so its fetch is recorded, as a read would (the follower's caught-up time), and it needs
+    no read."""
+    mark = target.quiet
+    if mark is None:
+        return False
+    state, log = mark.state, mark.log
+    if replicas.leader(key) is not state or follower not in state.followers or not log.is_online:
+        return False
+    if quiet_offsets(log, target) != mark.offsets:
+        return False
+    replicas.follower_fetched(key, follower, target.fetch_offset, log)
+    return True
 
 
 def read_partition(
