@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -58,11 +59,20 @@ def broker_ports(bootstrap: str) -> dict[int, int]:
 @pytest.fixture
 def processes(tmp_path: Path) -> Iterator[RunningBroker]:
     require_etcd()
-    broker = start_odradek(tmp_path, processes=2)
+    (metrics_port,) = free_ports(1, run=2)
+    broker = start_odradek(tmp_path, {"metrics.listener": f"http://127.0.0.1:{metrics_port}"}, processes=2)
     try:
         yield broker
     finally:
         broker.stop()
+
+
+def test_each_process_serves_its_own_metrics(processes: RunningBroker) -> None:
+    """One Prometheus target per process: ``metrics.listener``'s port, then the next."""
+    host, port = processes.overrides["metrics.listener"].removeprefix("http://").rsplit(":", 1)
+    for process_port in (int(port), int(port) + 1):
+        with urllib.request.urlopen(f"http://{host}:{process_port}/metrics", timeout=10) as answer:
+            assert answer.status == 200 and b"odradek_" in answer.read()
 
 
 def test_two_processes_serve_one_bootstrap_address_and_a_transaction_across_both(
