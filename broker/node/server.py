@@ -317,7 +317,11 @@ async def serve(
             sockets.append((listener.name, sock))
         for listener in broker.config.shared_listeners:
             sockets.append((listener.name, await listening_socket(listener.host, listener.port, shared=True)))
-            log.info("bootstrap address %s:%d shared with this machine's other processes", listener.host, listener.port)
+            log.info(
+                "bootstrap address %s:%d shared with this machine's other processes",
+                listener.host,
+                listener.port,
+            )
         log.info("accepting up to %d connections (max.connections)", limits.max_connections)
         for listener_name, sock in sockets:
             security = broker.listener_security[listener_name]
