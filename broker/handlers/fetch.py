@@ -41,7 +41,7 @@ from broker.requests.partition_requests import find_partition
 from broker.requests.version_rules import FIRST_TOPIC_ID_VERSION, READ_COMMITTED
 from broker.services.cluster_view import rack_of
 from broker.services.replication.read_replica import preferred_read_replica
-from broker.services.storage.fetch_sessions import INVALID_SESSION_ID, Answer, SessionKey, SessionPartition
+from broker.services.storage.fetch_sessions import Answer, SessionKey, SessionPartition
 from broker.services.storage.file_region import INLINE_RESPONSE_BYTES, FileRegion
 from broker.services.storage.partition_reads import (
     FetchPosition,
@@ -56,6 +56,7 @@ from log.partition_log import FileSlice, PartitionLog
 from wire.api_keys import ApiKey
 from wire.codec import encode_response_parts
 from wire.error_codes import ErrorCode
+from wire.fetch_session_epochs import INVALID_SESSION_ID
 
 if TYPE_CHECKING:
     from wire.messages import (
@@ -215,7 +216,7 @@ class FetchPlan:
         if self.follower_refused:
             return partition_error(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         # A follower's session partition where nothing moved since its last read found nothing
-        # new is not read again (``partition_reads.QuietMark``).
+        # new is not read again (``fetch_sessions.QuietMark``).
         in_session = self.replicas if self.incremental and self.follower_id >= 0 else None
         if in_session is not None and still_quiet(in_session, (topic, index), self.follower_id, target):
             return None

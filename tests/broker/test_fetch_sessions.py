@@ -7,15 +7,10 @@ from typing import Any
 
 import pytest
 
-from broker.services.storage.fetch_sessions import (
-    EVICTION_MS,
-    INT32_MAX,
-    Answer,
-    FetchSessionCache,
-    SessionPartition,
-    next_epoch,
-)
+from broker.services.storage.fetch_sessions import EVICTION_MS, Answer, FetchSessionCache, SessionPartition
 from wire.error_codes import ErrorCode
+from wire.fetch_session_epochs import next_epoch
+from wire.primitives import INT32_MAX
 
 
 class FakeClock:

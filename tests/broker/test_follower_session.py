@@ -4,7 +4,7 @@ leader opens a session, then only what moved, and back to full on any doubt."""
 from __future__ import annotations
 
 from broker.services.replication.fetch_session import FollowerSession
-from broker.services.storage.fetch_sessions import INITIAL_EPOCH, INVALID_SESSION_ID
+from wire.fetch_session_epochs import INITIAL_EPOCH, INVALID_SESSION_ID
 
 
 def position(offset: int, epoch: int = 1) -> dict[str, int]:

@@ -14,8 +14,8 @@ answered a session error) starts over with a full fetch, which also asks for a n
 
 from __future__ import annotations
 
-from broker.services.storage.fetch_sessions import INITIAL_EPOCH, INVALID_SESSION_ID, next_epoch
 from wire.error_codes import ErrorCode
+from wire.fetch_session_epochs import INITIAL_EPOCH, INVALID_SESSION_ID, next_epoch
 
 PartitionKey = tuple[str, int]
 Position = dict[str, int]

@@ -25,19 +25,18 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from log.clock import Clock, wall_clock_ms
 from wire.error_codes import ErrorCode
+from wire.fetch_session_epochs import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, next_epoch
 from wire.primitives import INT32_MAX
 
 if TYPE_CHECKING:
-    from broker.services.storage.partition_reads import QuietMark
+    from broker.services.replication.leader_state import LeaderState
+    from log.partition_log import PartitionLog
     from wire.messages import FetchResponsePartitions
 
-INVALID_SESSION_ID = 0
-INITIAL_EPOCH = 0
-FINAL_EPOCH = -1
 EVICTION_MS = 120_000
 """Kafka's fetch session eviction time (hard-coded in ``BrokerServer``): a session unused this
 long may be replaced at once; one younger than this cannot be evicted."""
@@ -48,11 +47,18 @@ Answer = tuple["SessionPartition", "FetchResponsePartitions", int]
 """A partition read for a Fetch: what was asked, its response, and how many record bytes it carries."""
 
 
-def next_epoch(epoch: int) -> int:
-    """Kafka's ``FetchMetadata.nextEpoch``: -1 stays -1 and the epoch wraps from INT32_MAX to 1."""
-    if epoch < 0:
-        return FINAL_EPOCH
-    return 1 if epoch == INT32_MAX else epoch + 1
+class QuietMark(NamedTuple):
+    """A follower's session partition as the leader saw it when a fetch found nothing new there
+    (the follower at the log end, told the high watermark and log start, no divergence): while
+    all of it stays the same, so does the answer, and the partition need not be read again.
+
+    Why: a follower's fetch session holds every partition it follows from this leader (dozens:
+    ``__consumer_offsets`` alone has 50) and each fetch reads all of them, where one moved. Kafka
+    reads them all too, in Java; here a full read is most of what a quiet partition costs."""
+
+    log: PartitionLog
+    state: LeaderState  # this leadership: a new epoch or a lost lead is another object, or none
+    offsets: tuple[int, ...]
 
 
 @dataclass(slots=True, eq=False)

@@ -15,12 +15,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 from broker.services.replication.divergence import diverging_epoch
+from broker.services.storage.fetch_sessions import QuietMark
 from log.errors import LogError
 from log.partition_log import FileSlice
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.services.replication.leader_state import LeaderState
     from broker.services.replication.manager import ReplicaManager
     from broker.services.storage.fetch_sessions import SessionPartition
     from log.partition_log import PartitionLog
@@ -79,20 +79,6 @@ def follower_fetched(
     if diverging is None and log.log_start_offset <= offset <= log.log_end_offset:
         replicas.follower_fetched(key, follower, offset, log)
     return diverging
-
-
-class QuietMark(NamedTuple):
-    """A follower's session partition as the leader saw it when a fetch found nothing new there
-    (the follower at the log end, told the high watermark and log start, no divergence): while
-    all of it stays the same, so does the answer, and the partition need not be read again.
-
-    Why: a follower's fetch session holds every partition it follows from this leader (dozens:
-    ``__consumer_offsets`` alone has 50) and each fetch reads all of them, where one moved. Kafka
-    reads them all too, in Java; here a full read is most of what a quiet partition costs."""
-
-    log: PartitionLog
-    state: LeaderState  # this leadership: a new epoch or a lost lead is another object, or none
-    offsets: tuple[int, ...]
 
 
 def quiet_offsets(log: PartitionLog, target: SessionPartition) -> tuple[int, ...]:
