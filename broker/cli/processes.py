@@ -32,7 +32,7 @@ from pathlib import Path
 from broker.cli.children import etcd_command, free_port, start_child, stop_all, wait_for_port
 from broker.cli.process_moves import move_partitions, wait_registered
 from broker.cli.table import render_table
-from broker.config.config import BrokerConfig, ConfigError, Listener
+from broker.config.config import BrokerConfig, ConfigError, Listener, parse_metrics_listener
 
 MARKER = "processes.properties"
 """Written in the first log directory: how many processes its data is spread over.  A broker
@@ -150,8 +150,8 @@ def child_command(args: argparse.Namespace, config: BrokerConfig, index: int, en
     }
     metrics = config.get("metrics.listener")
     if metrics:
-        host, port = metrics.rstrip("/").rsplit(":", 1)
-        settings["metrics.listener"] = f"{host}:{int(port) + index - 1}"
+        host, port = parse_metrics_listener(metrics)
+        settings["metrics.listener"] = f"http://{f'[{host}]' if ':' in host else host}:{port + index - 1}"
     for key, value in settings.items():
         command += ["--override", f"{key}={value}"]
     return command
