@@ -535,10 +535,9 @@ class GroupCoordinator(PartitionedCoordinator):
         self, states: list[str], types: list[str]
     ) -> tuple[ErrorCode, list[ListGroupsResponseGroups]]:
         """ListGroups with Kafka's case-insensitive state and type filters."""
-        if not self._started:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
-        if not self.fully_loaded:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
+        error = self.listing_error()
+        if error is not ErrorCode.NONE:
+            return error, []
         wanted_states = {state.strip().lower() for state in states}
         wanted_types = {kind.strip().lower() for kind in types}
         listed: list[ListGroupsResponseGroups] = []

@@ -101,6 +101,20 @@ class PartitionedCoordinator(ABC):
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         return ErrorCode.NONE
 
+    def listing_error(self) -> ErrorCode:
+        """Whether this coordinator can list everything it coordinates (ListGroups,
+        ListTransactions) right now.
+
+        A cluster member that leads none of the internal topic's partitions (or whose internal
+        topic does not exist yet) lists nothing, with no error, as a Kafka broker does: its
+        coordinator is active from start-up on. Answering COORDINATOR_NOT_AVAILABLE there would
+        make Kafka's admin client retry that broker until its call times out."""
+        if self._owned is None and not self._started:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if not self.fully_loaded:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return ErrorCode.NONE
+
     def set_wakeup(self, callback: Callable[[], None] | None) -> None:
         """``callback`` runs whenever a deadline earlier than all others is scheduled."""
         self._timer.on_earlier_deadline = callback

@@ -491,10 +491,9 @@ class TransactionCoordinator(PartitionedCoordinator):
         any) keeps transactions that started longer ago than that (as in Kafka, one that never
         started passes); ``pattern`` is a regular expression the whole id must match.
         """
-        if not self._started:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, [], []
-        if not self.fully_loaded:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, [], []
+        error = self.listing_error()
+        if error is not ErrorCode.NONE:
+            return error, [], []
         wanted = {name: TxnState.by_kafka_name(name) for name in states}
         unknown = [name for name, state in wanted.items() if state is None]
         known = {state for state in wanted.values() if state is not None}

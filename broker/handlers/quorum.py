@@ -1,10 +1,14 @@
-"""DescribeQuorum (KIP-595/853): the metadata quorum of a single node, told as it is.
+"""DescribeQuorum (KIP-595/853): the metadata quorum, told as it is.
 
-Odradek has no Raft log: this one node decides all metadata by itself. So the quorum has one
-voter, this node, which leads it; no observers; and since no metadata log exists its offsets are
-0 and the leader, the only replica, is always caught up (fetch and caught-up times are now).
-``kafka-metadata-quorum describe --status/--replication`` shows exactly that. The node's
-listed endpoint is its client listener (it has no separate controller listener).
+Odradek has no Raft log. A single node decides all metadata by itself: the quorum has one voter,
+this node, which leads it, and no observers. In a cluster the metadata lives in etcd and one
+broker at a time holds the controller lease: that broker is the one voter and leader, and every
+other live broker is an observer, so every broker tells the same quorum. Since no metadata log
+exists its offsets are 0 and every replica is caught up (fetch and caught-up times are now);
+a directory id is known only for the answering node (the others' are Kafka's zero id, as Kafka
+shows a replica whose directory it does not know). ``kafka-metadata-quorum describe
+--status/--replication`` shows exactly that. A node's listed endpoint is its client listener
+(it has no separate controller listener).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import TYPE_CHECKING
 from broker.requests.acl_checks import cluster_authorized
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
+from broker.services.cluster_view import controller_id, live_nodes
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
@@ -23,6 +28,7 @@ if TYPE_CHECKING:
         DescribeQuorumRequest,
         DescribeQuorumResponse,
         DescribeQuorumResponseCurrentVoters,
+        DescribeQuorumResponseNodes,
         DescribeQuorumResponsePartitions,
         DescribeQuorumResponseTopics,
     )
@@ -48,28 +54,46 @@ def _unknown_partition(index: int) -> DescribeQuorumResponsePartitions:
     }
 
 
-def _partition(ctx: RequestContext, index: int) -> DescribeQuorumResponsePartitions:
-    if index != 0:
-        return _unknown_partition(index)
-    broker = ctx.broker
-    now = broker.clock()
-    voter: DescribeQuorumResponseCurrentVoters = {
-        "replica_id": broker.node_id,
-        "replica_directory_id": directory_uuid(broker.directory_id),
+def _replica(ctx: RequestContext, node_id: int, now: int) -> DescribeQuorumResponseCurrentVoters:
+    known = node_id == ctx.broker.node_id
+    return {
+        "replica_id": node_id,
+        "replica_directory_id": directory_uuid(ctx.broker.directory_id) if known else bytes(16),
         "log_end_offset": 0,
         "last_fetch_timestamp": now,
         "last_caught_up_timestamp": now,
     }
+
+
+def _partition(ctx: RequestContext, index: int) -> DescribeQuorumResponsePartitions:
+    if index != 0:
+        return _unknown_partition(index)
+    now = ctx.broker.clock()
+    leader = controller_id(ctx.broker)
+    others = [node.node_id for node in live_nodes(ctx.broker, ctx.listener_name) if node.node_id != leader]
     return {
         "partition_index": 0,
         "error_code": ErrorCode.NONE,
         "error_message": None,
-        "leader_id": broker.node_id,
+        "leader_id": leader,
         "leader_epoch": LEADER_EPOCH,
         "high_watermark": 0,
-        "current_voters": [voter],
-        "observers": [],
+        "current_voters": [_replica(ctx, leader, now)] if leader >= 0 else [],
+        "observers": [_replica(ctx, node_id, now) for node_id in others],
     }
+
+
+def _voter_nodes(ctx: RequestContext) -> list[DescribeQuorumResponseNodes]:
+    """The voter's endpoint (Kafka lists the voters' listeners)."""
+    leader = controller_id(ctx.broker)
+    return [
+        {
+            "node_id": node.node_id,
+            "listeners": [{"name": ctx.listener_name, "host": node.host, "port": node.port}],
+        }
+        for node in live_nodes(ctx.broker, ctx.listener_name)
+        if node.node_id == leader
+    ]
 
 
 async def handle_describe_quorum(
@@ -90,18 +114,7 @@ async def handle_describe_quorum(
         else:
             partitions = [_partition(ctx, p["partition_index"]) for p in wanted]
         topics.append({"topic_name": topic["topic_name"], "partitions": partitions})
-    endpoint = ctx.broker.endpoint_for(ctx.listener_name)
-    return {
-        "error_code": ErrorCode.NONE,
-        "error_message": None,
-        "topics": topics,
-        "nodes": [
-            {
-                "node_id": ctx.broker.node_id,
-                "listeners": [{"name": endpoint.name, "host": endpoint.host, "port": endpoint.port}],
-            }
-        ],
-    }
+    return {"error_code": ErrorCode.NONE, "error_message": None, "topics": topics, "nodes": _voter_nodes(ctx)}
 
 
 HANDLERS = {ApiKey.DESCRIBE_QUORUM: Served(handle_describe_quorum)}

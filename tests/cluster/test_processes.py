@@ -25,6 +25,8 @@ from broker.cli.process_moves import planned_moves
 from broker.client.admin_client import KafkaConnection
 from compat_tests.kit.brokers import RunningBroker, free_ports, odradek_command, start_odradek
 from compat_tests.kit.fixtures import require_etcd
+from wire.api_keys import ApiKey
+from wire.error_codes import ErrorCode
 
 pytestmark = pytest.mark.timeout(300)
 T = TypeVar("T")
@@ -151,6 +153,34 @@ def test_two_processes_serve_one_bootstrap_address_and_a_transaction_across_both
 
     seen = values_read(processes.bootstrap, "spread", "across", 40, **{"isolation.level": "read_committed"})
     assert sorted(seen, key=int) == sorted(numbers(40), key=int)
+
+
+def test_every_process_tells_one_quorum_and_lists_what_it_coordinates(processes: RunningBroker) -> None:
+    """Kafka's admin tools ask every broker. DescribeQuorum names one leader and voter everywhere,
+    every other process its observer; ListGroups and ListTransactions answer NONE on each process,
+    also on one that leads no partition of the internal topics (before any group or transaction,
+    neither topic has a partition anywhere)."""
+    ports = broker_ports(processes.bootstrap)
+    metadata_log = {"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}
+    no_filter = {"state_filters": [], "producer_id_filters": [], "duration_filter": -1}
+    quorums = {}
+    for node, port in ports.items():
+        with KafkaConnection(f"127.0.0.1:{port}", timeout=10) as connection:
+            answer = connection.request(ApiKey.DESCRIBE_QUORUM, 2, {"topics": [metadata_log]})
+            (quorum,) = answer["topics"][0]["partitions"]
+            voters = [voter["replica_id"] for voter in quorum["current_voters"]]
+            quorums[node] = (
+                quorum["leader_id"],
+                voters,
+                sorted(o["replica_id"] for o in quorum["observers"]),
+            )
+            listed = connection.request(ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": []})
+            assert listed["error_code"] == ErrorCode.NONE, (node, listed)
+            transactions = connection.request(ApiKey.LIST_TRANSACTIONS, 1, no_filter)
+            assert transactions["error_code"] == ErrorCode.NONE, (node, transactions)
+    leader = quorums[1][0]
+    assert leader in ports
+    assert quorums == dict.fromkeys(ports, (leader, [leader], sorted(set(ports) - {leader})))
 
 
 def test_a_killed_process_is_restarted_and_rejoins(processes: RunningBroker) -> None:

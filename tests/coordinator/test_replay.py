@@ -87,3 +87,12 @@ def test_offsets_of_a_group_that_switched_protocol_survive_a_restart(h: Harness)
     after = h.restart()
     assert after.committed("g") == {("orders", 0): 10}
     assert after.state("g") == "Empty"
+
+
+def test_a_cluster_member_leading_no_offsets_partition_lists_no_group() -> None:
+    """A broker of a cluster that leads none of __consumer_offsets' partitions answers ListGroups
+    with an empty list, as Kafka's does, and NOT_COORDINATOR for a group's own requests."""
+    coordinator = GroupCoordinator(CoordinatorConfig(), MemoryStorage(), Topics(orders=1), FakeClock())
+    coordinator.own_claimed_partitions_only()
+    assert coordinator.list_groups([], []) == (E.NONE, [])
+    assert coordinator.fetch_offsets("g", None)["error_code"] == E.NOT_COORDINATOR

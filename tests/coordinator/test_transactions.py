@@ -224,3 +224,14 @@ def test_unavailable_until_loaded() -> None:
     refused(E.COORDINATOR_LOAD_IN_PROGRESS, coordinator.init_producer_id, "app", TIMEOUT_MS, -1, -1)
     assert coordinator.list_transactions([], [], -1, None)[0] is E.COORDINATOR_LOAD_IN_PROGRESS
     assert TxnState.PREPARE_EPOCH_FENCE.kafka_name == "PrepareEpochFence"
+
+
+def test_a_cluster_member_leading_no_state_partition_lists_nothing() -> None:
+    """As a Kafka broker whose coordinator leads no partition: an empty listing, not
+    COORDINATOR_NOT_AVAILABLE (which the admin client would retry until its call times out)."""
+    coordinator = TransactionCoordinator(
+        TransactionConfig(state_log_partitions=2), MemoryStorage(), lambda: 1, Markers(), FakeClock()
+    )
+    coordinator.own_claimed_partitions_only()
+    assert coordinator.list_transactions([], [], -1, None) == (E.NONE, [], [])
+    refused(E.NOT_COORDINATOR, coordinator.init_producer_id, "app", TIMEOUT_MS, -1, -1)
