@@ -16,7 +16,9 @@ import pytest
 from compat_tests.helpers import poll_until
 from compat_tests.kit.brokers import RunningBroker
 from compat_tests.kit.drivers.base import ConsumerSettings, Driver, Message, ProducerSettings
+from compat_tests.kit.drivers.confluent import ConfluentAdmin
 from compat_tests.kit.drivers.kafka_python import FetchAnswer, RawFetcher, raw_fetch
+from compat_tests.kit.raw_protocol import addresses_by_id
 
 
 @pytest.mark.parametrize(
@@ -46,8 +48,16 @@ def test_full_fetches_are_served_whatever_session_they_name(
 def test_incremental_fetches_in_a_session(admin: Driver, broker: RunningBroker, topic: str) -> None:
     """KIP-227 as Kafka answers it: epoch 0 opens a session, each later epoch names only what
     changed and is answered only with partitions that have news; a wrong epoch is refused, a
-    forgotten partition is no longer read, and epoch -1 closes the session."""
-    admin.create_topic(topic, 3)
+    forgotten partition is no longer read, and epoch -1 closes the session.
+
+    The three partitions have one leader, so that one broker's session can hold them all (behind
+    one bootstrap address there may be several brokers, each holding its own sessions)."""
+    leader = min(addresses_by_id(broker.bootstrap))
+    creator = ConfluentAdmin(broker.bootstrap)
+    try:
+        creator.create_topic(topic, 3, assignments=[[leader]] * 3)
+    finally:
+        creator.close()
 
     def produce(partition: int) -> None:
         admin.produce(topic, [Message(b"v", partition=partition)], ProducerSettings())

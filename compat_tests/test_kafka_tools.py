@@ -26,6 +26,7 @@ from compat_tests.kit.drivers.base import (
     Message,
     ProducerSettings,
 )
+from compat_tests.kit.raw_protocol import addresses_by_id
 
 TOOLS = "org.apache.kafka.tools."
 GROUPS = TOOLS + "consumer.group.ConsumerGroupCommand"
@@ -65,7 +66,10 @@ def test_topics(run, admin: Driver, topic: str) -> None:
     assert f"Topic: {topic}\tTopicId: " in described
     assert "PartitionCount: 2\tReplicationFactor: 1" in described
     assert "retention.ms=7200000" in described
-    assert re.search(rf"Topic: {re.escape(topic)}\tPartition: 1\tLeader: 1\tReplicas: 1\tIsr: 1", described)
+    # Its one replica leads and is the ISR (whichever broker behind the bootstrap address holds it).
+    assert re.search(
+        rf"Topic: {re.escape(topic)}\tPartition: 1\tLeader: (\d+)\tReplicas: \1\tIsr: \1\t", described
+    )
     ok(run(TOOLS + "TopicCommand", "--alter", "--topic", topic, "--partitions", "3"))
 
     def grown() -> None:
@@ -236,7 +240,9 @@ def test_consumer_groups(run, admin: Driver, topic: str) -> None:
     assert group not in ok(run(GROUPS, "--list")).split()
 
 
-def test_offsets_delete_records_log_dirs(run, admin: Driver, topic: str, tmp_path) -> None:
+def test_offsets_delete_records_log_dirs(
+    run, admin: Driver, broker: RunningBroker, topic: str, tmp_path
+) -> None:
     """kafka-get-offsets, kafka-delete-records and kafka-log-dirs on one topic."""
     admin.create_topic(topic, 2)
     produce(admin, topic, 20, 2)
@@ -253,15 +259,18 @@ def test_offsets_delete_records_log_dirs(run, admin: Driver, topic: str, tmp_pat
     assert sorted(earliest.split()) == [f"{topic}:0:4", f"{topic}:1:0"]
     report = ok(run(TOOLS + "LogDirsCommand", "--describe", "--topic-list", topic))
     answer = json.loads(report.strip().splitlines()[-1])
-    (node,) = answer["brokers"]
-    assert node["broker"] == 1
-    partitions = {p["partition"]: p for d in node["logDirs"] for p in d["partitions"]}
-    assert set(partitions) == {f"{topic}-0", f"{topic}-1"}
+    assert {node["broker"] for node in answer["brokers"]} == set(addresses_by_id(broker.bootstrap))
+    held = [
+        (p["partition"], p) for node in answer["brokers"] for d in node["logDirs"] for p in d["partitions"]
+    ]
+    partitions = dict(held)
+    assert len(held) == 2 and set(partitions) == {f"{topic}-0", f"{topic}-1"}  # one replica each
     assert all(p["size"] > 0 and p["offsetLag"] == 0 and not p["isFuture"] for p in partitions.values())
 
 
-def test_features_quorum_cluster(run, admin: Driver) -> None:
-    """kafka-features describe, kafka-metadata-quorum (one node leads itself), kafka-cluster."""
+def test_features_quorum_cluster(run, admin: Driver, broker: RunningBroker) -> None:
+    """kafka-features describe, kafka-metadata-quorum (one voter leads; every other broker behind
+    the bootstrap address observes), kafka-cluster."""
     features = ok(run(TOOLS + "FeatureCommand", "describe"))
     assert re.search(
         r"Feature: group.version\s+SupportedMinVersion: 0\s+SupportedMaxVersion: 1\s+FinalizedVersionLevel: 1",
@@ -270,10 +279,15 @@ def test_features_quorum_cluster(run, admin: Driver) -> None:
     assert "group.version was upgraded to 1." in ok(
         run(TOOLS + "FeatureCommand", "upgrade", "--feature", "group.version=1")
     )
+    brokers = set(addresses_by_id(broker.bootstrap))
     status = ok(run(TOOLS + "MetadataQuorumCommand", "describe", "--status"))
-    assert re.search(r"^LeaderId:\s+1$", status, re.M)
-    assert re.search(r'^CurrentVoters:\s+\[\{"id": 1, ', status, re.M)
-    assert re.search(r"^CurrentObservers:\s+\[\]$", status, re.M)
+    leader = re.search(r"^LeaderId:\s+(\d+)$", status, re.M)
+    assert leader and int(leader[1]) in brokers, status
+    assert re.search(rf'^CurrentVoters:\s+\[\{{"id": {leader[1]}, ', status, re.M)
+    observers = re.search(r"^CurrentObservers:\s+(.*)$", status, re.M)
+    assert observers and {int(i) for i in re.findall(r'"id": (\d+)', observers[1])} == brokers - {
+        int(leader[1])
+    }
     replication = ok(run(TOOLS + "MetadataQuorumCommand", "describe", "--replication")).splitlines()
     assert replication[0].split() == [
         "NodeId",
@@ -284,12 +298,15 @@ def test_features_quorum_cluster(run, admin: Driver) -> None:
         "LastCaughtUpTimestamp",
         "Status",
     ]
-    (row,) = replication[1:]
-    assert row.split()[0] == "1" and row.split()[3] == "0" and row.split()[-1] == "Leader"
+    rows = {row.split()[0]: row.split() for row in replication[1:]}
+    assert rows[leader[1]][3] == "0" and rows[leader[1]][-1] == "Leader"
+    assert {node for node, row in rows.items() if row[-1] == "Observer"} == {str(b) for b in brokers} - {
+        leader[1]
+    }
     printed = ok(run(TOOLS + "ClusterTool", "cluster-id", bootstrap_last=True))
     assert re.fullmatch(r"Cluster ID: [A-Za-z0-9_-]{22}\n", printed), printed
     endpoints = ok(run(TOOLS + "ClusterTool", "list-endpoints", bootstrap_last=True))
-    assert re.search(r"^1\s+\S+\s+\d+\s+", endpoints.splitlines()[1]), endpoints
+    assert {int(line.split()[0]) for line in endpoints.splitlines()[1:]} == brokers, endpoints
 
 
 def test_perf_and_verifiable_clients(run, admin: Driver, topic: str) -> None:
@@ -377,7 +394,8 @@ def test_reassignments_and_leader_election(run, admin: Driver, topic: str, tmp_p
     assert "leader.replication.throttled.rate=10000 sensitive=false" in ok(run(CONFIGS, "--describe", *node))
     verified = ok(run(*reassign, "--verify", "--reassignment-json-file", str(plan)))
     assert f"Reassignment of partition {topic}-0 is completed." in verified
-    assert "Clearing broker-level throttles on broker 1" in verified
+    # The tool clears the throttles of every broker (one, or those behind the bootstrap address).
+    assert re.search(r"Clearing broker-level throttles on brokers? 1\b", verified), verified
     assert "throttled" not in ok(run(CONFIGS, "--describe", *node))
     assert "throttled" not in ok(
         run(CONFIGS, "--describe", "--entity-type", "topics", "--entity-name", topic)

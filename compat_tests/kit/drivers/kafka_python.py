@@ -289,11 +289,13 @@ def _net_client(bootstrap: str) -> KafkaNetClient:
     return KafkaNetClient(bootstrap_servers=bootstrap, request_timeout_ms=TIMEOUT_MS)
 
 
-def _request(client: KafkaNetClient, request: Any) -> dict[str, Any]:
-    """Send one request built from kafka-python's protocol classes to any broker; the answer as a dict."""
+def _request(client: KafkaNetClient, request: Any, node: int | None = None) -> dict[str, Any]:
+    """Send one request built from kafka-python's protocol classes to broker ``node`` (None: any
+    broker); the answer as a dict."""
     with kafka_python_api.errors(NAME):
         client.check_version(timeout_ms=TIMEOUT_MS)
-        node = client.least_loaded_node(bootstrap_fallback=True)
+        if node is None:
+            node = client.least_loaded_node(bootstrap_fallback=True)
         response = client.send_and_receive(node, request, timeout_ms=TIMEOUT_MS)
     result: dict[str, Any] = response.to_dict()
     return result
@@ -420,14 +422,17 @@ class KafkaPythonAdmin(Admin):
             found = self.admin.list_partition_offsets({KpPartition(topic, p): wire for p in partitions})
         return {tp.partition: (r.offset, r.timestamp) for tp, r in found.items()}
 
-    def _send(self, request: Any) -> dict[str, Any]:
-        """Send one request built from kafka-python's protocol classes through its network client.
+    def _send(self, request: Any, broker: str = "") -> dict[str, Any]:
+        """Send one request built from kafka-python's protocol classes through its network client,
+        to the broker whose id is ``broker`` (``""``: any broker).
 
-        For the few answers whose error codes KafkaAdminClient drops or never sees.
+        For the few answers whose error codes KafkaAdminClient drops or never sees. A request about
+        one broker's own configs goes to that broker, as Kafka's admin clients send it: another
+        broker answers INVALID_REQUEST.
         """
         if self._net is None:
             self._net = _net_client(self.bootstrap)
-        return _request(self._net, request)
+        return _request(self._net, request, int(broker) if broker else None)
 
     def alter_broker_resource(
         self,
@@ -456,7 +461,7 @@ class KafkaPythonAdmin(Admin):
                 configs=[legacy.AlterableConfig(name=k, value=v) for k, (_, v) in ops.items()],
             )
             request = AlterConfigsRequest(resources=[resource], validate_only=validate_only)
-        (answer,) = self._send(request)["responses"]
+        (answer,) = self._send(request, name)["responses"]
         return kafka_error_name(answer["error_code"]), answer["error_message"]
 
     def describe_broker_resource(
@@ -467,7 +472,8 @@ class KafkaPythonAdmin(Admin):
         resource = DescribeConfigsRequest.DescribeConfigsResource(
             resource_type=int(ConfigResourceType.BROKER), resource_name=name, configuration_keys=keys
         )
-        (result,) = self._send(DescribeConfigsRequest(resources=[resource], include_synonyms=True))["results"]
+        request = DescribeConfigsRequest(resources=[resource], include_synonyms=True)
+        (result,) = self._send(request, name)["results"]
         _raise_for(result["error_code"], f"describe_configs broker {name!r}")
         return {entry["name"]: entry for entry in result["configs"]}
 
@@ -637,20 +643,37 @@ class RawFetcher:
 
     def __init__(self, bootstrap: str) -> None:
         self._client = _net_client(bootstrap)
+        self._node: int | None = None
+        """The broker every fetch goes to: the leader of the first partition fetched, since a
+        fetch session lives on one broker (another broker does not know it, and answers
+        NOT_LEADER_OR_FOLLOWER for partitions it does not lead)."""
 
     def close(self) -> None:
         self._client.close()
 
-    def topic_id(self, topic: str) -> uuid.UUID:
-        """The topic's id, as Metadata (v10+) gives it."""
+    def _describe(self, topic: str) -> dict[str, Any]:
         request = MetadataRequest(
             min_version=10,
             topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
             allow_auto_topic_creation=False,
         )
         (found,) = _request(self._client, request)["topics"]
-        topic_id: uuid.UUID = found["topic_id"]
+        return found
+
+    def topic_id(self, topic: str) -> uuid.UUID:
+        """The topic's id, as Metadata (v10+) gives it."""
+        topic_id: uuid.UUID = self._describe(topic)["topic_id"]
         return topic_id
+
+    def _broker_for(self, wanted: Mapping[str, Mapping[int, int]]) -> int | None:
+        if self._node is None and wanted:
+            topic, offsets = next(iter(wanted.items()))
+            first = min(offsets)
+            (leader,) = (
+                p["leader_id"] for p in self._describe(topic)["partitions"] if p["partition_index"] == first
+            )
+            self._node = leader
+        return self._node
 
     def fetch(
         self,
@@ -701,7 +724,7 @@ class RawFetcher:
             ],
             rack_id="",
         )
-        response = _request(self._client, request)
+        response = _request(self._client, request, self._broker_for(wanted))
         names = {topic_id: name for name, topic_id in (topic_ids or {}).items()}
         return FetchAnswer(
             kafka_error_name(response["error_code"]),
