@@ -11,6 +11,7 @@ single raw requests.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -50,6 +51,11 @@ class IsrRecorder:
     ) -> tuple[bool, int]:
         self.note("isr", list(new_isr))
         return True, partition_epoch + 1
+
+    async def hand_over(self, topic: str, partition: int, leader_epoch: int, partition_epoch: int) -> int:
+        """Recorded; no other replica takes over (the test plays the cluster layer's part)."""
+        self.note("hand over", leader_epoch)
+        return -1
 
     def endpoint_of(self, node_id: int, listener_name: str | None = None) -> tuple[str, int] | None:
         return self.endpoints.get(node_id)
@@ -285,6 +291,28 @@ async def test_acks_all_waits_for_the_isr_then_refuses_below_min_insync(tmp_path
             assert c.brokers[1].replicas.under_replicated() == 0
             assert await produce_in_thread(c.ports[1], [b"again"]) == [3]
             assert c.log_bytes(2) == c.log_bytes(1)
+
+
+async def test_a_leader_whose_log_goes_offline_hands_over_instead_of_shrinking_the_isr(
+    tmp_path: Path,
+) -> None:
+    """A disk error takes the leader's log offline: its followers can no longer fetch, so their
+    lag says nothing, and dropping them would leave the acknowledged records to a log that may
+    come back without them (a nemesis run lost 2,544 that way). The leader keeps its ISR and asks
+    the cluster layer to hand its leadership to an in-sync follower, as Kafka's controller moves
+    the leaderships of a failed log directory."""
+    with trio.fail_after(DEADLINE_S):
+        async with cluster(tmp_path, 3, **{"replica.lag.time.max.ms": "400"}) as c:
+            await c.lead(1, [2, 3], epoch=1)
+            assert await produce_in_thread(c.ports[1], [b"a", b"b"]) == [0, 1]
+            before = len(c.recorder.timeline)
+            c.brokers[1].partitions.get(TOPIC, 0).went_offline(
+                OSError(errno.ENOSPC, "No space left on device")
+            )
+            await c.recorder.wait_for(("hand over", 1), after=before)
+            await trio.sleep(1.0)  # past two more lag checks: still no ISR change
+            assert ("isr", [1]) not in c.recorder.timeline[before:]
+            assert all(what == "hand over" for what, _ in c.recorder.timeline[before:])
 
 
 async def test_acks_all_times_out_while_the_isr_waits_for_a_stopped_follower(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from broker.services.cluster.controller import elect, preferred
+from broker.services.cluster.controller import elect, hand_over, preferred
 from broker.services.cluster.image import ClusterImage
 from broker.services.cluster.layout import (
     BrokerRecord,
@@ -167,3 +167,14 @@ def test_reassignment_to_the_same_replicas_in_another_order_completes_at_once() 
 
     record = PartitionRecord(1, 0, 0, (1, 2, 3), (1, 2, 3))
     assert start_reassignment(record, (2, 3, 1)) == PartitionRecord(1, 0, 1, (2, 3, 1), (1, 2, 3))
+
+
+def test_a_leader_with_an_offline_log_hands_over_to_the_first_eligible_in_sync_replica() -> None:
+    led = PartitionRecord(3, 4, 9, (1, 2, 3), (1, 3, 2))
+    assert hand_over(led, 3, _alive(1, 2, 3)) == PartitionRecord(1, 5, 10, (1, 2, 3), (1, 2))
+    assert hand_over(led, 3, _alive(2, 3)) == PartitionRecord(2, 5, 10, (1, 2, 3), (1, 2))
+    # no other in-sync replica can lead: the leader keeps its claim (and its ISR)
+    assert hand_over(PartitionRecord(3, 4, 9, (1, 2, 3), (3,)), 3, _alive(1, 2, 3)) is None
+    assert hand_over(led, 3, _alive(3)) is None
+    # only the leader hands over
+    assert hand_over(led, 1, _alive(1, 2, 3)) is None

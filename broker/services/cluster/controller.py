@@ -14,6 +14,8 @@ controller change and periodically:
   while it still runs: its leaderships go to other in-sync replicas and it leaves the ISRs,
   wherever another in-sync replica exists;
 - an offline partition (-1) is led again by the first of its ISR to come back;
+- a leader whose log a disk error took offline hands its leadership over itself
+  (:func:`hand_over`, through ``ClusterNode.hand_over``), as the controller would;
 - with ``auto.leader.rebalance.enable``, a broker leading too few of its preferred partitions
   (more than ``leader.imbalance.per.broker.percentage`` of them led elsewhere) gets them back
   once it is in their ISR (preferred leader election).
@@ -75,6 +77,21 @@ def preferred(record: PartitionRecord, eligible: Callable[[int], bool]) -> Parti
     if record.leader != first and eligible(first) and first in record.isr:
         return _changed(record, first, record.isr)
     return None
+
+
+def hand_over(
+    record: PartitionRecord, leaving: int, eligible: Callable[[int], bool]
+) -> PartitionRecord | None:
+    """The partition's next state when its leader ``leaving`` can no longer serve its log (a
+    disk error took it offline): the first other eligible in-sync replica leads, at a new
+    epoch, and ``leaving`` is out of the ISR (what Kafka's controller does when a broker
+    reports a failed log directory). None when no other in-sync replica can lead: the leader
+    keeps its claim, as the last in-sync replica of a partition does."""
+    others = tuple(r for r in record.isr if r != leaving)
+    successor = next((r for r in record.replicas if r in others and eligible(r)), None)
+    if record.leader != leaving or successor is None:
+        return None
+    return _changed(record, successor, others)
 
 
 def _changed(record: PartitionRecord, leader: int, isr: tuple[int, ...]) -> PartitionRecord:

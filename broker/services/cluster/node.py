@@ -18,7 +18,7 @@ import trio
 
 from broker.config.config import ConfigError, parse_security_protocol_map, with_default
 from broker.services.cluster.cluster_metadata import ClusterMetadata, MetadataConflict, take_producer_id_block
-from broker.services.cluster.controller import Controller, elect, preferred
+from broker.services.cluster.controller import Controller, elect, hand_over, preferred
 from broker.services.cluster.etcd_client import EtcdClient, EtcdError, parse_endpoints
 from broker.services.cluster.etcd_documents import EtcdDocuments
 from broker.services.cluster.layout import BrokerRecord, Endpoint, Layout, PartitionRecord, TopicRecord
@@ -186,6 +186,35 @@ class ClusterNode:
         await self.metadata.caught_up(written)
         log.info("%s-%d: isr %s -> %s", topic, partition, list(current.isr), new_isr)
         return True, changed.partition_epoch
+
+    async def hand_over(self, topic: str, partition: int, leader_epoch: int, partition_epoch: int) -> int:
+        """This broker's log of a partition it leads is offline after a disk error: give the
+        leadership to another eligible in-sync replica and leave the ISR, written as
+        :meth:`propose_isr` writes (only by the leader of that epoch, over the state it saw);
+        the new leader's id, or -1 when none can take over or the state changed meanwhile."""
+        image = self.metadata.image
+        found = image.partitions.get((topic, partition))
+        if found is None:
+            return -1
+        current = found.record
+        if current.leader_epoch != leader_epoch or current.partition_epoch != partition_epoch:
+            return -1
+        changed = hand_over(current, self._broker.node_id, image.eligible)
+        if changed is None:
+            return -1
+        try:
+            written = await self.metadata.write_partition(topic, partition, changed, found.mod_revision)
+        except EtcdError as exc:
+            log.warning("%s-%d: leadership not handed over: %s", topic, partition, exc)
+            return -1
+        if written is None:
+            return -1
+        await self.metadata.caught_up(written)
+        log.warning(
+            "%s-%d: leadership handed to %d (epoch %d), isr %s: this broker's log is offline after a disk error",
+            topic, partition, changed.leader, changed.leader_epoch, list(changed.isr),
+        )  # fmt: skip
+        return changed.leader
 
     def in_sync_replicas(self, topic: str, partition: int) -> list[int] | None:
         record = self.metadata.image.partition(topic, partition)

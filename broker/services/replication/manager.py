@@ -313,6 +313,13 @@ class ReplicaManager:
         adding those that caught up; one proposal at a time."""
         if state.pending_isr is not None or self._nursery is None:
             return
+        if not partition_log.is_online:
+            # Followers cannot fetch from a log a disk error took offline: their lag says
+            # nothing, and shrinking the ISR to this leader would leave the partition's acked
+            # records to a log that may come back without them. Hand the leadership over.
+            state.pending_isr = [r for r in state.isr if r != self._node_id]
+            self._nursery.start_soon(self._hand_over, key, state)
+            return
         lagging = state.out_of_sync(partition_log.log_end_offset, self._clock(), self.max_lag_ms)
         if lagging:
             new_isr = [r for r in state.isr if r not in lagging]
@@ -323,6 +330,20 @@ class ReplicaManager:
             new_isr = [r for r in state.replicas if r in state.isr or r in joining]
         state.pending_isr = new_isr
         self._nursery.start_soon(self._propose, key, state, new_isr)
+
+    async def _hand_over(self, key: PartitionKey, state: LeaderState) -> None:
+        """Give up leading ``key`` while its log is offline (the cluster layer then makes this
+        broker a follower, which catches up once the log is back); tried again on the next
+        check while no other in-sync replica can take over."""
+        topic, partition = key
+        try:
+            successor = await self._ports.hand_over(
+                topic, partition, state.leader_epoch, state.partition_epoch
+            )
+        finally:
+            state.pending_isr = None
+        if successor < 0:
+            log.warning("%s-%d: log offline, and no other in-sync replica can lead it yet", topic, partition)
 
     async def _propose(self, key: PartitionKey, state: LeaderState, new_isr: list[int]) -> None:
         topic, partition = key

@@ -16,6 +16,12 @@ class ClusterPorts(Protocol):
         ``leader_epoch``/``partition_epoch``; (accepted, the partition epoch now)."""
         ...
 
+    async def hand_over(self, topic: str, partition: int, leader_epoch: int, partition_epoch: int) -> int:
+        """This leader's log of the partition went offline (a disk error): if the partition is
+        still at ``leader_epoch``/``partition_epoch``, another eligible in-sync replica leads
+        and this broker leaves the ISR; the new leader's id, -1 if none can take over."""
+        ...
+
     def in_sync_replicas(self, topic: str, partition: int) -> list[int] | None:
         """The partition's ISR as the cluster's metadata holds it, None if it has no record."""
         ...
