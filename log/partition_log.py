@@ -478,7 +478,12 @@ class PartitionLog:
             adopted = availability.offline is not None and not availability.closed
             if adopted:
                 stale = local.segments + [segment for _, segment in local.deleted]
+                replicated = self._high_watermark.replicated
                 self._start_from(recovered)  # the deleted ones' files went with the recovery
+                if replicated is not None and replicated > (recovered.replicated_high_watermark or 0):
+                    # The checkpoint's high watermark is older than the one replication set
+                    # before the disk failed: consumers must not see it go back.
+                    self.set_replicated_high_watermark(replicated)
                 self.release_descriptors()  # opened by the worker thread: hand them over
             else:
                 stale = recovered.segments

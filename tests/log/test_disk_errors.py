@@ -195,3 +195,18 @@ def test_only_a_log_that_existed_is_reported_as_recovered_from_an_unclean_shutdo
         assert not [r for r in caplog.records if "unclean" in r.getMessage()], "a new log is no crash"
         PartitionLog.open(log_dir, LogConfig()).close()
     assert [r for r in caplog.records if "unclean" in r.getMessage()]
+
+
+def test_a_log_back_from_a_disk_error_keeps_its_replicated_high_watermark(log_dir: str) -> None:
+    """The checkpoint holds an older high watermark than replication had set when the disk
+    failed; consumers that read up to the newer one must not see it go back on reload."""
+    log = PartitionLog.open(log_dir, LogConfig())
+    for _ in range(3):
+        append(log, produced_batch(value_size=100))
+    log.set_replicated_high_watermark(1)
+    log.checkpoint()
+    log.set_replicated_high_watermark(3)
+    log.went_offline(OSError(errno.ENOSPC, "No space left on device"))
+    assert bring_back(log)
+    assert log.high_watermark == 3
+    log.close()
