@@ -18,9 +18,10 @@ Kafka alike where it means something for both:
   restarted; Kafka, whose combined nodes carry the quorum in the broker processes (stopping two
   controllers would stop two brokers, ``test_cluster_failover.py`` does that): every controller
   link held, so no quorum while every broker still runs. Brokers keep serving without metadata;
-- ``follower-disk-full``: a follower's log directory (a tmpfs of its own) filled to the last
-  page, then freed; a node that stopped over it is started again (Kafka stops a broker whose
-  only log directory fails);
+- ``disk-full``: the log directory (a tmpfs of its own) of a node that leads the watched
+  partition and follows the others filled to the last page, then freed; its leadership must move
+  to an in-sync follower (Odradek hands it over, Kafka stops a broker whose only log directory
+  fails), and a node that stopped over it is started again;
 - ``slow-disk``: not available here (:data:`SLOW_DISK_UNAVAILABLE`).
 
 Each round prints one line (:class:`Round`): the fault, the watched partition's leader and ISR
@@ -37,6 +38,9 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import ElectionType
 
 from compat_tests.chaos import FAILOVER_TIMEOUT_S, RECOVERY_TIMEOUT_S, Workload, read_all
 from compat_tests.helpers import eventually
@@ -173,14 +177,29 @@ class MetadataQuorumLost(Fault):
             target.etcd.restart(self._killed.pop())
 
 
-class FollowerDiskFull(Fault):
-    name = "follower-disk-full"
+class DiskFull(Fault):
+    name = "disk-full"
 
     def watched(self, target: NemesisCluster, topic: str, preferred: int) -> int:
-        """A partition the full node follows rather than leads."""
+        """A partition the full node leads (it follows the others), so that the round sees the
+        leadership leave the full disk: one it leads already, else one whose preferred leader it
+        is, elected (``preferred`` if neither can be had)."""
+        node = target.disk_node
         states = target.cluster.partitions(topic)
-        order = sorted(states, key=lambda p: (p < preferred, p))
-        return next((p for p in order if states[p].leader != target.disk_node), preferred)
+        led = sorted(p for p, state in states.items() if state.leader == node)
+        if led:
+            return led[0]
+        first = sorted(p for p, s in states.items() if s.replicas[:1] == (node,) and node in s.isr)
+        if not first:
+            return preferred
+        admin = target.cluster.admin()
+        admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(topic, first[0])]).result(timeout=30)
+
+        def elected() -> None:
+            assert target.cluster.leader_of(topic, first[0]) == node, f"{topic}-{first[0]} not led by {node}"
+
+        eventually(elected, timeout_s=FAILOVER_TIMEOUT_S, interval_s=0.2)
+        return first[0]
 
     def inject(self, target: NemesisCluster, leader: int) -> str:
         assert target.disk is not None
@@ -199,7 +218,7 @@ FAULTS: tuple[type[Fault], ...] = (
     CutFromMetadata,
     LeaderPaused,
     MetadataQuorumLost,
-    FollowerDiskFull,
+    DiskFull,
 )
 """Every fault that can run here, in the order the rounds take them."""
 
@@ -207,11 +226,11 @@ FAULTS: tuple[type[Fault], ...] = (
 def plan(target: NemesisCluster, disk_unavailable: str | None) -> tuple[list[Fault], list[str]]:
     """The faults that can run against ``target``, and why each other one cannot;
     ``disk_unavailable`` says why no node could get a small disk."""
-    chosen = [kind() for kind in FAULTS if kind is not FollowerDiskFull or target.disk is not None]
+    chosen = [kind() for kind in FAULTS if kind is not DiskFull or target.disk is not None]
     skipped = [SLOW_DISK_UNAVAILABLE]
     if target.disk is None:
         reason = disk_unavailable or "no node is on a small disk"
-        skipped.insert(0, f"{FollowerDiskFull.name}: skipped, {reason}")
+        skipped.insert(0, f"{DiskFull.name}: skipped, {reason}")
     return chosen, skipped
 
 

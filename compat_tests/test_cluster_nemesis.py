@@ -64,7 +64,7 @@ def test_faults_lose_duplicate_reorder_and_fork_nothing(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Every round one fault (leader partitioned, cut from the metadata quorum, paused past its
-    session, the metadata quorum lost, a follower's disk full), held 12 s, healed; after each,
+    session, the metadata quorum lost, a leader's disk full), held 12 s, healed; after each,
     the cluster back in sync and the history so far without fault."""
     cluster = nemesis_cluster.cluster
     chosen, skipped = plan(nemesis_cluster, disk_unavailable)
