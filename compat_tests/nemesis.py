@@ -39,8 +39,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from confluent_kafka import TopicPartition
-from confluent_kafka.admin import ElectionType
+from confluent_kafka import ElectionType, TopicPartition
 
 from compat_tests.chaos import FAILOVER_TIMEOUT_S, RECOVERY_TIMEOUT_S, Workload, read_all
 from compat_tests.helpers import eventually
