@@ -315,6 +315,23 @@ async def test_a_leader_whose_log_goes_offline_hands_over_instead_of_shrinking_t
             assert all(what == "hand over" for what, _ in c.recorder.timeline[before:])
 
 
+async def test_a_follower_whose_log_is_offline_does_not_rejoin_the_isr(tmp_path: Path) -> None:
+    """A follower whose log a disk error took offline stops fetching it: its fetches at a log end
+    that reached the high watermark would otherwise make the leader add it to the ISR, where it
+    holds back the high watermark it cannot help move (a nemesis round saw a new leader re-add
+    the previous one, offline, a quarter second after it took over)."""
+    with trio.fail_after(DEADLINE_S):
+        async with cluster(tmp_path, 3, **{"replica.lag.time.max.ms": "400"}) as c:
+            await c.lead(1, [2, 3], epoch=1)
+            assert await produce_in_thread(c.ports[1], [b"a", b"b"]) == [0, 1]
+            await wait_until_appended(c, 2, node=3)
+            c.brokers[3].partitions.get(TOPIC, 0).went_offline(OSError(errno.EIO, "Input/output error"))
+            before = len(c.recorder.timeline)
+            await c.lead(1, [2, 3], epoch=2, isr=[1, 2])  # the controller dropped it meanwhile
+            await trio.sleep(1.5)  # several fetch rounds and ISR checks
+            assert ("isr", [1, 2, 3]) not in c.recorder.timeline[before:]
+
+
 async def test_acks_all_times_out_while_the_isr_waits_for_a_stopped_follower(tmp_path: Path) -> None:
     with trio.fail_after(DEADLINE_S):
         async with cluster(tmp_path, 2) as c:

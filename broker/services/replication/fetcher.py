@@ -288,6 +288,11 @@ class LeaderFetcher:
                 continue
             if self._throttle is not None and self._throttle.holds_back(key):
                 continue  # a throttled reassignment copy over its rate: left out this round
+            if not partition_log.is_online:
+                # A disk error took the log offline: nothing fetched could be appended, and a
+                # fetch at its log end would tell the leader this replica is in sync (left out,
+                # it leaves the fetch session too) until the log is back.
+                continue
             fetched[key] = followed
             wanted[key] = {
                 "partition": key[1],
@@ -298,7 +303,7 @@ class LeaderFetcher:
                 "partition_max_bytes": settings.max_bytes,
             }
         if not wanted:
-            # Everything ready was held back by the throttle (or went away): let the rate fall,
+            # Everything ready was held back by the throttle, is offline or went away: let the rate fall,
             # as Kafka's fetcher backs off when it has nothing to fetch.
             await trio.sleep(settings.backoff_s)
             return
