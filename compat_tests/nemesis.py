@@ -303,8 +303,8 @@ def run_round(work: Workload, target: NemesisCluster, fault: Fault, partition: i
     wait_until_in_sync(target, topics)
 
     def produced_again() -> None:
-        firsts = [p.first_ack_after(watched, began) for p in work.producers]
-        assert None not in firsts, f"no produce to partition {watched} acknowledged yet"
+        waiting = [p.name for p in work.producers if p.first_ack_after(watched, began) is None]
+        assert not waiting, f"no produce to partition {watched} acknowledged yet for {', '.join(waiting)}"
 
     eventually(produced_again, timeout_s=FAILOVER_TIMEOUT_S, interval_s=0.2)
     times = sorted(t for p in work.producers for t in p.ack_times(watched, began))
