@@ -32,7 +32,7 @@ from pathlib import Path
 from broker.cli.children import etcd_command, free_port, start_child, stop_all, wait_for_port
 from broker.cli.process_moves import move_partitions, wait_registered
 from broker.cli.table import render_table
-from broker.config.config import BrokerConfig, ConfigError, Listener, parse_metrics_listener
+from broker.config.config import BrokerConfig, ConfigError, Listener, host_and_port, parse_metrics_listener
 
 MARKER = "processes.properties"
 """Written in the first log directory: how many processes its data is spread over.  A broker
@@ -47,10 +47,7 @@ waits twice as long each time (up to ``RESTART_BACKOFF_MAX_S``), so a broker tha
 
 def listener_text(listeners: list[Listener], shift: int) -> str:
     """``listeners`` in Kafka's syntax, every port moved up by ``shift``."""
-    return ",".join(
-        f"{lst.name}://{f'[{lst.host}]' if ':' in lst.host else lst.host}:{lst.port + shift}"
-        for lst in listeners
-    )
+    return ",".join(f"{lst.name}://{host_and_port(lst.host, lst.port + shift)}" for lst in listeners)
 
 
 def check_ports(config: BrokerConfig, processes: int) -> None:
@@ -151,7 +148,7 @@ def child_command(args: argparse.Namespace, config: BrokerConfig, index: int, en
     metrics = config.get("metrics.listener")
     if metrics:
         host, port = parse_metrics_listener(metrics)
-        settings["metrics.listener"] = f"http://{f'[{host}]' if ':' in host else host}:{port + index - 1}"
+        settings["metrics.listener"] = f"http://{host_and_port(host, port + index - 1)}"
     for key, value in settings.items():
         command += ["--override", f"{key}={value}"]
     return command

@@ -96,6 +96,12 @@ class Listener:
     port: int
 
 
+def host_and_port(host: str, port: int) -> str:
+    """``host:port`` as listeners and ``metrics.listener`` write it: an IPv6 host in brackets
+    (what the parsers here take the brackets off again)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def parse_listeners(text: str) -> list[Listener]:
     """Parse Kafka's listener list; an empty host means all interfaces."""
     listeners = []

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import errno
 
+from broker.config.config import host_and_port
+
 _REMEDIES = {
     errno.EADDRINUSE: "stop the process that uses the port, or choose another port with {option}",
     errno.EACCES: "ports below 1024 need root or CAP_NET_BIND_SERVICE; choose another port with {option}",
@@ -28,7 +30,7 @@ class BindFailure(OSError):
 def bind_failure(what: str, host: str, port: int, error: OSError, option: str) -> BindFailure:
     """The failure of ``what`` (e.g. "Socket server") to bind ``host:port`` with ``error``,
     with the remedy for its errno; ``option`` names where the address is configured."""
-    address = f"[{host}]:{port}" if ":" in host else f"{host or '0.0.0.0'}:{port}"
+    address = host_and_port(host or "0.0.0.0", port)
     reason = error.strerror or str(error)
     remedy = _REMEDIES.get(error.errno or 0, _OTHERWISE).format(option=option)
     return BindFailure(error.errno, f"{what} failed to bind to {address}: {reason}. To fix: {remedy}.")
