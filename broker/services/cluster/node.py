@@ -35,6 +35,7 @@ from coordinator.transactions import TRANSACTION_STATE_TOPIC
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
+    from broker.services.cluster.image import Versioned
     from broker.services.node_parts import ClusterHost
     from broker.state.topic_registry import TopicInfo
 
@@ -168,22 +169,14 @@ class ClusterNode:
             return False, -1
         current = found.record
         if (
-            current.leader != self._broker.node_id
-            or current.leader_epoch != leader_epoch
-            or current.partition_epoch != partition_epoch
+            not self._leads_at(current, leader_epoch, partition_epoch)
             or not set(new_isr) <= set(current.replicas)
             or not all(image.eligible(node) for node in set(new_isr) - set(current.isr))
         ):
             return False, current.partition_epoch
         changed = replace(current, partition_epoch=partition_epoch + 1, isr=tuple(new_isr))
-        try:
-            written = await self.metadata.write_partition(topic, partition, changed, found.mod_revision)
-        except EtcdError as exc:
-            log.warning("%s-%d: ISR change to %s not written: %s", topic, partition, new_isr, exc)
+        if not await self._write_as_leader(topic, partition, found, changed, f"ISR change to {new_isr}"):
             return False, current.partition_epoch
-        if written is None:
-            return False, current.partition_epoch
-        await self.metadata.caught_up(written)
         log.info("%s-%d: isr %s -> %s", topic, partition, list(current.isr), new_isr)
         return True, changed.partition_epoch
 
@@ -194,27 +187,45 @@ class ClusterNode:
         the new leader's id, or -1 when none can take over or the state changed meanwhile."""
         image = self.metadata.image
         found = image.partitions.get((topic, partition))
-        if found is None:
+        if found is None or not self._leads_at(found.record, leader_epoch, partition_epoch):
             return -1
-        current = found.record
-        if current.leader_epoch != leader_epoch or current.partition_epoch != partition_epoch:
+        changed = hand_over(found.record, self._broker.node_id, image.eligible)
+        if changed is None or not await self._write_as_leader(topic, partition, found, changed, "hand-over"):
             return -1
-        changed = hand_over(current, self._broker.node_id, image.eligible)
-        if changed is None:
-            return -1
-        try:
-            written = await self.metadata.write_partition(topic, partition, changed, found.mod_revision)
-        except EtcdError as exc:
-            log.warning("%s-%d: leadership not handed over: %s", topic, partition, exc)
-            return -1
-        if written is None:
-            return -1
-        await self.metadata.caught_up(written)
         log.warning(
             "%s-%d: leadership handed to %d (epoch %d), isr %s: this broker's log is offline after a disk error",
             topic, partition, changed.leader, changed.leader_epoch, list(changed.isr),
         )  # fmt: skip
         return changed.leader
+
+    def _leads_at(self, record: PartitionRecord, leader_epoch: int, partition_epoch: int) -> bool:
+        """Whether this broker leads ``record`` at exactly the epochs its leadership last saw:
+        only then may it write the partition's state (Kafka's AlterPartition rule)."""
+        return (
+            record.leader == self._broker.node_id
+            and record.leader_epoch == leader_epoch
+            and record.partition_epoch == partition_epoch
+        )
+
+    async def _write_as_leader(
+        self,
+        topic: str,
+        partition: int,
+        found: Versioned[PartitionRecord],
+        changed: PartitionRecord,
+        what: str,
+    ) -> bool:
+        """Write ``changed`` over the revision this leader saw and wait until this broker's image
+        has it; False (nothing written) if the partition changed meanwhile or etcd failed."""
+        try:
+            written = await self.metadata.write_partition(topic, partition, changed, found.mod_revision)
+        except EtcdError as exc:
+            log.warning("%s-%d: %s not written: %s", topic, partition, what, exc)
+            return False
+        if written is None:
+            return False
+        await self.metadata.caught_up(written)
+        return True
 
     def in_sync_replicas(self, topic: str, partition: int) -> list[int] | None:
         record = self.metadata.image.partition(topic, partition)
