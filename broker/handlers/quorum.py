@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from broker.requests.acl_checks import cluster_authorized
 from broker.requests.api_support import Served
 from broker.requests.context import RequestContext
-from broker.services.cluster_view import controller_id, live_nodes
+from broker.services.cluster_view import NodeAddress, controller_id, live_nodes
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
@@ -65,12 +65,13 @@ def _replica(ctx: RequestContext, node_id: int, now: int) -> DescribeQuorumRespo
     }
 
 
-def _partition(ctx: RequestContext, index: int) -> DescribeQuorumResponsePartitions:
+def _partition(
+    ctx: RequestContext, index: int, leader: int, nodes: list[NodeAddress]
+) -> DescribeQuorumResponsePartitions:
     if index != 0:
         return _unknown_partition(index)
     now = ctx.broker.clock()
-    leader = controller_id(ctx.broker)
-    others = [node.node_id for node in live_nodes(ctx.broker, ctx.listener_name) if node.node_id != leader]
+    others = [node.node_id for node in nodes if node.node_id != leader]
     return {
         "partition_index": 0,
         "error_code": ErrorCode.NONE,
@@ -83,15 +84,16 @@ def _partition(ctx: RequestContext, index: int) -> DescribeQuorumResponsePartiti
     }
 
 
-def _voter_nodes(ctx: RequestContext) -> list[DescribeQuorumResponseNodes]:
+def _voter_nodes(
+    ctx: RequestContext, leader: int, nodes: list[NodeAddress]
+) -> list[DescribeQuorumResponseNodes]:
     """The voter's endpoint (Kafka lists the voters' listeners)."""
-    leader = controller_id(ctx.broker)
     return [
         {
             "node_id": node.node_id,
             "listeners": [{"name": ctx.listener_name, "host": node.host, "port": node.port}],
         }
-        for node in live_nodes(ctx.broker, ctx.listener_name)
+        for node in nodes
         if node.node_id == leader
     ]
 
@@ -106,15 +108,22 @@ async def handle_describe_quorum(
             "topics": [],
             "nodes": [],
         }
+    leader = controller_id(ctx.broker)  # the one voter: the controller (a single node itself)
+    nodes = live_nodes(ctx.broker, ctx.listener_name)
     topics: list[DescribeQuorumResponseTopics] = []
     for topic in request["topics"][:1]:  # Kafka answers for one partition: the metadata log's
         wanted = topic["partitions"][:1]
         if topic["topic_name"] != METADATA_TOPIC:
             partitions = [_unknown_partition(p["partition_index"]) for p in wanted]
         else:
-            partitions = [_partition(ctx, p["partition_index"]) for p in wanted]
+            partitions = [_partition(ctx, p["partition_index"], leader, nodes) for p in wanted]
         topics.append({"topic_name": topic["topic_name"], "partitions": partitions})
-    return {"error_code": ErrorCode.NONE, "error_message": None, "topics": topics, "nodes": _voter_nodes(ctx)}
+    return {
+        "error_code": ErrorCode.NONE,
+        "error_message": None,
+        "topics": topics,
+        "nodes": _voter_nodes(ctx, leader, nodes),
+    }
 
 
 HANDLERS = {ApiKey.DESCRIBE_QUORUM: Served(handle_describe_quorum)}
