@@ -65,11 +65,26 @@ def read_jar(jar: Path, label: str) -> SpecSet:
     return SpecSet(label, specs)
 
 
-def resolve_jar(version: str = KAFKA_CLIENTS_VERSION, artifact: str = "kafka-clients") -> Path:
-    """Download ``org.apache.kafka:<artifact>:<version>`` with Maven; return the jar's path."""
+def local_repository_jar(version: str = KAFKA_CLIENTS_VERSION, artifact: str = "kafka-clients") -> Path:
+    """Where Maven's default local repository keeps ``org.apache.kafka:<artifact>:<version>``
+    once anything has resolved it (the compatibility suite's preparation does)."""
+    return (
+        Path.home()
+        / ".m2"
+        / "repository"
+        / "org"
+        / "apache"
+        / "kafka"
+        / artifact
+        / version
+        / f"{artifact}-{version}.jar"
+    )
+
+
+def fetch_jar(version: str, artifact: str, out: Path) -> Path:
+    """Download ``org.apache.kafka:<artifact>:<version>`` with Maven into ``out``; the jar's path."""
     if shutil.which("mvn") is None:
         raise RuntimeError("Maven (mvn) is needed to fetch the kafka-clients jar the specs come from")
-    out = Path(tempfile.mkdtemp(prefix="odradek-specs-"))
     result = subprocess.run(
         [
             "mvn",
@@ -92,5 +107,12 @@ def resolve_jar(version: str = KAFKA_CLIENTS_VERSION, artifact: str = "kafka-cli
 
 
 def load(version: str = KAFKA_CLIENTS_VERSION, artifact: str = "kafka-clients") -> SpecSet:
-    """The specs in ``org.apache.kafka:<artifact>:<version>``, fetched with Maven."""
-    return read_jar(resolve_jar(version, artifact), f"{artifact} {version}")
+    """The specs in ``org.apache.kafka:<artifact>:<version>``: from Maven's local repository when
+    the jar is there (starting Maven costs seconds of CPU, and the drift tests load five jars),
+    else fetched with Maven into a directory removed after reading."""
+    label = f"{artifact} {version}"
+    cached = local_repository_jar(version, artifact)
+    if cached.is_file():
+        return read_jar(cached, label)
+    with tempfile.TemporaryDirectory(prefix="odradek-specs-") as out:
+        return read_jar(fetch_jar(version, artifact, Path(out)), label)
