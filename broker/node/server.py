@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -30,7 +31,6 @@ from broker.node.metrics_state import BrokerStateCollector
 from broker.requests.api_ranges import ApiSupport
 from broker.requests.api_support import Served, supported_apis
 from broker.requests.request_observer import RequestObserver
-from broker.services.cluster.node import ClusterNode
 from broker.services.coordinators.group_timers import install_group_coordinator
 from broker.services.coordinators.share_coordinator import install_share_coordinator
 from broker.services.coordinators.txn_coordinator import install_transaction_coordinator
@@ -67,6 +67,9 @@ from coordinator.transactions import TRANSACTION_STATE_TOPIC, TransactionCoordin
 from log.checkpoint import write_atomically
 from log.clock import Clock, wall_clock_ms
 from wire.api_keys import ApiKey
+
+if TYPE_CHECKING:
+    from broker.services.cluster.node import ClusterNode
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +133,13 @@ class Broker:
         self.topics = TopicRegistry(self.data_dir)
         etcd_endpoints = config.get("cluster.etcd.endpoints")
         # A cluster member (docs/CLUSTER.md) or, unset, a single node with no other server.
-        self.cluster: ClusterNode | None = ClusterNode(self, etcd_endpoints) if etcd_endpoints else None
+        self.cluster: ClusterNode | None = None
+        if etcd_endpoints:
+            # Imported here: the cluster layer and its etcd client (httpx) cost 0.2 s of every
+            # start, and a single node needs none of them.
+            from broker.services.cluster.node import ClusterNode
+
+            self.cluster = ClusterNode(self, etcd_endpoints)
         # ACLs, credentials, quotas, subscriptions, dynamic configs: files of a single node, or
         # shared by every broker of a cluster through etcd (broker/state/documents.py).
         self.documents: Documents = self.cluster.documents if self.cluster else DataDirectory(self.data_dir)

@@ -19,9 +19,10 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from broker.config.config import ConfigError
 from broker.services.security.authentication import ConnectionAuth
 from broker.services.security.jaas import parse_jaas
+from broker.services.security.jwks_validator import JwksValidator
 from broker.services.security.listener_security import ListenerSecurity, SecurityProtocol
 from broker.services.security.mechanism import AuthenticationFailed
-from broker.services.security.oauthbearer import JwksValidator, OAuthBearerServer, UnsecuredValidator
+from broker.services.security.oauthbearer import OAuthBearerServer, UnsecuredValidator
 from broker.services.security.plain import PlainServer
 from broker.services.security.scram import ScramCredential, ScramServer
 from broker.services.security.tls import PrincipalMapper, subject_name

@@ -4,8 +4,7 @@
   for development, configured by the ``unsecuredValidator*`` options of the listener's
   ``OAuthBearerLoginModule`` JAAS line.
 - Signed JWTs checked against a JWKS file (``sasl.oauthbearer.jwks.endpoint.url=file:...``),
-  Kafka's ``OAuthBearerValidatorCallbackHandler``: signature, ``exp``, issuer and audience, with
-  PyJWT doing the cryptography.
+  Kafka's ``OAuthBearerValidatorCallbackHandler``: in :mod:`broker.services.security.jwks_validator`.
 
 As in Kafka, a refused token is first answered with an RFC 7628 error challenge
 (``{"status":"invalid_token"}``); the client acknowledges with ``0x01`` and only then gets
@@ -24,8 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import jwt
-
 from broker.services.security.mechanism import AuthenticationFailed, SaslServer
 from log.clock import Clock, wall_clock_ms
 
@@ -33,7 +30,6 @@ OAUTHBEARER_LOGIN_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBe
 JWKS_VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
 _SEPARATOR = b"\x01"
 _INVALID_TOKEN = b'{"status":"invalid_token"}'
-_SIGNED_ALGORITHMS = ["RS256", "RS384", "RS512", "ES256", "ES384", "ES512", "PS256", "PS384", "PS512"]
 
 
 class InvalidToken(Exception):
@@ -53,7 +49,7 @@ def _no_constants(name: str) -> float:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _expiry_ms(value: object) -> int:
+def expiry_ms(value: object) -> int:
     """A JWT ``exp`` (seconds) in ms; InvalidToken unless it is a finite number."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise InvalidToken("no usable expiration time (exp) claim")
@@ -105,7 +101,7 @@ class UnsecuredValidator:
         principal = claims.get(self.principal_claim)
         if not isinstance(principal, str) or not principal:
             raise InvalidToken(f"no principal claim {self.principal_claim!r}")
-        expires_ms = _expiry_ms(claims.get("exp"))
+        expires_ms = expiry_ms(claims.get("exp"))
         if expires_ms + self.clock_skew_ms <= self.clock():
             raise InvalidToken("the token has expired")
         scope = claims.get(self.scope_claim, [])
@@ -114,44 +110,6 @@ class UnsecuredValidator:
         if missing:
             raise InvalidToken(f"insufficient scope: {missing} required")
         return ValidToken(principal, expires_ms)
-
-
-class JwksValidator:
-    """Signed JWTs checked against the keys of a JWKS document read from a file."""
-
-    def __init__(
-        self, jwks_text: str, audience: list[str], issuer: str | None, sub_claim: str, clock_skew_s: int
-    ) -> None:
-        self._keys = {key.key_id: key for key in jwt.PyJWKSet.from_json(jwks_text).keys}
-        self._audience, self._issuer = audience or None, issuer or None
-        self._sub_claim, self._skew = sub_claim, clock_skew_s
-
-    def __call__(self, token: str) -> ValidToken:
-        try:
-            kid = jwt.get_unverified_header(token).get("kid")
-            key = self._keys.get(kid)
-            if key is None:
-                raise InvalidToken(f"no key with id {kid!r} in the JWKS")
-            claims = jwt.decode(
-                token,
-                key.key,
-                algorithms=_SIGNED_ALGORITHMS,
-                audience=self._audience,
-                issuer=self._issuer,
-                leeway=self._skew,
-                options={
-                    "require": ["exp", "iat", self._sub_claim],
-                    "verify_aud": self._audience is not None,
-                },
-            )
-        except jwt.PyJWTError as exc:
-            raise InvalidToken(str(exc)) from None
-        except (ValueError, OverflowError, RecursionError) as exc:  # hostile headers or claims
-            raise InvalidToken(f"malformed token: {type(exc).__name__}") from None
-        principal = claims.get(self._sub_claim)
-        if not isinstance(principal, str) or not principal:
-            raise InvalidToken(f"no principal claim {self._sub_claim!r}")
-        return ValidToken(principal, _expiry_ms(claims["exp"]))
 
 
 class OAuthBearerServer(SaslServer):
