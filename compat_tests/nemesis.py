@@ -349,10 +349,13 @@ def run_nemesis(
     done = []
     for number in range(rounds):
         fault = chosen[number % len(chosen)]
+        began = time.monotonic()
         finished = run_round(work, target, fault, number % partitions)
         done.append(finished)
+        checked = time.monotonic()
         acked = work.acked_since(0.0)
         report = history(target, work, acked)
-        progress(f"round {number + 1}/{rounds} {finished}; history: {str(report).splitlines()[0]}")
+        took = f"round {checked - began:.0f} s, check {time.monotonic() - checked:.0f} s"
+        progress(f"round {number + 1}/{rounds} {finished}; history ({took}): {str(report).splitlines()[0]}")
         assert report.ok, f"round {number + 1} ({fault.name}: {finished.what}):\n{report}"
     return done
