@@ -58,6 +58,9 @@ class LogManager:
         self.clock = clock
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._per_dir: Counter[str] = Counter()  # partitions per log directory, for placement
+        # One LogConfig per topic, not per partition: building it cost a fifth of opening an
+        # empty log, and the logs of one topic share it anyway (``LogConfig`` is frozen).
+        configs: dict[str, LogConfig] = {}
         for log_dir in self.log_dirs:
             os.makedirs(log_dir, exist_ok=True)
             for entry in sorted(os.scandir(log_dir), key=lambda e: e.name):
@@ -70,10 +73,12 @@ class LogManager:
                     continue
                 if key in self._logs:
                     raise RuntimeError(f"partition {key} exists in two log directories ({entry.path})")
-                self.add(key[0], key[1], self._open_or_offline(entry.path, key[0]))
+                topic, partition = key
+                if topic not in configs:
+                    configs[topic] = self.config_for_topic(topic)
+                self.add(topic, partition, self._open_or_offline(entry.path, configs[topic]))
 
-    def _open_or_offline(self, directory: str, topic: str) -> PartitionLog:
-        config = self.config_for_topic(topic)
+    def _open_or_offline(self, directory: str, config: LogConfig) -> PartitionLog:
         try:
             return PartitionLog.open(directory, config, self.clock)
         except Exception as exc:  # whatever it is, one partition must not keep the rest down
@@ -93,7 +98,7 @@ class LogManager:
         log = self._logs.get((topic, partition))
         if log is None:
             (directory,) = self.place(topic, range(partition, partition + 1))
-            log = self.create(directory, topic)
+            log = self.create(directory, self.config_for_topic(topic))
             self.add(topic, partition, log)
         return log
 
@@ -107,8 +112,9 @@ class LogManager:
             directories.append(os.path.join(log_dir, f"{topic}-{partition}"))
         return directories
 
-    def create(self, directory: str, topic: str) -> PartitionLog:
-        """A new, empty log in ``directory`` (safe in a worker thread: it only touches files).
+    def create(self, directory: str, config: LogConfig) -> PartitionLog:
+        """A new, empty log in ``directory`` under ``config`` (its topic's, :attr:`config_for_topic`;
+        safe in a worker thread: it only touches files).
 
         A failure leaves an offline stand-in (logged at ERROR), so the partition answers
         KAFKA_STORAGE_ERROR instead of not existing.
@@ -118,7 +124,7 @@ class LogManager:
             # failed: its records belong to a deleted topic and must not come back.
             logger.error("%s was left by a failed deletion; deleting it now", directory)
             delete_partition_directory(directory)
-        return self._open_or_offline(directory, topic)
+        return self._open_or_offline(directory, config)
 
     def add(self, topic: str, partition: int, log: PartitionLog) -> None:
         """Register a log opened or created by this manager (the event loop's thread)."""

@@ -198,7 +198,8 @@ class PartitionStore:
 
     def _create_logs(self, directories: list[str], topic: str) -> list[PartitionLog]:
         """Worker thread: create the logs and close their descriptors before handing them over."""
-        logs = [self._manager.create(directory, topic) for directory in directories]
+        config = self._manager.config_for_topic(topic)
+        logs = [self._manager.create(directory, config) for directory in directories]
         for partition_log in logs:
             partition_log.release_descriptors()
         return logs
