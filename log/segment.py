@@ -25,6 +25,7 @@ from log.config import LogConfig
 from log.errors import KafkaStorageError
 from log.index import CorruptIndexError, OffsetIndex, TimeIndex
 from log.open_files import LazyFile
+from log.recent_appends import RecentAppends
 from log.sync_ledger import remove, replace, sync
 from log.txn_index import TxnIndex
 from wire.primitives import INT32_MAX
@@ -95,6 +96,7 @@ class Segment:
         self.roll_jitter_ms = config.random_segment_jitter()
         self._first_batch_timestamp: int | None = None
         self._bytes_since_index_entry = 0
+        self._recent = RecentAppends()  # where the latest appends start: reads at the tail
         self.dirty = False  # written since the last full flush (data and indexes)
         self.unsynced_data = False  # ``.log`` bytes written since the last fdatasync or flush
         # Validated by ``recover``: its aborted-transaction index was dropped, and the log's
@@ -170,6 +172,7 @@ class Segment:
         batch = self.find_batch(offset)
         if batch is None:
             return
+        self._recent.clear()
         os.ftruncate(self.fd, batch.position)
         self.size = batch.position
         self.offset_index.truncate_to(batch.base_offset, batch.position)
@@ -190,6 +193,7 @@ class Segment:
         self.offset_index.reset()
         self.time_index.reset()
         self.txn_index.reset()
+        self._recent.clear()
         self.recovered = True
         self.max_timestamp, self.offset_of_max_timestamp = -1, self.base_offset
         self.next_offset = self.base_offset
@@ -308,6 +312,7 @@ class Segment:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self._bytes_since_index_entry = 0
         self._bytes_since_index_entry += len(data)
+        self._recent.note(last_offset, position, position + len(data))
         self.size = position + len(data)
         self.next_offset = last_offset + 1
         self.dirty = self.unsynced_data = True
@@ -351,8 +356,12 @@ class Segment:
             position += batch.size
 
     def find_batch(self, offset: int) -> BatchInfo | None:
-        """The first batch whose last offset is >= ``offset``: index lookup, then a short walk."""
-        for batch in self.walk(self.offset_index.lookup(offset).position):
+        """The first batch whose last offset is >= ``offset``: at the tail from the latest
+        appends' positions, elsewhere an index lookup, then a short walk."""
+        start = self._recent.walk_start(offset)
+        if start is None:
+            start = self.offset_index.lookup(offset).position
+        for batch in self.walk(start):
             if batch.last_offset >= offset:
                 return batch
         return None
