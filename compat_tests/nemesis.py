@@ -43,7 +43,7 @@ from confluent_kafka import ElectionType, TopicPartition
 
 from compat_tests.chaos import FAILOVER_TIMEOUT_S, RECOVERY_TIMEOUT_S, Workload, read_all
 from compat_tests.helpers import eventually
-from compat_tests.kit.history import Acked, Batch, Report, check, repeated_places
+from compat_tests.kit.history import Acked, Batch, Report, check, places_of, repeated_places
 from compat_tests.kit.proxied_clusters import NemesisCluster
 from compat_tests.kit.record_writers import writers_at
 from compat_tests.kit.replica_logs import replica_batches
@@ -274,8 +274,9 @@ def history(target: NemesisCluster, work: Workload, acked: list[Acked]) -> Repor
             raise AssertionError(f"{address}: {exc}") from exc
 
     replicas = {node: eventually(lambda a=address: batches(a)) for node, address in cluster.nodes.items()}
-    writers = writers_at(cluster.bootstrap, work.topic, repeated_places(read))
-    return check(acked, read, writers, replicas=replicas, consumed=work.group.given())
+    places = places_of(read)
+    writers = writers_at(cluster.bootstrap, work.topic, repeated_places(places))
+    return check(acked, read, writers, replicas=replicas, consumed=work.group.given(), places=places)
 
 
 def _none_missing(work: Workload, acked: list[Acked]) -> None:

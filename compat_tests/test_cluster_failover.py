@@ -42,7 +42,7 @@ from compat_tests.kit.drivers.base import (
     client_errors,
 )
 from compat_tests.kit.drivers.confluent import ConfluentAdmin
-from compat_tests.kit.history import Acked, Read, Report, check, repeated_places
+from compat_tests.kit.history import Acked, Read, Report, check, places_of, repeated_places
 from compat_tests.kit.record_writers import writers_at
 from compat_tests.pools import DriverPool
 from compat_tests.test_streams_groups import Scenario, lines, spread, start_running, words_of
@@ -247,7 +247,8 @@ def test_leader_failover_under_load_loses_duplicates_and_reorders_nothing(
 
 def checked(cluster: Cluster, topic: str, acked: list[Acked], read: list[Read]) -> Report:
     """The history's report, with the writers of repeated records asked of the brokers."""
-    return check(acked, read, writers_at(cluster.bootstrap, topic, repeated_places(read)))
+    places = places_of(read)
+    return check(acked, read, writers_at(cluster.bootstrap, topic, repeated_places(places)), places=places)
 
 
 def _assert_none_missing(consumer: GroupConsumer, acked: list[Acked]) -> None:

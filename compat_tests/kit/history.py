@@ -42,14 +42,18 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 SEPARATOR = ":"
 MAX_VALUE_BYTES = 256
 """Values longer than any :func:`encode` result are not the scenario's records."""
 
 
-@dataclass(frozen=True, order=True)
-class RecordId:
+# The values below are NamedTuples: a long nemesis run checks hundreds of thousands of each
+# after every round, and a frozen dataclass costs several times a tuple to build and to hash.
+
+
+class RecordId(NamedTuple):
     """Which producer wrote a record, to which partition, as its how-manieth record there."""
 
     producer: str
@@ -74,8 +78,7 @@ def decode(value: bytes | None) -> RecordId | None:
     return RecordId(parts[0], int(parts[1]), int(parts[2]))
 
 
-@dataclass(frozen=True)
-class Writer:
+class Writer(NamedTuple):
     """What a broker deduplicates a record by: the producer id, epoch and sequence number of the
     batch it was written in (the sequence is the batch's base sequence plus the record's delta)."""
 
@@ -84,8 +87,7 @@ class Writer:
     sequence: int
 
 
-@dataclass(frozen=True, order=True)
-class Batch:
+class Batch(NamedTuple):
     """One record batch as a replica holds it: its partition and offsets, the epoch of the leader
     that appended it, and its CRC (which covers everything from the attributes on, records
     included, but not the epoch)."""
@@ -97,16 +99,14 @@ class Batch:
     crc: int
 
 
-@dataclass(frozen=True)
-class Acked:
+class Acked(NamedTuple):
     """A record a producer was told is written, at ``offset`` of its partition."""
 
     record: RecordId
     offset: int
 
 
-@dataclass(frozen=True)
-class Read:
+class Read(NamedTuple):
     """What a reader found at one offset of a partition."""
 
     partition: int
@@ -178,8 +178,10 @@ class Report:
         return ", ".join(f"{place} by {self.writers.get(place, 'an unknown writer')}" for place in places)
 
 
-def _places(read: Iterable[Read]) -> dict[RecordId, list[tuple[int, int]]]:
-    """Where each of the scenario's records was found: its (partition, offset) places."""
+def places_of(read: Iterable[Read]) -> dict[RecordId, list[tuple[int, int]]]:
+    """Where each of the scenario's records was found: its (partition, offset) places (for
+    :func:`repeated_places` and :func:`check`, which a caller gives it once: decoding every
+    value is most of a long history's check)."""
     places: dict[RecordId, list[tuple[int, int]]] = defaultdict(list)
     for r in read:
         record = decode(r.value)
@@ -188,10 +190,10 @@ def _places(read: Iterable[Read]) -> dict[RecordId, list[tuple[int, int]]]:
     return places
 
 
-def repeated_places(read: Iterable[Read]) -> list[tuple[int, int]]:
-    """The places of every record found more than once: those whose writers :func:`check`
-    needs to tell a duplicate from a resent record."""
-    return sorted(place for found in _places(read).values() if len(found) > 1 for place in found)
+def repeated_places(places: Mapping[RecordId, list[tuple[int, int]]]) -> list[tuple[int, int]]:
+    """The places of every record found more than once (``places`` from :func:`places_of`):
+    those whose writers :func:`check` needs to tell a duplicate from a resent record."""
+    return sorted(place for found in places.values() if len(found) > 1 for place in found)
 
 
 def check(
@@ -201,11 +203,13 @@ def check(
     *,
     replicas: Mapping[int, Iterable[Batch]] | None = None,
     consumed: Collection[tuple[int, int]] | None = None,
+    places: Mapping[RecordId, list[tuple[int, int]]] | None = None,
 ) -> Report:
     """Compare the acknowledged records with everything read back; see the module docstring.
     ``writers`` gives the writer of (at least) each place :func:`repeated_places` names;
     ``replicas`` each replica's batches (by node id), ``consumed`` the (partition, offset)
-    places a consumer group was given."""
+    places a consumer group was given, ``places`` what :func:`places_of` found in ``read``
+    (found again when not given)."""
     read = list(read)
     acked = list(acked)
     report = Report(writers=dict(writers or {}), read=len(read))
@@ -214,7 +218,8 @@ def check(
     if consumed is not None:
         report.unconsumed = [a for a in acked if (a.record.partition, a.offset) not in consumed]
     at = {(r.partition, r.offset): r.value for r in read}
-    places = _places(read)
+    if places is None:
+        places = places_of(read)
     by_partition: dict[int, list[tuple[int, RecordId]]] = defaultdict(list)
     for record, found in places.items():
         for partition, offset in found:

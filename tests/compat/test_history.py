@@ -12,6 +12,7 @@ from compat_tests.kit.history import (
     check,
     decode,
     encode,
+    places_of,
     repeated_places,
 )
 
@@ -93,7 +94,7 @@ def test_copies_written_as_new_records_are_resent_and_copies_of_one_sequence_dup
     whose writer is unknown."""
     reads = read_back((0, rec("a", 0, 0)), (0, rec("a", 0, 1)), (0, rec("a", 0, 0)), (0, rec("b", 0, 0)))
     reads += read_back((1, rec("b", 1, 0)), (1, rec("b", 1, 0)), (1, rec("c", 1, 0)), (1, rec("c", 1, 0)))
-    assert repeated_places(reads) == [(0, 0), (0, 2), (1, 0), (1, 1), (1, 2), (1, 3)]
+    assert repeated_places(places_of(reads)) == [(0, 0), (0, 2), (1, 0), (1, 1), (1, 2), (1, 3)]
     writers = {
         (0, 0): Writer(7, 0, 0),
         (0, 2): Writer(7, 1, 0),
