@@ -14,6 +14,7 @@ so the history checker can judge what was acknowledged against what the topic ho
 from __future__ import annotations
 
 import json
+import os
 import random
 import threading
 import time
@@ -48,6 +49,9 @@ RECOVERY_TIMEOUT_S = 120.0
 ERRORS_KEPT = 100
 STATISTICS_INTERVAL_MS = 500
 """How often librdkafka reports its statistics, where the producers' epoch bumps show."""
+RDKAFKA_DEBUG_ENV = "ODRADEK_CHAOS_RDKAFKA_DEBUG"
+"""librdkafka debug contexts for the confluent-kafka chaos producer (``eos,msg`` shows its
+idempotence state, retries and timeouts), for a long run that hunts a stalled producer."""
 
 
 @dataclass(frozen=True)
@@ -183,17 +187,18 @@ class ConfluentChaosProducer(ChaosProducer):
 
     def __init__(self, name: str, bootstrap: str, topic: str, partitions: int) -> None:
         super().__init__(name, bootstrap, topic, partitions)
-        self._producer = Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "enable.idempotence": True,
-                "acks": "all",
-                "linger.ms": 5,
-                "message.timeout.ms": DELIVERY_TIMEOUT_MS,
-                "statistics.interval.ms": STATISTICS_INTERVAL_MS,
-                "stats_cb": self._statistics,
-            }
-        )
+        settings: dict[str, Any] = {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 5,
+            "message.timeout.ms": DELIVERY_TIMEOUT_MS,
+            "statistics.interval.ms": STATISTICS_INTERVAL_MS,
+            "stats_cb": self._statistics,
+        }
+        if debug := os.environ.get(RDKAFKA_DEBUG_ENV):
+            settings["debug"] = debug  # to stderr, which a run with -s keeps in its log
+        self._producer = Producer(settings)
 
     def _statistics(self, report: str) -> None:
         """librdkafka's statistics (served by ``poll``): ``eos.epoch_cnt`` counts the producer

@@ -305,7 +305,10 @@ def run_round(work: Workload, target: NemesisCluster, fault: Fault, partition: i
 
     def produced_again() -> None:
         waiting = [p.name for p in work.producers if p.first_ack_after(watched, began) is None]
-        assert not waiting, f"no produce to partition {watched} acknowledged yet for {', '.join(waiting)}"
+        assert not waiting, (
+            f"no produce to partition {watched} acknowledged yet for {', '.join(waiting)}; "
+            f"{work.clients_report()}"
+        )
 
     eventually(produced_again, timeout_s=FAILOVER_TIMEOUT_S, interval_s=0.2)
     times = sorted(t for p in work.producers for t in p.ack_times(watched, began))
