@@ -25,7 +25,7 @@ from compat_tests.kit.drivers.java import JavaProcess, build_java_client, build_
 from compat_tests.kit.drivers.java_share import SHARE_CLIENT_VERSION, share_jvm
 from compat_tests.kit.drivers.java_streams import build_streams_app
 from compat_tests.kit.share_history import CI_RECORDS as CI_SHARE_HISTORY_RECORDS
-from compat_tests.matrix import Matrix, cell_key
+from compat_tests.matrix import CELL_PROPERTY, Matrix, cell_key
 from compat_tests.maven import classpath
 from compat_tests.nemesis import FAULTS
 from compat_tests.pools import ALL_CLIENTS, JAVA_CLIENTS, BrokerPool, DriverPool
@@ -124,7 +124,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    matrix = config.stash[MATRIX_KEY]
     single = pytest.mark.skip(reason=f"a cluster scenario: run with --nodes {CLUSTER_SIZE}")
     cluster_timeout_s = CLUSTER_TEST_TIMEOUT_S + CHAOS_ROUND_TIMEOUT_S * config.getoption("--chaos-rounds")
     nemesis_rounds = config.getoption("--nemesis-rounds") or len(FAULTS)
@@ -146,7 +145,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.timeout(in_cluster_timeout_s if in_cluster else single_timeout_s))
         key = cell_key(item)
         if key is not None:
-            matrix.keys[item.nodeid] = key
+            item.user_properties.append((CELL_PROPERTY, key))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -27,6 +27,10 @@ def cell_key(item: pytest.Item) -> tuple[str, str] | None:
     return scenario, str(callspec.params["client"])
 
 
+CELL_PROPERTY = "compat_matrix_cell"
+"""The user property that carries a test's (scenario, client) cell to its reports."""
+
+
 @dataclass(eq=False)  # registered as a pytest plugin, which must be hashable by identity
 class Matrix:
     """A pytest plugin collecting outcomes while the session runs; a test's worst phase wins."""
@@ -34,13 +38,13 @@ class Matrix:
     clients: list[str]
     title: str
     out_path: str | None = None
-    keys: dict[str, tuple[str, str]] = field(default_factory=dict)
     cells: dict[tuple[str, str], str] = field(default_factory=dict)
     reasons: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Fold one phase report (setup/call/teardown) into its cell."""
-        key = self.keys.get(report.nodeid)
+        """Fold one phase report (setup/call/teardown) into its cell (named by the test's
+        :data:`CELL_PROPERTY`, which pytest-xdist's workers send with their reports)."""
+        key = next((tuple(value) for name, value in report.user_properties if name == CELL_PROPERTY), None)
         if key is None or (report.when != "call" and report.passed):
             return
         outcome = report.outcome
