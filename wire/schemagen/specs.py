@@ -68,16 +68,8 @@ def read_jar(jar: Path, label: str) -> SpecSet:
 def local_repository_jar(version: str = KAFKA_CLIENTS_VERSION, artifact: str = "kafka-clients") -> Path:
     """Where Maven's default local repository keeps ``org.apache.kafka:<artifact>:<version>``
     once anything has resolved it (the compatibility suite's preparation does)."""
-    return (
-        Path.home()
-        / ".m2"
-        / "repository"
-        / "org"
-        / "apache"
-        / "kafka"
-        / artifact
-        / version
-        / f"{artifact}-{version}.jar"
+    return Path.home().joinpath(
+        ".m2", "repository", "org", "apache", "kafka", artifact, version, f"{artifact}-{version}.jar"
     )
 
 
