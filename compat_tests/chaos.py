@@ -117,6 +117,9 @@ class ChaosProducer(Worker):
         """Times the client gave up its producer epoch and took a new one (so its sequence
         numbers started again): counted where the client tells (librdkafka's statistics)."""
         self._in_flight = 0
+        self.client_state = ""
+        """The client's own view of its queues and idempotence, where it tells (librdkafka's
+        statistics): what a stalled producer's report needs to say which side stopped."""
 
     def _work(self) -> None:
         sequences = [0] * self.partitions
@@ -202,10 +205,28 @@ class ConfluentChaosProducer(ChaosProducer):
 
     def _statistics(self, report: str) -> None:
         """librdkafka's statistics (served by ``poll``): ``eos.epoch_cnt`` counts the producer
-        id and epoch assignments since start, so every one after the first is a bump."""
-        assignments = json.loads(report).get("eos", {}).get("epoch_cnt", 0)
+        id and epoch assignments since start, so every one after the first is a bump; the
+        idempotence state, each partition's queues and sequence state and each broker's waiting
+        requests are kept as :attr:`client_state`."""
+        statistics = json.loads(report)
+        eos = statistics.get("eos", {})
+        partitions = statistics.get("topics", {}).get(self.topic, {}).get("partitions", {})
+        state = [f"idempotence {eos.get('idemp_state')} epoch {eos.get('producer_epoch')}"]
+        state += [
+            f"partition {number}: leader {p.get('leader')}, queued {p.get('msgq_cnt')}+"
+            f"{p.get('xmit_msgq_cnt')}, in flight {p.get('msgs_inflight')}, next ack seq "
+            f"{p.get('next_ack_seq')}, next err seq {p.get('next_err_seq')}, acked msgid {p.get('acked_msgid')}"
+            for number, p in sorted(partitions.items())
+            if int(number) >= 0
+        ]
+        state += [
+            f"{b.get('name')} {b.get('state')} waiting {b.get('waitresp_cnt')} outbuf {b.get('outbuf_cnt')}"
+            for b in statistics.get("brokers", {}).values()
+            if b.get("nodeid", -1) >= 0
+        ]
         with self._lock:
-            self.epoch_bumps = max(self.epoch_bumps, assignments - 1)
+            self.epoch_bumps = max(self.epoch_bumps, eos.get("epoch_cnt", 0) - 1)
+            self.client_state = "; ".join(state)
 
     def _send(self, record: RecordId, sent_at: float) -> None:
         def report(error: KafkaError | None, message: Any) -> None:
@@ -370,6 +391,7 @@ class Workload:
             + "; producer epoch bumps: "
             + ", ".join(f"{p.name} {p.epoch_bumps}" for p in self.producers)
             + f"; group errors {self.group.errors[:5]}"
+            + "".join(f"; {p.name}'s own state: {p.client_state}" for p in self.producers if p.client_state)
         )
 
 
