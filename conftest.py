@@ -7,8 +7,9 @@ forming the tail of the run while the other workers idle. Nothing is deselected 
 
 import pytest
 
-# Fixtures of external services every suite may use (etcd clusters for cluster mode).
-pytest_plugins = ["compat_tests.kit.fixtures"]
+# Fixtures of external services every suite may use (etcd clusters for cluster mode), and each
+# test's CPU seconds with the ten most CPU-hungry printed at the end (CI is CPU-bound).
+pytest_plugins = ["compat_tests.kit.fixtures", "compat_tests.kit.cpu_report"]
 
 
 @pytest.hookimpl(trylast=True)
