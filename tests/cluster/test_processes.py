@@ -111,6 +111,9 @@ def processes(tmp_path: Path) -> Iterator[RunningBroker]:
     (metrics_port,) = free_ports(1, run=2)
     broker = start_odradek(tmp_path, {"metrics.listener": f"http://127.0.0.1:{metrics_port}"}, processes=2)
     try:
+        # Each process listens before its registration reaches the other's metadata (an etcd
+        # watch away): the scenarios start once either one, asked, lists both.
+        wait_for(lambda: broker_ports(broker.bootstrap).keys() == {1, 2}, "both registered")
         yield broker
     finally:
         broker.stop()
