@@ -61,6 +61,11 @@ CONSUMER_CONFIG: dict[str, Any] = {
     "receive.message.max.bytes": 64 * MiB + 4096,
     "fetch.wait.max.ms": 100,
     "queued.max.messages.kbytes": 512 * 1024,
+    # When the consumer's queue passes queued.min.messages (100,000: 100 MB of 1 KiB values),
+    # librdkafka stops fetching that broker's partitions for this long (default 1,000 ms). With
+    # several brokers' fetches filling one queue that pause, not the brokers, set the pace: two
+    # processes consumed at half one's rate, both idle (bench/README.md, "Cores").
+    "fetch.queue.backoff.ms": 10,
 }
 
 
