@@ -394,6 +394,28 @@ def test_member_gone_mid_batch(
             own_jvm.stop()
 
 
+def test_one_fetch_acquires_at_most_max_records_over_all_its_partitions(
+    admin: Driver, share_admin: ShareAdmin, open_consumer: OpenConsumer, topic: str, group: str
+) -> None:
+    """``share.acquire.mode=record_limit``: one ShareFetch acquires at most ``max.poll.records``
+    records over every partition it names (Kafka takes what earlier partitions acquired off the
+    limit), so a member closed after one poll held only what that poll returned: another member
+    then gets exactly those again, with delivery count 2, and every other record once."""
+    admin.create_topic(topic, 2)
+    share_admin.set_group_configs(group, EARLIEST)
+    produce(admin, topic, [f"r{i}" for i in range(12)], partitions=2)
+    doomed = open_consumer(group, topic, explicit=True, max_records=3, client_id="doomed")
+    taken = doomed.poll(0.5) or poll_until(doomed, 1)
+    assert 1 <= len(taken) <= 3, summary(taken)
+    doomed.close()
+    survivor = open_consumer(group, topic, explicit=True, max_records=20, client_id="survivor")
+    given = accept_until(survivor, 12, within_s=RELEASED_WITHIN_S)
+    held = {(d.partition, d.offset) for d in taken}
+    counts = {(d.partition, d.offset): d.delivery_count for d in given}
+    assert counts == {key: 2 if key in held else 1 for key in counts}, (summary(taken), summary(given))
+    assert len(counts) == 12
+
+
 def test_read_committed(
     admin: Driver, share_admin: ShareAdmin, open_consumer: OpenConsumer, topic: str, group: str
 ) -> None:

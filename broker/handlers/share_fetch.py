@@ -181,9 +181,11 @@ async def _read_all(
     answers: dict[SharePartitionId, _Answer],
 ) -> tuple[bool, list[tuple[str, int]]]:
     """Read and acquire every partition of the session: (whether anything was acquired or
-    failed, the partitions to wait on)."""
+    failed, the partitions to wait on). ``max_records`` bounds the whole answer, as Kafka's
+    ``maxFetchRecords - acquiredRecordsCount`` does, not each partition: a client is given no
+    more than it asked for, so it holds nothing its polls do not return."""
     group_id, member_id = session.group_id, session.member_id
-    total, done, keys = 0, False, []
+    total, taken, done, keys = 0, 0, False, []
     for topic_id, index in session.partitions:
         answer = answers.setdefault((topic_id, index), _Answer())
         info = ctx.broker.topics.by_id(topic_id)
@@ -197,11 +199,15 @@ async def _read_all(
             continue
         log_, _info = found
         keys.append((info.name, index))
+        if taken >= limits.max_records:
+            continue
         try:
             epoch = _leader_epoch(ctx, (info.name, index), info.leader_epoch)
             hosted = await share.hosted(group_id, info.name, index, topic_id, epoch, log_)
             budget = min(limits.max_bytes - total, PARTITION_READ_BYTES)
-            remaining = FetchLimits(limits.max_records, limits.batch_size, budget, limits.record_limit)
+            remaining = FetchLimits(
+                limits.max_records - taken, limits.batch_size, budget, limits.record_limit
+            )
             records, acquired = share.read_and_acquire(
                 group_id, member_id, (group_id, info.name, index), hosted, log_, remaining, total == 0
             )
@@ -211,6 +217,7 @@ async def _read_all(
         if acquired:
             answer.records, answer.acquired, done = records, answer.acquired + acquired, True
             total += len(records)
+            taken += sum(a.last_offset - a.first_offset + 1 for a in acquired)
     await share.flush_pending()
     return done, keys
 
