@@ -19,7 +19,9 @@ to the controller in the teardown report's ``user_properties`` (and so into ``--
 from __future__ import annotations
 
 import os
+from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,7 +69,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     outcome = yield
     if call.when != "teardown" or (started := _started.pop(item.nodeid, None)) is None:
         return
@@ -80,7 +82,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Collect every test's figure (on the controller under xdist, which prints them)."""
     if report.when == "teardown":
         _costs.extend(
-            (float(value), report.nodeid) for name, value in report.user_properties if name == CPU_PROPERTY
+            (float(str(value)), report.nodeid) for name, value in report.user_properties if name == CPU_PROPERTY
         )
 
 
