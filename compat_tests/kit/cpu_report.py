@@ -82,7 +82,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Collect every test's figure (on the controller under xdist, which prints them)."""
     if report.when == "teardown":
         _costs.extend(
-            (float(str(value)), report.nodeid) for name, value in report.user_properties if name == CPU_PROPERTY
+            (float(str(value)), report.nodeid)
+            for name, value in report.user_properties
+            if name == CPU_PROPERTY
         )
 
 
