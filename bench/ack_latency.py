@@ -27,8 +27,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.launchers import RunningBroker, add_build_option, builds_of, make_launchers, running
-from bench.procstat import cpu_seconds
 from bench.report import write_json_out
+from compat_tests.kit.procstat import cpu_seconds
 
 _STAMP = struct.Struct(">d")
 TOPIC = "latency"

@@ -34,9 +34,9 @@ from confluent_kafka import Producer
 from kafka import KafkaConsumer, TopicPartition
 
 from bench.launchers import ApacheKafkaLauncher, Launcher, OdradekLauncher, RunningBroker, running
-from bench.procstat import snapshot
 from bench.throughput import Settings, create_topic
 from broker.client.admin_client import KafkaConnection
+from compat_tests.kit.procstat import snapshot
 from wire.api_keys import ApiKey
 
 TOPIC = "idle"

@@ -20,7 +20,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from bench.procstat import cpu_seconds, machine_busy_seconds
+from compat_tests.kit.procstat import cpu_seconds, machine_busy_seconds
 
 PROGRESS_EVERY_S = 2.0
 MiB = 1024 * 1024

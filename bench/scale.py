@@ -37,8 +37,8 @@ from bench.connections import many_producers
 from bench.idle_fetch import cores_over
 from bench.launchers import Launcher, RunningBroker, make_launchers, running
 from bench.load import each_partition
-from bench.procstat import open_descriptors, snapshot
 from bench.throughput import Phase, Settings, create_topic, run_phase
+from compat_tests.kit.procstat import open_descriptors, snapshot
 
 MB = 1e6
 TOPIC_PREFIX = "scale"

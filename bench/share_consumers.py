@@ -42,9 +42,9 @@ from bench.launchers import (
     names_of,
     running,
 )
-from bench.procstat import cpu_seconds, machine_busy_seconds
 from bench.report import add_trial_options, write_json_out
 from bench.throughput import REPO_ROOT, Settings, create_topic, run_phase
+from compat_tests.kit.procstat import cpu_seconds, machine_busy_seconds
 
 SOURCE = REPO_ROOT / "bench" / "java" / "ShareThroughput.java"
 NO_SHARE_GROUPS = {

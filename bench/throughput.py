@@ -17,7 +17,7 @@ from typing import Any
 from confluent_kafka.admin import AdminClient, ClusterMetadata, NewTopic
 
 from bench.launchers import Launcher, RunningBroker, running
-from bench.procstat import snapshot
+from compat_tests.kit.procstat import snapshot
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Spare time for a client process to start, connect and exit beyond its phase timeout.

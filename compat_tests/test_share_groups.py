@@ -35,7 +35,7 @@ from compat_tests.kit.drivers.base import ClientError, Driver, Message, Producer
 from compat_tests.kit.drivers.java import JavaProcess
 from compat_tests.kit.drivers.java_share import Delivery, ShareAdmin, ShareConsumer, share_jvm
 from compat_tests.kit.raw_protocol import addresses_by_id
-from compat_tests.topic_metadata import PartitionState, topic_partitions
+from compat_tests.topic_metadata import topic_partitions, wait_until_every_broker_knows
 
 SHARE_GROUPS = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
 CONSOLE_SHARE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleShareConsumer"
@@ -411,7 +411,8 @@ def test_one_fetch_acquires_at_most_max_records_over_all_its_partitions(
     leaders (a cluster, ``serve --processes``), each fetch may take its own share, so the
     scenario needs one broker leading both."""
     admin.create_topic(topic, 2)
-    leaders = {state.leader for state in eventually(lambda: _led(broker, topic, 2)).values()}
+    wait_until_every_broker_knows([broker.bootstrap.split(",")[0]], topic, 2)
+    leaders = {state.leader for state in topic_partitions(broker.bootstrap.split(",")[0], topic).values()}
     if len(leaders) > 1:
         pytest.skip(f"the partitions have {len(leaders)} leaders: one ShareFetch each, each bounded alone")
     share_admin.set_group_configs(group, EARLIEST)
@@ -426,13 +427,6 @@ def test_one_fetch_acquires_at_most_max_records_over_all_its_partitions(
     counts = {(d.partition, d.offset): d.delivery_count for d in given}
     assert counts == {key: 2 if key in held else 1 for key in counts}, (summary(taken), summary(given))
     assert len(counts) == 12
-
-
-def _led(broker: RunningBroker, topic: str, partitions: int) -> dict[int, PartitionState]:
-    """``topic``'s partitions, once the broker names a leader for each of them."""
-    states = topic_partitions(broker.bootstrap.split(",")[0], topic)
-    assert len(states) == partitions and all(s.leader >= 0 for s in states.values()), states
-    return states
 
 
 def test_read_committed(

@@ -217,7 +217,7 @@ async def _read_all(
         if acquired:
             answer.records, answer.acquired, done = records, answer.acquired + acquired, True
             total += len(records)
-            taken += sum(a.last_offset - a.first_offset + 1 for a in acquired)
+            taken += sum(a.count for a in acquired)
     await share.flush_pending()
     return done, keys
 

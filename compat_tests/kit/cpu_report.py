@@ -6,9 +6,9 @@ about what it costs the run. A test waiting for a JVM is slow and cheap; a fuzze
 fast and dear, and it is the dear ones that slow every other test down. So each test's cost is
 measured where the CPU goes: the test's process (an xdist worker, or pytest itself) and every
 process below it (brokers, JVMs, etcd, client subprocesses), from the start of its setup to the
-end of its teardown. A process's own user and system time plus that of the children it reaped
-(``/proc/<pid>/stat``: utime, stime, cutime, cstime), summed over the worker and its live
-descendants, counts a broker started and stopped within the test as well as one still running.
+end of its teardown, by :func:`compat_tests.kit.procstat.tree_cpu_seconds` (each live process's
+own time plus that of the children it reaped), which counts a broker started and stopped within
+the test as well as one still running.
 What escapes: a daemon that double-forks away from the tree (no test here starts one), and a
 module's broker, whose start and stop count in its first and last tests.
 
@@ -25,47 +25,20 @@ from typing import Any
 
 import pytest
 
+from compat_tests.kit.procstat import tree_cpu_seconds
+
 CPU_PROPERTY = "cpu_s"
 HUNGRIEST = 10
-_PROC = Path("/proc")
-_TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_MEASURED = Path("/proc").is_dir()
 
 _started: dict[str, float] = {}
 _costs: list[tuple[float, str]] = []
 
 
-def tree_cpu_seconds(root: int) -> float | None:
-    """CPU seconds used so far by process ``root``, its live descendants and every child any of
-    them reaped; None where there is no ``/proc``."""
-    if not _PROC.is_dir():
-        return None
-    children: dict[int, list[int]] = {}
-    ticks: dict[int, int] = {}
-    for entry in _PROC.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue  # gone since the listing
-        # The command name may hold spaces and parentheses: the fields follow its last ')'.
-        fields = stat[stat.rindex(")") + 2 :].split()
-        pid = int(entry.name)
-        children.setdefault(int(fields[1]), []).append(pid)
-        ticks[pid] = sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
-    total, pending = 0, [root]
-    while pending:
-        pid = pending.pop()
-        total += ticks.get(pid, 0)
-        pending.extend(children.get(pid, ()))
-    return total / _TICKS_PER_S
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    started = tree_cpu_seconds(os.getpid())
-    if started is not None:
-        _started[item.nodeid] = started
+    if _MEASURED:
+        _started[item.nodeid] = tree_cpu_seconds(os.getpid())
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -73,9 +46,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome = yield
     if call.when != "teardown" or (started := _started.pop(item.nodeid, None)) is None:
         return
-    ended = tree_cpu_seconds(os.getpid())
-    if ended is not None:
-        outcome.get_result().user_properties.append((CPU_PROPERTY, round(ended - started, 2)))
+    spent = round(tree_cpu_seconds(os.getpid()) - started, 2)
+    outcome.get_result().user_properties.append((CPU_PROPERTY, spent))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

@@ -56,6 +56,11 @@ class AcquiredRecords:
     last_offset: int
     delivery_count: int
 
+    @property
+    def count(self) -> int:
+        """How many offsets the range holds."""
+        return self.last_offset - self.first_offset + 1
+
 
 @dataclass(frozen=True, slots=True)
 class StateBatch:

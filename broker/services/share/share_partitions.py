@@ -282,8 +282,8 @@ class SharePartitions:
             self._metrics.share_acknowledged.labels(AcknowledgeType(kind).name.title()).inc(count)
 
     def _count_acquired(self, acquired: list[AcquiredRecords]) -> None:
-        first = sum(a.last_offset - a.first_offset + 1 for a in acquired if a.delivery_count <= 1)
-        again = sum(a.last_offset - a.first_offset + 1 for a in acquired if a.delivery_count > 1)
+        first = sum(a.count for a in acquired if a.delivery_count <= 1)
+        again = sum(a.count for a in acquired if a.delivery_count > 1)
         if first:
             self._metrics.share_acquired.labels("first").inc(first)
         if again:

@@ -1,4 +1,5 @@
-"""Resource readings of a broker process from /proc.
+"""Resource readings of a broker process from /proc (the benchmarks' and the test suites' own:
+``bench/`` measures brokers with it, :mod:`compat_tests.kit.cpu_report` each test).
 
 Why /proc instead of psutil: it is all we need (two files), it costs nothing to install, and
 VmHWM is the kernel's own high-water mark of the resident set, so the true peak is known
@@ -33,15 +34,34 @@ def snapshot(pid: int) -> ProcSnapshot:
             key, _, rest = line.partition(":")
             if key in ("VmRSS", "VmHWM"):
                 fields[key] = int(rest.split()[0]) * 1024
-    with open(f"/proc/{pid}/stat") as stat:
-        # The command name (field 2) may contain spaces; fields after its closing ")" are fixed.
-        after_name = stat.read().rsplit(")", 1)[1].split()
-    utime, stime = int(after_name[11]), int(after_name[12])
+    utime, stime, _, _ = _cpu_ticks(pid)
     return ProcSnapshot(
         rss_bytes=fields.get("VmRSS", 0),
         peak_rss_bytes=fields.get("VmHWM", 0),
         cpu_seconds=(utime + stime) / _CLOCK_TICKS,
     )
+
+
+def _cpu_ticks(pid: int) -> tuple[int, int, int, int]:
+    """utime, stime, cutime and cstime of ``pid`` (the last two: the children it reaped)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        # The command name (field 2) may contain spaces; fields after its closing ")" are fixed.
+        after_name = stat.read().rsplit(")", 1)[1].split()
+    utime, stime, cutime, cstime = (int(value) for value in after_name[11:15])
+    return utime, stime, cutime, cstime
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU time of ``pid``, its live descendants and every child any of them reaped: what a
+    process tree has cost so far, a broker started and stopped meanwhile included (unlike
+    :func:`cpu_seconds`, which counts only the processes alive now)."""
+    total = 0
+    for member in with_descendants(pid):
+        try:
+            total += sum(_cpu_ticks(member))
+        except FileNotFoundError:  # exited since it was listed
+            continue
+    return total / _CLOCK_TICKS
 
 
 def cpu_seconds(pids: Iterable[int]) -> float:
