@@ -29,7 +29,7 @@ from wire.api_keys import ApiKey
 
 pytestmark = pytest.mark.cluster
 
-RECORDS = 40
+RECORDS = 100
 PAUSE_S = 2.5
 """How long the leader stays stopped: well inside the session timeout (4 s), so no failover
 moves leadership (a new leader would serve the consumer for a reason of its own)."""

@@ -118,8 +118,10 @@ class EtcdCluster:
         self._running(index).send_signal(signal.SIGSTOP)
 
     def resume(self, index: int) -> None:
-        """SIGCONTs a paused member."""
+        """SIGCONTs a paused member and waits until it is healthy again, so that the next test
+        does not meet the election its return may cause."""
         self._running(index).send_signal(signal.SIGCONT)
+        self.wait_healthy(index)
 
     def _running(self, index: int) -> subprocess.Popen[bytes]:
         process = self._members[index].process

@@ -32,17 +32,22 @@ TIMEOUT_S = 30
 # Short, so that hung members are left quickly, but no shorter: an etcd write waits for fsyncs,
 # which take a while on a busy machine.
 REQUEST_TIMEOUT_S = 2.0
+# For the clients that only write the keys a failover test watches: their answers are not under
+# test, and on a busy machine an election after a member is killed or resumed holds writes longer.
+WRITER_TIMEOUT_S = 15.0
 
 
 def fresh_prefix() -> bytes:
     return f"/odradek-test/{uuid.uuid4().hex}/".encode()
 
 
-def client_for(cluster: EtcdCluster, *members: int) -> EtcdClient:
+def client_for(
+    cluster: EtcdCluster, *members: int, request_timeout_s: float = REQUEST_TIMEOUT_S
+) -> EtcdClient:
     """A client of the given members (all of them by default), in that order."""
     endpoints = cluster.endpoints
     chosen = [endpoints[i] for i in members] if members else endpoints
-    return EtcdClient(chosen, request_timeout_s=REQUEST_TIMEOUT_S)
+    return EtcdClient(chosen, request_timeout_s=request_timeout_s)
 
 
 async def collect(events: WatchStream, count: int) -> list[WatchEvent]:
@@ -254,7 +259,7 @@ async def test_hung_member_reads_fail_over_and_writes_report_unknown_outcome(
                 await client.put(key, b"surely")  # the next write starts at the next member
                 stored = await client.get(key)
             finally:
-                etcd_cluster3.resume(hung)
+                await trio.to_thread.run_sync(etcd_cluster3.resume, hung)
     assert stored is not None and stored.value == b"surely"
 
 
@@ -262,7 +267,10 @@ async def test_watch_resumes_without_loss_when_its_member_dies(etcd_cluster3: Et
     prefix = fresh_prefix()
     keys = [prefix + b"%d" % i for i in range(6)]
     with trio.fail_after(TIMEOUT_S):
-        async with client_for(etcd_cluster3, 0, 1, 2) as watcher, client_for(etcd_cluster3, 1, 2) as writer:
+        async with (
+            client_for(etcd_cluster3, 0, 1, 2) as watcher,
+            client_for(etcd_cluster3, 1, 2, request_timeout_s=WRITER_TIMEOUT_S) as writer,
+        ):
             start = await writer.put(keys[0], b"v")
             async with watcher.watch_prefix(prefix, start) as events:
                 assert [e.kv.key for e in await collect(events, 1)] == keys[:1]
@@ -282,7 +290,10 @@ async def test_watch_leaves_a_hung_member(etcd_cluster3: EtcdCluster) -> None:
     """A member that stops answering keeps its socket open: only the probe of the silent stream notices."""
     prefix = fresh_prefix()
     with trio.fail_after(TIMEOUT_S):
-        async with client_for(etcd_cluster3, 0, 1, 2) as watcher, client_for(etcd_cluster3, 1, 2) as writer:
+        async with (
+            client_for(etcd_cluster3, 0, 1, 2) as watcher,
+            client_for(etcd_cluster3, 1, 2, request_timeout_s=WRITER_TIMEOUT_S) as writer,
+        ):
             start = await writer.put(prefix + b"a", b"1")
             async with watcher.watch_prefix(prefix, start) as events:
                 assert len(await collect(events, 1)) == 1
@@ -292,5 +303,5 @@ async def test_watch_leaves_a_hung_member(etcd_cluster3: EtcdCluster) -> None:
                     written = await writer.put(prefix + b"b", b"2")
                     resumed = await collect(events, 1)
                 finally:
-                    etcd_cluster3.resume(0)
+                    await trio.to_thread.run_sync(etcd_cluster3.resume, 0)
     assert [(e.kv.key, e.kv.mod_revision) for e in resumed] == [(prefix + b"b", written)]
