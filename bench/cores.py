@@ -22,6 +22,7 @@ from bench.report import add_trial_options, report
 from bench.throughput import Settings, Trial, interleave, measure
 
 LATENCY_WARMUP_S = 5.0  # untimed sending first: a JVM needs it
+CLIENTS = {"librdkafka": "bench.load", "raw": "bench.raw_load"}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -33,6 +34,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--brokers", default="odradek,apache-kafka", help="comma-separated, from: odradek,apache-kafka"
     )
     add_trial_options(parser)
+    parser.add_argument("--client", choices=sorted(CLIENTS), default="librdkafka",
+                        help="the produce/consume client: librdkafka (default), or raw: pre-built "
+                             "requests, so that the brokers, not the client, bound the throughput")  # fmt: skip
     parser.add_argument("--latency-rate", type=int, default=2000, metavar="MSG_PER_S",
                         help="then acks=all latency at this fixed rate (default 2000; 0: not measured)")  # fmt: skip
     parser.add_argument(
@@ -71,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         args.value_size,
         args.partitions,
         phase_timeout_s=args.phase_timeout,
+        client=CLIENTS[args.client],
     )
     by_name = {launcher.name: launcher for launcher in launchers_of(args)}
     print(f"{settings.messages} messages x {settings.value_size} B = "

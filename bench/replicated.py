@@ -12,8 +12,9 @@ not in it: it is in "others' cores"; Kafka's controllers run inside its brokers)
 the largest broker's, every broker's is in the JSON. With ``--latency-rate``, the same cluster
 then takes ``bench.ack_latency``'s fixed-rate acks=all load on a second RF 3 topic: what a
 producer waits for its acknowledgement, and a consumer for the record, when nothing is queued.
-After each Odradek cluster, a single fresh Odradek broker takes the same load on an RF 1 topic,
-so the table shows what replication adds per record (broker CPU ms per record) in the same run.
+After each cluster, a single fresh broker of the same kind takes the same load on an RF 1 topic,
+so the table shows what replication adds per record (broker CPU ms per record) for both kinds in
+the same run: Odradek's ratio of cluster to single broker beside Kafka's own.
 """
 
 from __future__ import annotations
@@ -26,7 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from bench import ack_latency
-from bench.launchers import BrokerFailed, OdradekLauncher, RunningBroker, names_of, running
+from bench.launchers import (
+    ApacheKafkaLauncher,
+    BrokerFailed,
+    Launcher,
+    OdradekLauncher,
+    RunningBroker,
+    names_of,
+    running,
+)
 from bench.report import add_trial_options, report
 from bench.throughput import Settings, Trial, interleave, measure
 
@@ -111,17 +120,22 @@ def run_trial(
     kind: str, settings: Settings, args: argparse.Namespace, latencies: list[dict[str, Any]]
 ) -> Trial:
     """One fresh cluster of ``kind``, measured end to end (and its latency appended to
-    ``latencies`` if asked, for Odradek then a single broker's too); stopped before this
+    ``latencies`` if asked, then a single broker's of the same kind too); stopped before this
     returns or raises."""
     overrides = dict(override.split("=", 1) for override in args.override_all)
     with cluster(kind, overrides) as brokers:
         trial = measure(brokers, settings)
         if args.latency_rate:
             latencies.append(fixed_rate(brokers, args, settings.partitions, REPLICATION_FACTOR))
-    if args.latency_rate and kind == "odradek":
-        with running(OdradekLauncher(args.override_all)) as single:
+    if args.latency_rate:
+        with running(single_broker(kind, args.override_all)) as single:
             latencies.append(fixed_rate(single, args, settings.partitions, 1))
     return trial
+
+
+def single_broker(kind: str, overrides: list[str]) -> Launcher:
+    """One broker of ``kind`` with the clusters' overrides: the baseline of its cluster's cost."""
+    return OdradekLauncher(overrides) if kind == "odradek" else ApacheKafkaLauncher(overrides)
 
 
 def fixed_rate(

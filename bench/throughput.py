@@ -48,6 +48,9 @@ class Settings:
     idempotent: bool = False
     """Produce with acks=all from an idempotent producer, librdkafka's defaults otherwise
     (``bench.load.IDEMPOTENT_CONFIG``) instead of the tuned acks=1 producer."""
+    client: str = "bench.load"
+    """The client process's module: ``bench.load`` (librdkafka) or ``bench.raw_load`` (pre-built
+    requests, for a broker that one librdkafka process cannot saturate)."""
 
     @property
     def topics(self) -> list[str]:
@@ -155,7 +158,7 @@ def create_topic(broker: RunningBroker, settings: Settings, timeout_s: float = 3
 
 def run_phase(broker: RunningBroker, phase: str, settings: Settings) -> Phase:
     """Run ``bench.load`` for one phase in its own process and read its JSON result."""
-    argv = [sys.executable, "-m", "bench.load", phase, "--bootstrap", broker.bootstrap]
+    argv = [sys.executable, "-m", settings.client, phase, "--bootstrap", broker.bootstrap]
     argv += ["--broker-pids", ",".join(map(str, broker.pids)), "--topic", ",".join(settings.topics)]
     argv += ["--partitions", str(settings.partitions), "--messages", str(settings.messages)]
     argv += ["--value-size", str(settings.value_size), "--timeout", str(settings.phase_timeout_s)]

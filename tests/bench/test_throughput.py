@@ -28,3 +28,16 @@ def test_a_tls_trial_produces_and_consumes_over_the_tls_listener(tmp_path: Path)
     settings = Settings(messages=3000, value_size=1024, partitions=2, phase_timeout_s=60)
     trial = run_trial(launcher, settings)
     assert trial.produce.bytes == trial.consume.bytes == 3000 * 1024
+
+
+def test_the_raw_client_moves_every_record_through_each_leader_of_several_processes() -> None:
+    """``bench.raw_load`` against ``serve --processes 2``: the partitions' leaders are two
+    processes, and 2,500 records over 3 partitions leave each a remainder below a full batch,
+    so its pre-built requests come in two shapes. The consumer counts records from the fetched
+    batch headers: a record the producer did not deliver would be missing there."""
+    settings = Settings(
+        messages=2500, value_size=1024, partitions=3, phase_timeout_s=60, client="bench.raw_load"
+    )
+    trial = run_trial(OdradekLauncher(processes=2), settings)
+    assert trial.produce.bytes == trial.consume.bytes == 2500 * 1024
+    assert len(trial.node_peak_rss_bytes) == 2  # both processes were measured
