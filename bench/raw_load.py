@@ -10,7 +10,9 @@ idempotence: the broker assigns the offsets, which the CRC does not cover) and s
 again, ``IN_FLIGHT`` at a time per leader, so a produced byte costs it about a socket write. It
 consumes with plain Fetch requests (the consumer's limits of ``bench.load``), counting records from
 the batch headers without looking at them, as a consumer that does not check CRCs
-(librdkafka's default). One thread per leader connection; the sockets release the GIL.
+(librdkafka's default). ``WORKERS`` client processes share the partitions, each with a thread
+per leader connection: receiving is the client's dearest work (the kernel's copy into it), more
+than a broker's sendfile, and one process would bound the consume phase by itself.
 
 Every broker of a run gets this same client, so the figures still compare; what it does not
 measure is a real client's cost, which the default librdkafka client shows.
@@ -20,6 +22,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import resource
 import socket
 import struct
 import sys
@@ -37,6 +41,7 @@ BATCH_RECORDS = 960
 """Values per batch: ~1 MB of 1 KiB values, as the tuned librdkafka producer's ``batch.size``,
 and under Kafka's default ``message.max.bytes`` (1,048,588)."""
 IN_FLIGHT = 5  # librdkafka's max.in.flight.requests.per.connection
+WORKERS = 2  # client processes, each with every other partition
 PRODUCE_VERSION = 9
 FETCH_VERSION = 12
 FETCH_MAX_BYTES = 64 * 1024 * 1024  # bench.load's consumer: fetch.max.bytes
@@ -89,21 +94,29 @@ class Leader:
         self.sock.close()
 
 
-def leaders_of(bootstrap: str, topics: str, partitions: int, messages: int) -> list[Leader]:
-    """Connections to each partition leader (Metadata), each partition's share of ``messages``
-    (an equal split, the remainder to the first ones: the same in both phases)."""
+def shares_of(topics: str, partitions: int, messages: int, workers: int) -> list[dict[tuple[str, int], int]]:
+    """Each worker's partitions (every ``workers``-th) with each one's share of ``messages``:
+    an equal split, the remainder to the first ones, the same in both phases."""
     targets = each_partition(topics, partitions)
+    shares = {
+        target: messages // len(targets) + (1 if index < messages % len(targets) else 0)
+        for index, target in enumerate(targets)
+    }
+    return [{target: shares[target] for target in targets[first::workers]} for first in range(workers)]
+
+
+def leaders_of(bootstrap: str, shares: dict[tuple[str, int], int]) -> list[Leader]:
+    """A connection to each leader of ``shares``' partitions (Metadata), with its partitions."""
     with KafkaConnection(bootstrap, timeout=30) as connection:
-        metadata = connection.metadata(sorted({topic for topic, _ in targets}))
+        metadata = connection.metadata(sorted({topic for topic, _ in shares}))
     endpoints = {b["node_id"]: (b["host"], b["port"]) for b in metadata["brokers"]}
     leader_of = {
         (t["name"], p["partition_index"]): p["leader_id"] for t in metadata["topics"] for p in t["partitions"]
     }
-    shares: dict[int, dict[tuple[str, int], int]] = {}
-    for index, target in enumerate(targets):
-        share = messages // len(targets) + (1 if index < messages % len(targets) else 0)
-        shares.setdefault(leader_of[target], {})[target] = share
-    return [Leader(*endpoints[node], owned) for node, owned in shares.items()]
+    by_leader: dict[int, dict[tuple[str, int], int]] = {}
+    for target, share in shares.items():
+        by_leader.setdefault(leader_of[target], {})[target] = share
+    return [Leader(*endpoints[node], owned) for node, owned in by_leader.items()]
 
 
 def produce_request(counts: dict[tuple[str, int], int], value: bytes) -> dict[str, Any]:
@@ -214,7 +227,7 @@ def run_threads(leaders: Sequence[Leader], work: Callable[[Leader], None]) -> No
     def guarded(leader: Leader) -> None:
         try:
             work(leader)
-        except BaseException as exc:  # noqa: BLE001 - handed to the main thread, raised there
+        except BaseException as exc:  # handed to the main thread, raised there
             failures.append(exc)
 
     threads = [threading.Thread(target=guarded, args=(leader,), daemon=True) for leader in leaders]
@@ -226,40 +239,64 @@ def run_threads(leaders: Sequence[Leader], work: Callable[[Leader], None]) -> No
         raise failures[0]
 
 
-class Counter:
-    """Records done over all threads, reported through ``Progress``."""
+def worker(phase: str, bootstrap: str, shares: dict[tuple[str, int], int], value_size: int,
+           timeout_s: float, start: Any, done: Any) -> None:  # fmt: skip
+    """One client process: connect to the leaders of ``shares``, wait at ``start`` for the
+    others (connecting is not timed), then produce or consume, adding records to ``done``."""
+    leaders = leaders_of(bootstrap, shares)
 
-    def __init__(self, progress: Progress) -> None:
-        self.done = 0
-        self._lock = threading.Lock()
-        self._progress = progress
+    def count(records: int) -> None:
+        with done.get_lock():
+            done.value += records
 
-    def add(self, count: int) -> None:
-        with self._lock:
-            self.done += count
-            self._progress.update(self.done)
-
-
-def run(phase: str, bootstrap: str, broker_pids: Sequence[int], topic: str, partitions: int,
-        messages: int, value_size: int, timeout_s: float) -> dict[str, Any]:  # fmt: skip
-    leaders = leaders_of(bootstrap, topic, partitions, messages)
-    counter = Counter(Progress(phase, messages, value_size))
-    value = b"x" * value_size
     try:
-        window = Window(broker_pids)
-        deadline = window.start + timeout_s
+        start.wait()
+        deadline = time.monotonic() + timeout_s
         if phase == "produce":
-            run_threads(leaders, lambda leader: produce_to(leader, value, counter.add))
+            value = b"x" * value_size
+            run_threads(leaders, lambda leader: produce_to(leader, value, count))
         else:
-            run_threads(leaders, lambda leader: consume_from(leader, deadline, counter.add))
-        measured = window.close()
-        if phase == "produce":
-            measured["settled_cpu_seconds"] = window.settled_cpu_seconds()
-            measured["avg_batch_bytes"] = BATCH_RECORDS * value_size
+            run_threads(leaders, lambda leader: consume_from(leader, deadline, count))
     finally:
         for leader in leaders:
             leader.close()
-    return {"messages": counter.done, "bytes": counter.done * value_size, **measured}
+
+
+def children_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(phase: str, bootstrap: str, broker_pids: Sequence[int], topic: str, partitions: int,
+        messages: int, value_size: int, timeout_s: float, workers: int = WORKERS) -> dict[str, Any]:  # fmt: skip
+    """``workers`` client processes, each with every ``workers``-th partition; the client's
+    CPU is theirs (reaped children) plus this process's."""
+    context = multiprocessing.get_context("fork")
+    start, done = context.Barrier(workers + 1), context.Value("q", 0)
+    processes = [
+        context.Process(target=worker, args=(phase, bootstrap, shares, value_size, timeout_s, start, done))
+        for shares in shares_of(topic, partitions, messages, workers)
+    ]
+    for process in processes:
+        process.start()
+    progress = Progress(phase, messages, value_size)
+    children_before = children_cpu_seconds()
+    start.wait(timeout=60)
+    window = Window(broker_pids)
+    for process in processes:
+        while process.is_alive():
+            process.join(timeout=0.2)
+            progress.update(done.value)
+    measured = window.close()
+    failed = [process.exitcode for process in processes if process.exitcode != 0]
+    if failed:
+        raise RuntimeError(f"{phase}: client processes exited with {failed}")
+    clients = children_cpu_seconds() - children_before
+    measured["client_cpu_seconds"] += clients
+    if phase == "produce":
+        measured["settled_cpu_seconds"] = window.settled_cpu_seconds() - clients
+        measured["avg_batch_bytes"] = BATCH_RECORDS * value_size
+    return {"messages": done.value, "bytes": done.value * value_size, **measured}
 
 
 def main(argv: list[str] | None = None) -> None:
