@@ -25,7 +25,7 @@ from typing import NoReturn
 from bench import cores, hostile, replicated, rolling_restart, scale, share_consumers, streams_rebalance
 from bench.launchers import add_build_option, builds_of, make_launchers, names_of, securities
 from bench.report import add_trial_options, report
-from bench.throughput import Settings, interleave, run_trial
+from bench.throughput import CLIENTS, Settings, add_client_option, interleave, run_trial
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -48,6 +48,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--override-all", action="append", default=[], metavar="KEY=VALUE",
                         help="config override for Odradek and Apache Kafka alike (repeatable)")  # fmt: skip
     add_build_option(parser)
+    add_client_option(parser)
     parser.add_argument(
         "--transaction-records",
         type=int,
@@ -94,6 +95,7 @@ def run(args: argparse.Namespace, certificates: Path) -> int:
         args.partitions,
         phase_timeout_s=args.phase_timeout,
         transaction_records=args.transaction_records,
+        client=CLIENTS[args.client],
     )
     modes = securities(args.security, certificates)
     builds = builds_of(args)

@@ -19,10 +19,9 @@ from typing import Any
 from bench import ack_latency
 from bench.launchers import ApacheKafkaLauncher, Launcher, OdradekLauncher, names_of, running
 from bench.report import add_trial_options, report
-from bench.throughput import Settings, Trial, interleave, measure
+from bench.throughput import CLIENTS, Settings, Trial, add_client_option, interleave, measure
 
 LATENCY_WARMUP_S = 5.0  # untimed sending first: a JVM needs it
-CLIENTS = {"librdkafka": "bench.load", "raw": "bench.raw_load"}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -34,9 +33,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--brokers", default="odradek,apache-kafka", help="comma-separated, from: odradek,apache-kafka"
     )
     add_trial_options(parser)
-    parser.add_argument("--client", choices=sorted(CLIENTS), default="librdkafka",
-                        help="the produce/consume client: librdkafka (default), or raw: pre-built "
-                             "requests, so that the brokers, not the client, bound the throughput")  # fmt: skip
+    add_client_option(parser)
     parser.add_argument("--latency-rate", type=int, default=2000, metavar="MSG_PER_S",
                         help="then acks=all latency at this fixed rate (default 2000; 0: not measured)")  # fmt: skip
     parser.add_argument(

@@ -5,6 +5,7 @@ the producer has exited reads everything from the broker, not from a warm client
 phase's CPU figures cover that phase alone.
 """
 
+import argparse
 import json
 import subprocess
 import sys
@@ -27,6 +28,16 @@ PROCESS_SLACK_S = 30.0
 # Kafka's controller refuses one operation of more than 10,000 records ("Unable to perform
 # excessively large batch operation"): a topic is a record and each partition another.
 CREATE_PARTITIONS_PER_REQUEST = 5000
+
+
+CLIENTS = {"librdkafka": "bench.load", "raw": "bench.raw_load"}
+"""The produce/consume client processes a throughput bench can run, by ``--client`` name."""
+
+
+def add_client_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--client", choices=sorted(CLIENTS), default="librdkafka",
+                        help="the produce/consume client: librdkafka (default), or raw: pre-built "
+                             "requests, so that the broker, not the client, bounds the throughput")  # fmt: skip
 
 
 @dataclass(frozen=True)
