@@ -350,6 +350,11 @@ def test_perf_and_verifiable_clients(run, admin: Driver, topic: str) -> None:
     )
     events = [json.loads(line) for line in verified.splitlines() if line.startswith("{")]
     assert sum(e["count"] for e in events if e["name"] == "records_consumed") == 520
+    # Created here, not by the tool: EndToEndLatency creates a missing topic and at once assigns
+    # its consumer the partitions the consumer's metadata lists, which a fresh Kafka topic may
+    # not have yet (IllegalStateException: "not subscribed to any topics or assigned any
+    # partitions", seen in CI). The kit waits until every broker lists it.
+    admin.create_topic(f"{topic}-e2e", 1)
     e2e = [f"{topic}-e2e", "--num-records", "20", "--producer-acks", "all", "--record-size", "100"]
     latency = ok(run(TOOLS + "EndToEndLatency", "--topic", *e2e))
     assert re.search(r"^Avg latency: [\d.]+ ms$", latency, re.M), latency
