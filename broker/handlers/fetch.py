@@ -268,7 +268,7 @@ class FetchPlan:
         told = target.was_told(read.high_watermark, read.log_start)
         if self.incremental and not read.records and read.diverging is None and told:
             if in_session is not None:
-                mark_quiet(in_session, key, partition_log, target)
+                mark_quiet(in_session, key, self.follower_id, partition_log, target)
             return None
         target.quiet = None
         answer: FetchResponsePartitions = {

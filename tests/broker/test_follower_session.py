@@ -19,10 +19,18 @@ def test_a_full_fetch_opens_the_session_and_then_only_what_moved_is_named() -> N
     session.answered(42, wanted)
     assert (session.id, session.epoch) == (42, 1)
     assert session.request(wanted) == ({}, [])  # nothing moved: an empty long poll
-    moved = {("t", 0): position(6), ("t", 1): position(7)}
+    moved = {("t", 0): position(6), ("t", 1): wanted[("t", 1)]}  # the fetcher keeps an unmoved entry
     assert session.request(moved) == ({("t", 0): position(6)}, [])
     session.answered(42, moved)
     assert session.epoch == 2
+
+
+def test_an_entry_built_again_is_named_again() -> None:
+    """Entries are compared by identity (the fetcher builds one again only when its log moved):
+    an equal new one is named once more, which a session allows, and never left out."""
+    session = FollowerSession()
+    session.answered(42, {("t", 0): position(5)})
+    assert session.request({("t", 0): position(5)}) == ({("t", 0): position(5)}, [])
 
 
 def test_partitions_left_out_are_forgotten_and_new_epochs_resent() -> None:

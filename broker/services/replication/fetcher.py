@@ -17,8 +17,8 @@ connection is reopened after the same back-off.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
@@ -66,8 +66,9 @@ class FetcherSettings:
 class FollowerThrottle(Protocol):
     """The follower side of the reassignment throttles (``broker.services.replication.throttle``)."""
 
-    def holds_back(self, key: PartitionKey) -> bool:
-        """Leave ``key`` out of the next fetch (throttled, and the rate is over its bound)."""
+    def held_back(self, keys: Iterable[PartitionKey]) -> Collection[PartitionKey]:
+        """Of ``keys``, those to leave out of the next fetch (throttled, and the rate is over
+        its bound)."""
         ...
 
     def fetched(self, key: PartitionKey, size: int) -> None:
@@ -82,6 +83,33 @@ class FollowedPartition:
     leader_epoch: int
     truncated: bool = False  # its log agrees with the leader's, fetching may start
     resume_at: float = 0.0  # trio time before which it is left out (back-off after an error)
+    _at: tuple[int, int, int, int] = (-1, -1, -1, -1)
+    _position: Position = field(default_factory=dict)
+
+    def position_in(self, partition_log: PartitionLog, index: int, max_bytes: int) -> Position:
+        """This partition's entry of the next Fetch, built again only when the log moved.
+
+        Why: every fetch passes every followed partition to the session, which names only the
+        entries that are not the very ones it sent last (``FollowerSession.request``); most
+        partitions are idle, and a tuple comparison is cheaper than a new dict and a dict
+        comparison (2% of an in-process cluster's CPU per record with 18 idle partitions)."""
+        at = (
+            partition_log.log_end_offset,
+            partition_log.leader_epochs.latest_epoch,
+            partition_log.log_start_offset,
+            self.leader_epoch,
+        )
+        if at != self._at:
+            self._at = at
+            self._position = {
+                "partition": index,
+                "current_leader_epoch": self.leader_epoch,
+                "fetch_offset": at[0],
+                "last_fetched_epoch": at[1],
+                "log_start_offset": at[2],
+                "partition_max_bytes": max_bytes,
+            }
+        return self._position
 
 
 def error_name(code: int) -> str:
@@ -281,12 +309,13 @@ class LeaderFetcher:
         settings = self._settings
         wanted: dict[PartitionKey, Position] = {}
         fetched: dict[PartitionKey, FollowedPartition] = {}
+        held_back = self._throttle.held_back(partitions) if self._throttle is not None else ()
         for key, followed in partitions.items():
             partition_log = self._logs.get(*key)
             if partition_log is None:
                 self.remove(key)
                 continue
-            if self._throttle is not None and self._throttle.holds_back(key):
+            if key in held_back:
                 continue  # a throttled reassignment copy over its rate: left out this round
             if not partition_log.is_online:
                 # A disk error took the log offline: nothing fetched could be appended, and a
@@ -294,14 +323,7 @@ class LeaderFetcher:
                 # it leaves the fetch session too) until the log is back.
                 continue
             fetched[key] = followed
-            wanted[key] = {
-                "partition": key[1],
-                "current_leader_epoch": followed.leader_epoch,
-                "fetch_offset": partition_log.log_end_offset,
-                "last_fetched_epoch": partition_log.leader_epochs.latest_epoch,
-                "log_start_offset": partition_log.log_start_offset,
-                "partition_max_bytes": settings.max_bytes,
-            }
+            wanted[key] = followed.position_in(partition_log, key[1], settings.max_bytes)
         if not wanted:
             # Everything ready was held back by the throttle, is offline or went away: let the rate fall,
             # as Kafka's fetcher backs off when it has nothing to fetch.

@@ -193,6 +193,10 @@ class ReplicaManager:
         """The partition's leader state, None unless this broker leads it."""
         return self._leading.get(key)
 
+    def now_ms(self) -> int:
+        """The clock followers' fetches are recorded by."""
+        return self._clock()
+
     def known_leader(self, key: PartitionKey) -> tuple[int, int] | None:
         """(leader id, leader epoch) as this broker knows them, None if it has no role for it."""
         state = self._leading.get(key)

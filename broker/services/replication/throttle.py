@@ -13,7 +13,7 @@ leaves them out of its fetches (Kafka's ReplicationQuotaManager); unset rates th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from broker.services.quotas.quota_rate import Rate, Windows
@@ -90,10 +90,12 @@ class FollowerThrottle:
         in_sync = isr is None or self._node_id in isr
         return throttled_copy(self._topics, key, FOLLOWER_REPLICAS, self._node_id, in_sync)
 
-    def holds_back(self, key: PartitionKey) -> bool:
-        """The rate first: unset (the usual case) it answers without the ISR and topic
-        lookups, which every partition of every fetch would otherwise pay."""
-        return self._quota.exceeded() and self._throttled(key)
+    def held_back(self, keys: Iterable[PartitionKey]) -> Collection[PartitionKey]:
+        """The rate first, once per fetch: unset (the usual case) or under its bound, nothing is
+        held back, without the ISR and topic lookups every partition would otherwise pay."""
+        if not self._quota.exceeded():
+            return ()
+        return {key for key in keys if self._throttled(key)}
 
     def fetched(self, key: PartitionKey, size: int) -> None:
         if size and self._throttled(key):

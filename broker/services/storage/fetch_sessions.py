@@ -33,7 +33,7 @@ from wire.fetch_session_epochs import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSIO
 from wire.primitives import INT32_MAX
 
 if TYPE_CHECKING:
-    from broker.services.replication.leader_state import LeaderState
+    from broker.services.replication.leader_state import FollowerProgress, LeaderState
     from log.partition_log import PartitionLog
     from wire.messages import FetchResponsePartitions
 
@@ -58,7 +58,8 @@ class QuietMark(NamedTuple):
 
     log: PartitionLog
     state: LeaderState  # this leadership: a new epoch or a lost lead is another object, or none
-    offsets: tuple[int, ...]
+    progress: FollowerProgress  # the follower's, while it stays a replica of this leadership
+    offsets: tuple[int, int, int]  # the log's end, high watermark and start
 
 
 @dataclass(slots=True, eq=False)
@@ -129,6 +130,7 @@ class FetchSession:
                 cached.max_bytes = change.max_bytes
                 cached.current_leader_epoch = change.current_leader_epoch
                 cached.last_fetched_epoch = change.last_fetched_epoch
+                cached.quiet = None  # a position named again: read it again
         for key in forgotten:
             self.partitions.pop(key, None)
 

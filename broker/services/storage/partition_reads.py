@@ -81,36 +81,39 @@ def follower_fetched(
     return diverging
 
 
-def quiet_offsets(log: PartitionLog, target: SessionPartition) -> tuple[int, ...]:
-    """What a quiet partition's answer depends on: the log's offsets and the follower's position."""
-    position = (target.fetch_offset, target.current_leader_epoch, target.last_fetched_epoch)
-    return (log.log_end_offset, log.high_watermark, log.log_start_offset, *position)
+def log_offsets(log: PartitionLog) -> tuple[int, int, int]:
+    """What a quiet partition's answer depends on besides the follower's position, which the
+    mark outlives only while the follower does not name it again (``FetchSession.update``)."""
+    return (log.log_end_offset, log.high_watermark, log.log_start_offset)
 
 
 def mark_quiet(
-    replicas: ReplicaManager, key: PartitionKey, log: PartitionLog, target: SessionPartition
+    replicas: ReplicaManager, key: PartitionKey, follower: int, log: PartitionLog, target: SessionPartition
 ) -> None:
     """Remember that a follower's read of ``target`` found nothing new, if it is at the log end
-    (one behind it may have been held back by a throttle, which may lift)."""
+    (one behind it may have been held back by a throttle, which may lift) and in the ISR (one
+    outside it is read, so that its fetch can bring it back in)."""
     state = replicas.leader(key)
+    progress = state.followers.get(follower) if state is not None and follower in state.isr else None
     at_end = target.fetch_offset == log.log_end_offset
-    target.quiet = QuietMark(log, state, quiet_offsets(log, target)) if state and at_end else None
+    target.quiet = QuietMark(log, state, progress, log_offsets(log)) if progress and at_end else None
 
 
 def still_quiet(replicas: ReplicaManager, key: PartitionKey, follower: int, target: SessionPartition) -> bool:
     """Whether a follower's session partition is as it was when last found quiet (same log,
-    online, same leadership with this follower among its replicas, same offsets and position);
-    if so its fetch is recorded, as a read would (the follower's caught-up time), and it needs
-    no read."""
+    online, same offsets, same leadership with this follower in its ISR); if so its fetch is
+    recorded on the follower's progress, as a read would record it, and it needs no read.
+    (``ReplicaManager.follower_fetched`` would do no more here: a follower in the ISR whose log
+    end did not move changes neither the high watermark nor the ISR.)"""
     mark = target.quiet
     if mark is None:
         return False
     state, log = mark.state, mark.log
-    if replicas.leader(key) is not state or follower not in state.followers or not log.is_online:
+    if log_offsets(log) != mark.offsets or replicas.leader(key) is not state or not log.is_online:
         return False
-    if quiet_offsets(log, target) != mark.offsets:
+    if follower not in state.isr or state.followers.get(follower) is not mark.progress:
         return False
-    replicas.follower_fetched(key, follower, target.fetch_offset, log)
+    mark.progress.fetched(target.fetch_offset, mark.offsets[0], replicas.now_ms())
     return True
 
 
