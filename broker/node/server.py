@@ -21,7 +21,7 @@ import trio
 
 from broker.config.config import BrokerConfig, Listener
 from broker.handlers import load_handlers
-from broker.network.accept import ConnectionLimits, accept_loop, default_max_connections
+from broker.network.accept import ConnectionLimits, ConnectionServer, accept_loop, default_max_connections
 from broker.network.bind_failure import bind_failure
 from broker.network.connection import serve_connection
 from broker.network.memory_budget import MemoryBudget
@@ -309,6 +309,20 @@ async def listening_socket(host: str, port: int, *, shared: bool = False) -> tri
     return sock
 
 
+async def accept_when_ready(
+    broker: Broker,
+    sock: trio.socket.SocketType,
+    limits: ConnectionLimits,
+    nursery: trio.Nursery,
+    serve_one: ConnectionServer,
+) -> None:
+    """Accept on ``sock`` once a cluster member may serve clients (``ClusterNode.ready_to_serve``;
+    a single broker at once); until then connections wait in the listen backlog."""
+    if broker.cluster is not None:
+        await broker.cluster.ready_to_serve()
+    await accept_loop(sock, limits, nursery, serve_one, broker.quotas.connection)
+
+
 async def serve(
     broker: Broker, *, task_status: trio.TaskStatus[list[Listener]] = trio.TASK_STATUS_IGNORED
 ) -> None:
@@ -335,7 +349,7 @@ async def serve(
         for listener_name, sock in sockets:
             security = broker.listener_security[listener_name]
             serve_one = broker.metrics.counting(listener_name, partial(serve_connection, broker, security))
-            nursery.start_soon(accept_loop, sock, limits, nursery, serve_one, broker.quotas.connection)
+            nursery.start_soon(accept_when_ready, broker, sock, limits, nursery, serve_one)
         for task in broker.background_tasks:
             nursery.start_soon(task)
         task_status.started(list(broker.listeners))

@@ -256,6 +256,23 @@ def test_planned_moves_spread_new_processes_and_empty_leaving_ones() -> None:
     assert {({**after, **shrunk})["t", p] for p in range(6)} == {(1,)}
 
 
+def test_the_first_answer_after_the_table_names_brokers_and_a_controller(tmp_path: Path) -> None:
+    """A process holds clients back until it is registered and a controller is known (as Kafka
+    opens its listeners only then). Before, a Metadata right after the supervisor's table could
+    list no broker and controller -1 (2 of 5 starts), and librdkafka's admin client then waited
+    past its timeout for a controller. Three starts, each asked at once."""
+    require_etcd()
+    for start in range(3):
+        (port,) = free_ports(1, run=3)
+        process = serve(2, tmp_path / f"data-{start}", port)
+        try:
+            with KafkaConnection(f"127.0.0.1:{port}", timeout=10) as connection:
+                answer = connection.metadata([])
+            assert answer["controller_id"] in (1, 2) and answer["brokers"], answer
+        finally:
+            stop(process)
+
+
 def test_changing_the_process_count_moves_the_partitions_and_keeps_the_records(tmp_path: Path) -> None:
     require_etcd()
     (port,) = free_ports(1, run=4)

@@ -133,6 +133,11 @@ class ClusterMetadata:
         while self.image.revision < revision:
             await self._revision_changed.wait()
 
+    async def until(self, condition: Callable[[ClusterImage], bool]) -> None:
+        """Wait until the image satisfies ``condition`` (asked again at each new revision)."""
+        while not condition(self.image):
+            await self._revision_changed.wait()
+
     # ---------------------------------------------------------------------------------------
     # Writing
 

@@ -41,6 +41,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+CONTROLLER_WAIT_S = 10.0
+"""How long a starting broker holds clients back for want of a controller (``ready_to_serve``)."""
+
 PRODUCER_ID_BLOCK = 1000  # Kafka's block size
 # The prefix of each internal topic's settings (``<prefix>.replication.factor``, ``.segment.bytes``).
 INTERNAL_TOPIC_SETTINGS = {
@@ -108,6 +111,20 @@ class ClusterNode:
         """Register (the listeners are bound by now) and heartbeat."""
         await self.membership.register()
         await self.membership.run()
+
+    async def ready_to_serve(self) -> None:
+        """Until clients may be served (Kafka opens its listeners to them only once its broker
+        is registered): this broker registered, so the metadata it answers lists it, and a
+        controller known, for at most ``CONTROLLER_WAIT_S`` (an election takes milliseconds).
+
+        Why: a broker that answered before was seen telling a client of no brokers and no
+        controller, on which librdkafka's admin client waited past its 30 s timeout for a
+        CreateTopics it never sent. The connections meanwhile wait in the listen backlog."""
+        await self.membership.registered.wait()
+        with trio.move_on_after(CONTROLLER_WAIT_S) as waited:
+            await self.metadata.until(lambda image: image.controller_id >= 0)
+        if waited.cancelled_caught:
+            log.warning("no cluster controller after %.0f s; serving clients without one", CONTROLLER_WAIT_S)
 
     @property
     def background_tasks(self) -> list:
