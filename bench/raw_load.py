@@ -33,7 +33,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from bench.load import Progress, Window, each_partition
-from broker.client.admin_client import KafkaConnection, decode_answer, request_frame, response_size
+from broker.client.admin_client import (
+    KafkaConnection,
+    decode_answer,
+    fetch_request_body,
+    request_frame,
+    response_size,
+)
 from wire.api_keys import ApiKey
 from wire.record_batch import Record, encode_batch, parse_batch_header
 
@@ -54,7 +60,11 @@ CORRELATION_AT = 8  # a request frame: size (4), api key (2), version (2), corre
 
 
 class Leader:
-    """One broker's connection and the partitions it leads, with each one's share of the load."""
+    """One broker's connection and the partitions it leads, with each one's share of the load.
+
+    Not a ``KafkaConnection``: that one gathers an answer by appending chunks and copies it to
+    ``bytes`` (fine for the CLI's small answers); here a 64 MB Fetch answer is received into one
+    buffer and decoded from a view of it, so the consume phase measures brokers, not copies."""
 
     def __init__(self, host: str, port: int, shares: dict[tuple[str, int], int]) -> None:
         self.sock = socket.create_connection((host, port), timeout=60)
@@ -185,26 +195,9 @@ def consume_from(leader: Leader, deadline: float, progress: Callable[[int], None
     while any(received[target] < share for target, share in leader.shares.items()):
         if time.monotonic() > deadline:
             raise TimeoutError(f"consume: {sum(received.values())}/{sum(leader.shares.values())} read")
-        topics: dict[str, list[dict[str, Any]]] = {}
-        for (topic, partition), offset in positions.items():
-            entry = {
-                "partition": partition,
-                "fetch_offset": offset,
-                "partition_max_bytes": PARTITION_MAX_BYTES,
-            }
-            topics.setdefault(topic, []).append(entry)
-        body = {
-            "replica_id": -1,
-            "max_wait_ms": FETCH_WAIT_MS,
-            "min_bytes": 1,
-            "max_bytes": FETCH_MAX_BYTES,
-            "isolation_level": 0,
-            "session_id": 0,
-            "session_epoch": -1,
-            "topics": [{"topic": name, "partitions": entries} for name, entries in topics.items()],
-            "forgotten_topics_data": [],
-            "rack_id": "",
-        }
+        body = fetch_request_body(
+            positions, FETCH_WAIT_MS, 1, max_bytes=FETCH_MAX_BYTES, partition_max_bytes=PARTITION_MAX_BYTES
+        )
         response = leader.receive(ApiKey.FETCH, FETCH_VERSION, leader.send(ApiKey.FETCH, FETCH_VERSION, body))
         if response["error_code"]:
             raise RuntimeError(f"fetch: error {response['error_code']}")

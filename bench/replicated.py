@@ -27,15 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import ack_latency
-from bench.launchers import (
-    ApacheKafkaLauncher,
-    BrokerFailed,
-    Launcher,
-    OdradekLauncher,
-    RunningBroker,
-    names_of,
-    running,
-)
+from bench.launchers import BrokerFailed, RunningBroker, make_launchers, names_of, running
 from bench.report import add_trial_options, report
 from bench.throughput import Settings, Trial, interleave, measure
 
@@ -128,14 +120,10 @@ def run_trial(
         if args.latency_rate:
             latencies.append(fixed_rate(brokers, args, settings.partitions, REPLICATION_FACTOR))
     if args.latency_rate:
-        with running(single_broker(kind, args.override_all)) as single:
-            latencies.append(fixed_rate(single, args, settings.partitions, 1))
+        (single,) = make_launchers(kind, (), shared=args.override_all)  # the clusters' overrides
+        with running(single) as broker:
+            latencies.append(fixed_rate(broker, args, settings.partitions, 1))
     return trial
-
-
-def single_broker(kind: str, overrides: list[str]) -> Launcher:
-    """One broker of ``kind`` with the clusters' overrides: the baseline of its cluster's cost."""
-    return OdradekLauncher(overrides) if kind == "odradek" else ApacheKafkaLauncher(overrides)
 
 
 def fixed_rate(

@@ -12,7 +12,7 @@ import itertools
 import socket
 import ssl
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from broker.client.security import PLAINTEXT, AuthenticationFailed, ClientSecurity, authenticate
@@ -58,20 +58,34 @@ def fetch_body(
     min_bytes: int = 0,
     isolation_level: int = READ_UNCOMMITTED,
 ) -> dict[str, Any]:
-    """A sessionless Fetch v12 request body, up to 1 MiB per partition."""
-    partitions = [
-        {"partition": p, "fetch_offset": offset, "partition_max_bytes": FETCH_PARTITION_BYTES}
-        for p, offset in positions.items()
-    ]
+    """A sessionless Fetch v12 request body for one topic, up to 1 MiB per partition."""
+    at = {(topic, partition): offset for partition, offset in positions.items()}
+    return fetch_request_body(at, max_wait_ms, min_bytes, isolation_level)
+
+
+def fetch_request_body(
+    positions: Mapping[tuple[str, int], int],
+    max_wait_ms: int = 0,
+    min_bytes: int = 0,
+    isolation_level: int = READ_UNCOMMITTED,
+    max_bytes: int = FETCH_PARTITION_BYTES,
+    partition_max_bytes: int = FETCH_PARTITION_BYTES,
+) -> dict[str, Any]:
+    """A sessionless Fetch v12 request body for ``positions`` (topic, partition) -> offset,
+    partitions grouped by topic in their order."""
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for (topic, partition), offset in positions.items():
+        entry = {"partition": partition, "fetch_offset": offset, "partition_max_bytes": partition_max_bytes}
+        topics.setdefault(topic, []).append(entry)
     return {
         "replica_id": -1,
         "max_wait_ms": max_wait_ms,
         "min_bytes": min_bytes,
-        "max_bytes": FETCH_PARTITION_BYTES,
+        "max_bytes": max_bytes,
         "isolation_level": isolation_level,
         "session_id": 0,
         "session_epoch": -1,
-        "topics": [{"topic": topic, "partitions": partitions}],
+        "topics": [{"topic": name, "partitions": entries} for name, entries in topics.items()],
         "forgotten_topics_data": [],
         "rack_id": "",
     }

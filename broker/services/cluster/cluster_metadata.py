@@ -130,8 +130,7 @@ class ClusterMetadata:
 
     async def caught_up(self, revision: int) -> None:
         """Wait until the image holds everything up to ``revision`` (one's own write)."""
-        while self.image.revision < revision:
-            await self._revision_changed.wait()
+        await self.until(lambda image: image.revision >= revision)
 
     async def until(self, condition: Callable[[ClusterImage], bool]) -> None:
         """Wait until the image satisfies ``condition`` (asked again at each new revision)."""
